@@ -1,0 +1,404 @@
+//! Content codings: which ones we speak, how they are negotiated, and streaming decoders and encoders
+//! whose memory stays bounded whatever the compression ratio (decoded output comes out in pieces).
+
+use std::io::Write;
+
+use flate2::{Decompress, FlushDecompress, Status};
+
+/// Largest piece of decoded output produced at once: a decompression bomb costs nothing more.
+pub const DECODED_PIECE: usize = 32 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Identity,
+    Gzip,
+    Deflate,
+    Brotli,
+    Zstd,
+}
+
+impl Encoding {
+    /// A `Content-Encoding` value we can decode; `None` for anything else (stacked codings included).
+    pub fn from_content_encoding(value: Option<&str>) -> Option<Encoding> {
+        let Some(value) = value else { return Some(Encoding::Identity) };
+        match value.trim().to_ascii_lowercase().as_str() {
+            "" | "identity" => Some(Encoding::Identity),
+            "gzip" | "x-gzip" => Some(Encoding::Gzip),
+            "deflate" => Some(Encoding::Deflate),
+            "br" => Some(Encoding::Brotli),
+            "zstd" => Some(Encoding::Zstd),
+            _ => None,
+        }
+    }
+
+    pub fn token(self) -> &'static str {
+        match self {
+            Encoding::Identity => "identity",
+            Encoding::Gzip => "gzip",
+            Encoding::Deflate => "deflate",
+            Encoding::Brotli => "br",
+            Encoding::Zstd => "zstd",
+        }
+    }
+
+    /// Our preference when re-encoding: best ratio for the CPU it costs at our settings.
+    const PREFERENCE: [Encoding; 4] = [Encoding::Zstd, Encoding::Brotli, Encoding::Gzip, Encoding::Deflate];
+}
+
+/// The codings of a client's `Accept-Encoding` that we also speak, with q > 0, in the client's order.
+pub fn accepted(accept_encoding: Option<&str>) -> Vec<Encoding> {
+    let Some(header) = accept_encoding else { return Vec::new() };
+    let mut accepted = Vec::new();
+    for item in header.split(',') {
+        let mut params = item.split(';');
+        let name = params.next().unwrap_or("").trim().to_ascii_lowercase();
+        let q = params
+            .filter_map(|p| p.trim().strip_prefix("q=").or_else(|| p.trim().strip_prefix("Q=")))
+            .filter_map(|q| q.trim().parse::<f32>().ok())
+            .next_back()
+            .unwrap_or(1.0);
+        if q <= 0.0 {
+            continue;
+        }
+        let encoding = match name.as_str() {
+            "gzip" | "x-gzip" => Encoding::Gzip,
+            "deflate" => Encoding::Deflate,
+            "br" => Encoding::Brotli,
+            "zstd" => Encoding::Zstd,
+            _ => continue,
+        };
+        if !accepted.contains(&encoding) {
+            accepted.push(encoding);
+        }
+    }
+    accepted
+}
+
+/// The `Accept-Encoding` to send upstream: the client's, limited to codings we can decode.
+pub fn upstream_accept_encoding(accept_encoding: Option<&str>) -> Option<String> {
+    let tokens: Vec<&str> = accepted(accept_encoding).into_iter().map(Encoding::token).collect();
+    (!tokens.is_empty()).then(|| tokens.join(", "))
+}
+
+/// How to re-encode a rewritten body: the upstream's coding if the client takes it (the client asked
+/// for it in the first place), else our preferred one among the client's, else identity.
+pub fn choose_output(upstream: Encoding, client_accepts: &[Encoding]) -> Encoding {
+    if upstream == Encoding::Identity {
+        return Encoding::Identity;
+    }
+    if client_accepts.contains(&upstream) {
+        return upstream;
+    }
+    Encoding::PREFERENCE.into_iter().find(|e| client_accepts.contains(e)).unwrap_or(Encoding::Identity)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CodecError {
+    #[error("malformed {0} body: {1}")]
+    Corrupt(&'static str, String),
+    #[error("{0} body ended before its compressed stream did")]
+    Truncated(&'static str),
+    #[error("{0} encoder failed: {1}")]
+    Encode(&'static str, std::io::Error),
+}
+
+/// A streaming decoder. [`Decoder::decode`] produces at most [`DECODED_PIECE`] bytes per call.
+pub struct Decoder {
+    state: DecoderState,
+    finished: bool,
+}
+
+enum DecoderState {
+    Identity,
+    /// Deflate waits for its first two bytes to tell zlib-wrapped from raw streams.
+    DeflateUnknown,
+    Flate(Box<Decompress>, Vec<u8>, &'static str),
+    Brotli(Box<brotli::BrotliState<brotli::enc::StandardAlloc, brotli::enc::StandardAlloc, brotli::enc::StandardAlloc>>, Box<[u8]>),
+    Zstd(Box<zstd::stream::raw::Decoder<'static>>, Box<[u8]>),
+}
+
+impl Decoder {
+    pub fn new(encoding: Encoding) -> Decoder {
+        let state = match encoding {
+            Encoding::Identity => DecoderState::Identity,
+            Encoding::Gzip => DecoderState::Flate(Box::new(Decompress::new_gzip(15)), Vec::with_capacity(DECODED_PIECE), "gzip"),
+            Encoding::Deflate => DecoderState::DeflateUnknown,
+            Encoding::Brotli => DecoderState::Brotli(
+                Box::new(brotli::BrotliState::new(Default::default(), Default::default(), Default::default())),
+                vec![0; DECODED_PIECE].into_boxed_slice(),
+            ),
+            Encoding::Zstd => DecoderState::Zstd(
+                Box::new(zstd::stream::raw::Decoder::new().expect("zstd decoder allocates")),
+                vec![0; DECODED_PIECE].into_boxed_slice(),
+            ),
+        };
+        Decoder { state, finished: matches!(encoding, Encoding::Identity) }
+    }
+
+    /// Decodes from `input` into `out` (at most [`DECODED_PIECE`] new bytes); returns the input bytes
+    /// consumed. Call again while input remains or while a call filled its piece.
+    pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, CodecError> {
+        if let DecoderState::DeflateUnknown = self.state {
+            if input.len() < 2 {
+                return Ok(0);
+            }
+            // RFC 9110's "deflate" is zlib-wrapped, but some servers send raw deflate.
+            let zlib = input[0] & 0x0F == 8 && (u16::from(input[0]) << 8 | u16::from(input[1])) % 31 == 0;
+            self.state = DecoderState::Flate(Box::new(Decompress::new(zlib)), Vec::with_capacity(DECODED_PIECE), "deflate");
+        }
+        match &mut self.state {
+            DecoderState::Identity => {
+                let n = input.len().min(DECODED_PIECE);
+                out.extend_from_slice(&input[..n]);
+                Ok(n)
+            }
+            DecoderState::DeflateUnknown => unreachable!("resolved above"),
+            DecoderState::Flate(inflate, piece, name) => {
+                if self.finished {
+                    return Ok(input.len()); // bytes after the end of the stream are ignored, as browsers do
+                }
+                piece.clear();
+                let before = inflate.total_in();
+                let result = inflate.decompress_vec(input, piece, FlushDecompress::None);
+                out.extend_from_slice(piece);
+                let consumed = (inflate.total_in() - before) as usize;
+                match result {
+                    Ok(Status::StreamEnd) => {
+                        self.finished = true;
+                        Ok(consumed)
+                    }
+                    Ok(_) => Ok(consumed),
+                    Err(e) => Err(CodecError::Corrupt(name, e.to_string())),
+                }
+            }
+            DecoderState::Brotli(state, buffer) => {
+                if self.finished {
+                    return Ok(input.len());
+                }
+                let (mut available_in, mut input_offset) = (input.len(), 0);
+                let (mut available_out, mut output_offset, mut total_out) = (buffer.len(), 0, 0);
+                let result = brotli::BrotliDecompressStream(
+                    &mut available_in,
+                    &mut input_offset,
+                    input,
+                    &mut available_out,
+                    &mut output_offset,
+                    buffer,
+                    &mut total_out,
+                    state,
+                );
+                out.extend_from_slice(&buffer[..output_offset]);
+                match result {
+                    brotli::BrotliResult::ResultFailure => Err(CodecError::Corrupt("br", "invalid brotli stream".into())),
+                    brotli::BrotliResult::ResultSuccess => {
+                        self.finished = true;
+                        Ok(input_offset)
+                    }
+                    _ => Ok(input_offset),
+                }
+            }
+            DecoderState::Zstd(decoder, buffer) => {
+                use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+                let mut src = InBuffer::around(input);
+                let mut dst = OutBuffer::around(&mut buffer[..]);
+                let hint = decoder.run(&mut src, &mut dst).map_err(|e| CodecError::Corrupt("zstd", e.to_string()))?;
+                let produced = dst.pos();
+                out.extend_from_slice(&buffer[..produced]);
+                // A hint of 0 means a frame just ended; more frames may follow.
+                self.finished = hint == 0;
+                Ok(src.pos())
+            }
+        }
+    }
+
+    /// Checks at the end of the body that the compressed stream was complete.
+    pub fn finish(&self) -> Result<(), CodecError> {
+        match &self.state {
+            DecoderState::Identity => Ok(()),
+            DecoderState::DeflateUnknown => Err(CodecError::Truncated("deflate")),
+            DecoderState::Flate(_, _, name) if !self.finished => Err(CodecError::Truncated(name)),
+            DecoderState::Brotli(..) if !self.finished => Err(CodecError::Truncated("br")),
+            DecoderState::Zstd(..) if !self.finished => Err(CodecError::Truncated("zstd")),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A streaming encoder tuned for speed: a dev proxy re-encodes every rewritten page.
+pub struct Encoder {
+    state: EncoderState,
+}
+
+enum EncoderState {
+    Identity,
+    Gzip(flate2::write::GzEncoder<Vec<u8>>),
+    Deflate(flate2::write::ZlibEncoder<Vec<u8>>),
+    Brotli(Option<Box<brotli::CompressorWriter<Vec<u8>>>>),
+    Zstd(zstd::stream::write::Encoder<'static, Vec<u8>>),
+}
+
+impl Encoder {
+    pub fn new(encoding: Encoding) -> Encoder {
+        let level = flate2::Compression::new(4);
+        let state = match encoding {
+            Encoding::Identity => EncoderState::Identity,
+            Encoding::Gzip => EncoderState::Gzip(flate2::write::GzEncoder::new(Vec::new(), level)),
+            Encoding::Deflate => EncoderState::Deflate(flate2::write::ZlibEncoder::new(Vec::new(), level)),
+            Encoding::Brotli => EncoderState::Brotli(Some(Box::new(brotli::CompressorWriter::new(Vec::new(), 16 * 1024, 4, 20)))),
+            Encoding::Zstd => {
+                EncoderState::Zstd(zstd::stream::write::Encoder::new(Vec::new(), 3).expect("zstd encoder allocates"))
+            }
+        };
+        Encoder { state }
+    }
+
+    fn name(&self) -> &'static str {
+        match self.state {
+            EncoderState::Identity => "identity",
+            EncoderState::Gzip(_) => "gzip",
+            EncoderState::Deflate(_) => "deflate",
+            EncoderState::Brotli(_) => "br",
+            EncoderState::Zstd(_) => "zstd",
+        }
+    }
+
+    /// Compresses `input`, appending whatever compressed bytes are ready to `out`.
+    pub fn encode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let name = self.name();
+        let result = match &mut self.state {
+            EncoderState::Identity => {
+                out.extend_from_slice(input);
+                return Ok(());
+            }
+            EncoderState::Gzip(w) => w.write_all(input).map(|_| out.append(w.get_mut())),
+            EncoderState::Deflate(w) => w.write_all(input).map(|_| out.append(w.get_mut())),
+            EncoderState::Brotli(w) => {
+                let w = w.as_mut().expect("encoder used after finish");
+                w.write_all(input).map(|_| out.append(w.get_mut()))
+            }
+            EncoderState::Zstd(w) => w.write_all(input).map(|_| out.append(w.get_mut())),
+        };
+        result.map_err(|e| CodecError::Encode(name, e))
+    }
+
+    /// Pushes out everything encoded so far (a sync flush), so that a stream that pauses reaches
+    /// the client now rather than at the end.
+    pub fn flush(&mut self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let name = self.name();
+        let result = match &mut self.state {
+            EncoderState::Identity => Ok(()),
+            EncoderState::Gzip(w) => w.flush().map(|_| out.append(w.get_mut())),
+            EncoderState::Deflate(w) => w.flush().map(|_| out.append(w.get_mut())),
+            EncoderState::Brotli(w) => {
+                let w = w.as_mut().expect("encoder used after finish");
+                w.flush().map(|_| out.append(w.get_mut()))
+            }
+            EncoderState::Zstd(w) => w.flush().map(|_| out.append(w.get_mut())),
+        };
+        result.map_err(|e| CodecError::Encode(name, e))
+    }
+
+    /// Ends the compressed stream.
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let name = self.name();
+        let result = match &mut self.state {
+            EncoderState::Identity => Ok(()),
+            EncoderState::Gzip(w) => w.try_finish().map(|_| out.append(w.get_mut())),
+            EncoderState::Deflate(w) => w.try_finish().map(|_| out.append(w.get_mut())),
+            EncoderState::Brotli(w) => {
+                let w = w.take().expect("encoder finished twice");
+                out.append(&mut w.into_inner());
+                Ok(())
+            }
+            EncoderState::Zstd(w) => w.do_finish().map(|_| out.append(w.get_mut())),
+        };
+        result.map_err(|e| CodecError::Encode(name, e))
+    }
+}
+
+/// Compresses a whole buffer (tests and fixtures).
+pub fn encode_all(encoding: Encoding, input: &[u8]) -> Vec<u8> {
+    let mut encoder = Encoder::new(encoding);
+    let mut out = Vec::new();
+    encoder.encode(input, &mut out).expect("in-memory encoding");
+    encoder.finish(&mut out).expect("in-memory encoding");
+    out
+}
+
+/// Decodes a whole buffer (tests and fixtures).
+pub fn decode_all(encoding: Encoding, mut input: &[u8]) -> Result<Vec<u8>, CodecError> {
+    let mut decoder = Decoder::new(encoding);
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        let consumed = decoder.decode(input, &mut out)?;
+        input = &input[consumed..];
+        if input.is_empty() && out.len() - before < DECODED_PIECE && consumed == 0 {
+            break;
+        }
+    }
+    decoder.finish()?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Encoding; 5] = [Encoding::Identity, Encoding::Gzip, Encoding::Deflate, Encoding::Brotli, Encoding::Zstd];
+
+    #[test]
+    fn round_trips_in_bounded_pieces() {
+        let body: Vec<u8> = (0..300_000u32).flat_map(|i| format!("<a href='/p/{i}'>x</a>").into_bytes()).collect();
+        for encoding in ALL {
+            let compressed = encode_all(encoding, &body);
+            let mut decoder = Decoder::new(encoding);
+            let mut decoded = Vec::new();
+            for chunk in compressed.chunks(1000) {
+                let mut chunk = chunk;
+                loop {
+                    let mut piece = Vec::new();
+                    let consumed = decoder.decode(chunk, &mut piece).unwrap();
+                    assert!(piece.len() <= DECODED_PIECE, "{encoding:?} produced {}", piece.len());
+                    chunk = &chunk[consumed..];
+                    let full = piece.len() == DECODED_PIECE;
+                    decoded.extend_from_slice(&piece);
+                    if chunk.is_empty() && !full {
+                        break;
+                    }
+                }
+            }
+            decoder.finish().unwrap();
+            assert_eq!(decoded, body, "{encoding:?}");
+        }
+    }
+
+    #[test]
+    fn raw_deflate_is_accepted_too() {
+        let mut w = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        w.write_all(b"hello raw deflate").unwrap();
+        let raw = w.finish().unwrap();
+        assert_eq!(decode_all(Encoding::Deflate, &raw).unwrap(), b"hello raw deflate");
+    }
+
+    #[test]
+    fn corrupt_and_truncated_streams_are_errors() {
+        for encoding in [Encoding::Gzip, Encoding::Brotli, Encoding::Zstd] {
+            let good = encode_all(encoding, &[b'x'; 10_000]);
+            assert!(decode_all(encoding, &good[..good.len() / 2]).is_err(), "{encoding:?} truncated");
+            let garbage: Vec<u8> = (0..200u8).map(|i| i.wrapping_mul(37)).collect();
+            assert!(decode_all(encoding, &garbage).is_err(), "{encoding:?} garbage");
+        }
+    }
+
+    #[test]
+    fn negotiation_follows_accept_encoding() {
+        assert_eq!(accepted(Some("gzip, deflate, br")), vec![Encoding::Gzip, Encoding::Deflate, Encoding::Brotli]);
+        assert_eq!(accepted(Some("br;q=0, gzip;q=0.5, compress")), vec![Encoding::Gzip]);
+        assert_eq!(upstream_accept_encoding(Some("sdch, identity")), None);
+        assert_eq!(choose_output(Encoding::Gzip, &[Encoding::Gzip, Encoding::Brotli]), Encoding::Gzip);
+        assert_eq!(choose_output(Encoding::Zstd, &[Encoding::Gzip, Encoding::Brotli]), Encoding::Brotli);
+        assert_eq!(choose_output(Encoding::Brotli, &[]), Encoding::Identity);
+        assert_eq!(Encoding::from_content_encoding(Some("gzip, br")), None);
+    }
+}

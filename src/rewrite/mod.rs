@@ -1,0 +1,221 @@
+//! The streaming rewrite engine: rules compiled once, applied to bodies that arrive in chunks with the
+//! same result as `String.prototype.replace` applied rule after rule to the whole body.
+//!
+//! Each rule is a JS regex translated to `regex-syntax` and compiled into a dense DFA (linear time, no
+//! backtracking). The streaming stage in [`stream`] drives the DFA's transition function by hand so that
+//! it knows, at every chunk edge, which bytes can still belong to a match and must be held back.
+
+pub mod js_regex;
+mod links;
+mod replacement;
+mod stream;
+
+use std::sync::Arc;
+
+use memchr::memmem;
+use regex_automata::dfa::{dense, StartKind};
+use regex_automata::nfa::thompson;
+use regex_automata::util::prefilter::Prefilter;
+use regex_automata::{meta, MatchKind};
+use regex_syntax::hir::Hir;
+
+pub use crate::error::{ReplaceError, RuleError};
+pub use replacement::{ReplaceFn, Replacement, Template};
+pub use stream::{rewrite_bytes, Rewriter};
+
+/// Rules a server accepts at most; a body passes through each rule's stage in turn.
+pub const MAX_RULES: usize = 256;
+/// Default cap on the bytes one pending match may hold back (`maxMatchBytes`).
+pub const DEFAULT_MAX_MATCH_BYTES: usize = 64 * 1024;
+
+const NFA_SIZE_LIMIT: usize = 8 << 20;
+const DFA_SIZE_LIMIT: usize = 16 << 20;
+
+/// A compiled rewrite rule, cheap to clone and share between requests.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    inner: Arc<CompiledRule>,
+}
+
+/// What a rule does with a match.
+#[derive(Debug)]
+enum Action {
+    Replace(Replacement),
+    /// Browsersync's link rewrite: the replacement depends on the request's Host.
+    Links { target_host: String },
+}
+
+/// How the stage finds the positions where a match may start, so that most bytes are skipped
+/// without running the automaton (the "Prexy trick", done exactly).
+#[derive(Debug)]
+enum Candidates {
+    /// Every position (patterns with no usable literal).
+    Every,
+    /// A match starts with one of the prefilter's literals.
+    Prefix(Prefilter),
+    /// A match contains `needle` starting at most `lead` bytes after the match start.
+    Inner { needle: memmem::Finder<'static>, lead: usize },
+}
+
+#[derive(Debug)]
+struct CompiledRule {
+    label: String,
+    global: bool,
+    /// Forward DFA, anchored and unanchored starts, leftmost-first.
+    dfa: dense::DFA<Vec<u32>>,
+    /// Reverse anchored DFA: from a match's end back to its start.
+    reverse: dense::DFA<Vec<u32>>,
+    /// Only built when the replacement needs capture groups.
+    captures: Option<meta::Regex>,
+    candidates: Candidates,
+    action: Action,
+}
+
+/// The replacement side of a user rule.
+#[derive(Clone)]
+pub enum RuleReplacement {
+    /// A JS replacement string (`$&`, `$1`, `$<name>`, `$$`).
+    Text(String),
+    /// A function called for each match.
+    Function(Arc<dyn ReplaceFn>),
+}
+
+impl Rule {
+    /// A rule from a JS `RegExp`'s `source` and `flags`.
+    pub fn regex(source: &str, flags: &str, replacement: RuleReplacement) -> Result<Rule, RuleError> {
+        let parsed = js_regex::parse_flags(flags)?;
+        let pattern = js_regex::translate(source, &parsed)?;
+        let label = format!("/{source}/{flags}");
+        Rule::compile(label, &pattern, parsed.global, replacement)
+    }
+
+    /// A rule whose match is a plain string: like `String.prototype.replace` with a string
+    /// pattern, it replaces the first occurrence only.
+    pub fn literal(text: &str, replacement: RuleReplacement) -> Result<Rule, RuleError> {
+        let label = format!("{text:?}");
+        Rule::compile(label, &js_regex::literal(text), false, replacement)
+    }
+
+    /// Browsersync's snippet rule: `snippet` right after the first `<body ...>` tag.
+    pub fn snippet(snippet: &str) -> Rule {
+        let replacement = Replacement::Template(Template::match_then(snippet));
+        Rule::build("snippet".into(), r"(?i:<body[^>]*>)", false, replacement)
+            .expect("the snippet rule compiles")
+    }
+
+    /// Browsersync's link rewrite for a target `host` (`hostname` or `hostname:port`).
+    pub fn links(target_host: &str) -> Rule {
+        let pattern = links::pattern(target_host);
+        let hir = parse(&pattern).expect("the link rule parses");
+        let (dfa, reverse) = build_dfas(&hir).expect("the link rule compiles");
+        let candidates = Candidates::Inner {
+            needle: memmem::Finder::new(target_host.as_bytes()).into_owned(),
+            lead: links::MAX_LEAD,
+        };
+        Rule {
+            inner: Arc::new(CompiledRule {
+                label: "link rewrite".into(),
+                global: true,
+                dfa,
+                reverse,
+                captures: None,
+                candidates,
+                action: Action::Links { target_host: target_host.to_string() },
+            }),
+        }
+    }
+
+    /// How the rule is shown in errors and logs, e.g. `/foo/g`.
+    pub fn label(&self) -> &str {
+        &self.inner.label
+    }
+
+    fn compile(label: String, pattern: &str, global: bool, replacement: RuleReplacement) -> Result<Rule, RuleError> {
+        let replacement = match replacement {
+            RuleReplacement::Function(f) => Replacement::Function(f),
+            RuleReplacement::Text(text) => {
+                let hir = parse(pattern)?;
+                let (count, named) = group_info(&hir);
+                Replacement::Template(Template::parse(&text, count, named)?)
+            }
+        };
+        Rule::build(label, pattern, global, replacement)
+    }
+
+    fn build(label: String, pattern: &str, global: bool, replacement: Replacement) -> Result<Rule, RuleError> {
+        let hir = parse(pattern)?;
+        let (dfa, reverse) = build_dfas(&hir)?;
+        let needs_captures = match &replacement {
+            Replacement::Template(t) => t.needs_groups(),
+            Replacement::Function(_) => true,
+        };
+        let captures = if needs_captures {
+            Some(
+                meta::Builder::new()
+                    .configure(meta::Config::new().nfa_size_limit(Some(NFA_SIZE_LIMIT)))
+                    .build_from_hir(&hir)
+                    .map_err(|e| RuleError::TooComplex(e.to_string()))?,
+            )
+        } else {
+            None
+        };
+        let candidates = match Prefilter::from_hir_prefix(MatchKind::LeftmostFirst, &hir) {
+            Some(pre) if pre.is_fast() => Candidates::Prefix(pre),
+            _ => Candidates::Every,
+        };
+        Ok(Rule {
+            inner: Arc::new(CompiledRule { label, global, dfa, reverse, captures, candidates, action: Action::Replace(replacement) }),
+        })
+    }
+}
+
+fn parse(pattern: &str) -> Result<Hir, RuleError> {
+    regex_syntax::ParserBuilder::new()
+        .utf8(true)
+        .nest_limit(256)
+        .build()
+        .parse(pattern)
+        .map_err(|e| RuleError::TooComplex(format!("translated pattern rejected: {e}")))
+}
+
+fn build_dfas(hir: &Hir) -> Result<(dense::DFA<Vec<u32>>, dense::DFA<Vec<u32>>), RuleError> {
+    let build = |reverse: bool| {
+        let nfa = thompson::Compiler::new()
+            .configure(
+                thompson::Config::new()
+                    .nfa_size_limit(Some(NFA_SIZE_LIMIT))
+                    .shrink(!reverse)
+                    .reverse(reverse)
+                    .which_captures(thompson::WhichCaptures::None),
+            )
+            .build_from_hir(hir)
+            .map_err(|e| RuleError::TooComplex(e.to_string()))?;
+        let config = dense::Config::new()
+            .dfa_size_limit(Some(DFA_SIZE_LIMIT))
+            .determinize_size_limit(Some(DFA_SIZE_LIMIT));
+        let config = if reverse {
+            config.match_kind(MatchKind::All).start_kind(StartKind::Anchored)
+        } else {
+            config.match_kind(MatchKind::LeftmostFirst).start_kind(StartKind::Both).specialize_start_states(true)
+        };
+        dense::Builder::new().configure(config).build_from_nfa(&nfa).map_err(|e| RuleError::TooComplex(e.to_string()))
+    };
+    Ok((build(false)?, build(true)?))
+}
+
+/// The number of capture groups (without group 0) and whether any has a name.
+fn group_info(hir: &Hir) -> (usize, bool) {
+    fn named(hir: &Hir) -> bool {
+        use regex_syntax::hir::HirKind;
+        match hir.kind() {
+            HirKind::Capture(c) => c.name.is_some() || named(&c.sub),
+            HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().any(named),
+            HirKind::Repetition(r) => named(&r.sub),
+            _ => false,
+        }
+    }
+    (hir.properties().explicit_captures_len(), named(hir))
+}
+
+#[cfg(test)]
+mod tests;

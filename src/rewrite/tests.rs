@@ -1,0 +1,282 @@
+//! Engine tests: JS semantics on fixed cases, and chunking-invariance against whole-body application
+//! and against an independent reference built on `regex_automata::meta::Regex`.
+
+use proptest::prelude::*;
+use regex_automata::{meta, Input};
+
+use super::*;
+
+fn text_rule(source: &str, flags: &str, replace: &str) -> Rule {
+    Rule::regex(source, flags, RuleReplacement::Text(replace.into())).unwrap()
+}
+
+fn whole(input: &str, rules: &[Rule]) -> String {
+    String::from_utf8(rewrite_bytes(input.as_bytes(), rules, "local:3000", DEFAULT_MAX_MATCH_BYTES).unwrap()).unwrap()
+}
+
+fn chunked(input: &[u8], rules: &[Rule], cuts: &[usize], max_match: usize) -> Vec<u8> {
+    let mut rewriter = Rewriter::new(rules, "local:3000", max_match);
+    let mut out = Vec::new();
+    let mut at = 0;
+    for &cut in cuts {
+        let cut = cut.clamp(at, input.len());
+        rewriter.push(&input[at..cut], &mut out).unwrap();
+        rewriter.push(&[], &mut out).unwrap();
+        at = cut;
+    }
+    rewriter.push(&input[at..], &mut out).unwrap();
+    rewriter.finish(&mut out).unwrap();
+    out
+}
+
+fn one_byte_chunks(input: &[u8], rules: &[Rule]) -> Vec<u8> {
+    let cuts: Vec<usize> = (0..input.len()).collect();
+    chunked(input, rules, &cuts, DEFAULT_MAX_MATCH_BYTES)
+}
+
+// Each expectation is what Node 20 prints for input.replace(regex, replacement).
+#[test]
+fn matches_js_replace_on_known_cases() {
+    let cases: &[(&str, &str, &str, &str, &str)] = &[
+        ("aab", "a*", "g", "-", "--b-"),
+        ("abc", "x*", "g", "-", "-a-b-c-"),
+        ("abc", "", "g", "-", "-a-b-c-"),
+        ("abcab", "abc|a", "g", "[$&]", "[abc][a]b"),
+        ("xabcx", "a|abc", "g", "[$&]", "x[a]bcx"),
+        ("aXbX", "x", "gi", "_", "a_b_"),
+        ("one two", "(\\w+) (\\w+)", "", "$2 $1", "two one"),
+        ("one two", "(?<a>\\w+) (?<b>\\w+)", "", "$<b>-$<a>", "two-one"),
+        ("a\nb\n", "^\\w$", "gm", "<$&>", "<a>\n<b>\n"),
+        ("a\nb\n", "^\\w$", "g", "<$&>", "a\nb\n"),
+        ("éa éb", "\\bé?a", "g", "X", "éX éb"),
+        ("<p>aaa</p>", "a+?", "g", "b", "<p>bbb</p>"),
+        ("café CAFÉ", "café", "gi", "tea", "tea tea"),
+        ("$1", "1", "", "$$", "$$"),
+        ("ab", "(x)?b", "", "[$1]", "a[]"),
+        ("a.b", ".", "g", "-", "---"),
+        ("a\nb", ".", "g", "-", "-\n-"),
+        ("a\nb", ".", "gs", "-", "---"),
+    ];
+    for (input, source, flags, replace, expected) in cases {
+        let rule = text_rule(source, flags, replace);
+        assert_eq!(&whole(input, &[rule.clone()]), expected, "/{source}/{flags} on {input:?}");
+        let streamed = one_byte_chunks(input.as_bytes(), &[rule]);
+        assert_eq!(std::str::from_utf8(&streamed).unwrap(), *expected, "1-byte chunks, /{source}/{flags} on {input:?}");
+    }
+}
+
+#[test]
+fn string_rules_replace_the_first_occurrence_only() {
+    let rule = Rule::literal("a.b", RuleReplacement::Text("[$&]".into())).unwrap();
+    assert_eq!(whole("axb a.b a.b", &[rule]), "axb [a.b] a.b");
+}
+
+#[test]
+fn rules_chain_in_order() {
+    let rules = [text_rule("a", "g", "b"), text_rule("b", "g", "c")];
+    assert_eq!(whole("ab", &rules), "cc");
+}
+
+#[test]
+fn snippet_goes_after_the_first_body_tag_only() {
+    let rule = Rule::snippet("<script></script>");
+    let html = "<html><BODY class=\"x\">hi<body></html>";
+    let expected = "<html><BODY class=\"x\"><script></script>hi<body></html>";
+    assert_eq!(whole(html, &[rule.clone()]), expected);
+    assert_eq!(one_byte_chunks(html.as_bytes(), &[rule.clone()]), expected.as_bytes());
+    assert_eq!(whole("<p>no body</p>", &[rule]), "<p>no body</p>");
+}
+
+// The reference table of ../shared/reference/browsersync-proxy.md (target example.com,
+// proxy host 192.168.0.4:3002); the Node tests compare more cases with browser-sync's own function.
+#[test]
+fn link_rewrite_matches_browsersync_table() {
+    let rule = Rule::links("example.com");
+    let rewrite = |input: &str| {
+        let out = rewrite_bytes(input.as_bytes(), &[rule.clone()], "192.168.0.4:3002", DEFAULT_MAX_MATCH_BYTES).unwrap();
+        let streamed = {
+            let mut r = Rewriter::new(&[rule.clone()], "192.168.0.4:3002", DEFAULT_MAX_MATCH_BYTES);
+            let mut o = Vec::new();
+            for b in input.as_bytes() {
+                r.push(std::slice::from_ref(b), &mut o).unwrap();
+            }
+            r.finish(&mut o).unwrap();
+            o
+        };
+        assert_eq!(out, streamed, "chunking changed the result for {input:?}");
+        String::from_utf8(out).unwrap()
+    };
+    assert_eq!(rewrite("'http://example.com/css/styles'"), "'//192.168.0.4:3002/css/styles'");
+    assert_eq!(rewrite("\"//example.com/file.js\""), "\"//192.168.0.4:3002/file.js\"");
+    assert_eq!(rewrite("'example.com/sub/dir'"), "'192.168.0.4:3002/sub/dir'");
+    assert_eq!(rewrite("'/example.com/sub/dir'"), "'/192.168.0.4:3002/sub/dir'");
+    assert_eq!(rewrite("<h1>example.com</h1>"), "<h1>example.com</h1>");
+    assert_eq!(rewrite("see https://example.com/ now"), "see //192.168.0.4:3002/ now");
+    assert_eq!(rewrite("https://example.com"), "//192.168.0.4:3002");
+    assert_eq!(rewrite("assets.cdn.example.com:1234"), "assets.cdn.example.com:1234");
+    assert_eq!(rewrite(r"http:\/\/example.com\/x"), r"http:\/\/192.168.0.4:3002\/x");
+    assert_eq!(rewrite("<a href=\"https://example.com/a?b=1#top\">"), "<a href=\"//192.168.0.4:3002/a?b=1#top\">");
+    assert_eq!(rewrite("examplexcom"), "examplexcom");
+}
+
+#[test]
+fn rejected_features_name_themselves() {
+    for (source, feature) in [("a(?=b)", "lookahead"), ("(?<=a)b", "lookbehind"), ("(a)\\1", "backreference")] {
+        let err = Rule::regex(source, "g", RuleReplacement::Text(String::new())).unwrap_err().to_string();
+        assert!(err.contains(feature), "{source}: {err}");
+    }
+    let err = Rule::regex("a", "y", RuleReplacement::Text(String::new())).unwrap_err().to_string();
+    assert!(err.contains('y'), "{err}");
+}
+
+#[test]
+fn pathological_pattern_runs_in_linear_time() {
+    let rule = text_rule("(a+)+$", "g", "x");
+    let input = "a".repeat(100_000) + "!";
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(whole(&input, &[rule])).unwrap());
+    // A backtracking engine needs ~2^100000 steps here; this one finishes at once.
+    let out = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("(a+)+$ did not finish");
+    assert_eq!(out.len(), 100_001);
+}
+
+#[test]
+fn held_back_bytes_stay_under_the_cap() {
+    let rules = [text_rule("<body[^>]*>", "i", "$&!"), text_rule("\\b[a-z]+-[0-9]{3,}\\b", "g", "#")];
+    let cap = 1024;
+    let mut rewriter = Rewriter::new(&rules, "l", cap);
+    let chunk = "<p>text item-1234 <bod".repeat(200);
+    let mut out = Vec::new();
+    for _ in 0..200 {
+        out.clear();
+        rewriter.push(chunk.as_bytes(), &mut out).unwrap();
+        assert!(rewriter.held_bytes() <= 2 * (cap + 2), "held {}", rewriter.held_bytes());
+    }
+}
+
+#[test]
+fn an_overlong_candidate_is_abandoned_and_counted() {
+    let rules = [text_rule("<a[^>]*>", "g", "[A]")];
+    let input = format!("<a{}<a>", "x".repeat(100));
+    let out = chunked(input.as_bytes(), &rules, &[7, 50], 32);
+    assert_eq!(String::from_utf8(out).unwrap(), format!("<a{}[A]", "x".repeat(100)));
+    let mut rewriter = Rewriter::new(&rules, "l", 32);
+    let mut out = Vec::new();
+    rewriter.push(input.as_bytes(), &mut out).unwrap();
+    rewriter.finish(&mut out).unwrap();
+    assert_eq!(rewriter.abandoned_matches(), 1);
+}
+
+struct Upper;
+impl ReplaceFn for Upper {
+    fn replace(&self, whole: &str, groups: &[Option<&str>], _offset: usize) -> Result<String, String> {
+        Ok(format!("{}{}", whole.to_uppercase(), groups.len()))
+    }
+}
+
+#[test]
+fn function_replacements_get_match_and_groups() {
+    let rule = Rule::regex("(b)(x)?", "g", RuleReplacement::Function(std::sync::Arc::new(Upper))).unwrap();
+    assert_eq!(whole("abcb", &[rule]), "aB2cB2");
+}
+
+/// Independent reference: JS's replace loop driven by `meta::Regex` over the whole input.
+fn reference(input: &str, source: &str, flags: &str, replace: &str) -> String {
+    let parsed = js_regex::parse_flags(flags).unwrap();
+    let pattern = js_regex::translate(source, &parsed).unwrap();
+    let re = meta::Regex::new(&pattern).unwrap();
+    let template = {
+        let hir = parse(&pattern).unwrap();
+        let (count, named) = group_info(&hir);
+        Template::parse(replace, count, named).unwrap()
+    };
+    let hay = input.as_bytes();
+    let (mut out, mut emitted, mut last_index) = (Vec::new(), 0, 0);
+    let mut caps = re.create_captures();
+    while last_index <= hay.len() {
+        re.search_captures(&Input::new(hay).range(last_index..), &mut caps);
+        let Some(m) = caps.get_match() else { break };
+        out.extend_from_slice(&hay[emitted..m.start()]);
+        template.expand(
+            &hay[m.range()],
+            |i| caps.get_group(i).map(|s| &hay[s.range()]),
+            |n| caps.get_group_by_name(n).map(|s| &hay[s.range()]),
+            &mut out,
+        );
+        emitted = m.end();
+        last_index = if m.is_empty() { m.end() + input[m.end()..].chars().next().map_or(1, char::len_utf8) } else { m.end() };
+        if !parsed.global {
+            break;
+        }
+    }
+    out.extend_from_slice(&hay[emitted..]);
+    String::from_utf8(out).unwrap()
+}
+
+/// Compiling DFAs dominates a test case: each (pattern, replacement) pair is compiled once.
+fn cached_rule(pattern: usize, replacement: usize) -> Rule {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static CACHE: Mutex<Option<HashMap<(usize, usize), Rule>>> = Mutex::new(None);
+    let mut cache = CACHE.lock().unwrap();
+    let (source, flags) = PATTERNS[pattern];
+    cache
+        .get_or_insert_with(HashMap::new)
+        .entry((pattern, replacement))
+        .or_insert_with(|| text_rule(source, flags, REPLACEMENTS[replacement]))
+        .clone()
+}
+
+const PATTERNS: &[(&str, &str)] = &[
+    ("abc|a", "g"), ("a|abc", "g"), ("ab*", "g"), ("ab*?", "g"), ("a*", "g"), ("x*", "g"), ("b*", ""),
+    ("^a", "g"), ("^a", "gm"), ("a$", "g"), ("a$", "gm"), ("^", "gm"), ("$", "gm"), ("\\ba", "g"), ("a\\b", "g"),
+    ("\\Bb", "g"), ("(a)(b)?", "g"), ("(?<x>a+)c", "g"), ("a.c", "g"), ("a.c", "gs"), ("[^b]+", "g"),
+    ("é+", "g"), ("é|a", "gi"), ("A+B", "gi"), ("(ab|a)*c", "g"), ("a{2,3}", "g"), ("a{2,3}?", "g"),
+    ("\\d+", "g"), ("\\s+", "g"), ("<b[^>]*>", "gi"), ("a\\nb", "g"), ("\\w+", "g"), ("c", ""),
+];
+const REPLACEMENTS: &[&str] = &["", "-", "[$&]", "$1$1", "<$<x>>", "$$"];
+
+fn alphabet_input() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(vec!["a", "b", "c", "é", "A", "B", " ", "\n", "\r\n", "<b>", "1", "x", "ß"]), 0..40)
+        .prop_map(|parts| parts.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn chunking_never_changes_the_result(
+        input in alphabet_input(),
+        rule_picks in prop::collection::vec((0..PATTERNS.len(), 0..REPLACEMENTS.len()), 1..4),
+        cuts in prop::collection::vec(0usize..60, 0..12),
+        max_match in prop::sample::select(vec![4usize, 64, DEFAULT_MAX_MATCH_BYTES]),
+    ) {
+        let rules: Vec<Rule> = rule_picks.iter().map(|&(p, r)| cached_rule(p, r)).collect();
+        let mut cuts = cuts;
+        cuts.sort_unstable();
+        let big = DEFAULT_MAX_MATCH_BYTES;
+        let whole_out = rewrite_bytes(input.as_bytes(), &rules, "l", big).unwrap();
+        prop_assert_eq!(&chunked(input.as_bytes(), &rules, &cuts, big), &whole_out);
+        prop_assert_eq!(&one_byte_chunks(input.as_bytes(), &rules), &whole_out);
+        let expected = rule_picks.iter().fold(input.clone(), |s, &(p, r)| reference(&s, PATTERNS[p].0, PATTERNS[p].1, REPLACEMENTS[r]));
+        prop_assert_eq!(String::from_utf8(whole_out).unwrap(), expected);
+        // With a small cap the result may differ from the reference, but never with the chunking.
+        let capped = rewrite_bytes(input.as_bytes(), &rules, "l", max_match).unwrap();
+        prop_assert_eq!(chunked(input.as_bytes(), &rules, &cuts, max_match), capped);
+    }
+
+    #[test]
+    fn link_rewrite_is_chunking_invariant(
+        parts in prop::collection::vec(prop::sample::select(vec![
+            "'", "\"", "//", "/", ".", "http://", "https://", "http:\\/\\/", "ex.com", "ex.com:1", ":", " ", "x", "\n", "#h", "?q", "é",
+        ]), 0..30),
+        cuts in prop::collection::vec(0usize..80, 0..10),
+    ) {
+        let input = parts.concat();
+        let rules = [Rule::links("ex.com")];
+        let mut cuts = cuts;
+        cuts.sort_unstable();
+        let whole_out = rewrite_bytes(input.as_bytes(), &rules, "local:3000", DEFAULT_MAX_MATCH_BYTES).unwrap();
+        prop_assert_eq!(&chunked(input.as_bytes(), &rules, &cuts, DEFAULT_MAX_MATCH_BYTES), &whole_out);
+    }
+}
