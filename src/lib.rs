@@ -9,3 +9,18 @@
 pub mod error;
 pub mod rewrite;
 pub mod codec;
+pub mod body;
+pub mod config;
+pub mod forward;
+pub mod headers;
+pub mod server;
+pub mod stats;
+pub mod websocket;
+
+pub use config::{ProxyConfig, Target};
+pub use error::{ConfigError, ReplaceError, RuleError, StartError};
+pub use rewrite::{rewrite_bytes, Rule, RuleReplacement};
+pub use server::ProxyServer;
+pub use stats::StatsSnapshot;
+#[cfg(feature = "napi")]
+mod binding;

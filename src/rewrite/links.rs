@@ -76,7 +76,23 @@ fn last_char_width(bytes: &[u8]) -> usize {
 /// What Browsersync keeps of Node's legacy `url.parse(url)`: `path` (with Browsersync's trailing-slash
 /// rule) plus `hash`; `None` when the URL has no host.
 fn parse_legacy_url(url: &str) -> Option<String> {
-    let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"))?;
+    // url.parse turns `\` into `/` before the query or hash.
+    let first_special = url.find(['?', '#']).unwrap_or(url.len());
+    let url = format!("{}{}", url[..first_special].replace('\\', "/"), &url[first_special..]);
+    // Any `scheme:` counts, so `host:port/x` parses as scheme `host`, host `port`.
+    let colon = url.find(':')?;
+    let scheme = url[..colon].to_ascii_lowercase();
+    if scheme.is_empty() || !scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) || scheme == "javascript" {
+        return None;
+    }
+    let slashed_scheme = matches!(scheme.as_str(), "http" | "https" | "ftp" | "gopher" | "file");
+    let mut rest = &url[colon + 1..];
+    let slashes = rest.starts_with("//");
+    if slashes {
+        rest = &rest[2..];
+    } else if slashed_scheme {
+        return None;
+    }
     let host_end = rest.find(|c: char| HOST_ENDS.contains(&c)).unwrap_or(rest.len());
     if host_end == 0 {
         return None;
@@ -86,12 +102,8 @@ fn parse_legacy_url(url: &str) -> Option<String> {
         Some(i) => after_host.split_at(i),
         None => (after_host, ""),
     };
-    // url.parse turns `\` into `/` before the query, and percent-escapes a few characters everywhere.
-    let query_at = before_hash.find('?').unwrap_or(before_hash.len());
-    let mut path = before_hash[..query_at].replace('\\', "/");
-    path.push_str(&before_hash[query_at..]);
-    let mut path = auto_escape(&path);
-    if !path.starts_with('/') {
+    let mut path = auto_escape(before_hash);
+    if slashed_scheme && !path.starts_with('/') {
         path.insert(0, '/');
     }
     if path == "/" && !url.ends_with('/') {

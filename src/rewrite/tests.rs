@@ -117,6 +117,10 @@ fn link_rewrite_matches_browsersync_table() {
     assert_eq!(rewrite(r"http:\/\/example.com\/x"), r"http:\/\/192.168.0.4:3002\/x");
     assert_eq!(rewrite("<a href=\"https://example.com/a?b=1#top\">"), "<a href=\"//192.168.0.4:3002/a?b=1#top\">");
     assert_eq!(rewrite("examplexcom"), "examplexcom");
+    // Node's url.parse reads `host:port/x` as scheme `host:` and host `port`.
+    let rule = Rule::links("127.0.0.1:8080");
+    let out = rewrite_bytes(b"'127.0.0.1:8080/sub/dir' \"127.0.0.1:8080\"", &[rule], "me:1", DEFAULT_MAX_MATCH_BYTES).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), "'//me:1/sub/dir' \"//me:1\"");
 }
 
 #[test]

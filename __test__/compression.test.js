@@ -1,0 +1,191 @@
+'use strict'
+// Compression: Accept-Encoding forwarding, decode -> rewrite -> re-encode, and compressed passthrough.
+// Node 20 has no zstd codec, so zstd upstream bodies are covered by the Rust tests only.
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const zlib = require('node:zlib')
+const {
+  startUpstream,
+  request,
+  withProxy,
+  decodeBody,
+  browsersyncRewriteLinks,
+  ACCEPT_HTML,
+} = require('./helpers')
+
+const SNIPPET = '<script async src="/__dev.js"></script>'
+const ENCODERS = { gzip: zlib.gzipSync, deflate: zlib.deflateSync, br: zlib.brotliCompressSync }
+const OFFERABLE = new Set(['gzip', 'deflate', 'br', 'zstd'])
+
+let up
+const routes = {}
+before(async () => {
+  up = await startUpstream(routes)
+})
+after(async () => {
+  await up.close()
+})
+
+function tokens(acceptEncoding) {
+  return (acceptEncoding || '')
+    .split(',')
+    .map((t) => t.split(';')[0].trim().toLowerCase())
+    .filter(Boolean)
+}
+
+/** Upstream route: encodes `body` with ?enc=<x> when the (proxied) request's Accept-Encoding offers it. */
+function encodedRoute(path, body, type = 'text/html; charset=utf-8') {
+  routes[path] = (req, res) => {
+    const enc = new URL(req.url, 'http://x').searchParams.get('enc')
+    const offered = tokens(req.headers['accept-encoding'])
+    const headers = { 'content-type': type, vary: 'Accept-Encoding' }
+    let buf = Buffer.from(body)
+    if (enc && offered.includes(enc)) {
+      buf = ENCODERS[enc](buf)
+      headers['content-encoding'] = enc
+    }
+    headers['content-length'] = buf.length
+    res.writeHead(200, headers)
+    res.end(buf)
+  }
+}
+
+function pageWithLinks(T, extra = '') {
+  return `<!DOCTYPE html><html><head><link href="http://${T}/a.css" rel="stylesheet"></head><body class="p">` +
+    `<p>héllo wörld €</p><a href="http://${T}/next">n</a>${extra}</body></html>`
+}
+
+function assertVaryAcceptEncoding(headers) {
+  const vary = tokens(headers.vary)
+  assert.ok(vary.includes('accept-encoding') || vary.includes('*'), `Vary must include Accept-Encoding, got ${headers.vary}`)
+}
+
+test('compressed HTML (gzip, deflate, br) is decoded, rewritten and re-encoded in an encoding the client offered', async () => {
+  const page = pageWithLinks(up.host)
+  encodedRoute('/c/page', page)
+  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET, rewriteRules: [{ match: /wörld/g, replace: 'world' }] }, async (server) => {
+    const host = `127.0.0.1:${server.port}`
+    const expected = browsersyncRewriteLinks(page.replace('<body class="p">', '<body class="p">' + SNIPPET).replace('wörld', 'world'), up.port, host)
+    for (const enc of Object.keys(ENCODERS)) {
+      const offer = 'gzip, deflate, br'
+      const n = up.requests.length
+      const res = await request(`${server.url}/c/page?enc=${enc}`, { headers: { accept: ACCEPT_HTML, 'accept-encoding': offer } })
+      assert.equal(res.status, 200)
+      const seen = tokens(up.requests[n].headers['accept-encoding'])
+      assert.ok(seen.includes(enc), `upstream must see the client's Accept-Encoding (saw ${up.requests[n].headers['accept-encoding']})`)
+      const ce = res.headers['content-encoding']
+      assert.ok(tokens(offer).includes(ce), `upstream ${enc}: Content-Encoding ${ce} must be one the client offered`)
+      assert.equal(res.headers['content-length'], undefined, 'Content-Length dropped on a rewritten body')
+      assertVaryAcceptEncoding(res.headers)
+      assert.equal(decodeBody(res.body, ce).toString(), expected, `upstream ${enc}, client got ${ce}`)
+    }
+  })
+})
+
+test('a client offering a single encoding gets exactly that encoding back on a rewritten body', async () => {
+  const page = pageWithLinks(up.host)
+  encodedRoute('/c/single', page)
+  await withProxy({ proxy: up.url, port: 0 }, async (server) => {
+    const host = `127.0.0.1:${server.port}`
+    const expected = browsersyncRewriteLinks(page, up.port, host)
+    for (const enc of Object.keys(ENCODERS)) {
+      const res = await request(`${server.url}/c/single?enc=${enc}`, { headers: { accept: ACCEPT_HTML, 'accept-encoding': enc } })
+      assert.equal(res.headers['content-encoding'], enc)
+      assert.equal(decodeBody(res.body, enc).toString(), expected)
+    }
+  })
+})
+
+test('without Accept-Encoding from the client, the upstream is not offered compression and the body is plain', async () => {
+  const page = pageWithLinks(up.host)
+  encodedRoute('/c/none', page)
+  await withProxy({ proxy: up.url, port: 0 }, async (server) => {
+    const n = up.requests.length
+    const res = await request(`${server.url}/c/none?enc=gzip`, { headers: { accept: ACCEPT_HTML } })
+    const seen = tokens(up.requests[n].headers['accept-encoding']).filter((t) => t !== 'identity')
+    assert.deepEqual(seen, [], `upstream was offered ${up.requests[n].headers['accept-encoding']}`)
+    assert.equal(res.headers['content-encoding'], undefined)
+    assert.equal(res.body.toString(), browsersyncRewriteLinks(page, up.port, `127.0.0.1:${server.port}`))
+  })
+})
+
+test('only gzip, deflate, br and zstd are forwarded upstream in Accept-Encoding', async () => {
+  encodedRoute('/c/filter', '<html><body>x</body></html>')
+  await withProxy({ proxy: up.url, port: 0 }, async (server) => {
+    const n = up.requests.length
+    await request(`${server.url}/c/filter`, { headers: { accept: ACCEPT_HTML, 'accept-encoding': 'sdch, gzip;q=1.0, compress, deflate, br, zstd, x-custom' } })
+    const seen = tokens(up.requests[n].headers['accept-encoding'])
+    for (const t of seen) assert.ok(OFFERABLE.has(t) || t === 'identity', `upstream must not be offered '${t}' (got ${up.requests[n].headers['accept-encoding']})`)
+    for (const t of ['gzip', 'deflate', 'br']) assert.ok(seen.includes(t), `'${t}' should be forwarded (got ${up.requests[n].headers['accept-encoding']})`)
+  })
+})
+
+test('compressed bodies that are not rewritten pass through byte for byte, still compressed, Content-Length kept', async () => {
+  const page = pageWithLinks(up.host)
+  const text = `just text, not html: http://${up.host}/x`
+  const encodedPage = zlib.gzipSync(Buffer.from(page))
+  const encodedText = zlib.brotliCompressSync(Buffer.from(text))
+  routes['/c/raw-page'] = (req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip', 'content-length': encodedPage.length })
+    res.end(encodedPage)
+  }
+  routes['/c/raw-text'] = (req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'br', 'content-length': encodedText.length })
+    res.end(encodedText)
+  }
+  routes['/c/raw.js'] = routes['/c/raw-page']
+  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET }, async (server) => {
+    const cases = [
+      ['/c/raw-page', '*/*', 'gzip', encodedPage], // Accept without html
+      ['/c/raw.js', ACCEPT_HTML, 'gzip', encodedPage], // asset extension
+      ['/c/raw-text', ACCEPT_HTML, 'br', encodedText], // decoded start is not HTML
+    ]
+    for (const [p, accept, enc, bytes] of cases) {
+      const res = await request(server.url + p, { headers: { accept, 'accept-encoding': 'gzip, deflate, br' } })
+      assert.equal(res.headers['content-encoding'], enc, p)
+      assert.equal(res.headers['content-length'], String(bytes.length), `${p}: Content-Length kept`)
+      assert.deepEqual(res.body, bytes, `${p}: compressed bytes must pass through unchanged`)
+    }
+  })
+})
+
+test('a large gzip HTML stream (~2 MB, many chunks, multi-byte text) is rewritten correctly', async () => {
+  const T = up.host
+  const line = (i) => `<li><a href="http://${T}/item/${i}">élément ${i} — ✓</a></li>\n`
+  let body = '<!DOCTYPE html><html><head></head><body><ul>\n'
+  for (let i = 0; i < 25000; i++) body += line(i)
+  body += '</ul></body></html>\n'
+  routes['/c/big'] = (req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-encoding': 'gzip' })
+    const gz = zlib.createGzip({ chunkSize: 16 * 1024 })
+    gz.pipe(res)
+    const buf = Buffer.from(body)
+    for (let off = 0; off < buf.length; off += 7777) gz.write(buf.subarray(off, off + 7777))
+    gz.end()
+  }
+  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET, rewriteRules: [{ match: /élément (\d+)/g, replace: 'item #$1' }] }, async (server) => {
+    const res = await request(server.url + '/c/big', { headers: { accept: ACCEPT_HTML, 'accept-encoding': 'gzip' }, timeout: 30000 })
+    assert.equal(res.headers['content-encoding'], 'gzip')
+    const got = decodeBody(res.body, 'gzip').toString()
+    const expected = browsersyncRewriteLinks(
+      body.replace(/<body[^>]*>/i, (m) => m + SNIPPET).replace(/élément (\d+)/g, 'item #$1'),
+      up.port,
+      `127.0.0.1:${server.port}`,
+    )
+    assert.equal(got.length, expected.length, 'decoded length')
+    assert.ok(got === expected, 'decoded body differs from the expected rewrite')
+  })
+})
+
+test('rewriteTextTypes also decodes, rewrites and re-encodes compressed CSS', async () => {
+  const css = `.a{background:url(http://${up.host}/bg.png)}\n.b{color:red}`
+  encodedRoute('/c/site.css', css, 'text/css')
+  await withProxy({ proxy: up.url, port: 0, rewriteTextTypes: true, rewriteRules: [{ match: /red/g, replace: 'blue' }] }, async (server) => {
+    const res = await request(`${server.url}/c/site.css?enc=br`, { headers: { accept: 'text/css,*/*;q=0.1', 'accept-encoding': 'br, gzip' } })
+    const ce = res.headers['content-encoding']
+    assert.ok(['br', 'gzip'].includes(ce), `Content-Encoding ${ce}`)
+    assertVaryAcceptEncoding(res.headers)
+    assert.equal(decodeBody(res.body, ce).toString(), `.a{background:url(//127.0.0.1:${server.port}/bg.png)}\n.b{color:blue}`)
+  })
+})

@@ -1,0 +1,353 @@
+'use strict'
+// Shared helpers for the devproxy-native end-to-end tests.
+// Everything binds to 127.0.0.1 only and never contacts any other address.
+
+const http = require('node:http')
+const https = require('node:https')
+const net = require('node:net')
+const path = require('node:path')
+const zlib = require('node:zlib')
+const { spawn } = require('node:child_process')
+
+const ROOT = path.resolve(__dirname, '..')
+const HOST = '127.0.0.1'
+
+let addon
+/** The addon, loaded lazily so `node --check` works before it is built. */
+function lib() {
+  if (!addon) addon = require(ROOT)
+  return addon
+}
+
+/** A promise with its resolve/reject exposed. */
+function deferred() {
+  let resolve
+  let reject
+  const promise = new Promise((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
+}
+
+/** Failure guard: rejects if `promise` does not settle within `ms`. Never used to make a test pass. */
+function withTimeout(promise, ms, label = 'operation') {
+  let timer
+  const guard = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${label}`)), ms)
+  })
+  return Promise.race([Promise.resolve(promise), guard]).finally(() => clearTimeout(timer))
+}
+
+/** Yields to the event loop (lets queued writes go out as separate chunks; correctness never depends on it). */
+function tick() {
+  return new Promise((resolve) => setImmediate(resolve))
+}
+
+/**
+ * Start an upstream http (or https, when `opts.tls = {key, cert}`) server on 127.0.0.1:0.
+ * `routes` maps a pathname ('/x', query ignored) to `(req, res, upstream) => void`; anything else is a 404.
+ * Every request is recorded in `requests` ({method, url, headers, rawHeaders}) before its handler runs.
+ * `opts.onUpgrade(req, socket, head)` receives upgrade requests (also recorded).
+ */
+async function startUpstream(routes = {}, opts = {}) {
+  const requests = []
+  const handler = (req, res) => {
+    requests.push({ method: req.method, url: req.url, headers: { ...req.headers }, rawHeaders: req.rawHeaders.slice() })
+    const pathname = req.url.split('?')[0]
+    const route = routes[pathname]
+    if (!route) {
+      res.writeHead(404, { 'content-type': 'text/plain' })
+      res.end('no route ' + pathname)
+      return
+    }
+    try {
+      const r = route(req, res, upstream)
+      if (r && typeof r.catch === 'function') r.catch((err) => { res.destroy(err) })
+    } catch (err) {
+      res.destroy(err)
+    }
+  }
+  const server = opts.tls ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : http.createServer(handler)
+  server.keepAliveTimeout = 2000
+  if (opts.onUpgrade) {
+    server.on('upgrade', (req, socket, head) => {
+      requests.push({ method: req.method, url: req.url, headers: { ...req.headers }, rawHeaders: req.rawHeaders.slice(), upgrade: true })
+      opts.onUpgrade(req, socket, head)
+    })
+  }
+  await new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, HOST, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  const port = server.address().port
+  const scheme = opts.tls ? 'https' : 'http'
+  let closed = false
+  const upstream = {
+    server,
+    port,
+    host: `${HOST}:${port}`,
+    url: `${scheme}://${HOST}:${port}`,
+    requests,
+    async close() {
+      if (closed) return
+      closed = true
+      await new Promise((resolve) => {
+        server.close(() => resolve())
+        if (typeof server.closeAllConnections === 'function') server.closeAllConnections()
+      })
+    },
+  }
+  return upstream
+}
+
+/** A port on 127.0.0.1 that nothing listens on (bound then released). */
+async function deadPort() {
+  const srv = net.createServer()
+  await new Promise((resolve, reject) => {
+    srv.once('error', reject)
+    srv.listen(0, HOST, resolve)
+  })
+  const { port } = srv.address()
+  await new Promise((resolve) => srv.close(resolve))
+  return port
+}
+
+/** Occupy a port on 127.0.0.1; returns {port, close}. */
+async function occupyPort(port = 0) {
+  const srv = net.createServer((s) => s.destroy())
+  await new Promise((resolve, reject) => {
+    srv.once('error', reject)
+    srv.listen(port, HOST, resolve)
+  })
+  return {
+    port: srv.address().port,
+    close: () => new Promise((resolve) => srv.close(() => resolve())),
+  }
+}
+
+/** Resolves true if a TCP connect to 127.0.0.1:port is refused. */
+function connectRefused(port) {
+  return new Promise((resolve) => {
+    const s = net.connect(port, HOST)
+    s.once('connect', () => {
+      s.destroy()
+      resolve(false)
+    })
+    s.once('error', (err) => resolve(err.code === 'ECONNREFUSED'))
+  })
+}
+
+/**
+ * HTTP request helper. Resolves {status, headers, rawHeaders, body: Buffer} after a COMPLETE response.
+ * Rejects with err.aborted = true when the response starts but does not complete (aborted / premature close),
+ * and with the socket error when no response arrives at all.
+ * opts: {method, headers, body (Buffer|string), timeout (failure guard, ms), onResponse(res), onData(chunk, res),
+ *        collect (default true; false keeps no body)}.
+ */
+function request(url, opts = {}) {
+  const { method = 'GET', headers = {}, body, timeout = 20000, onResponse, onData, collect = true } = opts
+  return new Promise((resolve, reject) => {
+    let settled = false
+    const done = (err, value) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      if (err) reject(err)
+      else resolve(value)
+    }
+    const mod = url.startsWith('https:') ? https : http
+    const req = mod.request(url, { method, headers, agent: false })
+    const timer = setTimeout(() => {
+      done(new Error(`request ${method} ${url} timed out after ${timeout} ms`))
+      req.destroy()
+    }, timeout)
+    req.on('error', (err) => done(err))
+    req.on('response', (res) => {
+      const chunks = []
+      let aborted = false
+      const markAborted = (why) => {
+        if (aborted) return
+        aborted = true
+        const err = new Error(`response aborted (${why}) after ${Buffer.concat(chunks).length} body bytes`)
+        err.aborted = true
+        err.status = res.statusCode
+        err.headers = res.headers
+        err.partialBody = Buffer.concat(chunks)
+        done(err)
+      }
+      if (onResponse) {
+        try {
+          onResponse(res)
+        } catch (err) {
+          done(err)
+        }
+      }
+      res.on('data', (c) => {
+        if (collect) chunks.push(c)
+        if (onData) onData(c, res)
+      })
+      res.on('aborted', () => markAborted('aborted event'))
+      res.on('error', (err) => markAborted(err.code || err.message))
+      res.on('end', () => {
+        if (!res.complete) return markAborted('incomplete end')
+        done(null, { status: res.statusCode, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks) })
+      })
+      res.on('close', () => {
+        if (!res.complete) markAborted('closed before complete')
+      })
+    })
+    if (body !== undefined) req.end(body)
+    else req.end()
+  })
+}
+
+/** Start the proxy, run fn(server), always stop it. */
+async function withProxy(options, fn) {
+  const server = await lib().start(options)
+  try {
+    return await fn(server)
+  } finally {
+    await withTimeout(server.stop(), 15000, 'server.stop()')
+  }
+}
+
+/** Decode a body according to a Content-Encoding header (gzip, deflate, br, identity). */
+function decodeBody(buf, encoding) {
+  const enc = (encoding || 'identity').trim().toLowerCase()
+  switch (enc) {
+    case 'identity':
+    case '':
+      return buf
+    case 'gzip':
+    case 'x-gzip':
+      return zlib.gunzipSync(buf)
+    case 'deflate':
+      // RFC 9110: 'deflate' is the zlib format (RFC 1950), not raw deflate
+      return zlib.inflateSync(buf)
+    case 'br':
+      return zlib.brotliDecompressSync(buf)
+    default:
+      throw new Error(`cannot decode Content-Encoding ${enc} in Node 20`)
+  }
+}
+
+/** Browsersync's own link rewrite (browser-sync 3, dist/server/proxy-utils.js), applied as resp-modifier does. */
+function browsersyncRewriteLinks(input, targetPort, requestHost) {
+  const { rewriteLinks } = require(path.join(ROOT, 'node_modules/browser-sync/dist/server/proxy-utils.js'))
+  const rule = rewriteLinks({ hostname: HOST, port: targetPort })
+  const req = { headers: { host: requestHost } }
+  return input.replace(rule.match, (...a) => rule.fn(req, {}, ...a))
+}
+
+/** Deterministic PRNG (mulberry32). */
+function mulberry32(seed) {
+  let a = seed >>> 0
+  return function next() {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** Split a buffer into random pieces (for chunked upstream writes). */
+function randomSplits(buf, rnd, maxPieces = 6) {
+  const n = 1 + Math.floor(rnd() * maxPieces)
+  const cuts = new Set()
+  for (let i = 0; i < n - 1 && buf.length > 1; i++) cuts.add(1 + Math.floor(rnd() * (buf.length - 1)))
+  const sorted = [...cuts].sort((x, y) => x - y)
+  const parts = []
+  let last = 0
+  for (const c of sorted) {
+    parts.push(buf.subarray(last, c))
+    last = c
+  }
+  parts.push(buf.subarray(last))
+  return parts
+}
+
+/** Write chunks one by one, yielding between them, then end. */
+async function writeChunks(res, chunks) {
+  for (const c of chunks) {
+    if (!res.write(c)) await new Promise((resolve) => res.once('drain', resolve))
+    await tick()
+  }
+  res.end()
+}
+
+/**
+ * Spawn `node <script>` with an IPC channel. Returns {child, messages: async iterator-ish next(type)}.
+ */
+function spawnNode(script, args = [], env = {}) {
+  const child = spawn(process.execPath, [script, ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    env: { ...process.env, ...env },
+  })
+  let stderr = ''
+  let stdout = ''
+  child.stdout.on('data', (d) => { stdout += d })
+  child.stderr.on('data', (d) => { stderr += d })
+  const queue = []
+  const waiters = []
+  child.on('message', (m) => {
+    const i = waiters.findIndex((w) => w.type === m.type)
+    if (i >= 0) waiters.splice(i, 1)[0].resolve(m)
+    else queue.push(m)
+  })
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  return {
+    child,
+    exited,
+    output: () => ({ stdout, stderr }),
+    /** Next IPC message of this type (failure guard ms). */
+    next(type, ms = 15000) {
+      const i = queue.findIndex((m) => m.type === type)
+      if (i >= 0) return Promise.resolve(queue.splice(i, 1)[0])
+      const d = deferred()
+      waiters.push({ type, resolve: d.resolve })
+      const onExit = exited.then(({ code, signal }) => {
+        throw new Error(`child exited (code ${code}, signal ${signal}) before sending '${type}'. stderr: ${stderr}`)
+      })
+      return withTimeout(Promise.race([d.promise, onExit]), ms, `child message '${type}' (stderr: ${stderr})`)
+    },
+    send(m) {
+      child.send(m)
+    },
+    kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+      return exited
+    },
+  }
+}
+
+module.exports = {
+  ROOT,
+  HOST,
+  lib,
+  deferred,
+  withTimeout,
+  tick,
+  startUpstream,
+  deadPort,
+  occupyPort,
+  connectRefused,
+  request,
+  withProxy,
+  decodeBody,
+  browsersyncRewriteLinks,
+  mulberry32,
+  randomSplits,
+  writeChunks,
+  spawnNode,
+}
+
+/** A browser-like Accept header for page navigations. */
+module.exports.ACCEPT_HTML = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'
+/** Browsersync's snippet insertion rule: right after the first <body...> tag. */
+module.exports.insertSnippet = (body, snippet) => body.replace(/<body[^>]*>/i, (m) => m + snippet)

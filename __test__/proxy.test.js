@@ -1,0 +1,417 @@
+'use strict'
+// Core proxying and body rewriting: snippet, user rules, link rewrite, passthrough rules, runtime rules, stats.
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const {
+  lib,
+  deferred,
+  withTimeout,
+  startUpstream,
+  deadPort,
+  request,
+  withProxy,
+  browsersyncRewriteLinks,
+  mulberry32,
+  randomSplits,
+  writeChunks,
+  ACCEPT_HTML,
+  insertSnippet,
+} = require('./helpers')
+
+const SNIPPET = '<script async src="/__dev.js"></script>'
+const html = { 'content-type': 'text/html; charset=utf-8' }
+
+let up
+const routes = {}
+before(async () => {
+  up = await startUpstream(routes)
+})
+after(async () => {
+  await up.close()
+})
+
+/** Route serving a fixed body (one write) with the given headers. */
+function serve(path, body, headers = html, status = 200) {
+  routes[path] = (req, res) => {
+    const buf = Buffer.isBuffer(body) ? body : Buffer.from(body)
+    res.writeHead(status, { 'content-length': buf.length, ...headers })
+    res.end(buf)
+  }
+}
+
+test('injects the snippet right after the first <body...> tag (case-insensitive) and rewrites target links', async () => {
+  const T = up.host
+  const page =
+    `<!DOCTYPE html>\n<html><head><link rel="stylesheet" href="http://${T}/css/a.css"></head>\n` +
+    `<BODY class="main" data-x="1">\n<a href="http://${T}/next?x=1">next</a>\n<p>&lt;body&gt; <body>not this one</body></p>\n</BODY></html>\n`
+  serve('/page', page)
+  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET }, async (server) => {
+    const res = await request(server.url + '/page', { headers: { accept: ACCEPT_HTML } })
+    assert.equal(res.status, 200)
+    assert.equal(res.headers['content-type'], 'text/html; charset=utf-8')
+    assert.equal(res.headers['content-length'], undefined, 'Content-Length must be dropped on a rewritten body')
+    const local = `127.0.0.1:${server.port}`
+    const expected =
+      `<!DOCTYPE html>\n<html><head><link rel="stylesheet" href="//${local}/css/a.css"></head>\n` +
+      `<BODY class="main" data-x="1">${SNIPPET}\n<a href="//${local}/next?x=1">next</a>\n<p>&lt;body&gt; <body>not this one</body></p>\n</BODY></html>\n`
+    assert.equal(res.body.toString(), expected)
+  })
+})
+
+test('a page without a <body tag gets no snippet', async () => {
+  serve('/nobody', '<html><head><title>t</title></head></html>')
+  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET }, async (server) => {
+    const res = await request(server.url + '/nobody', { headers: { accept: ACCEPT_HTML } })
+    assert.equal(res.status, 200)
+    assert.equal(res.body.toString(), '<html><head><title>t</title></head></html>')
+  })
+})
+
+/** The reference table's cases (with the real target 127.0.0.1:UP) plus common variants. */
+function linkCorpus(T, otherPort) {
+  return [
+    `'http://${T}/css/styles'`,
+    `"//${T}/file.js"`,
+    `'${T}/sub/dir'`,
+    `'/${T}/sub/dir'`,
+    `<h1>${T}</h1>`,
+    `https://${T}/ in text`,
+    `assets.cdn.${T}:1234`,
+    `http:\\/\\/${T}\\/x`,
+    `{"api":"http:\\/\\/${T}\\/api\\/v1","n":1}`,
+    `<a href="http://${T}">root</a>`,
+    `<a href="http://${T}/">root/</a>`,
+    `<a href="https://${T}/a/b?c=1&amp;d=2#frag">q</a>`,
+    `<img srcset="http://${T}/a.png 1x, http://${T}/b.png 2x">`,
+    `see http://${T}/docs here`,
+    `<link href='//${T}/css/a.css'>`,
+    `<a href="http://${T}/x?y=http://${T}/z">nested</a>`,
+    `<div style="background:url(http://${T}/img.png)"></div>`,
+    `<a href="http://127.0.0.1:${otherPort}/x">other port</a>`,
+    `<script>var u = "https://${T}/p"; var v = '//${T}';</script>`,
+    `"${T}"`,
+    `plain ${T}/not/quoted`,
+  ].join('\n')
+}
+
+test("link rewriting equals Browsersync's rewriteLinks on the reference corpus (default and custom Host header)", async () => {
+  const other = await deadPort()
+  const body = '<!DOCTYPE html>\n<html><head><title>links</title></head>\n' + linkCorpus(up.host, other) + '\n</html>\n'
+  serve('/links', body)
+  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET }, async (server) => {
+    for (const host of [`127.0.0.1:${server.port}`, 'dev.local:9999']) {
+      const res = await request(server.url + '/links', { headers: { accept: ACCEPT_HTML, host } })
+      assert.equal(res.status, 200)
+      const expected = browsersyncRewriteLinks(body, up.port, host)
+      const got = res.body.toString()
+      if (got !== expected) {
+        const g = got.split('\n')
+        const e = expected.split('\n')
+        const src = body.split('\n')
+        const diffs = []
+        for (let i = 0; i < Math.max(g.length, e.length); i++) {
+          if (g[i] !== e[i]) diffs.push(`  input:    ${src[i]}\n  expected: ${e[i]}\n  got:      ${g[i]}`)
+        }
+        assert.fail(`Host ${host}: ${diffs.length} line(s) differ from Browsersync:\n${diffs.join('\n')}`)
+      }
+      // sanity: the expectation really rewrote something
+      assert.ok(expected.includes(`//${host}/css/styles`))
+    }
+  })
+})
+
+test('order on a rewritten body: snippet, then user rules, then link rewrite', async () => {
+  const T = up.host
+  serve('/order', `<html><body>LINKME <a href="http://${T}/special">s</a> <a href="http://${T}/plain">p</a></body></html>`)
+  const rules = [
+    // sees the snippet => snippet ran first
+    { match: /__dev\.js/g, replace: '__user.js' },
+    // produces a target URL => must be link-rewritten afterwards
+    { match: /LINKME/g, replace: `"http://${T}/made-by-rule"` },
+    // matches an original target URL => link rewrite has not run yet
+    { match: new RegExp(`http://${T.replace(/\./g, '\\.')}/special`, 'g'), replace: '/rule-saw-original' },
+  ]
+  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET, rewriteRules: rules }, async (server) => {
+    const res = await request(server.url + '/order', { headers: { accept: ACCEPT_HTML } })
+    const L = `127.0.0.1:${server.port}`
+    assert.equal(
+      res.body.toString(),
+      `<html><body><script async src="/__user.js"></script>"//${L}/made-by-rule" <a href="/rule-saw-original">s</a> <a href="//${L}/plain">p</a></body></html>`,
+    )
+  })
+})
+
+test('user rule forms: string match (first occurrence, literal), function replace, $-patterns, non-global regex', async () => {
+  serve('/forms', '<html><body>a.b a.b axb | k1=v1 k2=v2 | Tom Tim | $x $x</body></html>')
+  const rules = [
+    { match: 'a.b', replace: '[$&]' }, // string: literal dot, first occurrence only
+    { match: /(?<key>k\d)=(v\d)/g, replace: '$2:$<key>' },
+    { match: /T(\w)m/g, replace: (m, vowel) => `T${vowel.toUpperCase()}M` },
+    { match: /\$x/, replace: '$$y' }, // non-global: first only; $$ is a literal $
+  ]
+  await withProxy({ proxy: up.url, port: 0, rewriteRules: rules }, async (server) => {
+    const res = await request(server.url + '/forms', { headers: { accept: ACCEPT_HTML } })
+    assert.equal(res.body.toString(), '<html><body>[a.b] a.b axb | v1:k1 v2:k2 | TOM TIM | $y $x</body></html>')
+  })
+})
+
+test('passes through byte for byte (Content-Length kept) when Accept lacks html, the URL is an asset, or the body does not look like HTML', async () => {
+  const T = up.host
+  const pageLike = `<html><body><a href="http://${T}/x">x</a></body></html>`
+  serve('/page-like', pageLike)
+  serve('/app.js', pageLike, { 'content-type': 'application/javascript' })
+  serve('/img/logo.png', pageLike, { 'content-type': 'image/png' })
+  serve('/style.css', pageLike, { 'content-type': 'text/css' })
+  serve('/notes', `Plain text first, then <b>http://${T}/x</b>`, html)
+  const binary = Buffer.from([0x00, 0xff, 0xfe, 0x3c, 0x68, 0x74, 0x6d, 0x6c, 0x3e, 0xc3, 0x28, 0x80, 0x0a])
+  serve('/blob', binary, { 'content-type': 'application/octet-stream' })
+  const rules = [{ match: /x/g, replace: 'Y' }]
+  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET, rewriteRules: rules }, async (server) => {
+    const cases = [
+      ['/page-like', '*/*', Buffer.from(pageLike)],
+      ['/page-like', 'application/json', Buffer.from(pageLike)],
+      ['/app.js', ACCEPT_HTML, Buffer.from(pageLike)],
+      ['/app.js?v=3', ACCEPT_HTML, Buffer.from(pageLike)],
+      ['/img/logo.png', ACCEPT_HTML, Buffer.from(pageLike)],
+      ['/style.css', ACCEPT_HTML, Buffer.from(pageLike)],
+      ['/notes', ACCEPT_HTML, Buffer.from(`Plain text first, then <b>http://${T}/x</b>`)],
+      ['/blob', ACCEPT_HTML, binary],
+      ['/blob', '*/*', binary],
+    ]
+    for (const [path, accept, expected] of cases) {
+      const res = await request(server.url + path, { headers: { accept } })
+      assert.equal(res.status, 200, path)
+      assert.deepEqual(res.body, expected, `${path} (Accept: ${accept}) must pass through unchanged`)
+      assert.equal(res.headers['content-length'], String(expected.length), `${path} (Accept: ${accept}) keeps Content-Length`)
+    }
+  })
+})
+
+test('Content-Type is not consulted for pages: an HTML-looking body is rewritten even as text/plain; BOM and leading whitespace allowed', async () => {
+  serve('/as-text', '<html><body>hi</body></html>', { 'content-type': 'text/plain' })
+  serve('/bom', '\uFEFF \r\n\t<!doctype html><html><body>hi</body></html>')
+  serve('/no-type', '  <div>fragment hi</div>', {})
+  const rules = [{ match: /hi/g, replace: 'HI' }]
+  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET, rewriteRules: rules }, async (server) => {
+    let res = await request(server.url + '/as-text', { headers: { accept: ACCEPT_HTML } })
+    assert.equal(res.body.toString(), `<html><body>${SNIPPET}HI</body></html>`)
+    res = await request(server.url + '/bom', { headers: { accept: ACCEPT_HTML } })
+    assert.equal(res.body.toString(), `\uFEFF \r\n\t<!doctype html><html><body>${SNIPPET}HI</body></html>`)
+    res = await request(server.url + '/no-type', { headers: { accept: 'text/html' } })
+    assert.equal(res.body.toString(), '  <div>fragment HI</div>')
+  })
+})
+
+test('rewriteTextTypes: CSS, JavaScript, JSON, SVG and XML bodies get link rewrite and user rules; without it they pass through', async () => {
+  const T = up.host
+  const bodies = {
+    '/s/site.css': ['text/css; charset=utf-8', `body{background:url(http://${T}/img/bg.png)} .COLOR{}`],
+    '/s/app.js': ['application/javascript', `fetch("http://${T}/api/items"); // COLOR`],
+    '/s/app2.mjs': ['text/javascript', `import x from '//${T}/m.js'; COLOR`],
+    '/s/data.json': ['application/json', `{"self":"http:\\/\\/${T}\\/data.json","c":"COLOR"}`],
+    '/s/icon.svg': ['image/svg+xml', `<svg xmlns="http://www.w3.org/2000/svg"><image href="http://${T}/i.png"/><!--COLOR--></svg>`],
+    '/s/feed.xml': ['application/xml', `<feed><link href="http://${T}/feed"/><t>COLOR</t></feed>`],
+  }
+  for (const [p, [type, body]] of Object.entries(bodies)) serve(p, body, { 'content-type': type })
+  serve('/s/plain.txt', `see http://${T}/x COLOR`, { 'content-type': 'text/plain' })
+  const rules = [{ match: /COLOR/g, replace: 'colour' }]
+  const accept = 'text/css,*/*;q=0.1'
+  await withProxy({ proxy: up.url, port: 0, rewriteRules: rules, rewriteTextTypes: true }, async (server) => {
+    const host = `127.0.0.1:${server.port}`
+    for (const [p, [, body]] of Object.entries(bodies)) {
+      const res = await request(server.url + p, { headers: { accept, host } })
+      const expected = browsersyncRewriteLinks(body.replace(/COLOR/g, 'colour'), up.port, host)
+      assert.notEqual(expected, body)
+      assert.equal(res.body.toString(), expected, p)
+      assert.equal(res.headers['content-length'], undefined, `${p}: Content-Length dropped on a rewritten body`)
+    }
+    // text/plain is not one of the text types
+    const res = await request(server.url + '/s/plain.txt', { headers: { accept } })
+    assert.equal(res.body.toString(), `see http://${T}/x COLOR`)
+  })
+  await withProxy({ proxy: up.url, port: 0, rewriteRules: rules }, async (server) => {
+    for (const [p, [, body]] of Object.entries(bodies)) {
+      const res = await request(server.url + p, { headers: { accept } })
+      assert.equal(res.body.toString(), body, `${p} must pass through without rewriteTextTypes`)
+      assert.equal(res.headers['content-length'], String(Buffer.byteLength(body)))
+    }
+  })
+})
+
+test('streaming rewrite equals String.prototype.replace for bodies split at random byte offsets (incl. inside UTF-8 characters)', async () => {
+  const rnd = mulberry32(0xc0ffee)
+  const T = up.host
+  const ruleBank = [
+    { match: /a+b/g, replace: 'X' },
+    { match: /é+/g, replace: '[$&]' },
+    { match: /(a)(b)?/, replace: '<$1$2>' },
+    { match: /\bab\b/g, replace: 'W' },
+    { match: /^a/gm, replace: 'S' },
+    { match: /b$/gm, replace: 'E' },
+    { match: /<(\w+)>/g, replace: '{$1}' },
+    { match: 'ab', replace: 'Q' },
+    { match: /a|ab/g, replace: '1' },
+    { match: /€+/g, replace: 'EUR' },
+    { match: /"[^"]*"/g, replace: (m) => m.toUpperCase() },
+    { match: /b\s+a/g, replace: 'b_a' },
+  ]
+  const alphabet = ['a', 'b', 'é', '€', '\n', ' ', '<p>', '"', 'ab', `"http://${T}/z"`, '😀']
+  const failures = []
+  const CASES = 40
+  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET }, async (server) => {
+    for (let i = 0; i < CASES; i++) {
+      const nRules = 1 + Math.floor(rnd() * 3)
+      const rules = []
+      for (let k = 0; k < nRules; k++) rules.push(ruleBank[Math.floor(rnd() * ruleBank.length)])
+      let text = ''
+      const len = 20 + Math.floor(rnd() * 400)
+      for (let k = 0; k < len; k++) text += alphabet[Math.floor(rnd() * alphabet.length)]
+      const body = `<html><body>${text}</body></html>`
+      const parts = randomSplits(Buffer.from(body), rnd, 8)
+      const path = `/diff${i}`
+      routes[path] = (req, res) => {
+        res.writeHead(200, html)
+        return writeChunks(res, parts)
+      }
+      const ids = rules.map((r) => server.addRule(r))
+      try {
+        const res = await request(server.url + path, { headers: { accept: ACCEPT_HTML } })
+        const host = `127.0.0.1:${server.port}`
+        const expected = browsersyncRewriteLinks(
+          rules.reduce((s, r) => s.replace(r.match, r.replace), insertSnippet(body, SNIPPET)),
+          up.port,
+          host,
+        )
+        const got = res.body.toString()
+        if (got !== expected) {
+          failures.push(
+            `case ${i}: rules ${rules.map((r) => String(r.match)).join(', ')}\n  splits ${JSON.stringify(parts.map((p) => p.length))}\n` +
+              `  input    ${JSON.stringify(body)}\n  expected ${JSON.stringify(expected)}\n  got      ${JSON.stringify(got)}`,
+          )
+        }
+      } finally {
+        for (const id of ids) server.removeRule(id)
+      }
+    }
+  })
+  assert.equal(failures.length, 0, `${failures.length}/${CASES} streamed bodies differ:\n${failures.slice(0, 5).join('\n')}`)
+})
+
+test('addRule / removeRule at runtime', async () => {
+  serve('/rt', '<html><body>cat dog cat</body></html>')
+  await withProxy({ proxy: up.url, port: 0, rewriteRules: [{ match: /dog/g, replace: 'wolf' }] }, async (server) => {
+    const get = async () => (await request(server.url + '/rt', { headers: { accept: ACCEPT_HTML } })).body.toString()
+    assert.equal(await get(), '<html><body>cat wolf cat</body></html>')
+    const id = server.addRule({ match: /cat/g, replace: 'lion' })
+    assert.equal(typeof id, 'number')
+    assert.equal(await get(), '<html><body>lion wolf lion</body></html>')
+    const id2 = server.addRule({ match: /lion/, replace: 'tiger' }) // runs after the first added rule
+    assert.notEqual(id2, id)
+    assert.equal(await get(), '<html><body>tiger wolf lion</body></html>')
+    assert.equal(server.removeRule(id), true)
+    assert.equal(await get(), '<html><body>cat wolf cat</body></html>')
+    assert.equal(server.removeRule(id), false, 'removing twice returns false')
+    assert.equal(server.removeRule(987654), false, 'unknown id returns false')
+    assert.equal(server.removeRule(id2), true)
+    assert.equal(await get(), '<html><body>cat wolf cat</body></html>')
+  })
+})
+
+test('addRule applies to requests that start after the call, not to one in flight', async () => {
+  const gotFirst = deferred()
+  const sendRest = deferred()
+  routes['/inflight'] = async (req, res) => {
+    res.writeHead(200, html)
+    res.write('<html><body>first part\n')
+    await sendRest.promise
+    res.end('second part mentions first again</body></html>')
+  }
+  serve('/after', '<html><body>first</body></html>')
+  await withProxy({ proxy: up.url, port: 0 }, async (server) => {
+    const inflight = request(server.url + '/inflight', {
+      headers: { accept: ACCEPT_HTML },
+      onData: (c) => {
+        if (c.toString().includes('first part')) gotFirst.resolve()
+      },
+    })
+    try {
+      await withTimeout(gotFirst.promise, 5000, 'the first part of the in-flight body (proxy buffers HTML?)')
+    } catch (err) {
+      sendRest.resolve()
+      await inflight.catch(() => {})
+      throw err
+    }
+    const id = server.addRule({ match: /first/g, replace: 'FIRST' })
+    sendRest.resolve()
+    const res = await inflight
+    assert.equal(res.body.toString(), '<html><body>first part\nsecond part mentions first again</body></html>')
+    const res2 = await request(server.url + '/after', { headers: { accept: ACCEPT_HTML } })
+    assert.equal(res2.body.toString(), '<html><body>FIRST</body></html>')
+    assert.equal(server.removeRule(id), true)
+  })
+})
+
+test('a bad rule in addRule throws and the running rules stay intact', async () => {
+  serve('/bad', '<html><body>pq</body></html>')
+  await withProxy({ proxy: up.url, port: 0, rewriteRules: [{ match: /p/g, replace: 'P' }] }, async (server) => {
+    const id = server.addRule({ match: /q/g, replace: 'Q' })
+    assert.throws(() => server.addRule({ match: /a(?=b)/g, replace: 'x' }), /lookahead/i)
+    assert.throws(() => server.addRule({ match: /(a)\1/g, replace: 'x' }))
+    assert.throws(() => server.addRule({ replace: 'x' }), /match/)
+    assert.throws(() => server.addRule({ match: /a/y, replace: 'x' }))
+    const res = await request(server.url + '/bad', { headers: { accept: ACCEPT_HTML } })
+    assert.equal(res.body.toString(), '<html><body>PQ</body></html>')
+    assert.equal(server.removeRule(id), true)
+  })
+})
+
+test('stats() counts requests, rewritten and passed-through bodies and upstream errors', async () => {
+  serve('/st-page', '<html><body>x</body></html>')
+  serve('/st-data', 'plain', { 'content-type': 'text/plain' })
+  routes['/st-die'] = (req) => req.socket.destroy()
+  await withProxy({ proxy: up.url, port: 0 }, async (server) => {
+    const s0 = server.stats()
+    for (const k of ['requests', 'rewritten', 'passedThrough', 'upstreamErrors', 'abandonedMatches']) assert.equal(s0[k], 0, `initial stats().${k}`)
+    await request(server.url + '/st-page', { headers: { accept: ACCEPT_HTML } })
+    await request(server.url + '/st-page', { headers: { accept: ACCEPT_HTML } })
+    await request(server.url + '/st-data', { headers: { accept: '*/*' } })
+    const r = await request(server.url + '/st-die', { headers: { accept: ACCEPT_HTML } })
+    assert.equal(r.status, 502)
+    const s = server.stats()
+    assert.equal(s.requests, 4)
+    assert.equal(s.rewritten, 2)
+    assert.equal(s.passedThrough, 1)
+    assert.equal(s.upstreamErrors, 1)
+    assert.equal(s.abandonedMatches, 0)
+  })
+})
+
+test('maxMatchBytes: a match candidate longer than the limit is abandoned, counted, and the body arrives intact', async () => {
+  // '<!--' opens a potential match of /<!--[\s\S]*?-->/ that never closes within maxMatchBytes.
+  const filler = 'z'.repeat(20000)
+  const body = `<html><body><!-- open ${filler} ${filler} and never closed. x</body></html>`
+  routes['/abandon'] = (req, res) => {
+    res.writeHead(200, html)
+    const buf = Buffer.from(body)
+    return writeChunks(res, [buf.subarray(0, 1000), buf.subarray(1000, 30000), buf.subarray(30000)])
+  }
+  const rules = [{ match: /<!--[\s\S]*?-->/g, replace: '' }]
+  await withProxy({ proxy: up.url, port: 0, rewriteRules: rules, maxMatchBytes: 1024 }, async (server) => {
+    const res = await request(server.url + '/abandon', { headers: { accept: ACCEPT_HTML } })
+    assert.equal(res.status, 200)
+    assert.equal(res.body.toString(), body)
+    assert.ok(server.stats().abandonedMatches >= 1, `abandonedMatches = ${server.stats().abandonedMatches}`)
+  })
+})
+
+test('rewrite() is exported and agrees with the proxy on a simple page', async () => {
+  const { rewrite } = lib()
+  const rules = [{ match: /o+/g, replace: '0' }, { match: 'bar', replace: 'BAR' }]
+  serve('/same', '<html><body>foo bar boo</body></html>')
+  assert.equal(rewrite('<html><body>foo bar boo</body></html>', rules), '<html><b0dy>f0 BAR b0</b0dy></html>')
+  await withProxy({ proxy: up.url, port: 0, rewriteRules: rules }, async (server) => {
+    const res = await request(server.url + '/same', { headers: { accept: ACCEPT_HTML } })
+    assert.equal(res.body.toString(), '<html><b0dy>f0 BAR b0</b0dy></html>')
+  })
+})

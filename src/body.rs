@@ -1,0 +1,440 @@
+//! The body pipeline: which responses are rewritten, and the streaming body that decodes, rewrites
+//! and re-encodes them without ever holding a whole body.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap};
+use http::{Method, StatusCode};
+use http_body::{Body, Frame, SizeHint};
+use tokio::time::Sleep;
+
+use crate::codec::{self, CodecError, Decoder, Encoder, Encoding, DECODED_PIECE};
+use crate::error::ReplaceError;
+use crate::rewrite::Rewriter;
+use crate::stats::Stats;
+
+/// Errors that end a response body early; hyper then aborts the connection, so the client never
+/// mistakes a cut body for a complete one.
+pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Extensions Browsersync never rewrites (resp-modifier's `defaultIgnoreTypes`), matched as
+/// `\.ext(\?.*)?$` on the request URL.
+const IGNORED_EXTENSIONS: &[&str] = &[
+    "js", "json", "css", "png", "jpg", "jpeg", "gif", "ico", "tif", "tiff", "bmp", "webp", "psd", "svg", "woff", "ttf", "otf",
+    "eot", "eps", "ps", "ai", "mp3", "wav", "aac", "m4a", "m3u", "mid", "wma", "mpg", "mpeg", "mp4", "m4v", "webm", "swf",
+    "flv", "avi", "mov", "wmv", "pdf", "doc", "docx", "xls", "xlsx", "pps", "ppt", "pptx", "odt", "ods", "odp", "pages",
+    "key", "rtf", "txt", "csv", "zip", "rar", "tar", "gz", "xml", "app", "exe", "jar", "dmg", "pkg", "iso",
+];
+
+fn ignored_url(path_and_query: &str) -> bool {
+    // `\.ext(\?.*)?$`: the extension ends the path, or is followed by a query.
+    let candidates = [path_and_query, path_and_query.split_once('?').map_or("", |(p, _)| p)];
+    candidates.iter().filter(|c| !c.is_empty()).any(|path| {
+        path.rsplit_once('.').is_some_and(|(_, ext)| IGNORED_EXTENSIONS.contains(&ext))
+    })
+}
+
+/// Content types whose bodies carry links too (`rewriteTextTypes`).
+fn is_text_type(content_type: &str) -> bool {
+    let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    mime == "text/css"
+        || mime.contains("javascript")
+        || mime.contains("ecmascript")
+        || mime == "application/json"
+        || mime.ends_with("+json")
+        || mime == "image/svg+xml"
+        || mime.ends_with("/xml")
+        || mime.ends_with("+xml")
+}
+
+/// What to do with a response body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Bytes go through untouched, still compressed.
+    Passthrough,
+    /// Decode, rewrite, re-encode. With `sniff`, only if the decoded body starts like HTML.
+    Rewrite { sniff: bool, decode: Encoding, encode: Encoding },
+}
+
+/// The request facts the decision needs.
+pub struct RequestFacts<'a> {
+    pub method: &'a Method,
+    pub path_and_query: &'a str,
+    pub accept: Option<&'a str>,
+    pub accept_encoding: Option<&'a str>,
+}
+
+/// Browsersync's choice (Accept mentions html, URL not an asset, body looks like HTML), plus the
+/// text types when `rewrite_text_types` is on.
+pub fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, rewrite_text_types: bool) -> Plan {
+    let no_body = req.method == Method::HEAD
+        || status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED;
+    if no_body {
+        return Plan::Passthrough;
+    }
+    let encoding = headers.get(header::CONTENT_ENCODING).map(|v| v.to_str().unwrap_or("?"));
+    let Some(decode) = Encoding::from_content_encoding(encoding) else { return Plan::Passthrough };
+    let encode = codec::choose_output(decode, &codec::accepted(req.accept_encoding));
+    let html_request = req.accept.is_some_and(|a| a.contains("html")) && !ignored_url(req.path_and_query);
+    let text_type = rewrite_text_types
+        && headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_text_type);
+    if text_type {
+        Plan::Rewrite { sniff: false, decode, encode }
+    } else if html_request {
+        Plan::Rewrite { sniff: true, decode, encode }
+    } else {
+        Plan::Passthrough
+    }
+}
+
+/// Whether decoded bytes start like HTML: `/^(\uFEFF|\uFFFE)?\s*<[^>]+>/i`. `None`: need more bytes.
+pub fn looks_like_html(prefix: &[u8]) -> Option<bool> {
+    let (text, invalid) = match std::str::from_utf8(prefix) {
+        Ok(text) => (text, false),
+        Err(e) => (std::str::from_utf8(&prefix[..e.valid_up_to()]).expect("valid prefix"), e.error_len().is_some()),
+    };
+    // Out of characters before a verdict: wait for more, unless the bytes are not text at all.
+    let undecided = if invalid { Some(false) } else { None };
+    let mut chars = text.chars().peekable();
+    if matches!(chars.peek(), Some('\u{FEFF}' | '\u{FFFE}')) {
+        chars.next();
+    }
+    while chars.peek().is_some_and(|&c| is_js_whitespace(c)) {
+        chars.next();
+    }
+    match chars.next() {
+        Some('<') => {}
+        Some(_) => return Some(false),
+        None => return undecided,
+    }
+    match chars.next() {
+        Some('>') => return Some(false),
+        Some(_) => {}
+        None => return undecided,
+    }
+    if chars.any(|c| c == '>') {
+        Some(true)
+    } else {
+        undecided
+    }
+}
+
+fn is_js_whitespace(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'..='\u{200A}'
+        | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}')
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    #[error(transparent)]
+    Replace(#[from] ReplaceError),
+}
+
+/// decode → rewrite → encode, one chunk at a time.
+pub struct Pipeline {
+    decoder: Decoder,
+    rewriter: Rewriter,
+    encoder: Encoder,
+    decoded: Vec<u8>,
+    rewritten: Vec<u8>,
+}
+
+impl Pipeline {
+    pub fn new(decode: Encoding, encode: Encoding, rewriter: Rewriter) -> Pipeline {
+        Pipeline {
+            decoder: Decoder::new(decode),
+            rewriter,
+            encoder: Encoder::new(encode),
+            decoded: Vec::with_capacity(DECODED_PIECE),
+            rewritten: Vec::new(),
+        }
+    }
+
+    /// Decodes `raw` into `decoded` (sniffing uses this before deciding to rewrite).
+    pub fn decode(&mut self, mut raw: &[u8], decoded: &mut Vec<u8>) -> Result<(), PipelineError> {
+        loop {
+            let before = decoded.len();
+            let consumed = self.decoder.decode(raw, decoded)?;
+            raw = &raw[consumed..];
+            if raw.is_empty() && decoded.len() - before < DECODED_PIECE {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Rewrites and encodes already-decoded bytes.
+    pub fn push_decoded(&mut self, decoded: &[u8], out: &mut Vec<u8>) -> Result<(), PipelineError> {
+        self.rewritten.clear();
+        self.rewriter.push(decoded, &mut self.rewritten)?;
+        self.encoder.encode(&self.rewritten, out)?;
+        Ok(())
+    }
+
+    /// Runs compressed bytes through the whole pipeline, in bounded pieces.
+    pub fn push(&mut self, mut raw: &[u8], out: &mut Vec<u8>) -> Result<(), PipelineError> {
+        let mut decoded = std::mem::take(&mut self.decoded);
+        let result = loop {
+            decoded.clear();
+            let consumed = match self.decoder.decode(raw, &mut decoded) {
+                Ok(n) => n,
+                Err(e) => break Err(e.into()),
+            };
+            raw = &raw[consumed..];
+            if let Err(e) = self.push_decoded(&decoded, out) {
+                break Err(e);
+            }
+            if raw.is_empty() && decoded.len() < DECODED_PIECE {
+                break Ok(());
+            }
+        };
+        self.decoded = decoded;
+        result
+    }
+
+    /// Sends what the encoder holds, for a stream that pauses.
+    pub fn flush(&mut self, out: &mut Vec<u8>) -> Result<(), PipelineError> {
+        Ok(self.encoder.flush(out)?)
+    }
+
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), PipelineError> {
+        self.push(&[], out)?;
+        self.decoder.finish()?;
+        self.rewritten.clear();
+        self.rewriter.finish(&mut self.rewritten)?;
+        self.encoder.encode(&self.rewritten, out)?;
+        self.encoder.finish(out)?;
+        Ok(())
+    }
+
+    pub fn abandoned_matches(&self) -> u64 {
+        self.rewriter.abandoned_matches()
+    }
+}
+
+/// Output is handed to hyper once this much is ready, even if the upstream has more.
+const OUTPUT_BATCH: usize = 64 * 1024;
+
+/// An upstream body with an idle timeout: a stalled upstream becomes an error, not a hung client.
+pub struct UpstreamBody {
+    inner: hyper::body::Incoming,
+    idle: Duration,
+    deadline: Pin<Box<Sleep>>,
+}
+
+impl UpstreamBody {
+    pub fn new(inner: hyper::body::Incoming, idle: Duration) -> UpstreamBody {
+        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)) }
+    }
+
+    fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
+        loop {
+            match Pin::new(&mut self.inner).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    self.deadline.as_mut().reset(tokio::time::Instant::now() + self.idle);
+                    if let Ok(data) = frame.into_data() {
+                        return Poll::Ready(Some(Ok(data)));
+                    }
+                    // Trailers are dropped: the body may have changed under them.
+                }
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(Box::new(e)))),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => {
+                    if self.deadline.as_mut().poll(cx).is_ready() {
+                        let msg = format!("upstream sent nothing for {} ms", self.idle.as_millis());
+                        return Poll::Ready(Some(Err(msg.into())));
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+
+    pub async fn next_data(&mut self) -> Option<Result<Bytes, BodyError>> {
+        std::future::poll_fn(|cx| self.poll_data(cx)).await
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+}
+
+use std::future::Future;
+
+/// The body the proxy answers with.
+pub enum ProxyBody {
+    Full(Option<Bytes>),
+    Passthrough { prefix: Option<Bytes>, upstream: UpstreamBody },
+    Rewrite(Box<RewriteState>),
+}
+
+pub struct RewriteState {
+    pub upstream: UpstreamBody,
+    pub pipeline: Pipeline,
+    /// Decoded bytes read while sniffing, rewritten first.
+    pub decoded_prefix: Option<Vec<u8>>,
+    pub out: Vec<u8>,
+    pub finished: bool,
+    pub stats: Arc<Stats>,
+    pub url: String,
+}
+
+impl ProxyBody {
+    pub fn full(bytes: impl Into<Bytes>) -> ProxyBody {
+        ProxyBody::Full(Some(bytes.into()))
+    }
+}
+
+impl RewriteState {
+    fn fail(&mut self, error: PipelineError) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        self.finished = true;
+        self.stats.log_error(&format!("rewriting {} failed: {error}", self.url));
+        Poll::Ready(Some(Err(Box::new(error))))
+    }
+
+    fn take_output(&mut self) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let bytes = Bytes::from(std::mem::take(&mut self.out));
+        Poll::Ready(Some(Ok(Frame::data(bytes))))
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        if self.finished {
+            return if self.out.is_empty() { Poll::Ready(None) } else { self.take_output() };
+        }
+        if let Some(prefix) = self.decoded_prefix.take() {
+            if let Err(e) = self.pipeline.push_decoded(&prefix, &mut self.out) {
+                return self.fail(e);
+            }
+        }
+        // Drain what the upstream has ready; hand out a batch when it is big or the upstream pauses.
+        loop {
+            match self.upstream.poll_data(cx) {
+                Poll::Ready(Some(Ok(data))) => {
+                    if let Err(e) = self.pipeline.push(&data, &mut self.out) {
+                        return self.fail(e);
+                    }
+                    if self.out.len() >= OUTPUT_BATCH {
+                        return self.take_output();
+                    }
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    self.finished = true;
+                    self.stats.log_error(&format!("upstream body of {} failed: {e}", self.url));
+                    self.stats.add_upstream_error();
+                    return Poll::Ready(Some(Err(e)));
+                }
+                Poll::Ready(None) => {
+                    self.finished = true;
+                    if let Err(e) = self.pipeline.finish(&mut self.out) {
+                        return self.fail(e);
+                    }
+                    let abandoned = self.pipeline.abandoned_matches();
+                    if abandoned > 0 {
+                        self.stats.add_abandoned(abandoned);
+                        self.stats.log_error(&format!(
+                            "{}: {abandoned} match candidate(s) longer than maxMatchBytes were left unreplaced",
+                            self.url
+                        ));
+                    }
+                    return if self.out.is_empty() { Poll::Ready(None) } else { self.take_output() };
+                }
+                Poll::Pending => {
+                    if let Err(e) = self.pipeline.flush(&mut self.out) {
+                        return self.fail(e);
+                    }
+                    return if self.out.is_empty() { Poll::Pending } else { self.take_output() };
+                }
+            }
+        }
+    }
+}
+
+impl Body for ProxyBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        match self.get_mut() {
+            ProxyBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            ProxyBody::Passthrough { prefix, upstream } => {
+                if let Some(prefix) = prefix.take() {
+                    return Poll::Ready(Some(Ok(Frame::data(prefix))));
+                }
+                upstream.poll_data(cx).map(|d| d.map(|r| r.map(Frame::data)))
+            }
+            ProxyBody::Rewrite(state) => state.poll(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ProxyBody::Full(bytes) => bytes.is_none(),
+            ProxyBody::Passthrough { prefix, upstream } => prefix.is_none() && upstream.is_end_stream(),
+            ProxyBody::Rewrite(_) => false,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ProxyBody::Full(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
+            ProxyBody::Passthrough { prefix: None, upstream } => upstream.size_hint(),
+            _ => SizeHint::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sniffs_html_like_resp_modifier() {
+        assert_eq!(looks_like_html(b"<!doctype html><p>"), Some(true));
+        assert_eq!(looks_like_html("\u{FEFF}  \n<html>".as_bytes()), Some(true));
+        assert_eq!(looks_like_html(b"  <htm"), None);
+        assert_eq!(looks_like_html(b"   "), None);
+        assert_eq!(looks_like_html(b"{\"a\": 1}"), Some(false));
+        assert_eq!(looks_like_html(b"<>"), Some(false));
+    }
+
+    #[test]
+    fn browsersync_ignores_assets_by_extension() {
+        assert!(ignored_url("/app.js"));
+        assert!(ignored_url("/app.css?v=1"));
+        assert!(ignored_url("/a.iso"));
+        assert!(!ignored_url("/"));
+        assert!(!ignored_url("/page.html"));
+        assert!(!ignored_url("/js/page"));
+    }
+
+    #[test]
+    fn plans_like_browsersync() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_ENCODING, "gzip".parse().unwrap());
+        let req = |accept| RequestFacts {
+            method: &Method::GET,
+            path_and_query: "/",
+            accept: Some(accept),
+            accept_encoding: Some("br, gzip"),
+        };
+        assert_eq!(
+            plan(&req("text/html"), StatusCode::OK, &headers, false),
+            Plan::Rewrite { sniff: true, decode: Encoding::Gzip, encode: Encoding::Gzip }
+        );
+        assert_eq!(plan(&req("*/*"), StatusCode::OK, &headers, false), Plan::Passthrough);
+        headers.insert(header::CONTENT_TYPE, "text/css".parse().unwrap());
+        assert!(matches!(plan(&req("*/*"), StatusCode::OK, &headers, true), Plan::Rewrite { sniff: false, .. }));
+        assert_eq!(plan(&req("text/html"), StatusCode::NOT_MODIFIED, &headers, false), Plan::Passthrough);
+    }
+}

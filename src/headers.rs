@@ -1,0 +1,176 @@
+//! Every header rewrite, in both directions: one place to look.
+
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::StatusCode;
+
+use crate::codec;
+use crate::config::{ProxyConfig, Target};
+
+/// Hop-by-hop headers (RFC 9110 §7.6.1): they describe one connection and are never forwarded.
+const HOP_BY_HOP: [&str; 8] =
+    ["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding"];
+
+/// Removes hop-by-hop headers, including those the `Connection` header names. `Upgrade` goes too
+/// unless the request is being tunnelled.
+pub fn remove_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
+    let listed: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .filter(|name| !(keep_upgrade && name == header::UPGRADE))
+        .collect();
+    for name in listed {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        headers.remove(name);
+    }
+    if keep_upgrade {
+        headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    } else {
+        headers.remove(header::UPGRADE);
+    }
+}
+
+/// The request as the upstream should see it: Host is the target's, Origin and Referer point at
+/// the target instead of the proxy (Browsersync leaves them, breaking origin checks), and only
+/// content codings we can decode are offered.
+pub fn to_upstream(headers: &mut HeaderMap, config: &ProxyConfig, local_host: &str, websocket: bool) {
+    remove_hop_by_hop(headers, websocket);
+    let target = &config.target;
+    if let Ok(host) = HeaderValue::from_str(&target.authority()) {
+        headers.insert(header::HOST, host);
+    }
+    for name in [header::ORIGIN, header::REFERER] {
+        if let Some(value) = headers.get(&name).and_then(|v| v.to_str().ok()) {
+            if let Some(rewritten) = local_url_to_target(value, local_host, target) {
+                if let Ok(value) = HeaderValue::from_str(&rewritten) {
+                    headers.insert(name, value);
+                }
+            }
+        }
+    }
+    let accept = headers.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok());
+    match codec::upstream_accept_encoding(accept) {
+        Some(value) => {
+            headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_str(&value).expect("tokens are valid"));
+        }
+        None => {
+            headers.remove(header::ACCEPT_ENCODING);
+        }
+    }
+    for (name, value) in &config.req_headers {
+        headers.insert(name.clone(), value.clone());
+    }
+}
+
+/// `http(s)://LOCAL_HOST/rest` becomes `TARGET_ORIGIN/rest`; anything else is left alone.
+fn local_url_to_target(value: &str, local_host: &str, target: &Target) -> Option<String> {
+    let rest = value.strip_prefix("http://").or_else(|| value.strip_prefix("https://"))?;
+    let after = rest.strip_prefix(local_host)?;
+    (after.is_empty() || after.starts_with(['/', '?', '#'])).then(|| format!("{}{after}", target.origin()))
+}
+
+/// The response as the client should see it: redirects to the target come back to the proxy and
+/// cookies lose their `Domain` (keeping every other attribute, unlike Browsersync).
+pub fn to_client(headers: &mut HeaderMap, status: StatusCode, config: &ProxyConfig, local_host: &str) {
+    remove_hop_by_hop(headers, status == StatusCode::SWITCHING_PROTOCOLS);
+    if matches!(status.as_u16(), 201 | 301 | 302 | 303 | 307 | 308) {
+        if let Some(location) = headers.get(header::LOCATION).and_then(|v| v.to_str().ok()) {
+            if let Some(rewritten) = target_url_to_local(location, &config.target, local_host) {
+                if let Ok(value) = HeaderValue::from_str(&rewritten) {
+                    headers.insert(header::LOCATION, value);
+                }
+            }
+        }
+    }
+    if config.strip_cookie_domain {
+        let cookies: Vec<HeaderValue> = headers
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .map(|v| match v.to_str() {
+                Ok(text) => HeaderValue::from_str(&strip_cookie_domain(text)).unwrap_or_else(|_| v.clone()),
+                Err(_) => v.clone(),
+            })
+            .collect();
+        if !cookies.is_empty() {
+            headers.remove(header::SET_COOKIE);
+            for cookie in cookies {
+                headers.append(header::SET_COOKIE, cookie);
+            }
+        }
+    }
+}
+
+/// A URL on the target (absolute or protocol-relative) moved to the proxy's origin.
+fn target_url_to_local(url: &str, target: &Target, local_host: &str) -> Option<String> {
+    let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).or_else(|| url.strip_prefix("//"))?;
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
+    let authority = authority.to_ascii_lowercase();
+    let same_host = authority == target.authority() || authority == format!("{}:{}", target.host, target.port);
+    same_host.then(|| format!("http://{local_host}{path}"))
+}
+
+/// `Set-Cookie` without its `Domain` attribute; every other attribute stays as it was.
+pub fn strip_cookie_domain(cookie: &str) -> String {
+    cookie
+        .split(';')
+        .enumerate()
+        .filter(|(i, attr)| *i == 0 || !attr.split('=').next().unwrap_or("").trim().eq_ignore_ascii_case("domain"))
+        .map(|(_, attr)| attr)
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> ProxyConfig {
+        ProxyConfig::new(Target::parse("https://example.com").unwrap())
+    }
+
+    #[test]
+    fn request_headers_point_at_the_target() {
+        let mut h = HeaderMap::new();
+        h.insert(header::HOST, HeaderValue::from_static("localhost:3000"));
+        h.insert(header::ORIGIN, HeaderValue::from_static("http://localhost:3000"));
+        h.insert(header::REFERER, HeaderValue::from_static("http://localhost:3000/a?b"));
+        h.insert(header::CONNECTION, HeaderValue::from_static("keep-alive, x-secret"));
+        h.insert("x-secret", HeaderValue::from_static("1"));
+        h.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("gzip, sdch, br"));
+        to_upstream(&mut h, &config(), "localhost:3000", false);
+        assert_eq!(h[header::HOST], "example.com");
+        assert_eq!(h[header::ORIGIN], "https://example.com");
+        assert_eq!(h[header::REFERER], "https://example.com/a?b");
+        assert_eq!(h[header::ACCEPT_ENCODING], "gzip, br");
+        assert!(h.get("x-secret").is_none() && h.get(header::CONNECTION).is_none());
+    }
+
+    #[test]
+    fn foreign_origins_are_left_alone() {
+        let mut h = HeaderMap::new();
+        h.insert(header::ORIGIN, HeaderValue::from_static("http://localhost:30001"));
+        to_upstream(&mut h, &config(), "localhost:3000", false);
+        assert_eq!(h[header::ORIGIN], "http://localhost:30001");
+    }
+
+    #[test]
+    fn redirects_and_cookies_come_back_to_the_proxy() {
+        let mut h = HeaderMap::new();
+        h.insert(header::LOCATION, HeaderValue::from_static("https://example.com/login?next=/"));
+        h.append(header::SET_COOKIE, HeaderValue::from_static("sid=1; Domain=.example.com; Path=/; Secure; HttpOnly; SameSite=Lax"));
+        h.append(header::SET_COOKIE, HeaderValue::from_static("b=2; domain=example.com"));
+        to_client(&mut h, StatusCode::FOUND, &config(), "localhost:3000");
+        assert_eq!(h[header::LOCATION], "http://localhost:3000/login?next=/");
+        let cookies: Vec<_> = h.get_all(header::SET_COOKIE).iter().map(|v| v.to_str().unwrap()).collect();
+        assert_eq!(cookies, ["sid=1; Path=/; Secure; HttpOnly; SameSite=Lax", "b=2"]);
+        let mut h = HeaderMap::new();
+        h.insert(header::LOCATION, HeaderValue::from_static("https://other.com/x"));
+        to_client(&mut h, StatusCode::FOUND, &config(), "localhost:3000");
+        assert_eq!(h[header::LOCATION], "https://other.com/x");
+    }
+}

@@ -1,0 +1,414 @@
+//! The listening side: accepts connections, runs each request through the proxy phases (request
+//! headers → upstream → response headers → body plan), and stops gracefully.
+
+use std::convert::Infallible;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use http::header::{self, HeaderValue};
+use http::{Method, Request, Response, StatusCode, Uri};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+
+use crate::body::{self, Pipeline, Plan, ProxyBody, RequestFacts, RewriteState, UpstreamBody};
+use crate::config::ProxyConfig;
+use crate::error::{RuleError, StartError};
+use crate::forward::{self, UpstreamClient};
+use crate::headers;
+use crate::rewrite::{Rewriter, Rule, MAX_RULES};
+use crate::stats::{Stats, StatsSnapshot};
+use crate::websocket;
+
+/// A client that sends its request headers slower than this is dropped (slowloris).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Request head size above which the client gets 431.
+const MAX_HEADER_BYTES: usize = 64 * 1024;
+
+/// The user rules of a running server; a request takes a snapshot when it starts.
+#[derive(Default)]
+pub struct RuleStore {
+    rules: RwLock<Arc<Vec<(u32, Rule)>>>,
+    next_id: AtomicU32,
+}
+
+impl RuleStore {
+    fn snapshot(&self) -> Arc<Vec<(u32, Rule)>> {
+        self.rules.read().expect("rule store poisoned").clone()
+    }
+
+    /// Adds a rule after the others; returns its id.
+    pub fn add(&self, rule: Rule) -> Result<u32, RuleError> {
+        let mut rules = self.rules.write().expect("rule store poisoned");
+        if rules.len() >= MAX_RULES {
+            return Err(RuleError::TooMany(MAX_RULES));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut next = Vec::clone(&rules);
+        next.push((id, rule));
+        *rules = Arc::new(next);
+        Ok(id)
+    }
+
+    /// Removes the rule with this id; false if there was none.
+    pub fn remove(&self, id: u32) -> bool {
+        let mut rules = self.rules.write().expect("rule store poisoned");
+        let next: Vec<(u32, Rule)> = rules.iter().filter(|(i, _)| *i != id).cloned().collect();
+        let removed = next.len() != rules.len();
+        *rules = Arc::new(next);
+        removed
+    }
+}
+
+/// State shared by every connection of one server.
+pub(crate) struct Shared {
+    pub config: ProxyConfig,
+    pub client: UpstreamClient,
+    pub websocket_tls: Arc<rustls::ClientConfig>,
+    snippet: Option<Rule>,
+    links: Rule,
+    pub rules: RuleStore,
+    pub stats: Arc<Stats>,
+    pub phase: watch::Receiver<Phase>,
+    /// Address shown in links when a request has no Host header.
+    local_addr: SocketAddr,
+}
+
+impl Shared {
+    /// Snippet, then user rules, then the link rewrite: Browsersync's order.
+    fn rules_for_request(&self) -> Vec<Rule> {
+        let user = self.rules.snapshot();
+        let mut rules = Vec::with_capacity(user.len() + 2);
+        rules.extend(self.snippet.iter().cloned());
+        rules.extend(user.iter().map(|(_, rule)| rule.clone()));
+        rules.push(self.links.clone());
+        rules
+    }
+}
+
+/// A running proxy.
+pub struct ProxyServer {
+    shared: Arc<Shared>,
+    local_addr: SocketAddr,
+    stop: std::sync::Mutex<Option<oneshot::Sender<()>>>,
+    task: tokio::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+impl ProxyServer {
+    /// Binds and starts serving on the current tokio runtime.
+    pub async fn start(config: ProxyConfig) -> Result<ProxyServer, StartError> {
+        let ip = resolve_listen_host(&config.host)?;
+        let addr = SocketAddr::new(ip, config.port);
+        let listener = TcpListener::bind(addr).await.map_err(|source| match source.kind() {
+            std::io::ErrorKind::AddrInUse => StartError::PortInUse { host: config.host.clone(), port: config.port },
+            _ => StartError::Bind { addr, source },
+        })?;
+        let local_addr = listener.local_addr().map_err(|source| StartError::Bind { addr, source })?;
+        let (phase_tx, phase) = watch::channel(Phase::Serving);
+        let rules = RuleStore::default();
+        for rule in &config.rules {
+            rules.add(rule.clone()).map_err(|source| {
+                crate::error::ConfigError::Rule { index: MAX_RULES, label: rule.label().to_string(), source }
+            })?;
+        }
+        let shared = Arc::new(Shared {
+            client: forward::client(config.verify_tls),
+            websocket_tls: forward::tls_config(config.verify_tls, &[b"http/1.1"]),
+            snippet: config.snippet.as_deref().map(Rule::snippet),
+            links: Rule::links(&config.target.link_host()),
+            rules,
+            stats: Arc::new(Stats::new(config.quiet)),
+            phase,
+            local_addr,
+            config,
+        });
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let task = tokio::spawn(serve(listener, shared.clone(), stop_rx, phase_tx));
+        Ok(ProxyServer {
+            shared,
+            local_addr,
+            stop: std::sync::Mutex::new(Some(stop_tx)),
+            task: tokio::sync::Mutex::new(Some(task)),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// `http://host:port` of the proxy.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.local_addr)
+    }
+
+    pub fn add_rule(&self, rule: Rule) -> Result<u32, RuleError> {
+        self.shared.rules.add(rule)
+    }
+
+    pub fn remove_rule(&self, id: u32) -> bool {
+        self.shared.rules.remove(id)
+    }
+
+    pub fn stats(&self) -> StatsSnapshot {
+        self.shared.stats.snapshot()
+    }
+
+    /// Stops accepting (the port is free when this returns), lets in-flight responses finish
+    /// within the grace period, then cuts what remains.
+    /// Calling it again waits for the first call's shutdown to finish.
+    pub async fn stop(&self) {
+        if let Some(stop) = self.stop.lock().expect("stop lock poisoned").take() {
+            let _ = stop.send(());
+        }
+        let mut task = self.task.lock().await;
+        if let Some(running) = task.take() {
+            let _ = running.await;
+        }
+    }
+}
+
+fn resolve_listen_host(host: &str) -> Result<IpAddr, StartError> {
+    if host.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    host.trim_start_matches('[').trim_end_matches(']').parse().map_err(|_| StartError::BadHost {
+        host: host.to_string(),
+        reason: "expected an IP address such as 127.0.0.1, ::1 or 0.0.0.0".into(),
+    })
+}
+
+/// Where a server is in its life; connections and tunnels watch it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Serving,
+    /// `stop()` called: finish in-flight responses, take no new requests.
+    Draining,
+    /// Grace period over: close everything.
+    Cut,
+}
+
+async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: oneshot::Receiver<()>, phase: watch::Sender<Phase>) {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .max_buf_size(MAX_HEADER_BYTES)
+        .keep_alive(true);
+    // Each connection task holds a sender; when all are gone, every connection has closed.
+    let (alive, mut all_closed) = mpsc::channel::<()>(1);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait a moment rather than spin.
+                        shared.stats.log_error(&format!("accept failed: {e}"));
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let conn_shared = shared.clone();
+                let service = service_fn(move |req| handle(conn_shared.clone(), req));
+                let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
+                let mut phase = shared.phase.clone();
+                let alive = alive.clone();
+                tokio::spawn(async move {
+                    let _alive = alive;
+                    let mut conn = std::pin::pin!(conn);
+                    loop {
+                        tokio::select! {
+                            _ = conn.as_mut() => break,
+                            changed = phase.changed() => {
+                                let current = *phase.borrow_and_update();
+                                match (changed, current) {
+                                    (Ok(()), Phase::Draining) => conn.as_mut().graceful_shutdown(),
+                                    (Ok(()), Phase::Serving) => {}
+                                    _ => break,
+                                }
+                            }
+                        }
+                    }
+                });
+            }
+            _ = &mut stop => break,
+        }
+    }
+    drop(listener);
+    drop(alive);
+    let _ = phase.send(Phase::Draining);
+    let _ = tokio::time::timeout(shared.config.grace_period, all_closed.recv()).await;
+    let _ = phase.send(Phase::Cut);
+}
+
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<ProxyBody>, Infallible> {
+    shared.stats.add_request();
+    let local_host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string)
+        .unwrap_or_else(|| shared.local_addr.to_string());
+    if req.method() == Method::CONNECT {
+        return Ok(plain(StatusCode::METHOD_NOT_ALLOWED, "devproxy-native is a reverse proxy for one site; CONNECT is refused\n"));
+    }
+    if let Some(authority) = req.uri().authority() {
+        if !authority.as_str().eq_ignore_ascii_case(&local_host) {
+            return Ok(plain(StatusCode::BAD_REQUEST, "devproxy-native only serves its own target; requests for other hosts are refused\n"));
+        }
+    }
+    if shared.config.ws && websocket::is_upgrade(&req) {
+        return Ok(websocket::tunnel(shared, req, &local_host).await);
+    }
+    Ok(forward_request(shared, req, local_host).await)
+}
+
+async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host: String) -> Response<ProxyBody> {
+    let config = &shared.config;
+    let (mut parts, body) = req.into_parts();
+    let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
+    let accept = header_string(&parts.headers, header::ACCEPT);
+    let accept_encoding = header_string(&parts.headers, header::ACCEPT_ENCODING);
+    let url = format!("{}{}", config.target.origin(), path_and_query);
+    parts.uri = match Uri::try_from(url.as_str()) {
+        Ok(uri) => uri,
+        Err(e) => return bad_gateway(&shared, &url, &format!("invalid upstream URL: {e}")),
+    };
+    parts.version = http::Version::HTTP_11;
+    headers::to_upstream(&mut parts.headers, config, &local_host, false);
+    let upstream = shared.client.request(Request::from_parts(parts.clone(), body));
+    let response = match tokio::time::timeout(config.upstream_timeout, upstream).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => return bad_gateway(&shared, &url, &forward::describe(&e)),
+        Err(_) => {
+            let reason = format!("no response within {} ms (upstreamTimeoutMs)", config.upstream_timeout.as_millis());
+            return bad_gateway(&shared, &url, &reason);
+        }
+    };
+    let (mut head, body) = response.into_parts();
+    headers::to_client(&mut head.headers, head.status, config, &local_host);
+    let facts = RequestFacts {
+        method: &parts.method,
+        path_and_query: &path_and_query,
+        accept: accept.as_deref(),
+        accept_encoding: accept_encoding.as_deref(),
+    };
+    let mut upstream = UpstreamBody::new(body, config.upstream_timeout);
+    let (sniff, decode, encode) = match body::plan(&facts, head.status, &head.headers, config.rewrite_text_types) {
+        Plan::Passthrough => {
+            shared.stats.add_passed_through();
+            return Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream });
+        }
+        Plan::Rewrite { sniff, decode, encode } => (sniff, decode, encode),
+    };
+    let rewriter = Rewriter::new(&shared.rules_for_request(), &local_host, config.max_match_bytes);
+    let mut pipeline = Pipeline::new(decode, encode, rewriter);
+    let mut decoded_prefix = None;
+    if sniff {
+        match sniff_html(&mut upstream, &mut pipeline, config.max_match_bytes).await {
+            Ok(Sniffed::Html(decoded)) => decoded_prefix = Some(decoded),
+            Ok(Sniffed::NotHtml(raw)) => {
+                shared.stats.add_passed_through();
+                return Response::from_parts(head, ProxyBody::Passthrough { prefix: Some(raw.into()), upstream });
+            }
+            Err(e) => return bad_gateway(&shared, &url, &format!("upstream body failed: {e}")),
+        }
+    }
+    let headers = &mut head.headers;
+    headers.remove(header::CONTENT_LENGTH);
+    headers.remove(header::ACCEPT_RANGES);
+    headers.remove("content-md5");
+    if encode == crate::codec::Encoding::Identity {
+        headers.remove(header::CONTENT_ENCODING);
+    } else {
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encode.token()));
+        let varies = headers
+            .get_all(header::VARY)
+            .iter()
+            .any(|v| v.to_str().is_ok_and(|v| v.to_ascii_lowercase().contains("accept-encoding") || v.contains('*')));
+        if !varies {
+            headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+        }
+    }
+    shared.stats.add_rewritten();
+    let state = RewriteState {
+        upstream,
+        pipeline,
+        decoded_prefix,
+        out: Vec::new(),
+        finished: false,
+        stats: shared.stats.clone(),
+        url,
+    };
+    Response::from_parts(head, ProxyBody::Rewrite(Box::new(state)))
+}
+
+enum Sniffed {
+    /// Decoded bytes read so far, to be rewritten first.
+    Html(Vec<u8>),
+    /// Raw bytes read so far, to be sent first, untouched.
+    NotHtml(Vec<u8>),
+}
+
+/// Reads just enough of the body to tell whether it starts like HTML.
+async fn sniff_html(upstream: &mut UpstreamBody, pipeline: &mut Pipeline, limit: usize) -> Result<Sniffed, body::BodyError> {
+    let mut raw = Vec::new();
+    let mut decoded = Vec::new();
+    loop {
+        let Some(data) = upstream.next_data().await.transpose()? else {
+            let html = body::looks_like_html(&decoded) == Some(true);
+            return Ok(if html { Sniffed::Html(decoded) } else { Sniffed::NotHtml(raw) });
+        };
+        raw.extend_from_slice(&data);
+        if pipeline.decode(&data, &mut decoded).is_err() {
+            // Not decodable: the client gets the bytes as the upstream sent them.
+            return Ok(Sniffed::NotHtml(raw));
+        }
+        match body::looks_like_html(&decoded) {
+            Some(true) => return Ok(Sniffed::Html(decoded)),
+            Some(false) => return Ok(Sniffed::NotHtml(raw)),
+            None if decoded.len() > limit => return Ok(Sniffed::NotHtml(raw)),
+            None => {}
+        }
+    }
+}
+
+fn header_string(headers: &http::HeaderMap, name: header::HeaderName) -> Option<String> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<ProxyBody> {
+    let mut response = Response::new(ProxyBody::full(text));
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+}
+
+/// The 502 page: names the target and what went wrong.
+pub(crate) fn bad_gateway(shared: &Shared, url: &str, reason: &str) -> Response<ProxyBody> {
+    shared.stats.add_upstream_error();
+    shared.stats.log_error(&format!("{url}: {reason}"));
+    let target = shared.config.target.origin();
+    let html = format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>502 Bad Gateway</title>\n\
+         <h1>502 Bad Gateway</h1>\n<p>devproxy-native could not get <code>{}</code> from the target <b>{}</b>.</p>\n<pre>{}</pre>\n",
+        escape_html(url),
+        escape_html(&target),
+        escape_html(reason)
+    );
+    let mut response = Response::new(ProxyBody::full(html));
+    *response.status_mut() = StatusCode::BAD_GATEWAY;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn escape_html(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
