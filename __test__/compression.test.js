@@ -189,3 +189,40 @@ test('rewriteTextTypes also decodes, rewrites and re-encodes compressed CSS', as
     assert.equal(decodeBody(res.body, ce).toString(), `.a{background:url(//127.0.0.1:${server.port}/bg.png)}\n.b{color:blue}`)
   })
 })
+
+test('a corrupt or truncated compressed page that is being rewritten never ends cleanly', async () => {
+  let page = '<html><body>\n'
+  for (let i = 0; i < 20000; i++) page += `line ${i} ${(i * 7919) % 10007}\n`
+  page += '</body></html>'
+  const gz = zlib.gzipSync(page)
+  const corrupt = Buffer.from(gz)
+  for (let i = 20000; i < 20100; i++) corrupt[i] ^= 0x55
+  const truncated = gz.subarray(0, gz.length - 100)
+  routes['/c/corrupt'] = (req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' })
+    res.end(corrupt)
+  }
+  routes['/c/truncated'] = (req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' })
+    res.end(truncated)
+  }
+  routes['/c/truncated-cl'] = (req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip', 'content-length': truncated.length })
+    res.end(truncated)
+  }
+  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET, quiet: true }, async (server) => {
+    for (const p of ['/c/corrupt', '/c/truncated', '/c/truncated-cl']) {
+      const outcome = await request(server.url + p, { headers: { accept: ACCEPT_HTML, 'accept-encoding': 'gzip' } }).then(
+        (res) => res,
+        (err) => ({ err }),
+      )
+      if (outcome.err) {
+        // aborted response or connection closed without a response: the client knows it is broken
+        assert.ok(!outcome.err.timeout, `${p}: ${outcome.err.message}`)
+        continue
+      }
+      // a clean end is only acceptable as an error status, never as a 200 with a cut page
+      assert.ok(outcome.status >= 500, `${p}: clean end with status ${outcome.status} and ${outcome.body.length} bytes`)
+    }
+  })
+})

@@ -154,6 +154,10 @@ test('https targets: self-signed works with secure: false; the default (secure) 
   let tup
   tup = await startUpstream(
     {
+      '/to-next': (req, res) => {
+        res.writeHead(302, { location: `${tup.url}/next?x=1` })
+        res.end()
+      },
       '/secure-page': (req, res) => {
         res.writeHead(200, { 'content-type': 'text/html' })
         res.end(`<html><body><a href="https://${tup.host}/next">n</a> ${req.headers.host}</body></html>`)
@@ -167,6 +171,14 @@ test('https targets: self-signed works with secure: false; the default (secure) 
       const res = await request(server.url + '/secure-page', { headers: { accept: ACCEPT_HTML } })
       assert.equal(res.status, 200)
       assert.equal(res.body.toString(), `<html><body><a href="//127.0.0.1:${server.port}/next">n</a> ${tup.host}</body></html>`)
+      // Host is the target's; Origin/Referer become the https target origin; Location comes back to the local http origin
+      const n = tup.requests.length
+      const redirect = await request(server.url + '/to-next', { headers: { origin: server.url, referer: `${server.url}/from` } })
+      assert.equal(redirect.status, 302)
+      assert.equal(redirect.headers.location, `${server.url}/next?x=1`)
+      assert.equal(tup.requests[n].headers.host, tup.host)
+      assert.equal(tup.requests[n].headers.origin, tup.url)
+      assert.equal(tup.requests[n].headers.referer, `${tup.url}/from`)
     })
     await withProxy({ proxy: tup.url, port: 0 }, async (server) => {
       const res = await request(server.url + '/secure-page', { headers: { accept: ACCEPT_HTML } })

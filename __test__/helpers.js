@@ -34,7 +34,11 @@ function deferred() {
 function withTimeout(promise, ms, label = 'operation') {
   let timer
   const guard = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${label}`)), ms)
+    timer = setTimeout(() => {
+      const err = new Error(`timed out after ${ms} ms waiting for ${label}`)
+      err.timeout = true
+      reject(err)
+    }, ms)
   })
   return Promise.race([Promise.resolve(promise), guard]).finally(() => clearTimeout(timer))
 }
@@ -162,7 +166,9 @@ function request(url, opts = {}) {
     const mod = url.startsWith('https:') ? https : http
     const req = mod.request(url, { method, headers, agent: false })
     const timer = setTimeout(() => {
-      done(new Error(`request ${method} ${url} timed out after ${timeout} ms`))
+      const err = new Error(`request ${method} ${url} timed out after ${timeout} ms`)
+      err.timeout = true
+      done(err)
       req.destroy()
     }, timeout)
     req.on('error', (err) => done(err))
@@ -207,7 +213,8 @@ function request(url, opts = {}) {
 
 /** Start the proxy, run fn(server), always stop it. */
 async function withProxy(options, fn) {
-  const server = await lib().start(options)
+  // quiet: the proxy's per-request log lines would clutter the test output
+  const server = await lib().start({ quiet: true, ...options })
   try {
     return await fn(server)
   } finally {

@@ -3,6 +3,7 @@
 
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
+const http = require('node:http')
 const {
   lib,
   deferred,
@@ -240,7 +241,7 @@ test('rewriteTextTypes: CSS, JavaScript, JSON, SVG and XML bodies get link rewri
 })
 
 test('streaming rewrite equals String.prototype.replace for bodies split at random byte offsets (incl. inside UTF-8 characters)', async () => {
-  const rnd = mulberry32(0xc0ffee)
+  const rnd = mulberry32(Number(process.env.REWRITE_SEED || 0xc0ffee))
   const T = up.host
   const ruleBank = [
     { match: /a+b/g, replace: 'X' },
@@ -315,6 +316,30 @@ test('addRule / removeRule at runtime', async () => {
     assert.equal(server.removeRule(987654), false, 'unknown id returns false')
     assert.equal(server.removeRule(id2), true)
     assert.equal(await get(), '<html><body>cat wolf cat</body></html>')
+  })
+})
+
+test('removeRule() also removes rewriteRules by their position id, and addRule ids do not collide with them', async () => {
+  // index.d.ts: "the n-th of rewriteRules, id n". Accept ids starting at 0 or at 1, but consistently.
+  serve('/rt2', '<html><body>one two three</body></html>')
+  const rules = [
+    { match: /one/g, replace: '1' },
+    { match: /two/g, replace: '2' },
+  ]
+  await withProxy({ proxy: up.url, port: 0, rewriteRules: rules }, async (server) => {
+    const get = async () => (await request(server.url + '/rt2', { headers: { accept: ACCEPT_HTML } })).body.toString()
+    assert.equal(await get(), '<html><body>1 2 three</body></html>')
+    const id = server.addRule({ match: /three/g, replace: '3' })
+    assert.equal(await get(), '<html><body>1 2 3</body></html>')
+    const base = server.removeRule(0) ? 0 : 1
+    if (base === 1) assert.equal(server.removeRule(1), true, 'neither id 0 nor id 1 named the first of rewriteRules')
+    assert.notEqual(id, base)
+    assert.notEqual(id, base + 1)
+    assert.equal(await get(), '<html><body>one 2 3</body></html>', `removeRule(${base}) must remove the first of rewriteRules`)
+    assert.equal(server.removeRule(base + 1), true)
+    assert.equal(await get(), '<html><body>one two 3</body></html>')
+    assert.equal(server.removeRule(id), true)
+    assert.equal(await get(), '<html><body>one two three</body></html>')
   })
 })
 
@@ -402,6 +427,59 @@ test('maxMatchBytes: a match candidate longer than the limit is abandoned, count
     assert.equal(res.status, 200)
     assert.equal(res.body.toString(), body)
     assert.ok(server.stats().abandonedMatches >= 1, `abandonedMatches = ${server.stats().abandonedMatches}`)
+  })
+})
+
+test('keep-alive connections are reused across rewritten, passed-through, 404 and 502 responses', async () => {
+  serve('/ka-page', '<html><body>page</body></html>')
+  serve('/ka-data', 'data', { 'content-type': 'text/plain' })
+  routes['/ka-die'] = (req) => req.socket.destroy()
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  const get = (url) =>
+    new Promise((resolve, reject) => {
+      http
+        .get(url, { agent, headers: { accept: ACCEPT_HTML } }, (res) => {
+          const c = []
+          res.on('data', (d) => c.push(d))
+          res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(c).toString(), reused: res.req.reusedSocket }))
+          res.on('error', reject)
+        })
+        .on('error', reject)
+    })
+  try {
+    await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET, quiet: true }, async (server) => {
+      const seq = ['/ka-page', '/ka-data', '/ka-missing', '/ka-die', '/ka-page']
+      const out = []
+      for (const p of seq) out.push(await withTimeout(get(server.url + p), 5000, `keep-alive GET ${p}`))
+      assert.deepEqual(out.map((r) => r.status), [200, 200, 404, 502, 200])
+      assert.equal(out[1].body, 'data')
+      assert.equal(out[0].body, `<html><body>${SNIPPET}page</body></html>`)
+      assert.equal(out[4].body, `<html><body>${SNIPPET}page</body></html>`)
+      assert.ok(out.slice(1, 4).some((r) => r.reused), 'the client connection should be reused')
+    })
+  } finally {
+    agent.destroy()
+  }
+})
+
+test('30 concurrent rewritten requests each get their own body', async () => {
+  routes['/conc'] = (req, res) => {
+    const i = new URL(req.url, 'http://x').searchParams.get('i')
+    res.writeHead(200, html)
+    const body = Buffer.from(`<html><body>request ${i} ${'pad '.repeat(2000)} end ${i} <a href="http://${up.host}/r/${i}">r</a></body></html>`)
+    return writeChunks(res, [body.subarray(0, 100), body.subarray(100, 5000), body.subarray(5000)])
+  }
+  await withProxy({ proxy: up.url, port: 0, rewriteRules: [{ match: /request (\d+)/g, replace: 'req#$1' }] }, async (server) => {
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => request(`${server.url}/conc?i=${i}`, { headers: { accept: ACCEPT_HTML } })),
+    )
+    results.forEach((res, i) => {
+      assert.equal(
+        res.body.toString(),
+        `<html><body>req#${i} ${'pad '.repeat(2000)} end ${i} <a href="//127.0.0.1:${server.port}/r/${i}">r</a></body></html>`,
+        `response ${i}`,
+      )
+    })
   })
 })
 

@@ -188,7 +188,7 @@ for (const [i, category] of Object.keys(CATEGORIES).entries()) {
   test(`rewrite() differential vs String.prototype.replace: ${category} (seed ${SEED})`, () => {
     const rnd = mulberry32(SEED + i * 7919)
     const cases = []
-    for (let k = 0; k < 60; k++) {
+    for (let k = 0; k < 100; k++) {
       const { rule, alphabet } = randomRule(rnd, category)
       cases.push({ input: randomInput(rnd, ALPHABETS[alphabet]), rules: [rule] })
     }
@@ -200,7 +200,7 @@ test(`rewrite() differential: chains of 2-3 rules from all categories (seed ${SE
   const rnd = mulberry32(SEED ^ 0xabcdef)
   const cats = Object.keys(CATEGORIES)
   const cases = []
-  for (let k = 0; k < 80; k++) {
+  for (let k = 0; k < 150; k++) {
     const n = 2 + Math.floor(rnd() * 2)
     const rules = []
     let alphabet
@@ -237,13 +237,10 @@ test('rewrite(): fixed edge cases of empty matches, alternation and replacement'
     ['ÉCOLE école', /école/gi, 'E'],
     ['<BODY class="a"><body>', /<body[^>]*>/i, '$&<script></script>'],
     ['price: 10', /(\d+)/, '$$$1'],
-    ['abc', /b/, '$`'],
-    ['abc', /b/, "$'"],
     ['abc', /(b)/, '$0|$01|$10|$2'],
     ['abc', /(?<n>b)/, '$<n>|$<missing>|$<'],
     ['abc', /b/, '$<n>'],
     ['abc', /b/, 'x$'],
-    ['ab', /(?:(a)|b)+/, '[$1]'],
     ['aba', /(a)|b/g, '[$1]'],
     ['', /a*/g, 'X'],
     ['', /a/g, 'X'],
@@ -251,8 +248,39 @@ test('rewrite(): fixed edge cases of empty matches, alternation and replacement'
     ['a.b a.b', 'a.b', 'c'],
     ['$1 (x)', '(x)', '$1'],
     ['aaa', 'a', '$$'],
+    // JS line terminators for ^ and $ with m: \n, \r, \u2028, \u2029 each (so ^ matches between \r and \n)
+    ['a\r\nb', /^/gm, '>'],
+    ['a\r\nb', /$/gm, '<'],
+    ['a\rb\r', /^b$/m, 'B'],
+    ['x\u2028y\u2029z', /^\w/gm, '_'],
+    ['a\r\n\r\nb', /^$/gm, 'E'],
+    // . does not match line terminators without s
+    ['a\rb\u2028c\nd', /./g, '.'],
+    ['a\rb\u2028c\nd', /./gs, '.'],
   ].map(([input, match, replace]) => ({ input, rules: [{ match, replace }] }))
   check(cases)
+})
+
+test('rewrite(): what the engine cannot reproduce exactly ($`, $\', captures reset in repetitions) is rejected naming the rule, never silently different', () => {
+  const { rewrite } = lib()
+  const cases = [
+    ['abc', /b/, '$`'],
+    ['abc', /b/, "$'"],
+    ['ab', /(?:(a)|b)+/, '[$1]'],
+    ['aab', /(a)*b/, '[$1]'],
+  ]
+  for (const [input, match, replace] of cases) {
+    const rules = [{ match: /zzz/g, replace: 'q' }, { match, replace }]
+    const want = expected(input, rules)
+    let got
+    try {
+      got = rewrite(input, rules)
+    } catch (err) {
+      assert.match(err.message, /rules\[1\]/, `${describe(input, rules)} threw without naming the rule: ${err.message}`)
+      continue
+    }
+    assert.equal(got, want, `${describe(input, rules)} neither threw nor matched String.prototype.replace`)
+  }
 })
 
 test('rewrite(): function replacements receive the match and the groups (undefined when unmatched)', () => {

@@ -223,7 +223,7 @@ for (const [name, accept, extra, headers, first] of dyingCases) {
   })
 }
 
-test('a 50 MiB HTML page full of target links streams through with RSS growth < 64 MiB (proxy in a child process)', async () => {
+test('a 50 MiB HTML page full of target links streams through with RSS growth < 64 MiB (proxy in a child process)', async (t) => {
   const T = up.host
   const line = `<a href="http://${T}/page">link</a>\n`
   const perChunk = Math.floor(65536 / line.length)
@@ -300,6 +300,7 @@ test('a 50 MiB HTML page full of target links streams through with RSS growth < 
     const sampled = await child.next('sampled')
     const growth = sampled.maxRss - baseline
     const expectedBytes = head.length + tail.length + links * (line.length + (`//${L}`.length - `http://${T}`.length))
+    t.diagnostic(`RSS baseline ${(baseline / 1048576).toFixed(1)} MiB, peak growth ${(growth / 1048576).toFixed(1)} MiB, ${bytes} bytes, ${found} links`)
     assert.equal(res.status, 200)
     assert.equal(found, links, 'every link rewritten exactly once')
     assert.equal(leftovers, 0, 'no target link left unrewritten')

@@ -5,6 +5,7 @@ const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const crypto = require('node:crypto')
 const WebSocket = require('ws')
+const selfsigned = require('selfsigned')
 const { withTimeout, startUpstream, deadPort, withProxy } = require('./helpers')
 
 let up
@@ -95,6 +96,7 @@ test('WebSocket upgrade is tunnelled: path and query kept, Host set to the targe
       const m2 = await c.next()
       assert.equal(m2.isBinary, true)
       assert.ok(Buffer.from(m2.data).equals(big), 'binary 1 MiB echo intact')
+      assert.equal(server.stats().websockets, 1, 'stats().websockets counts the tunnel')
     } finally {
       c.ws.terminate()
     }
@@ -122,7 +124,11 @@ test('with proxy.ws = false the upgrade is not tunnelled', async () => {
     const n = up.requests.length
     const c = connect(`ws://127.0.0.1:${server.port}/nows`)
     try {
-      await assert.rejects(c.opened)
+      const err = await c.opened.then(
+        () => assert.fail('upgrade should not be tunnelled'),
+        (e) => e,
+      )
+      assert.ok(!err.timeout, `the upgrade request must be answered or closed, not left hanging: ${err.message}`)
       assert.equal(up.requests.slice(n).filter((r) => r.upgrade).length, 0, 'upstream must not see an upgrade')
     } finally {
       c.ws.terminate()
@@ -175,4 +181,50 @@ test('several WebSockets at once are tunnelled independently', async () => {
       for (const c of clients) c.ws.terminate()
     }
   })
+})
+
+test('WebSocket to an https target: tunnelled over TLS with secure: false (Origin becomes the https origin); refused with 502 when the certificate is verified', async () => {
+  const pems = await selfsigned.generate([{ name: 'commonName', value: '127.0.0.1' }], {
+    keySize: 2048,
+    algorithm: 'sha256',
+    notAfterDate: new Date(Date.now() + 24 * 3600 * 1000),
+  })
+  const tlsWss = new WebSocket.WebSocketServer({ noServer: true })
+  tlsWss.on('connection', (ws, req) => {
+    ws.on('message', (data) => ws.send(data))
+    ws.send(`tls hello ${req.url}`)
+  })
+  const tup = await startUpstream({}, { tls: { key: pems.private, cert: pems.cert }, onUpgrade: (req, socket, head) => tlsWss.handleUpgrade(req, socket, head, (ws) => tlsWss.emit('connection', ws, req)) })
+  try {
+    await withProxy({ proxy: { target: tup.url, secure: false }, port: 0 }, async (server) => {
+      const c = connect(`ws://127.0.0.1:${server.port}/tls-sock`, [], { origin: server.url })
+      try {
+        await c.opened
+        assert.equal((await c.next()).data.toString(), 'tls hello /tls-sock')
+        const seen = tup.requests.find((r) => r.upgrade)
+        assert.equal(seen.headers.origin, tup.url)
+        assert.equal(seen.headers.host, tup.host)
+        c.ws.send('over tls')
+        assert.equal((await c.next()).data.toString(), 'over tls')
+      } finally {
+        c.ws.terminate()
+      }
+    })
+    await withProxy({ proxy: tup.url, port: 0 }, async (server) => {
+      const c = connect(`ws://127.0.0.1:${server.port}/tls-sock`)
+      try {
+        const err = await c.opened.then(
+          () => assert.fail('upgrade through an unverified certificate should not succeed'),
+          (e) => e,
+        )
+        assert.equal(err.statusCode, 502, String(err && err.message))
+      } finally {
+        c.ws.terminate()
+      }
+    })
+  } finally {
+    for (const ws of tlsWss.clients) ws.terminate()
+    tlsWss.close()
+    await tup.close()
+  }
 })

@@ -1,6 +1,9 @@
 //! The Node binding: JS values in, core types out, core errors turned into JS errors that name the
 //! culprit. Nothing else lives here; the proxy itself is in the core modules.
 
+// `#[napi]` registers exports only outside `cfg(test)`.
+#![cfg_attr(test, allow(dead_code))]
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -267,7 +270,8 @@ fn parse_options(env: &Env, options: Unknown) -> Result<ProxyConfig> {
         ValueType::Object => {
             let proxy = expect_object(proxy, "proxy")?;
             let target = get(&proxy, "target")?.ok_or_else(|| config_error(ConfigError::MissingTarget))?;
-            let mut config = ProxyConfig::new(Target::parse(&expect_string(target, "proxy.target")?).map_err(config_error)?);
+            let mut config =
+                ProxyConfig::new(Target::parse(&expect_string(target, "proxy.target")?).map_err(config_error)?);
             if let Some(ws) = get(&proxy, "ws")? {
                 config.ws = expect_bool(ws, "proxy.ws")?;
             }
@@ -283,14 +287,20 @@ fn parse_options(env: &Env, options: Unknown) -> Result<ProxyConfig> {
             if let Some(headers) = get(&proxy, "reqHeaders")? {
                 let headers = expect_object(headers, "proxy.reqHeaders")?;
                 for name in Object::keys(&headers)? {
-                    let value = get(&headers, &name)?.ok_or_else(|| invalid(format!("proxy.reqHeaders['{name}'] is empty")))?;
+                    let value =
+                        get(&headers, &name)?.ok_or_else(|| invalid(format!("proxy.reqHeaders['{name}'] is empty")))?;
                     let value = expect_string(value, &format!("proxy.reqHeaders['{name}']"))?;
                     config.add_req_header(&name, &value).map_err(config_error)?;
                 }
             }
             config
         }
-        _ => return Err(invalid(format!("option `proxy` must be a URL string or {{ target }}, got {}", type_name(&proxy)))),
+        _ => {
+            return Err(invalid(format!(
+                "option `proxy` must be a URL string or {{ target }}, got {}",
+                type_name(&proxy)
+            )))
+        }
     };
     if let Some(port) = get(&options, "port")? {
         config.port = expect_u32(port, "port", 65535)? as u16;
@@ -313,7 +323,8 @@ fn parse_options(env: &Env, options: Unknown) -> Result<ProxyConfig> {
         config.max_match_bytes = DEFAULT_MAX_MATCH_BYTES;
     }
     if let Some(ms) = get(&options, "upstreamTimeoutMs")? {
-        config.upstream_timeout = Duration::from_millis(u64::from(expect_u32(ms, "upstreamTimeoutMs", u32::MAX)?.max(1)));
+        config.upstream_timeout =
+            Duration::from_millis(u64::from(expect_u32(ms, "upstreamTimeoutMs", u32::MAX)?.max(1)));
     }
     if let Some(ms) = get(&options, "gracePeriodMs")? {
         config.grace_period = Duration::from_millis(u64::from(expect_u32(ms, "gracePeriodMs", u32::MAX)?));
@@ -326,12 +337,18 @@ fn parse_options(env: &Env, options: Unknown) -> Result<ProxyConfig> {
 
 fn parse_rules(env: &Env, rules: Unknown, option: &str, mode: CallMode) -> Result<Vec<Rule>> {
     if !rules.is_array()? {
-        return Err(invalid(format!("option `{option}` must be an array of {{ match, replace }}, got {}", type_name(&rules))));
+        return Err(invalid(format!(
+            "option `{option}` must be an array of {{ match, replace }}, got {}",
+            type_name(&rules)
+        )));
     }
     let array = unsafe { rules.cast::<Object>()? };
     let length = array.get_array_length()?;
     if length as usize > rewrite::MAX_RULES {
-        return Err(invalid(format!("option `{option}` has {length} rules; at most {} are allowed", rewrite::MAX_RULES)));
+        return Err(invalid(format!(
+            "option `{option}` has {length} rules; at most {} are allowed",
+            rewrite::MAX_RULES
+        )));
     }
     (0..length).map(|i| parse_rule(env, array.get_element::<Unknown>(i)?, &format!("{option}[{i}]"), mode)).collect()
 }
@@ -354,15 +371,19 @@ fn parse_rule(env: &Env, rule: Unknown, name: &str, mode: CallMode) -> Result<Ru
             "{name}: Browsersync's `fn(req, res, match)` form is not supported; use `replace: (match, ...groups) => string`"
         )));
     }
-    let matcher = get(&rule, "match")?.ok_or_else(|| invalid(format!("{name} has no `match` (a RegExp or a string)")))?;
-    let replace = get(&rule, "replace")?.ok_or_else(|| invalid(format!("{name} has no `replace` (a string or a function)")))?;
+    let matcher =
+        get(&rule, "match")?.ok_or_else(|| invalid(format!("{name} has no `match` (a RegExp or a string)")))?;
+    let replace =
+        get(&rule, "replace")?.ok_or_else(|| invalid(format!("{name} has no `replace` (a string or a function)")))?;
     let replacement = match replace.get_type()? {
         ValueType::String => RuleReplacement::Text(unsafe { replace.cast::<String>()? }),
         ValueType::Function => {
             let function = unsafe { replace.cast::<Function<SpreadArgs, Coerced>>()? };
-            RuleReplacement::Function(JsReplace::new(env, &function, mode)?)
+            RuleReplacement::Function(JsReplace::replace_fn(env, &function, mode)?)
         }
-        _ => return Err(invalid(format!("{name}.replace must be a string or a function, got {}", type_name(&replace)))),
+        _ => {
+            return Err(invalid(format!("{name}.replace must be a string or a function, got {}", type_name(&replace))))
+        }
     };
     let compiled = match matcher.get_type()? {
         ValueType::String => Rule::literal(&unsafe { matcher.cast::<String>()? }, replacement),
@@ -411,7 +432,10 @@ type ReplaceTsfn = ThreadsafeFunction<SpreadArgs, Coerced, SpreadArgs, Status, f
 enum JsReplace {
     Threadsafe(ReplaceTsfn),
     /// Only used synchronously on the JS thread, inside `rewrite()`.
-    Direct { env: Env, function: FunctionRef<SpreadArgs, Coerced> },
+    Direct {
+        env: Env,
+        function: FunctionRef<SpreadArgs, Coerced>,
+    },
 }
 
 // SAFETY: the `Direct` variant never leaves the JS thread: it is created and dropped inside one
@@ -420,12 +444,16 @@ unsafe impl Send for JsReplace {}
 unsafe impl Sync for JsReplace {}
 
 impl JsReplace {
-    fn new(_env: &Env, function: &Function<SpreadArgs, Coerced>, mode: CallMode) -> Result<Arc<dyn ReplaceFn>> {
+    fn replace_fn(env: &Env, function: &Function<SpreadArgs, Coerced>, mode: CallMode) -> Result<Arc<dyn ReplaceFn>> {
         let replace = match mode {
             CallMode::Threadsafe => JsReplace::Threadsafe(
-                function.build_threadsafe_function::<SpreadArgs>().callee_handled::<false>().weak::<true>().build_callback(|ctx| Ok(ctx.value))?,
+                function
+                    .build_threadsafe_function::<SpreadArgs>()
+                    .callee_handled::<false>()
+                    .weak::<true>()
+                    .build_callback(|ctx| Ok(ctx.value))?,
             ),
-            CallMode::Direct => JsReplace::Direct { env: *_env, function: function.create_ref()? },
+            CallMode::Direct => JsReplace::Direct { env: *env, function: function.create_ref()? },
         };
         Ok(Arc::new(replace))
     }

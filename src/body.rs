@@ -24,18 +24,20 @@ pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
 /// Extensions Browsersync never rewrites (resp-modifier's `defaultIgnoreTypes`), matched as
 /// `\.ext(\?.*)?$` on the request URL.
 const IGNORED_EXTENSIONS: &[&str] = &[
-    "js", "json", "css", "png", "jpg", "jpeg", "gif", "ico", "tif", "tiff", "bmp", "webp", "psd", "svg", "woff", "ttf", "otf",
-    "eot", "eps", "ps", "ai", "mp3", "wav", "aac", "m4a", "m3u", "mid", "wma", "mpg", "mpeg", "mp4", "m4v", "webm", "swf",
-    "flv", "avi", "mov", "wmv", "pdf", "doc", "docx", "xls", "xlsx", "pps", "ppt", "pptx", "odt", "ods", "odp", "pages",
-    "key", "rtf", "txt", "csv", "zip", "rar", "tar", "gz", "xml", "app", "exe", "jar", "dmg", "pkg", "iso",
+    "js", "json", "css", "png", "jpg", "jpeg", "gif", "ico", "tif", "tiff", "bmp", "webp", "psd", "svg", "woff", "ttf",
+    "otf", "eot", "eps", "ps", "ai", "mp3", "wav", "aac", "m4a", "m3u", "mid", "wma", "mpg", "mpeg", "mp4", "m4v",
+    "webm", "swf", "flv", "avi", "mov", "wmv", "pdf", "doc", "docx", "xls", "xlsx", "pps", "ppt", "pptx", "odt", "ods",
+    "odp", "pages", "key", "rtf", "txt", "csv", "zip", "rar", "tar", "gz", "xml", "app", "exe", "jar", "dmg", "pkg",
+    "iso",
 ];
 
 fn ignored_url(path_and_query: &str) -> bool {
     // `\.ext(\?.*)?$`: the extension ends the path, or is followed by a query.
     let candidates = [path_and_query, path_and_query.split_once('?').map_or("", |(p, _)| p)];
-    candidates.iter().filter(|c| !c.is_empty()).any(|path| {
-        path.rsplit_once('.').is_some_and(|(_, ext)| IGNORED_EXTENSIONS.contains(&ext))
-    })
+    candidates
+        .iter()
+        .filter(|c| !c.is_empty())
+        .any(|path| path.rsplit_once('.').is_some_and(|(_, ext)| IGNORED_EXTENSIONS.contains(&ext)))
 }
 
 /// Content types whose bodies carry links too (`rewriteTextTypes`).
@@ -71,19 +73,21 @@ pub struct RequestFacts<'a> {
 /// Browsersync's choice (Accept mentions html, URL not an asset, body looks like HTML), plus the
 /// text types when `rewrite_text_types` is on.
 pub fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, rewrite_text_types: bool) -> Plan {
-    let no_body = req.method == Method::HEAD
+    // No body, or a byte range of one: rewriting a range would corrupt the whole.
+    let untouchable = req.method == Method::HEAD
         || status.is_informational()
         || status == StatusCode::NO_CONTENT
+        || status == StatusCode::PARTIAL_CONTENT
         || status == StatusCode::NOT_MODIFIED;
-    if no_body {
+    if untouchable {
         return Plan::Passthrough;
     }
     let encoding = headers.get(header::CONTENT_ENCODING).map(|v| v.to_str().unwrap_or("?"));
     let Some(decode) = Encoding::from_content_encoding(encoding) else { return Plan::Passthrough };
     let encode = codec::choose_output(decode, &codec::accepted(req.accept_encoding));
     let html_request = req.accept.is_some_and(|a| a.contains("html")) && !ignored_url(req.path_and_query);
-    let text_type = rewrite_text_types
-        && headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_text_type);
+    let text_type =
+        rewrite_text_types && headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_text_type);
     if text_type {
         Plan::Rewrite { sniff: false, decode, encode }
     } else if html_request {
@@ -126,8 +130,11 @@ pub fn looks_like_html(prefix: &[u8]) -> Option<bool> {
 }
 
 fn is_js_whitespace(c: char) -> bool {
-    matches!(c, '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'..='\u{200A}'
-        | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}')
+    matches!(
+        c,
+        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
+    )
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -113,7 +113,10 @@ enum DecoderState {
     /// Deflate waits for its first two bytes to tell zlib-wrapped from raw streams.
     DeflateUnknown,
     Flate(Box<Decompress>, Vec<u8>, &'static str),
-    Brotli(Box<brotli::BrotliState<brotli::enc::StandardAlloc, brotli::enc::StandardAlloc, brotli::enc::StandardAlloc>>, Box<[u8]>),
+    Brotli(
+        Box<brotli::BrotliState<brotli::enc::StandardAlloc, brotli::enc::StandardAlloc, brotli::enc::StandardAlloc>>,
+        Box<[u8]>,
+    ),
     Zstd(Box<zstd::stream::raw::Decoder<'static>>, Box<[u8]>),
 }
 
@@ -121,7 +124,9 @@ impl Decoder {
     pub fn new(encoding: Encoding) -> Decoder {
         let state = match encoding {
             Encoding::Identity => DecoderState::Identity,
-            Encoding::Gzip => DecoderState::Flate(Box::new(Decompress::new_gzip(15)), Vec::with_capacity(DECODED_PIECE), "gzip"),
+            Encoding::Gzip => {
+                DecoderState::Flate(Box::new(Decompress::new_gzip(15)), Vec::with_capacity(DECODED_PIECE), "gzip")
+            }
             Encoding::Deflate => DecoderState::DeflateUnknown,
             Encoding::Brotli => DecoderState::Brotli(
                 Box::new(brotli::BrotliState::new(Default::default(), Default::default(), Default::default())),
@@ -144,7 +149,8 @@ impl Decoder {
             }
             // RFC 9110's "deflate" is zlib-wrapped, but some servers send raw deflate.
             let zlib = input[0] & 0x0F == 8 && (u16::from(input[0]) << 8 | u16::from(input[1])) % 31 == 0;
-            self.state = DecoderState::Flate(Box::new(Decompress::new(zlib)), Vec::with_capacity(DECODED_PIECE), "deflate");
+            self.state =
+                DecoderState::Flate(Box::new(Decompress::new(zlib)), Vec::with_capacity(DECODED_PIECE), "deflate");
         }
         match &mut self.state {
             DecoderState::Identity => {
@@ -189,7 +195,9 @@ impl Decoder {
                 );
                 out.extend_from_slice(&buffer[..output_offset]);
                 match result {
-                    brotli::BrotliResult::ResultFailure => Err(CodecError::Corrupt("br", "invalid brotli stream".into())),
+                    brotli::BrotliResult::ResultFailure => {
+                        Err(CodecError::Corrupt("br", "invalid brotli stream".into()))
+                    }
                     brotli::BrotliResult::ResultSuccess => {
                         self.finished = true;
                         Ok(input_offset)
@@ -204,8 +212,11 @@ impl Decoder {
                 let hint = decoder.run(&mut src, &mut dst).map_err(|e| CodecError::Corrupt("zstd", e.to_string()))?;
                 let produced = dst.pos();
                 out.extend_from_slice(&buffer[..produced]);
-                // A hint of 0 means a frame just ended; more frames may follow.
-                self.finished = hint == 0;
+                // A hint of 0 means a frame just ended; more frames may follow. A call that moved
+                // nothing says nothing (it asks for the next frame's header).
+                if src.pos() > 0 || produced > 0 {
+                    self.finished = hint == 0;
+                }
                 Ok(src.pos())
             }
         }
@@ -244,7 +255,9 @@ impl Encoder {
             Encoding::Identity => EncoderState::Identity,
             Encoding::Gzip => EncoderState::Gzip(flate2::write::GzEncoder::new(Vec::new(), level)),
             Encoding::Deflate => EncoderState::Deflate(flate2::write::ZlibEncoder::new(Vec::new(), level)),
-            Encoding::Brotli => EncoderState::Brotli(Some(Box::new(brotli::CompressorWriter::new(Vec::new(), 16 * 1024, 4, 20)))),
+            Encoding::Brotli => {
+                EncoderState::Brotli(Some(Box::new(brotli::CompressorWriter::new(Vec::new(), 16 * 1024, 4, 20))))
+            }
             Encoding::Zstd => {
                 EncoderState::Zstd(zstd::stream::write::Encoder::new(Vec::new(), 3).expect("zstd encoder allocates"))
             }
@@ -345,7 +358,8 @@ pub fn decode_all(encoding: Encoding, mut input: &[u8]) -> Result<Vec<u8>, Codec
 mod tests {
     use super::*;
 
-    const ALL: [Encoding; 5] = [Encoding::Identity, Encoding::Gzip, Encoding::Deflate, Encoding::Brotli, Encoding::Zstd];
+    const ALL: [Encoding; 5] =
+        [Encoding::Identity, Encoding::Gzip, Encoding::Deflate, Encoding::Brotli, Encoding::Zstd];
 
     #[test]
     fn round_trips_in_bounded_pieces() {

@@ -137,8 +137,10 @@ impl ProxyConfig {
 
     /// Adds a header for every upstream request, checking name and value.
     pub fn add_req_header(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| ConfigError::InvalidOption { name: "proxy.reqHeaders", reason: format!("'{name}' is not a valid header name") })?;
+        let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| ConfigError::InvalidOption {
+            name: "proxy.reqHeaders",
+            reason: format!("'{name}' is not a valid header name"),
+        })?;
         let value = HeaderValue::from_str(value).map_err(|_| ConfigError::InvalidOption {
             name: "proxy.reqHeaders",
             reason: format!("the value of '{name}' is not a valid header value"),

@@ -24,7 +24,10 @@ pub fn tls_config(verify: bool, alpn: &[&[u8]]) -> Arc<ClientConfig> {
         let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
         builder.with_root_certificates(roots).with_no_client_auth()
     } else {
-        builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider))).with_no_client_auth()
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+            .with_no_client_auth()
     };
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Arc::new(config)

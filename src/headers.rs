@@ -7,8 +7,16 @@ use crate::codec;
 use crate::config::{ProxyConfig, Target};
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1): they describe one connection and are never forwarded.
-const HOP_BY_HOP: [&str; 8] =
-    ["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding"];
+const HOP_BY_HOP: [&str; 8] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+];
 
 /// Removes hop-by-hop headers, including those the `Connection` header names. `Upgrade` goes too
 /// unless the request is being tunnelled.
@@ -106,7 +114,8 @@ pub fn to_client(headers: &mut HeaderMap, status: StatusCode, config: &ProxyConf
 
 /// A URL on the target (absolute or protocol-relative) moved to the proxy's origin.
 fn target_url_to_local(url: &str, target: &Target, local_host: &str) -> Option<String> {
-    let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).or_else(|| url.strip_prefix("//"))?;
+    let rest =
+        url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).or_else(|| url.strip_prefix("//"))?;
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(end);
     let authority = authority.to_ascii_lowercase();
@@ -162,7 +171,10 @@ mod tests {
     fn redirects_and_cookies_come_back_to_the_proxy() {
         let mut h = HeaderMap::new();
         h.insert(header::LOCATION, HeaderValue::from_static("https://example.com/login?next=/"));
-        h.append(header::SET_COOKIE, HeaderValue::from_static("sid=1; Domain=.example.com; Path=/; Secure; HttpOnly; SameSite=Lax"));
+        h.append(
+            header::SET_COOKIE,
+            HeaderValue::from_static("sid=1; Domain=.example.com; Path=/; Secure; HttpOnly; SameSite=Lax"),
+        );
         h.append(header::SET_COOKIE, HeaderValue::from_static("b=2; domain=example.com"));
         to_client(&mut h, StatusCode::FOUND, &config(), "localhost:3000");
         assert_eq!(h[header::LOCATION], "http://localhost:3000/login?next=/");

@@ -6,13 +6,13 @@
 //! [`headers`] rewrites response headers → [`body`] decides and runs the body pipeline
 //! ([`codec`] decode → [`rewrite`] rules → [`codec`] encode). [`websocket`] tunnels upgrades.
 
-pub mod error;
-pub mod rewrite;
-pub mod codec;
 pub mod body;
+pub mod codec;
 pub mod config;
+pub mod error;
 pub mod forward;
 pub mod headers;
+pub mod rewrite;
 pub mod server;
 pub mod stats;
 pub mod websocket;

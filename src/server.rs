@@ -112,8 +112,10 @@ impl ProxyServer {
         let (phase_tx, phase) = watch::channel(Phase::Serving);
         let rules = RuleStore::default();
         for rule in &config.rules {
-            rules.add(rule.clone()).map_err(|source| {
-                crate::error::ConfigError::Rule { index: MAX_RULES, label: rule.label().to_string(), source }
+            rules.add(rule.clone()).map_err(|source| crate::error::ConfigError::Rule {
+                index: MAX_RULES,
+                label: rule.label().to_string(),
+                source,
             })?;
         }
         let shared = Arc::new(Shared {
@@ -192,7 +194,12 @@ pub(crate) enum Phase {
     Cut,
 }
 
-async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: oneshot::Receiver<()>, phase: watch::Sender<Phase>) {
+async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut stop: oneshot::Receiver<()>,
+    phase: watch::Sender<Phase>,
+) {
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
@@ -255,11 +262,17 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         .map(str::to_string)
         .unwrap_or_else(|| shared.local_addr.to_string());
     if req.method() == Method::CONNECT {
-        return Ok(plain(StatusCode::METHOD_NOT_ALLOWED, "devproxy-native is a reverse proxy for one site; CONNECT is refused\n"));
+        return Ok(plain(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "devproxy-native is a reverse proxy for one site; CONNECT is refused\n",
+        ));
     }
     if let Some(authority) = req.uri().authority() {
         if !authority.as_str().eq_ignore_ascii_case(&local_host) {
-            return Ok(plain(StatusCode::BAD_REQUEST, "devproxy-native only serves its own target; requests for other hosts are refused\n"));
+            return Ok(plain(
+                StatusCode::BAD_REQUEST,
+                "devproxy-native only serves its own target; requests for other hosts are refused\n",
+            ));
         }
     }
     if shared.config.ws && websocket::is_upgrade(&req) {
@@ -356,7 +369,11 @@ enum Sniffed {
 }
 
 /// Reads just enough of the body to tell whether it starts like HTML.
-async fn sniff_html(upstream: &mut UpstreamBody, pipeline: &mut Pipeline, limit: usize) -> Result<Sniffed, body::BodyError> {
+async fn sniff_html(
+    upstream: &mut UpstreamBody,
+    pipeline: &mut Pipeline,
+    limit: usize,
+) -> Result<Sniffed, body::BodyError> {
     let mut raw = Vec::new();
     let mut decoded = Vec::new();
     loop {

@@ -39,7 +39,8 @@ async fn connect(shared: &Shared) -> Result<Box<dyn Stream>, String> {
     if target.scheme == Scheme::Http {
         return Ok(Box::new(tcp));
     }
-    let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| format!("invalid TLS name: {e}"))?;
+    let name =
+        rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| format!("invalid TLS name: {e}"))?;
     let tls = tokio_rustls::TlsConnector::from(shared.websocket_tls.clone())
         .connect(name, tcp)
         .await
@@ -53,7 +54,8 @@ pub(crate) async fn tunnel(shared: Arc<Shared>, mut req: Request<Incoming>, loca
     let client_upgrade = hyper::upgrade::on(&mut req);
     let (mut parts, _) = req.into_parts();
     headers::to_upstream(&mut parts.headers, config, local_host, true);
-    parts.uri = parts.uri.path_and_query().map_or_else(|| "/".parse().expect("valid"), |p| p.as_str().parse().expect("valid"));
+    parts.uri =
+        parts.uri.path_and_query().map_or_else(|| "/".parse().expect("valid"), |p| p.as_str().parse().expect("valid"));
     let io = match connect(&shared).await {
         Ok(io) => io,
         Err(reason) => return bad_gateway(&shared, &url, &reason),

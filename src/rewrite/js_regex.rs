@@ -61,11 +61,7 @@ pub struct JsFlags {
 pub enum JsRegexError {
     /// A feature a non-backtracking engine cannot run, or that we do not support.
     #[error("unsupported regex feature: {feature} at offset {offset}{hint}")]
-    Unsupported {
-        feature: String,
-        offset: usize,
-        hint: String,
-    },
+    Unsupported { feature: String, offset: usize, hint: String },
     #[error("unsupported regex flag `{0}`")]
     UnsupportedFlag(char),
     /// Unknown or repeated flag letters.
@@ -76,18 +72,11 @@ pub enum JsRegexError {
 }
 
 fn unsupported(feature: impl Into<String>, offset: usize, hint: &str) -> JsRegexError {
-    JsRegexError::Unsupported {
-        feature: feature.into(),
-        offset,
-        hint: hint.to_string(),
-    }
+    JsRegexError::Unsupported { feature: feature.into(), offset, hint: hint.to_string() }
 }
 
 fn syntax(message: impl Into<String>, offset: usize) -> JsRegexError {
-    JsRegexError::Syntax {
-        message: message.into(),
-        offset,
-    }
+    JsRegexError::Syntax { message: message.into(), offset }
 }
 
 /// Parses JavaScript flag letters. `d` (hasIndices) is accepted and ignored.
@@ -121,11 +110,7 @@ pub fn parse_flags(flags: &str) -> Result<JsFlags, JsRegexError> {
 /// syntax configuration. Capture groups keep their number, order and names.
 pub fn translate(source: &str, flags: &JsFlags) -> Result<String, JsRegexError> {
     if source.len() > MAX_PATTERN_BYTES {
-        return Err(unsupported(
-            format!("pattern longer than {MAX_PATTERN_BYTES} bytes"),
-            MAX_PATTERN_BYTES,
-            "",
-        ));
+        return Err(unsupported(format!("pattern longer than {MAX_PATTERN_BYTES} bytes"), MAX_PATTERN_BYTES, ""));
     }
     let mut parser = Parser::new(source, *flags);
     parser.pattern()?;
@@ -184,16 +169,9 @@ impl Shape {
         skippable_captures: false,
     };
     /// Nothing.
-    const EMPTY: Shape = Shape {
-        nullable: true,
-        consumes: false,
-        ..Shape::CHAR
-    };
+    const EMPTY: Shape = Shape { nullable: true, consumes: false, ..Shape::CHAR };
     /// `^`, `$`, `\b`, `\B`.
-    const ASSERTION: Shape = Shape {
-        assertion: true,
-        ..Shape::EMPTY
-    };
+    const ASSERTION: Shape = Shape { assertion: true, ..Shape::EMPTY };
 
     /// `self` followed by `next`.
     fn then(self, next: Shape) -> Shape {
@@ -327,13 +305,11 @@ impl<'s> Parser<'s> {
             return Ok(());
         }
         match regex_syntax::ast::parse::Parser::new().parse(&self.out) {
-            Err(e) if matches!(e.kind(), regex_syntax::ast::ErrorKind::NestLimitExceeded(_)) => {
-                Err(unsupported(
-                    "nesting deeper than the engine allows",
-                    self.deepest.0,
-                    " (each group, repetition and alternative counts)",
-                ))
-            }
+            Err(e) if matches!(e.kind(), regex_syntax::ast::ErrorKind::NestLimitExceeded(_)) => Err(unsupported(
+                "nesting deeper than the engine allows",
+                self.deepest.0,
+                " (each group, repetition and alternative counts)",
+            )),
             _ => Ok(()),
         }
     }
@@ -372,30 +348,21 @@ impl<'s> Parser<'s> {
                 // CRLF mode is the nearest the engine offers to JS line
                 // terminators; it misses \u2028/\u2029 and never matches
                 // between \r and \n (JavaScript does).
-                self.out.push_str(if self.flags.multiline {
-                    "(?mR:^)"
-                } else {
-                    r"\A"
-                });
+                self.out.push_str(if self.flags.multiline { "(?mR:^)" } else { r"\A" });
                 return Ok(Shape::ASSERTION);
             }
             '$' => {
                 self.bump();
                 // Without `m`, JS `$` is only the very end (no final-newline
                 // allowance), which is `\z`.
-                self.out.push_str(if self.flags.multiline {
-                    "(?mR:$)"
-                } else {
-                    r"\z"
-                });
+                self.out.push_str(if self.flags.multiline { "(?mR:$)" } else { r"\z" });
                 return Ok(Shape::ASSERTION);
             }
             '\\' if matches!(self.peek_at(1), Some('b' | 'B')) => {
                 let negated = self.peek_at(1) == Some('B');
                 self.pos += 2;
                 // JS word characters are ASCII only.
-                self.out
-                    .push_str(if negated { r"(?-u:\B)" } else { r"(?-u:\b)" });
+                self.out.push_str(if negated { r"(?-u:\B)" } else { r"(?-u:\b)" });
                 return Ok(Shape::ASSERTION);
             }
             '\\' => (Shape::CHAR, self.atom_escape()?),
@@ -436,12 +403,7 @@ impl<'s> Parser<'s> {
     /// Parses an optional quantifier after the atom at `atom_start`, which
     /// has `shape`. `astral` says the atom is an astral character in non-`u`
     /// mode, where JavaScript would repeat only its second UTF-16 code unit.
-    fn quantifier(
-        &mut self,
-        atom_start: usize,
-        shape: Shape,
-        astral: bool,
-    ) -> Result<Shape, JsRegexError> {
+    fn quantifier(&mut self, atom_start: usize, shape: Shape, astral: bool) -> Result<Shape, JsRegexError> {
         let start = self.pos;
         let (text, min, max) = match self.peek() {
             Some(c @ ('*' | '+' | '?')) => {
@@ -483,11 +445,7 @@ impl<'s> Parser<'s> {
             _ => return Ok(shape),
         };
         if astral {
-            return Err(unsupported(
-                "quantifier on an astral character without the `u` flag",
-                atom_start,
-                UTF16_HINT,
-            ));
+            return Err(unsupported("quantifier on an astral character without the `u` flag", atom_start, UTF16_HINT));
         }
         let lazy = self.eat('?');
         self.check_repetition(atom_start, shape, min, max)?;
@@ -557,11 +515,7 @@ impl<'s> Parser<'s> {
         let start = self.pos;
         self.bump();
         if self.depth == MAX_NESTING {
-            return Err(unsupported(
-                format!("nesting deeper than {MAX_NESTING}"),
-                start,
-                "",
-            ));
+            return Err(unsupported(format!("nesting deeper than {MAX_NESTING}"), start, ""));
         }
         let capturing = !self.src[self.pos..].starts_with("?:");
         if self.eat('?') {
@@ -603,8 +557,8 @@ impl<'s> Parser<'s> {
     }
 
     fn named_group_open(&mut self, start: usize) -> Result<(), JsRegexError> {
-        let (name, end) = parse_group_name(self.src, self.pos)
-            .ok_or_else(|| syntax("invalid capture group name", self.pos))?;
+        let (name, end) =
+            parse_group_name(self.src, self.pos).ok_or_else(|| syntax("invalid capture group name", self.pos))?;
         if self.defined_names.contains(&name) {
             return Err(syntax("duplicate capture group name", start));
         }
@@ -632,14 +586,9 @@ impl<'s> Parser<'s> {
     /// groups such as `(?i:…)` get their own message.
     fn bad_group(&self, start: usize) -> JsRegexError {
         let rest = &self.src[self.pos..];
-        let len = rest
-            .find(|c: char| !matches!(c, 'i' | 'm' | 's' | '-'))
-            .unwrap_or(rest.len());
+        let len = rest.find(|c: char| !matches!(c, 'i' | 'm' | 's' | '-')).unwrap_or(rest.len());
         let modifiers = &rest[..len];
-        if !modifiers.is_empty()
-            && modifiers.matches('-').count() <= 1
-            && rest[len..].starts_with(':')
-        {
+        if !modifiers.is_empty() && modifiers.matches('-').count() <= 1 && rest[len..].starts_with(':') {
             return unsupported(
                 format!("modifiers group (?{modifiers}:"),
                 start,
@@ -713,11 +662,7 @@ impl<'s> Parser<'s> {
         self.bump();
         if !self.flags.unicode && is_astral(c) {
             // JS would put each UTF-16 half in the class on its own.
-            return Err(unsupported(
-                "astral character in a character class without the `u` flag",
-                start,
-                UTF16_HINT,
-            ));
+            return Err(unsupported("astral character in a character class without the `u` flag", start, UTF16_HINT));
         }
         Ok(ClassAtom::Char(c))
     }
@@ -829,18 +774,13 @@ impl<'s> Parser<'s> {
                 if !self.group_names.contains(&name) {
                     return Err(syntax("invalid named capture referenced", start));
                 }
-                Err(unsupported(
-                    format!("backreference \\k<{name}>"),
-                    start,
-                    ENGINE_HINT,
-                ))
+                Err(unsupported(format!("backreference \\k<{name}>"), start, ENGINE_HINT))
             }
             '-' if in_class && unicode => {
                 self.bump();
                 simple('-')
             }
-            '^' | '$' | '\\' | '.' | '*' | '+' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|'
-            | '/' => {
+            '^' | '$' | '\\' | '.' | '*' | '+' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|' | '/' => {
                 self.bump();
                 simple(c)
             }
@@ -855,9 +795,7 @@ impl<'s> Parser<'s> {
 
     /// `\1`…`\9…` and `\0` followed by a digit.
     fn decimal_escape(&mut self, start: usize, in_class: bool) -> Result<Escape, JsRegexError> {
-        let digits_len = self.src[self.pos..]
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(self.src.len() - self.pos);
+        let digits_len = self.src[self.pos..].find(|c: char| !c.is_ascii_digit()).unwrap_or(self.src.len() - self.pos);
         let digits = &self.src[self.pos..self.pos + digits_len];
         let first = digits.as_bytes()[0];
         if self.flags.unicode {
@@ -869,15 +807,9 @@ impl<'s> Parser<'s> {
             }
         }
         if !in_class && first != b'0' {
-            let number = digits.bytes().fold(0u64, |n, d| {
-                n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
-            });
+            let number = digits.bytes().fold(0u64, |n, d| n.saturating_mul(10).saturating_add(u64::from(d - b'0')));
             if number <= self.capture_count as u64 {
-                return Err(unsupported(
-                    format!("backreference \\{digits}"),
-                    start,
-                    ENGINE_HINT,
-                ));
+                return Err(unsupported(format!("backreference \\{digits}"), start, ENGINE_HINT));
             }
             if self.flags.unicode {
                 return Err(syntax("invalid escape", start));
@@ -909,12 +841,8 @@ impl<'s> Parser<'s> {
         if self.flags.unicode && self.peek() == Some('{') {
             let start = self.pos;
             self.bump();
-            let len = self.src[self.pos..]
-                .find(|c: char| !c.is_ascii_hexdigit())
-                .unwrap_or(self.src.len() - self.pos);
-            let value = u32::from_str_radix(&self.src[self.pos..self.pos + len], 16)
-                .ok()
-                .filter(|&v| v <= 0x10FFFF);
+            let len = self.src[self.pos..].find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(self.src.len() - self.pos);
+            let value = u32::from_str_radix(&self.src[self.pos..self.pos + len], 16).ok().filter(|&v| v <= 0x10FFFF);
             self.pos += len;
             return match value {
                 Some(value) if self.eat('}') => Some(value),
@@ -952,11 +880,7 @@ impl<'s> Parser<'s> {
 
     /// `\p{…}` / `\P{…}` in `u` mode, validated against the names JS accepts
     /// and resolved with the engine's Unicode tables.
-    fn property_escape(
-        &mut self,
-        start: usize,
-        negated: bool,
-    ) -> Result<ClassUnicode, JsRegexError> {
+    fn property_escape(&mut self, start: usize, negated: bool) -> Result<ClassUnicode, JsRegexError> {
         let invalid = || syntax("invalid property name", start);
         if !self.eat('{') {
             return Err(invalid());
@@ -964,8 +888,7 @@ impl<'s> Parser<'s> {
         let len = self.src[self.pos..].find('}').ok_or_else(invalid)?;
         let body = &self.src[self.pos..self.pos + len];
         self.pos += len + 1;
-        let word =
-            |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        let word = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
         let valid = match body.split_once('=') {
             Some((name, value)) => match name {
                 "General_Category" | "gc" => GENERAL_CATEGORIES.contains(&value),
@@ -978,23 +901,17 @@ impl<'s> Parser<'s> {
         if !valid {
             return Err(invalid());
         }
-        let general_category = body
-            .strip_prefix("gc=")
-            .or(body.strip_prefix("General_Category="));
+        let general_category = body.strip_prefix("gc=").or(body.strip_prefix("General_Category="));
         let surrogates = matches!(general_category.unwrap_or(body), "Cs" | "Surrogate");
         // UTF-8 text has no surrogates, and the engine has no name for them.
-        let mut set = if surrogates {
-            Some(ClassUnicode::empty())
-        } else {
-            parse_class(&format!("\\p{{{body}}}"))
-        }
-        .ok_or_else(|| {
-            unsupported(
-                format!("Unicode property \\p{{{body}}}"),
-                start,
-                " (the engine's Unicode tables do not have it)",
-            )
-        })?;
+        let mut set = if surrogates { Some(ClassUnicode::empty()) } else { parse_class(&format!("\\p{{{body}}}")) }
+            .ok_or_else(|| {
+                unsupported(
+                    format!("Unicode property \\p{{{body}}}"),
+                    start,
+                    " (the engine's Unicode tables do not have it)",
+                )
+            })?;
         if negated {
             set.negate();
         }
@@ -1076,11 +993,8 @@ impl<'s> Parser<'s> {
             _ => {
                 let mut complement = set.clone();
                 complement.negate();
-                let (open, body) = if complement.ranges().len() < ranges.len() {
-                    ("[^", complement.ranges())
-                } else {
-                    ("[", ranges)
-                };
+                let (open, body) =
+                    if complement.ranges().len() < ranges.len() { ("[^", complement.ranges()) } else { ("[", ranges) };
                 self.out.push_str(open);
                 for r in body {
                     push_hex(&mut self.out, r.start());
@@ -1113,9 +1027,7 @@ fn scan_groups(src: &str) -> (usize, Vec<String>) {
             b'(' if !in_class => {
                 if bytes.get(i + 1) != Some(&b'?') {
                     count += 1;
-                } else if bytes.get(i + 2) == Some(&b'<')
-                    && !matches!(bytes.get(i + 3), Some(b'=' | b'!'))
-                {
+                } else if bytes.get(i + 2) == Some(&b'<') && !matches!(bytes.get(i + 3), Some(b'=' | b'!')) {
                     count += 1;
                     if let Some((name, _)) = parse_group_name(src, i + 3) {
                         names.push(name);
@@ -1169,9 +1081,7 @@ fn name_escape(src: &str, pos: usize) -> Option<(char, usize)> {
         return Some((char::from_u32(value)?, pos + end + 2));
     }
     let hex4 = |s: &str| {
-        s.get(..4)
-            .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
-            .and_then(|h| u32::from_str_radix(h, 16).ok())
+        s.get(..4).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit())).and_then(|h| u32::from_str_radix(h, 16).ok())
     };
     let high = hex4(rest)?;
     if (0xD800..0xDC00).contains(&high) {
@@ -1191,13 +1101,7 @@ fn add_atom(set: &mut ClassUnicode, atom: ClassAtom) {
 
 /// A code point from an escape as a `char`; lone surrogates have no UTF-8 form.
 fn scalar(cp: u32, offset: usize) -> Result<char, JsRegexError> {
-    char::from_u32(cp).ok_or_else(|| {
-        unsupported(
-            format!("lone surrogate \\u{cp:04X}"),
-            offset,
-            SURROGATE_HINT,
-        )
-    })
+    char::from_u32(cp).ok_or_else(|| unsupported(format!("lone surrogate \\u{cp:04X}"), offset, SURROGATE_HINT))
 }
 
 fn is_astral(c: char) -> bool {
@@ -1266,8 +1170,7 @@ fn push_hex(out: &mut String, c: char) {
 }
 
 /// JS LineTerminator: what `.` (without `s`) does not match.
-const JS_LINE_TERMINATORS: &[(char, char)] =
-    &[('\n', '\n'), ('\r', '\r'), ('\u{2028}', '\u{2029}')];
+const JS_LINE_TERMINATORS: &[(char, char)] = &[('\n', '\n'), ('\r', '\r'), ('\u{2028}', '\u{2029}')];
 
 /// JS WhiteSpace and LineTerminator, i.e. `\s`. Not the engine's `\s`, which
 /// lacks U+FEFF and has U+0085.
@@ -1347,11 +1250,7 @@ fn legacy_case_table() -> &'static LegacyCaseTable {
         }
         let mut groups: Vec<Vec<char>> = by_canon.into_values().filter(|g| g.len() > 1).collect();
         groups.sort();
-        let group_of = groups
-            .iter()
-            .enumerate()
-            .flat_map(|(i, g)| g.iter().map(move |&c| (c, i)))
-            .collect();
+        let group_of = groups.iter().enumerate().flat_map(|(i, g)| g.iter().map(move |&c| (c, i))).collect();
         LegacyCaseTable { groups, group_of }
     })
 }
@@ -1360,11 +1259,7 @@ fn legacy_case_table() -> &'static LegacyCaseTable {
 /// member.
 fn legacy_case_closure(set: &mut ClassUnicode) {
     let table = legacy_case_table();
-    let size: u64 = set
-        .ranges()
-        .iter()
-        .map(|r| u64::from(r.end() as u32 - r.start() as u32) + 1)
-        .sum();
+    let size: u64 = set.ranges().iter().map(|r| u64::from(r.end() as u32 - r.start() as u32) + 1).sum();
     let mut hits = Vec::new();
     if size <= table.groups.len() as u64 {
         for r in set.ranges() {
@@ -1373,10 +1268,7 @@ fn legacy_case_closure(set: &mut ClassUnicode) {
             }
         }
     } else {
-        hits.extend(
-            (0..table.groups.len())
-                .filter(|&i| table.groups[i].iter().any(|&c| class_contains(set, c))),
-        );
+        hits.extend((0..table.groups.len()).filter(|&i| table.groups[i].iter().any(|&c| class_contains(set, c))));
     }
     let extra: Vec<ClassUnicodeRange> = hits
         .into_iter()
@@ -1585,11 +1477,7 @@ mod tests {
         while at <= hay.len() {
             re.search_captures(&Input::new(hay).range(at..), &mut caps);
             let Some(m) = caps.get_match() else { break };
-            out.push(
-                (0..caps.group_len())
-                    .map(|i| caps.get_group(i).map(|s| hay[s.range()].to_string()))
-                    .collect(),
-            );
+            out.push((0..caps.group_len()).map(|i| caps.get_group(i).map(|s| hay[s.range()].to_string())).collect());
             at = m.end();
             if m.is_empty() {
                 at += hay[at..].chars().next().map_or(1, char::len_utf8);
@@ -1604,10 +1492,8 @@ mod tests {
         for &(src, flags, hay, groups, want) in MATCH_CASES {
             let re = compile(src, flags);
             let got = match_all(&re, hay);
-            let want: Vec<Vec<Option<String>>> = want
-                .iter()
-                .map(|m| m.iter().map(|g| g.map(str::to_string)).collect())
-                .collect();
+            let want: Vec<Vec<Option<String>>> =
+                want.iter().map(|m| m.iter().map(|g| g.map(str::to_string)).collect()).collect();
             let got_groups = re.group_info().group_len(PatternID::ZERO) - 1;
             if got != want || got_groups != groups {
                 failures.push(format!(
@@ -1621,10 +1507,7 @@ mod tests {
     #[test]
     fn emitted_patterns() {
         let plain = JsFlags::default();
-        let m = JsFlags {
-            multiline: true,
-            ..plain
-        };
+        let m = JsFlags { multiline: true, ..plain };
         let cases = [
             ("^a$", plain, r"\Aa\z"),
             ("^a$", m, "(?mR:^)a(?mR:$)"),
@@ -1649,10 +1532,7 @@ mod tests {
     fn named_groups_keep_names_and_numbers() {
         let re = compile(r"(?<year>\d{4})-(?<month>\d\d)(x)?(?<\u0064ay>\d\d)", "");
         let names: Vec<_> = re.group_info().pattern_names(PatternID::ZERO).collect();
-        assert_eq!(
-            names,
-            [None, Some("year"), Some("month"), None, Some("day")]
-        );
+        assert_eq!(names, [None, Some("year"), Some("month"), None, Some("day")]);
         let mut caps = re.create_captures();
         re.captures("2024-0531", &mut caps);
         assert_eq!(caps.get_group_by_name("day").map(|s| s.range()), Some(7..9));
@@ -1729,10 +1609,7 @@ mod tests {
             (r"\k<a>", "u", "invalid named capture referenced", 0),
         ];
         for (src, flags, message, offset) in cases {
-            let want = JsRegexError::Syntax {
-                message: message.into(),
-                offset,
-            };
+            let want = JsRegexError::Syntax { message: message.into(), offset };
             assert_eq!(err(src, flags), want, "/{src}/{flags}");
         }
     }
@@ -1740,11 +1617,9 @@ mod tests {
     #[test]
     fn unsupported_features() {
         const EMPTY_FIRST: &str = "repetition of something that prefers to match empty";
-        const EMPTY_FIRST_HINT: &str =
-            " (JavaScript skips empty iterations; the engine takes them)";
+        const EMPTY_FIRST_HINT: &str = " (JavaScript skips empty iterations; the engine takes them)";
         const STALE: &str = "capture group in a repetition that can skip it or match empty";
-        const STALE_HINT: &str =
-            " (JavaScript resets the group on every iteration; the engine keeps earlier values)";
+        const STALE_HINT: &str = " (JavaScript resets the group on every iteration; the engine keeps earlier values)";
         let long = "a".repeat(70 * 1024);
         let deep = format!("{}a{}", "(".repeat(129), ")".repeat(129));
         let engine_deep = format!("{}a{}", "(?:b|".repeat(100), ")+".repeat(100));
@@ -1758,89 +1633,23 @@ mod tests {
             ("x(?<!a)b", "", "negative lookbehind (?<!", 1, ENGINE_HINT),
             (r"(a)\1", "", r"backreference \1", 3, ENGINE_HINT),
             (r"(a)\1", "u", r"backreference \1", 3, ENGINE_HINT),
-            (
-                r"(a)(b)(c)(d)(e)(f)(g)(h)(i)(j)\10",
-                "",
-                r"backreference \10",
-                30,
-                ENGINE_HINT,
-            ),
+            (r"(a)(b)(c)(d)(e)(f)(g)(h)(i)(j)\10", "", r"backreference \10", 30, ENGINE_HINT),
             (r"\2(a)(b)", "", r"backreference \2", 0, ENGINE_HINT),
             (r"(?<n>a)\k<n>", "", r"backreference \k<n>", 7, ENGINE_HINT),
             (r"(?<n>a)\k<n>", "u", r"backreference \k<n>", 7, ENGINE_HINT),
             (r"\k<n>(?<n>a)", "", r"backreference \k<n>", 0, ENGINE_HINT),
             (r"\uD800", "", r"lone surrogate \uD800", 0, SURROGATE_HINT),
             (r"a\uDE00", "u", r"lone surrogate \uDE00", 1, SURROGATE_HINT),
-            (
-                r"\u{D800}",
-                "u",
-                r"lone surrogate \uD800",
-                0,
-                SURROGATE_HINT,
-            ),
-            (
-                r"[\uD83D\uDE00]",
-                "",
-                r"lone surrogate \uD83D",
-                1,
-                SURROGATE_HINT,
-            ),
-            (
-                r"[a-\uD800]",
-                "u",
-                r"lone surrogate \uD800",
-                3,
-                SURROGATE_HINT,
-            ),
-            (
-                "\u{1F600}+",
-                "",
-                "quantifier on an astral character without the `u` flag",
-                0,
-                UTF16_HINT,
-            ),
-            (
-                "\u{1F600}{2}",
-                "",
-                "quantifier on an astral character without the `u` flag",
-                0,
-                UTF16_HINT,
-            ),
-            (
-                r"x\uD83D\uDE00*",
-                "",
-                "quantifier on an astral character without the `u` flag",
-                1,
-                UTF16_HINT,
-            ),
-            (
-                "[\u{1F600}]",
-                "",
-                "astral character in a character class without the `u` flag",
-                1,
-                UTF16_HINT,
-            ),
-            (
-                "(?i:a)",
-                "",
-                "modifiers group (?i:",
-                0,
-                " (ES2025 modifiers are not supported)",
-            ),
-            (
-                "(?-i:a)",
-                "",
-                "modifiers group (?-i:",
-                0,
-                " (ES2025 modifiers are not supported)",
-            ),
-            (
-                "(?i-s:a)",
-                "",
-                "modifiers group (?i-s:",
-                0,
-                " (ES2025 modifiers are not supported)",
-            ),
+            (r"\u{D800}", "u", r"lone surrogate \uD800", 0, SURROGATE_HINT),
+            (r"[\uD83D\uDE00]", "", r"lone surrogate \uD83D", 1, SURROGATE_HINT),
+            (r"[a-\uD800]", "u", r"lone surrogate \uD800", 3, SURROGATE_HINT),
+            ("\u{1F600}+", "", "quantifier on an astral character without the `u` flag", 0, UTF16_HINT),
+            ("\u{1F600}{2}", "", "quantifier on an astral character without the `u` flag", 0, UTF16_HINT),
+            (r"x\uD83D\uDE00*", "", "quantifier on an astral character without the `u` flag", 1, UTF16_HINT),
+            ("[\u{1F600}]", "", "astral character in a character class without the `u` flag", 1, UTF16_HINT),
+            ("(?i:a)", "", "modifiers group (?i:", 0, " (ES2025 modifiers are not supported)"),
+            ("(?-i:a)", "", "modifiers group (?-i:", 0, " (ES2025 modifiers are not supported)"),
+            ("(?i-s:a)", "", "modifiers group (?i-s:", 0, " (ES2025 modifiers are not supported)"),
             (
                 "(?<a$>x)",
                 "",
@@ -1855,13 +1664,7 @@ mod tests {
             ("x(?:a(b)?)*", "", STALE, 1, STALE_HINT),
             ("(a?){1,3}", "", STALE, 0, STALE_HINT),
             ("(?:(a)|b){2}", "", STALE, 0, STALE_HINT),
-            (
-                "a{4294967296}",
-                "",
-                "repetition count 4294967296 (the engine's limit is 4294967295)",
-                1,
-                "",
-            ),
+            ("a{4294967296}", "", "repetition count 4294967296 (the engine's limit is 4294967295)", 1, ""),
             (
                 r"\p{Script=Foo}",
                 "u",
@@ -1880,17 +1683,8 @@ mod tests {
             (&deep, "", "nesting deeper than 128", 128, ""),
         ];
         for (src, flags, feature, offset, hint) in cases {
-            let want = JsRegexError::Unsupported {
-                feature: feature.into(),
-                offset,
-                hint: hint.into(),
-            };
-            assert_eq!(
-                err(src, flags),
-                want,
-                "/{}/{flags}",
-                &src[..src.len().min(40)]
-            );
+            let want = JsRegexError::Unsupported { feature: feature.into(), offset, hint: hint.into() };
+            assert_eq!(err(src, flags), want, "/{}/{flags}", &src[..src.len().min(40)]);
         }
     }
 
@@ -1914,39 +1708,20 @@ mod tests {
             err("a(?=b)", "").to_string(),
             "unsupported regex feature: lookahead (?= at offset 1 (a non-backtracking engine cannot run it)"
         );
-        assert_eq!(
-            err("a)", "").to_string(),
-            "invalid regex: unmatched `)` at offset 1"
-        );
-        assert_eq!(
-            parse_flags("y").unwrap_err().to_string(),
-            "unsupported regex flag `y`"
-        );
-        assert_eq!(
-            parse_flags("gg").unwrap_err().to_string(),
-            "invalid regex flags `gg`"
-        );
+        assert_eq!(err("a)", "").to_string(), "invalid regex: unmatched `)` at offset 1");
+        assert_eq!(parse_flags("y").unwrap_err().to_string(), "unsupported regex flag `y`");
+        assert_eq!(parse_flags("gg").unwrap_err().to_string(), "invalid regex flags `gg`");
     }
 
     #[test]
     fn flags() {
-        let all = JsFlags {
-            global: true,
-            ignore_case: true,
-            multiline: true,
-            dot_all: true,
-            unicode: true,
-        };
+        let all = JsFlags { global: true, ignore_case: true, multiline: true, dot_all: true, unicode: true };
         assert_eq!(parse_flags("dgimsu"), Ok(all));
         assert_eq!(parse_flags(""), Ok(JsFlags::default()));
         assert_eq!(parse_flags("y"), Err(JsRegexError::UnsupportedFlag('y')));
         assert_eq!(parse_flags("gv"), Err(JsRegexError::UnsupportedFlag('v')));
         for bad in ["gg", "x", "yy", "gy x", "G"] {
-            assert_eq!(
-                parse_flags(bad),
-                Err(JsRegexError::InvalidFlags(bad.into())),
-                "{bad:?}"
-            );
+            assert_eq!(parse_flags(bad), Err(JsRegexError::InvalidFlags(bad.into())), "{bad:?}");
         }
     }
 
@@ -1954,10 +1729,7 @@ mod tests {
     #[test]
     fn documented_differences() {
         let starts = |src: &str, flags: &str, hay: &str| -> Vec<usize> {
-            compile(src, flags)
-                .find_iter(hay)
-                .map(|m| m.start())
-                .collect()
+            compile(src, flags).find_iter(hay).map(|m| m.start()).collect()
         };
         // JS /^/gm also matches between \r and \n (index 2) and after \u2028.
         assert_eq!(starts("^", "m", "a\r\nb\rc\u{2028}d"), [0, 3, 5]);

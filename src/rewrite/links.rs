@@ -9,7 +9,8 @@
 pub(super) const MAX_LEAD: usize = 10;
 
 /// JS `[ ,'"\s]`: where a quoted URL ends.
-const DELIMITER: &str = r#" ,'"\t\n\x0B\x0C\r\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}"#;
+const DELIMITER: &str =
+    r#" ,'"\t\n\x0B\x0C\r\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}"#;
 
 /// The four alternatives of Browsersync's regex, in its order (leftmost-first keeps its priorities).
 pub(super) fn pattern(target_host: &str) -> String {
@@ -82,7 +83,10 @@ fn parse_legacy_url(url: &str) -> Option<String> {
     // Any `scheme:` counts, so `host:port/x` parses as scheme `host`, host `port`.
     let colon = url.find(':')?;
     let scheme = url[..colon].to_ascii_lowercase();
-    if scheme.is_empty() || !scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) || scheme == "javascript" {
+    if scheme.is_empty()
+        || !scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+        || scheme == "javascript"
+    {
         return None;
     }
     let slashed_scheme = matches!(scheme.as_str(), "http" | "https" | "ftp" | "gopher" | "file");

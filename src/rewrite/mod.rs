@@ -31,6 +31,8 @@ pub const DEFAULT_MAX_MATCH_BYTES: usize = 64 * 1024;
 const NFA_SIZE_LIMIT: usize = 8 << 20;
 const DFA_SIZE_LIMIT: usize = 16 << 20;
 
+type Dfa = dense::DFA<Vec<u32>>;
+
 /// A compiled rewrite rule, cheap to clone and share between requests.
 #[derive(Clone, Debug)]
 pub struct Rule {
@@ -42,7 +44,9 @@ pub struct Rule {
 enum Action {
     Replace(Replacement),
     /// Browsersync's link rewrite: the replacement depends on the request's Host.
-    Links { target_host: String },
+    Links {
+        target_host: String,
+    },
 }
 
 /// How the stage finds the positions where a match may start, so that most bytes are skipped
@@ -54,7 +58,7 @@ enum Candidates {
     /// A match starts with one of the prefilter's literals.
     Prefix(Prefilter),
     /// A match contains `needle` starting at most `lead` bytes after the match start.
-    Inner { needle: memmem::Finder<'static>, lead: usize },
+    Inner { needle: Box<memmem::Finder<'static>>, lead: usize },
 }
 
 #[derive(Debug)]
@@ -62,9 +66,9 @@ struct CompiledRule {
     label: String,
     global: bool,
     /// Forward DFA, anchored and unanchored starts, leftmost-first.
-    dfa: dense::DFA<Vec<u32>>,
+    dfa: Dfa,
     /// Reverse anchored DFA: from a match's end back to its start.
-    reverse: dense::DFA<Vec<u32>>,
+    reverse: Dfa,
     /// Only built when the replacement needs capture groups.
     captures: Option<meta::Regex>,
     candidates: Candidates,
@@ -99,8 +103,7 @@ impl Rule {
     /// Browsersync's snippet rule: `snippet` right after the first `<body ...>` tag.
     pub fn snippet(snippet: &str) -> Rule {
         let replacement = Replacement::Template(Template::match_then(snippet));
-        Rule::build("snippet".into(), r"(?i:<body[^>]*>)", false, replacement)
-            .expect("the snippet rule compiles")
+        Rule::build("snippet".into(), r"(?i:<body[^>]*>)", false, replacement).expect("the snippet rule compiles")
     }
 
     /// Browsersync's link rewrite for a target `host` (`hostname` or `hostname:port`).
@@ -109,7 +112,7 @@ impl Rule {
         let hir = parse(&pattern).expect("the link rule parses");
         let (dfa, reverse) = build_dfas(&hir).expect("the link rule compiles");
         let candidates = Candidates::Inner {
-            needle: memmem::Finder::new(target_host.as_bytes()).into_owned(),
+            needle: Box::new(memmem::Finder::new(target_host.as_bytes()).into_owned()),
             lead: links::MAX_LEAD,
         };
         Rule {
@@ -164,7 +167,15 @@ impl Rule {
             _ => Candidates::Every,
         };
         Ok(Rule {
-            inner: Arc::new(CompiledRule { label, global, dfa, reverse, captures, candidates, action: Action::Replace(replacement) }),
+            inner: Arc::new(CompiledRule {
+                label,
+                global,
+                dfa,
+                reverse,
+                captures,
+                candidates,
+                action: Action::Replace(replacement),
+            }),
         })
     }
 }
@@ -178,7 +189,7 @@ fn parse(pattern: &str) -> Result<Hir, RuleError> {
         .map_err(|e| RuleError::TooComplex(format!("translated pattern rejected: {e}")))
 }
 
-fn build_dfas(hir: &Hir) -> Result<(dense::DFA<Vec<u32>>, dense::DFA<Vec<u32>>), RuleError> {
+fn build_dfas(hir: &Hir) -> Result<(Dfa, Dfa), RuleError> {
     let build = |reverse: bool| {
         let nfa = thompson::Compiler::new()
             .configure(
@@ -190,9 +201,8 @@ fn build_dfas(hir: &Hir) -> Result<(dense::DFA<Vec<u32>>, dense::DFA<Vec<u32>>),
             )
             .build_from_hir(hir)
             .map_err(|e| RuleError::TooComplex(e.to_string()))?;
-        let config = dense::Config::new()
-            .dfa_size_limit(Some(DFA_SIZE_LIMIT))
-            .determinize_size_limit(Some(DFA_SIZE_LIMIT));
+        let config =
+            dense::Config::new().dfa_size_limit(Some(DFA_SIZE_LIMIT)).determinize_size_limit(Some(DFA_SIZE_LIMIT));
         let config = if reverse {
             config.match_kind(MatchKind::All).start_kind(StartKind::Anchored)
         } else {

@@ -26,10 +26,7 @@ impl Rewriter {
     /// `local_host` is the request's Host header, used by the link rewrite rule;
     /// `max_match_bytes` caps what one pending match may hold back.
     pub fn new(rules: &[Rule], local_host: &str, max_match_bytes: usize) -> Rewriter {
-        let stages = rules
-            .iter()
-            .map(|rule| Stage::new(rule.clone(), local_host, max_match_bytes.max(1)))
-            .collect();
+        let stages = rules.iter().map(|rule| Stage::new(rule.clone(), local_host, max_match_bytes.max(1))).collect();
         Rewriter { stages, between: [Vec::new(), Vec::new()] }
     }
 
@@ -77,7 +74,12 @@ impl Rewriter {
 }
 
 /// Applies `rules` to a whole body at once (the `rewrite()` helper and the reference in tests).
-pub fn rewrite_bytes(input: &[u8], rules: &[Rule], local_host: &str, max_match_bytes: usize) -> Result<Vec<u8>, ReplaceError> {
+pub fn rewrite_bytes(
+    input: &[u8],
+    rules: &[Rule],
+    local_host: &str,
+    max_match_bytes: usize,
+) -> Result<Vec<u8>, ReplaceError> {
     let mut rewriter = Rewriter::new(rules, local_host, max_match_bytes);
     let mut out = Vec::with_capacity(input.len());
     // One call with the end known: the scan stays linear whatever the rules.
@@ -125,7 +127,10 @@ enum Scan {
 }
 
 enum Next {
-    Match { start: usize, end: usize },
+    Match {
+        start: usize,
+        end: usize,
+    },
     /// No match can start before this position; bytes from it on are held back.
     Pending(usize),
     /// No match in the data seen so far can start anywhere (or, at the end, no match at all).
@@ -364,7 +369,10 @@ impl Stage {
             }
             Candidates::Inner { needle, lead } => {
                 let tail = len.saturating_sub(needle.needle().len().saturating_sub(1) + lead).max(from);
-                let hit = hay.get(from..).and_then(|rest| needle.find(rest)).map(|h| (from + h).saturating_sub(*lead).max(from));
+                let hit = hay
+                    .get(from..)
+                    .and_then(|rest| needle.find(rest))
+                    .map(|h| (from + h).saturating_sub(*lead).max(from));
                 match hit {
                     Some(h) => Some(h.min(tail)),
                     None => (tail < len).then_some(tail),
@@ -433,9 +441,12 @@ impl Stage {
         debug_assert_eq!(caps.get_match().map(|m| m.end()), Some(end), "DFA and captures disagree");
         let buf = &self.buf;
         match replacement {
-            Replacement::Template(t) => {
-                t.expand(whole, |i| caps.get_group(i).map(|s| &buf[s.range()]), |n| caps.get_group_by_name(n).map(|s| &buf[s.range()]), out)
-            }
+            Replacement::Template(t) => t.expand(
+                whole,
+                |i| caps.get_group(i).map(|s| &buf[s.range()]),
+                |n| caps.get_group_by_name(n).map(|s| &buf[s.range()]),
+                out,
+            ),
             Replacement::Function(f) => {
                 let text = |s: Span| String::from_utf8_lossy(&buf[s.range()]).into_owned();
                 let groups: Vec<Option<String>> = (1..caps.group_len()).map(|i| caps.get_group(i).map(text)).collect();

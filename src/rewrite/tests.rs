@@ -59,7 +59,7 @@ fn matches_js_replace_on_known_cases() {
     ];
     for (input, source, flags, replace, expected) in cases {
         let rule = text_rule(source, flags, replace);
-        assert_eq!(&whole(input, &[rule.clone()]), expected, "/{source}/{flags} on {input:?}");
+        assert_eq!(&whole(input, std::slice::from_ref(&rule)), expected, "/{source}/{flags} on {input:?}");
         let streamed = one_byte_chunks(input.as_bytes(), &[rule]);
         assert_eq!(std::str::from_utf8(&streamed).unwrap(), *expected, "1-byte chunks, /{source}/{flags} on {input:?}");
     }
@@ -82,8 +82,8 @@ fn snippet_goes_after_the_first_body_tag_only() {
     let rule = Rule::snippet("<script></script>");
     let html = "<html><BODY class=\"x\">hi<body></html>";
     let expected = "<html><BODY class=\"x\"><script></script>hi<body></html>";
-    assert_eq!(whole(html, &[rule.clone()]), expected);
-    assert_eq!(one_byte_chunks(html.as_bytes(), &[rule.clone()]), expected.as_bytes());
+    assert_eq!(whole(html, std::slice::from_ref(&rule)), expected);
+    assert_eq!(one_byte_chunks(html.as_bytes(), std::slice::from_ref(&rule)), expected.as_bytes());
     assert_eq!(whole("<p>no body</p>", &[rule]), "<p>no body</p>");
 }
 
@@ -93,9 +93,11 @@ fn snippet_goes_after_the_first_body_tag_only() {
 fn link_rewrite_matches_browsersync_table() {
     let rule = Rule::links("example.com");
     let rewrite = |input: &str| {
-        let out = rewrite_bytes(input.as_bytes(), &[rule.clone()], "192.168.0.4:3002", DEFAULT_MAX_MATCH_BYTES).unwrap();
+        let out =
+            rewrite_bytes(input.as_bytes(), std::slice::from_ref(&rule), "192.168.0.4:3002", DEFAULT_MAX_MATCH_BYTES)
+                .unwrap();
         let streamed = {
-            let mut r = Rewriter::new(&[rule.clone()], "192.168.0.4:3002", DEFAULT_MAX_MATCH_BYTES);
+            let mut r = Rewriter::new(std::slice::from_ref(&rule), "192.168.0.4:3002", DEFAULT_MAX_MATCH_BYTES);
             let mut o = Vec::new();
             for b in input.as_bytes() {
                 r.push(std::slice::from_ref(b), &mut o).unwrap();
@@ -119,7 +121,8 @@ fn link_rewrite_matches_browsersync_table() {
     assert_eq!(rewrite("examplexcom"), "examplexcom");
     // Node's url.parse reads `host:port/x` as scheme `host:` and host `port`.
     let rule = Rule::links("127.0.0.1:8080");
-    let out = rewrite_bytes(b"'127.0.0.1:8080/sub/dir' \"127.0.0.1:8080\"", &[rule], "me:1", DEFAULT_MAX_MATCH_BYTES).unwrap();
+    let out = rewrite_bytes(b"'127.0.0.1:8080/sub/dir' \"127.0.0.1:8080\"", &[rule], "me:1", DEFAULT_MAX_MATCH_BYTES)
+        .unwrap();
     assert_eq!(String::from_utf8(out).unwrap(), "'//me:1/sub/dir' \"//me:1\"");
 }
 
@@ -208,7 +211,8 @@ fn reference(input: &str, source: &str, flags: &str, replace: &str) -> String {
             &mut out,
         );
         emitted = m.end();
-        last_index = if m.is_empty() { m.end() + input[m.end()..].chars().next().map_or(1, char::len_utf8) } else { m.end() };
+        last_index =
+            if m.is_empty() { m.end() + input[m.end()..].chars().next().map_or(1, char::len_utf8) } else { m.end() };
         if !parsed.global {
             break;
         }
@@ -232,17 +236,48 @@ fn cached_rule(pattern: usize, replacement: usize) -> Rule {
 }
 
 const PATTERNS: &[(&str, &str)] = &[
-    ("abc|a", "g"), ("a|abc", "g"), ("ab*", "g"), ("ab*?", "g"), ("a*", "g"), ("x*", "g"), ("b*", ""),
-    ("^a", "g"), ("^a", "gm"), ("a$", "g"), ("a$", "gm"), ("^", "gm"), ("$", "gm"), ("\\ba", "g"), ("a\\b", "g"),
-    ("\\Bb", "g"), ("(a)(b)?", "g"), ("(?<x>a+)c", "g"), ("a.c", "g"), ("a.c", "gs"), ("[^b]+", "g"),
-    ("é+", "g"), ("é|a", "gi"), ("A+B", "gi"), ("(ab|a)*c", "g"), ("a{2,3}", "g"), ("a{2,3}?", "g"),
-    ("\\d+", "g"), ("\\s+", "g"), ("<b[^>]*>", "gi"), ("a\\nb", "g"), ("\\w+", "g"), ("c", ""),
+    ("abc|a", "g"),
+    ("a|abc", "g"),
+    ("ab*", "g"),
+    ("ab*?", "g"),
+    ("a*", "g"),
+    ("x*", "g"),
+    ("b*", ""),
+    ("^a", "g"),
+    ("^a", "gm"),
+    ("a$", "g"),
+    ("a$", "gm"),
+    ("^", "gm"),
+    ("$", "gm"),
+    ("\\ba", "g"),
+    ("a\\b", "g"),
+    ("\\Bb", "g"),
+    ("(a)(b)?", "g"),
+    ("(?<x>a+)c", "g"),
+    ("a.c", "g"),
+    ("a.c", "gs"),
+    ("[^b]+", "g"),
+    ("é+", "g"),
+    ("é|a", "gi"),
+    ("A+B", "gi"),
+    ("(ab|a)*c", "g"),
+    ("a{2,3}", "g"),
+    ("a{2,3}?", "g"),
+    ("\\d+", "g"),
+    ("\\s+", "g"),
+    ("<b[^>]*>", "gi"),
+    ("a\\nb", "g"),
+    ("\\w+", "g"),
+    ("c", ""),
 ];
 const REPLACEMENTS: &[&str] = &["", "-", "[$&]", "$1$1", "<$<x>>", "$$"];
 
 fn alphabet_input() -> impl Strategy<Value = String> {
-    prop::collection::vec(prop::sample::select(vec!["a", "b", "c", "é", "A", "B", " ", "\n", "\r\n", "<b>", "1", "x", "ß"]), 0..40)
-        .prop_map(|parts| parts.concat())
+    prop::collection::vec(
+        prop::sample::select(vec!["a", "b", "c", "é", "A", "B", " ", "\n", "\r\n", "<b>", "1", "x", "ß"]),
+        0..40,
+    )
+    .prop_map(|parts| parts.concat())
 }
 
 proptest! {
