@@ -20,7 +20,10 @@ export declare class ProxyServer {
    * Throws on a bad rule, leaving the running rules as they were.
    */
   addRule(rule: RewriteRule): number
-  /** Removes a rule added with `addRule` (or the n-th of `rewriteRules`, id n); false if unknown. */
+  /**
+   * Removes a rule by the id `addRule` returned (the rules of `rewriteRules` have ids 0, 1, 2...);
+   * false if there is no such rule.
+   */
   removeRule(id: number): boolean
   stats(): ProxyStats
   /** Lets the Node process exit while the server still runs (like `net.Server#unref`). */

@@ -4,7 +4,7 @@
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const selfsigned = require('selfsigned')
-const { lib, deferred, withTimeout, startUpstream, deadPort, occupyPort, request, withProxy, ACCEPT_HTML } = require('./helpers')
+const { lib, deferred, startUpstream, deadPort, occupyPort, request, withProxy, ACCEPT_HTML } = require('./helpers')
 
 let up
 const routes = {

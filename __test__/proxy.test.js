@@ -248,16 +248,19 @@ test('streaming rewrite equals String.prototype.replace for bodies split at rand
     { match: /é+/g, replace: '[$&]' },
     { match: /(a)(b)?/, replace: '<$1$2>' },
     { match: /\bab\b/g, replace: 'W' },
-    { match: /^a/gm, replace: 'S' },
-    { match: /b$/gm, replace: 'E' },
+    // m-mode anchors differ from V8 only between \r and \n (README, pinned in rewrite.test.js): here without m
+    { match: /^a/g, replace: 'S' },
+    { match: /b$/g, replace: 'E' },
     { match: /<(\w+)>/g, replace: '{$1}' },
     { match: 'ab', replace: 'Q' },
     { match: /a|ab/g, replace: '1' },
     { match: /€+/g, replace: 'EUR' },
     { match: /"[^"]*"/g, replace: (m) => m.toUpperCase() },
     { match: /b\s+a/g, replace: 'b_a' },
+    { match: /$/g, replace: ';' },
+    { match: /\r\n/g, replace: '\n' },
   ]
-  const alphabet = ['a', 'b', 'é', '€', '\n', ' ', '<p>', '"', 'ab', `"http://${T}/z"`, '😀']
+  const alphabet = ['a', 'b', 'é', '€', '\n', '\r\n', ' ', '<p>', '"', 'ab', `"http://${T}/z"`, '😀']
   const failures = []
   const CASES = 40
   await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET }, async (server) => {
@@ -286,9 +289,12 @@ test('streaming rewrite equals String.prototype.replace for bodies split at rand
         )
         const got = res.body.toString()
         if (got !== expected) {
+          let at = 0
+          while (at < got.length && got[at] === expected[at]) at++
+          const from = Math.max(0, at - 40)
           failures.push(
-            `case ${i}: rules ${rules.map((r) => String(r.match)).join(', ')}\n  splits ${JSON.stringify(parts.map((p) => p.length))}\n` +
-              `  input    ${JSON.stringify(body)}\n  expected ${JSON.stringify(expected)}\n  got      ${JSON.stringify(got)}`,
+            `case ${i}: rules ${rules.map((r) => String(r.match)).join(', ')}; upstream chunks ${JSON.stringify(parts.map((p) => p.length))}; first difference at char ${at}\n` +
+              `  expected …${JSON.stringify(expected.slice(from, at + 40))}…\n  got      …${JSON.stringify(got.slice(from, at + 40))}…`,
           )
         }
       } finally {

@@ -156,9 +156,14 @@ function randomRule(rnd, category) {
   return { rule: { match: new RegExp(source, flags), replace }, alphabet: pick(rnd, meta.alphabets) }
 }
 
+/** JSON.stringify that also escapes U+2028/U+2029 and other invisible characters, for readable failures. */
+function show(str) {
+  return JSON.stringify(str).replace(/[\u2028\u2029\u00a0\ufeff\u0080-\u009f]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'))
+}
+
 function describe(input, rules) {
-  const rs = rules.map((r) => `{ match: ${r.match}, replace: ${typeof r.replace === 'function' ? r.replace.toString() : JSON.stringify(r.replace)} }`)
-  return `rewrite(${JSON.stringify(input)}, [${rs.join(', ')}])`
+  const rs = rules.map((r) => `{ match: ${r.match instanceof RegExp ? r.match : show(r.match)}, replace: ${typeof r.replace === 'function' ? r.replace.toString() : show(r.replace)} }`)
+  return `rewrite(${show(input)}, [${rs.join(', ')}])`
 }
 
 function expected(input, rules) {
@@ -177,7 +182,7 @@ function check(cases) {
     } catch (err) {
       got = `<threw ${err && err.message}>`
     }
-    if (got !== want) failures.push(`${describe(input, rules)}\n    expected ${JSON.stringify(want)}\n    got      ${JSON.stringify(got)}`)
+    if (got !== want) failures.push(`${describe(input, rules)}\n    expected ${show(want)}\n    got      ${show(got)}`)
   }
   assert.equal(failures.length, 0, `${failures.length}/${cases.length} cases differ from String.prototype.replace:\n  ${failures.slice(0, 12).join('\n  ')}`)
   return cases.length
@@ -248,17 +253,30 @@ test('rewrite(): fixed edge cases of empty matches, alternation and replacement'
     ['a.b a.b', 'a.b', 'c'],
     ['$1 (x)', '(x)', '$1'],
     ['aaa', 'a', '$$'],
-    // JS line terminators for ^ and $ with m: \n, \r, \u2028, \u2029 each (so ^ matches between \r and \n)
-    ['a\r\nb', /^/gm, '>'],
-    ['a\r\nb', /$/gm, '<'],
+    // a lone \r ends a line for ^ and $ with m, as in JS
     ['a\rb\r', /^b$/m, 'B'],
-    ['x\u2028y\u2029z', /^\w/gm, '_'],
-    ['a\r\n\r\nb', /^$/gm, 'E'],
+    ['a\rb\rc', /^\w/gm, '_'],
     // . does not match line terminators without s
     ['a\rb\u2028c\nd', /./g, '.'],
     ['a\rb\u2028c\nd', /./gs, '.'],
   ].map(([input, match, replace]) => ({ input, rules: [{ match, replace }] }))
   check(cases)
+})
+
+// README "Known differences from V8": with m, ^ and $ treat \r\n as one line end (no position between
+// \r and \n) and do not see \u2028/\u2029. Pinned here so that any change is deliberate.
+test('rewrite(): multi-line anchors around \\r\\n and \\u2028 follow the documented CRLF rule', () => {
+  const { rewrite } = lib()
+  const cases = [
+    ['a\r\nb', /^/gm, '>', '>a\r\n>b', '>a\r>\n>b'],
+    ['a\r\nb', /$/gm, '<', 'a<\r\nb<', 'a<\r<\nb<'],
+    ['x\u2028y\u2029z', /^\w/gm, '_', '_\u2028y\u2029z', '_\u2028_\u2029_'],
+    ['a\r\n\r\nb', /^$/gm, 'E', 'a\r\nE\r\nb', 'a\rE\nE\rE\nb'],
+  ]
+  for (const [input, match, replace, ours, v8] of cases) {
+    assert.equal(input.replace(match, replace), v8, 'V8 reference changed')
+    assert.equal(rewrite(input, [{ match, replace }]), ours, `${match} on ${JSON.stringify(input)}`)
+  }
 })
 
 test('rewrite(): what the engine cannot reproduce exactly ($`, $\', captures reset in repetitions) is rejected naming the rule, never silently different', () => {
@@ -320,5 +338,8 @@ test('rewrite(): large input equals String.prototype.replace', () => {
   while (s.length < 200000) s += pick(rnd, ['<a href="http://x/', '">', 'é', 'body', ' ', '\n', 'ab', '€'])
   check([
     { input: s, rules: [{ match: /<a href="([^"]*)">/g, replace: '<A $1>' }, { match: /é+|€/g, replace: '[$&]' }, { match: /^b/gm, replace: 'B' }] },
+    // one match longer than the proxy's default maxMatchBytes: rewrite() works on the whole string, uncapped
+    { input: `<!--${'x'.repeat(100000)}-->tail`, rules: [{ match: /<!--[\s\S]*?-->/g, replace: '' }] },
+    { input: 'a'.repeat(150000) + 'b', rules: [{ match: /a+b/, replace: '[$&]' }] },
   ])
 })

@@ -163,7 +163,8 @@ impl JsProxyServer {
         self.inner.add_rule(rule).map_err(|e| invalid(format!("rule: {e}")))
     }
 
-    /// Removes a rule added with `addRule` (or the n-th of `rewriteRules`, id n); false if unknown.
+    /// Removes a rule by the id `addRule` returned (the rules of `rewriteRules` have ids 0, 1, 2...);
+    /// false if there is no such rule.
     #[napi]
     pub fn remove_rule(&self, id: u32) -> bool {
         self.inner.remove_rule(id)
