@@ -329,7 +329,7 @@ async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host
                 shared.stats.add_passed_through();
                 return Response::from_parts(head, ProxyBody::Passthrough { prefix: Some(raw.into()), upstream });
             }
-            Err(e) => return bad_gateway(&shared, &url, &format!("upstream body failed: {e}")),
+            Err(e) => return bad_gateway(&shared, &url, &format!("reading the upstream body failed: {e}")),
         }
     }
     let headers = &mut head.headers;
@@ -382,10 +382,8 @@ async fn sniff_html(
             return Ok(if html { Sniffed::Html(decoded) } else { Sniffed::NotHtml(raw) });
         };
         raw.extend_from_slice(&data);
-        if pipeline.decode(&data, &mut decoded).is_err() {
-            // Not decodable: the client gets the bytes as the upstream sent them.
-            return Ok(Sniffed::NotHtml(raw));
-        }
+        // Nothing has been sent yet, so a body we cannot decode becomes a 502 that says why.
+        pipeline.decode(&data, &mut decoded)?;
         match body::looks_like_html(&decoded) {
             Some(true) => return Ok(Sniffed::Html(decoded)),
             Some(false) => return Ok(Sniffed::NotHtml(raw)),
