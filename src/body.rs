@@ -145,6 +145,11 @@ pub enum PipelineError {
     Replace(#[from] ReplaceError),
 }
 
+/// A decoder that neither consumes nor produces would loop forever: treat it as a corrupt body.
+fn stalled_decoder() -> PipelineError {
+    PipelineError::Codec(CodecError::Corrupt("compressed", "decoder made no progress".into()))
+}
+
 /// decode → rewrite → encode, one chunk at a time.
 pub struct Pipeline {
     decoder: Decoder,
@@ -171,7 +176,11 @@ impl Pipeline {
             let before = decoded.len();
             let consumed = self.decoder.decode(raw, decoded)?;
             raw = &raw[consumed..];
-            if raw.is_empty() && decoded.len() - before < DECODED_PIECE {
+            let produced = decoded.len() - before;
+            if consumed == 0 && produced == 0 && !raw.is_empty() {
+                return Err(stalled_decoder());
+            }
+            if raw.is_empty() && produced < DECODED_PIECE {
                 return Ok(());
             }
         }
@@ -195,6 +204,9 @@ impl Pipeline {
                 Err(e) => break Err(e.into()),
             };
             raw = &raw[consumed..];
+            if consumed == 0 && decoded.is_empty() && !raw.is_empty() {
+                break Err(stalled_decoder());
+            }
             if let Err(e) = self.push_decoded(&decoded, out) {
                 break Err(e);
             }

@@ -110,8 +110,9 @@ pub struct Decoder {
 
 enum DecoderState {
     Identity,
-    /// Deflate waits for its first two bytes to tell zlib-wrapped from raw streams.
-    DeflateUnknown,
+    /// Deflate waits for its first two bytes to tell zlib-wrapped from raw streams (holding the
+    /// first one if it comes alone).
+    DeflateUnknown(Option<u8>),
     Flate(Box<Decompress>, Vec<u8>, &'static str),
     Brotli(
         Box<brotli::BrotliState<brotli::enc::StandardAlloc, brotli::enc::StandardAlloc, brotli::enc::StandardAlloc>>,
@@ -127,7 +128,7 @@ impl Decoder {
             Encoding::Gzip => {
                 DecoderState::Flate(Box::new(Decompress::new_gzip(15)), Vec::with_capacity(DECODED_PIECE), "gzip")
             }
-            Encoding::Deflate => DecoderState::DeflateUnknown,
+            Encoding::Deflate => DecoderState::DeflateUnknown(None),
             Encoding::Brotli => DecoderState::Brotli(
                 Box::new(brotli::BrotliState::new(Default::default(), Default::default(), Default::default())),
                 vec![0; DECODED_PIECE].into_boxed_slice(),
@@ -143,14 +144,20 @@ impl Decoder {
     /// Decodes from `input` into `out` (at most [`DECODED_PIECE`] new bytes); returns the input bytes
     /// consumed. Call again while input remains or while a call filled its piece.
     pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, CodecError> {
-        if let DecoderState::DeflateUnknown = self.state {
-            if input.len() < 2 {
-                return Ok(0);
-            }
+        if let DecoderState::DeflateUnknown(held) = self.state {
+            let mut first_two = held.into_iter().chain(input.iter().copied());
+            let (Some(b0), Some(b1)) = (first_two.next(), first_two.next()) else {
+                self.state = DecoderState::DeflateUnknown(held.or(input.first().copied()));
+                return Ok(input.len());
+            };
             // RFC 9110's "deflate" is zlib-wrapped, but some servers send raw deflate.
-            let zlib = input[0] & 0x0F == 8 && (u16::from(input[0]) << 8 | u16::from(input[1])) % 31 == 0;
+            let zlib = b0 & 0x0F == 8 && (u16::from(b0) << 8 | u16::from(b1)) % 31 == 0;
             self.state =
                 DecoderState::Flate(Box::new(Decompress::new(zlib)), Vec::with_capacity(DECODED_PIECE), "deflate");
+            if let Some(byte) = held {
+                // The held byte is the start of a header: it decodes to nothing.
+                self.decode(&[byte], out)?;
+            }
         }
         match &mut self.state {
             DecoderState::Identity => {
@@ -158,7 +165,7 @@ impl Decoder {
                 out.extend_from_slice(&input[..n]);
                 Ok(n)
             }
-            DecoderState::DeflateUnknown => unreachable!("resolved above"),
+            DecoderState::DeflateUnknown(_) => unreachable!("resolved above"),
             DecoderState::Flate(inflate, piece, name) => {
                 if self.finished {
                     return Ok(input.len()); // bytes after the end of the stream are ignored, as browsers do
@@ -226,7 +233,7 @@ impl Decoder {
     pub fn finish(&self) -> Result<(), CodecError> {
         match &self.state {
             DecoderState::Identity => Ok(()),
-            DecoderState::DeflateUnknown => Err(CodecError::Truncated("deflate")),
+            DecoderState::DeflateUnknown(_) => Err(CodecError::Truncated("deflate")),
             DecoderState::Flate(_, _, name) if !self.finished => Err(CodecError::Truncated(name)),
             DecoderState::Brotli(..) if !self.finished => Err(CodecError::Truncated("br")),
             DecoderState::Zstd(..) if !self.finished => Err(CodecError::Truncated("zstd")),
@@ -346,7 +353,11 @@ pub fn decode_all(encoding: Encoding, mut input: &[u8]) -> Result<Vec<u8>, Codec
         let before = out.len();
         let consumed = decoder.decode(input, &mut out)?;
         input = &input[consumed..];
-        if input.is_empty() && out.len() - before < DECODED_PIECE && consumed == 0 {
+        let produced = out.len() - before;
+        if consumed == 0 && produced == 0 && !input.is_empty() {
+            return Err(CodecError::Corrupt(encoding.token(), "decoder made no progress".into()));
+        }
+        if input.is_empty() && produced < DECODED_PIECE && consumed == 0 {
             break;
         }
     }
@@ -384,6 +395,26 @@ mod tests {
             }
             decoder.finish().unwrap();
             assert_eq!(decoded, body, "{encoding:?}");
+        }
+    }
+
+    #[test]
+    fn deflate_fed_one_byte_at_a_time() {
+        for raw in [false, true] {
+            let compressed = if raw {
+                let mut w = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+                w.write_all(b"one byte at a time").unwrap();
+                w.finish().unwrap()
+            } else {
+                encode_all(Encoding::Deflate, b"one byte at a time")
+            };
+            let mut decoder = Decoder::new(Encoding::Deflate);
+            let mut out = Vec::new();
+            for byte in &compressed {
+                assert_eq!(decoder.decode(std::slice::from_ref(byte), &mut out).unwrap(), 1);
+            }
+            decoder.finish().unwrap();
+            assert_eq!(out, b"one byte at a time");
         }
     }
 

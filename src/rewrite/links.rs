@@ -1,77 +1,263 @@
 //! Browsersync's link rewrite (`rewriteLinks` in browser-sync's proxy-utils.js), reproduced exactly
 //! except that the target host is matched literally (Browsersync forgets to escape its dots).
 //!
-//! Browsersync's regex uses two look-aheads, `(?!:)` and `(?=[ ,'"\s])`, which a DFA cannot run. Both
-//! look one character ahead, so the pattern below consumes that character instead and [`replace`]
-//! gives it back: the next search starts at it, as it would in JS.
+//! Browsersync's regex, with HOST the target's `hostname[:port]`:
+//!
+//! ```text
+//! https?:\\/\\/HOST | ('|")\/\/HOST | https?://HOST(?!:)(/)? | ('|")(https?://|/|\.)?HOST(?!:)(/)?(.*?)(?=[ ,'"\s])
+//! ```
+//!
+//! Every match contains HOST at most [`MAX_LEAD`] bytes after its start, so a dedicated matcher finds
+//! HOST with `memmem` and checks the few bytes around it by hand (the look-aheads included, which a DFA
+//! cannot run). It answers like the generic stage's DFA walk: a final match, no match, or "still alive
+//! at the end of the data" so that the stage holds those bytes back.
+
+use memchr::memmem;
+
+use super::stream::Next;
 
 /// Bytes that may stand before the host in a match: `https:\/\/` is the longest.
-pub(super) const MAX_LEAD: usize = 10;
+const MAX_LEAD: usize = 10;
 
-/// JS `[ ,'"\s]`: where a quoted URL ends.
-const DELIMITER: &str =
-    r#" ,'"\t\n\x0B\x0C\r\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}"#;
-
-/// The four alternatives of Browsersync's regex, in its order (leftmost-first keeps its priorities).
-pub(super) fn pattern(target_host: &str) -> String {
-    let host = regex_syntax::escape(target_host);
-    let d = DELIMITER;
-    [
-        // JSON-escaped URLs: https:\/\/HOST
-        format!(r"https?:\\/\\/{host}"),
-        // quoted protocol-relative URLs: "//HOST
-        format!(r#"['"]//{host}"#),
-        // absolute URLs anywhere: https://HOST(?!:)(/)?
-        format!(r"https?://{host}(?:/|[^:/]|\z)"),
-        // quoted attribute values: ('|")(https?://|/|\.)?HOST(?!:)(/)?(.*?)(?=[ ,'"\s])
-        format!(r#"['"](?:https?://|/|\.)?{host}(?:/[^{d}]*|[^{d}:/][^{d}]*)?[{d}]"#),
-    ]
-    .join("|")
+/// What a start position gives, given the data seen so far.
+enum Verdict {
+    /// A final match ending (logically: look-ahead characters excluded) here.
+    Match(usize),
+    NoMatch,
+    /// Consistent with a match so far: more data decides.
+    Alive,
+    /// Longer than the cap: given up on, its bytes stay as they are.
+    Abandoned,
 }
 
-/// Writes the replacement for `matched` (Browsersync's replacement function, with the request's
-/// Host as `local_host`) and returns how many bytes of `matched` the JS match would have covered.
-pub(super) fn replace(matched: &[u8], target_host: &str, local_host: &str, out: &mut Vec<u8>) -> usize {
-    let quote = matches!(matched.first(), Some(b'\'' | b'"'));
-    let logical = if quote {
-        if matched[1..].starts_with(b"//") && matched[3..].starts_with(target_host.as_bytes()) {
-            matched.len() // `"//HOST`: nothing looked ahead
-        } else {
-            matched.len() - last_char_width(matched) // the delimiter after a quoted value
-        }
-    } else if matched.starts_with(br"http:\/\/") || matched.starts_with(br"https:\/\/") {
-        matched.len()
-    } else {
-        // `https://HOST` plus `/`, or plus a look-ahead character (absent at the end of the body).
-        let bare = matched.iter().position(|&b| b == b':').map_or(0, |i| i + 3) + target_host.len();
-        if matched.get(bare) == Some(&b'/') {
-            bare + 1
-        } else {
-            bare
-        }
-    };
-    let text = String::from_utf8_lossy(&matched[..logical]);
-    let (captured, url) = if quote { text.split_at(1) } else { ("", &text[..]) };
-    out.extend_from_slice(captured.as_bytes());
-    match parse_legacy_url(url) {
-        // Like Node's url.parse: with a host, rebuild a protocol-relative URL.
-        Some(path_and_hash) => {
-            out.extend_from_slice(b"//");
-            out.extend_from_slice(local_host.as_bytes());
-            out.extend_from_slice(path_and_hash.as_bytes());
-        }
-        // Without one, replace the first occurrence of the host.
-        None => out.extend_from_slice(url.replacen(target_host, local_host, 1).as_bytes()),
-    }
-    logical
+#[derive(Debug)]
+pub(super) struct LinkMatcher {
+    host: Vec<u8>,
+    finder: memmem::Finder<'static>,
 }
 
-fn last_char_width(bytes: &[u8]) -> usize {
-    let mut width = 1;
-    while width < bytes.len() && (0x80..0xC0).contains(&bytes[bytes.len() - width]) {
-        width += 1;
+impl LinkMatcher {
+    pub(super) fn new(target_host: &str) -> LinkMatcher {
+        LinkMatcher {
+            host: target_host.as_bytes().to_vec(),
+            finder: memmem::Finder::new(target_host.as_bytes()).into_owned(),
+        }
     }
-    width
+
+    /// The leftmost match at or after `from`, in the leftmost-first order of Browsersync's regex.
+    pub(super) fn next_match(
+        &self,
+        hay: &[u8],
+        from: usize,
+        last: bool,
+        max_match: usize,
+        abandoned: &mut u64,
+    ) -> Next {
+        let len = hay.len();
+        let mut checked = from;
+        loop {
+            let hit = hay.get(checked..).and_then(|rest| self.finder.find(rest)).map(|i| checked + i);
+            // Without a whole host ahead, only a match whose host is cut by the end of the data can start.
+            let (low, high) = match hit {
+                Some(h) => (h.saturating_sub(MAX_LEAD), h),
+                None => (len.saturating_sub(self.host.len().saturating_sub(1) + MAX_LEAD), len),
+            };
+            for start in low.max(checked)..high {
+                match self.verdict(hay, start, last, max_match) {
+                    Verdict::Match(end) => return Next::Match { start, end },
+                    Verdict::Alive => return Next::Pending(start),
+                    Verdict::Abandoned => *abandoned += 1,
+                    Verdict::NoMatch => {}
+                }
+            }
+            match hit {
+                Some(h) => checked = h + 1,
+                None => return Next::Exhausted,
+            }
+        }
+    }
+
+    /// Whether a match starts at `start`, and where it ends.
+    fn verdict(&self, hay: &[u8], start: usize, last: bool, max_match: usize) -> Verdict {
+        let undecided = if last { Verdict::NoMatch } else { Verdict::Alive };
+        // Compares `literal` at `at`: Some(true) it is there, Some(false) it is not, None: data ends first.
+        let expect = |at: usize, literal: &[u8]| -> Option<bool> {
+            let available = hay.get(at..).unwrap_or_default();
+            let n = available.len().min(literal.len());
+            if available[..n] != literal[..n] {
+                Some(false)
+            } else {
+                (n == literal.len()).then_some(true)
+            }
+        };
+        let host = &self.host[..];
+        match hay[start] {
+            b'h' => {
+                // https?:\/\/HOST, then https?://HOST(?!:)(/)?
+                let scheme_end = match expect(start, b"https") {
+                    Some(true) => start + 5,
+                    Some(false) if expect(start, b"http") == Some(true) => start + 4,
+                    Some(false) => return Verdict::NoMatch,
+                    None => return undecided,
+                };
+                let (host_at, escaped) = match (expect(scheme_end, br":\/\/"), expect(scheme_end, b"://")) {
+                    (Some(true), _) => (scheme_end + 5, true),
+                    (_, Some(true)) => (scheme_end + 3, false),
+                    (None, _) | (_, None) => return undecided,
+                    _ => return Verdict::NoMatch,
+                };
+                match expect(host_at, host) {
+                    Some(true) => {}
+                    Some(false) => return Verdict::NoMatch,
+                    None => return undecided,
+                }
+                let end = host_at + host.len();
+                if escaped {
+                    return Verdict::Match(end);
+                }
+                match hay.get(end) {
+                    None if last => Verdict::Match(end),
+                    None => Verdict::Alive,
+                    Some(b'/') => Verdict::Match(end + 1),
+                    Some(b':') => Verdict::NoMatch,
+                    Some(_) => Verdict::Match(end),
+                }
+            }
+            b'\'' | b'"' => {
+                // ('|")\/\/HOST first
+                match expect(start + 1, b"//") {
+                    Some(true) => {
+                        return match expect(start + 3, host) {
+                            Some(true) => Verdict::Match(start + 3 + host.len()),
+                            Some(false) => Verdict::NoMatch,
+                            None => undecided,
+                        }
+                    }
+                    None => return undecided,
+                    Some(false) => {}
+                }
+                // ('|")(https?://|/|\.)?HOST: the options exclude each other, tried in the regex's order.
+                let mut host_end = None;
+                for prefix in [&b"https://"[..], b"http://", b"/", b".", b""] {
+                    let found = match expect(start + 1, prefix) {
+                        Some(true) => expect(start + 1 + prefix.len(), host),
+                        other => other,
+                    };
+                    match found {
+                        Some(true) => {
+                            host_end = Some(start + 1 + prefix.len() + host.len());
+                            break;
+                        }
+                        Some(false) => {}
+                        None => return undecided,
+                    }
+                }
+                let Some(host_end) = host_end else { return Verdict::NoMatch };
+                // (?!:)(/)?(.*?)(?=[ ,'"\s]): up to the first delimiter, which is not part of the match.
+                if hay.get(host_end) == Some(&b':') {
+                    return Verdict::NoMatch;
+                }
+                let limit = start.saturating_add(max_match);
+                let mut at = host_end;
+                while at < hay.len() {
+                    let byte = hay[at];
+                    let (is_delimiter, width) = if byte < 0x80 {
+                        (matches!(byte, b' ' | b',' | b'\'' | b'"' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r'), 1)
+                    } else {
+                        let width = utf8_width(byte);
+                        let Some(bytes) = hay.get(at..at + width) else { return undecided };
+                        match std::str::from_utf8(bytes).ok().and_then(|s| s.chars().next()) {
+                            Some(c) => (is_unicode_space(c), width),
+                            None => return Verdict::NoMatch,
+                        }
+                    };
+                    if at + width > limit {
+                        return Verdict::Abandoned;
+                    }
+                    if is_delimiter {
+                        return Verdict::Match(at);
+                    }
+                    at += width;
+                }
+                if hay.len() >= limit {
+                    Verdict::Abandoned
+                } else {
+                    undecided
+                }
+            }
+            _ => Verdict::NoMatch,
+        }
+    }
+
+    /// Writes Browsersync's replacement for a (logical) match, with the request's Host as `local_host`.
+    pub(super) fn write_replacement(&self, matched: &[u8], local_host: &str, out: &mut Vec<u8>) {
+        let quote = matches!(matched.first(), Some(b'\'' | b'"'));
+        let (captured, url) = matched.split_at(usize::from(quote));
+        out.extend_from_slice(captured);
+        // The common case, `http(s)://HOST` plus a plain path: url.parse changes nothing in it.
+        let rest = url
+            .strip_prefix(b"https://")
+            .or_else(|| url.strip_prefix(b"http://"))
+            .and_then(|r| r.strip_prefix(&self.host[..]));
+        if let Some(path) = rest {
+            let plain = path.first().is_none_or(|&b| b == b'/')
+                && path.iter().all(|&b| b.is_ascii() && !NEEDS_URL_PARSE[usize::from(b)]);
+            if plain {
+                out.extend_from_slice(b"//");
+                out.extend_from_slice(local_host.as_bytes());
+                out.extend_from_slice(path);
+                return;
+            }
+        }
+        let url = String::from_utf8_lossy(url);
+        let host = String::from_utf8_lossy(&self.host);
+        match parse_legacy_url(&url) {
+            // Like Node's url.parse: with a host, rebuild a protocol-relative URL.
+            Some(path_and_hash) => {
+                out.extend_from_slice(b"//");
+                out.extend_from_slice(local_host.as_bytes());
+                out.extend_from_slice(path_and_hash.as_bytes());
+            }
+            // Without one, replace the first occurrence of the host.
+            None => out.extend_from_slice(url.replacen(&*host, local_host, 1).as_bytes()),
+        }
+    }
+}
+
+/// Bytes after which a URL path is not copied as it is: url.parse escapes, splits or rewrites them.
+const NEEDS_URL_PARSE: [bool; 128] = {
+    let mut table = [false; 128];
+    let special = b"#?\\'{}|^`<>\" \r\n\t";
+    let mut i = 0;
+    while i < special.len() {
+        table[special[i] as usize] = true;
+        i += 1;
+    }
+    let mut c = 0;
+    while c < 0x20 {
+        table[c] = true;
+        c += 1;
+    }
+    table[0x7F] = true;
+    table
+};
+
+/// JS `\s` beyond ASCII.
+fn is_unicode_space(c: char) -> bool {
+    matches!(
+        c,
+        '\u{A0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
+    )
+}
+
+fn utf8_width(byte: u8) -> usize {
+    match byte {
+        0xC2..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF4 => 4,
+        _ => 1,
+    }
 }
 
 /// What Browsersync keeps of Node's legacy `url.parse(url)`: `path` (with Browsersync's trailing-slash

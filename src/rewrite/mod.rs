@@ -12,7 +12,6 @@ mod stream;
 
 use std::sync::Arc;
 
-use memchr::memmem;
 use regex_automata::dfa::{dense, StartKind};
 use regex_automata::nfa::thompson;
 use regex_automata::util::prefilter::Prefilter;
@@ -39,16 +38,6 @@ pub struct Rule {
     inner: Arc<CompiledRule>,
 }
 
-/// What a rule does with a match.
-#[derive(Debug)]
-enum Action {
-    Replace(Replacement),
-    /// Browsersync's link rewrite: the replacement depends on the request's Host.
-    Links {
-        target_host: String,
-    },
-}
-
 /// How the stage finds the positions where a match may start, so that most bytes are skipped
 /// without running the automaton (the "Prexy trick", done exactly).
 #[derive(Debug)]
@@ -57,14 +46,26 @@ enum Candidates {
     Every,
     /// A match starts with one of the prefilter's literals.
     Prefix(Prefilter),
-    /// A match contains `needle` starting at most `lead` bytes after the match start.
-    Inner { needle: Box<memmem::Finder<'static>>, lead: usize },
 }
 
 #[derive(Debug)]
 struct CompiledRule {
     label: String,
     global: bool,
+    engine: Engine,
+}
+
+/// How a rule finds its matches and what it puts in their place.
+#[derive(Debug)]
+enum Engine {
+    Regex(RegexRule),
+    /// Browsersync's link rewrite: a dedicated matcher, and a replacement that depends on the
+    /// request's Host.
+    Links(links::LinkMatcher),
+}
+
+#[derive(Debug)]
+struct RegexRule {
     /// Forward DFA, anchored and unanchored starts, leftmost-first.
     dfa: Dfa,
     /// Reverse anchored DFA: from a match's end back to its start.
@@ -72,7 +73,7 @@ struct CompiledRule {
     /// Only built when the replacement needs capture groups.
     captures: Option<meta::Regex>,
     candidates: Candidates,
-    action: Action,
+    replacement: Replacement,
 }
 
 /// The replacement side of a user rule.
@@ -108,22 +109,11 @@ impl Rule {
 
     /// Browsersync's link rewrite for a target `host` (`hostname` or `hostname:port`).
     pub fn links(target_host: &str) -> Rule {
-        let pattern = links::pattern(target_host);
-        let hir = parse(&pattern).expect("the link rule parses");
-        let (dfa, reverse) = build_dfas(&hir).expect("the link rule compiles");
-        let candidates = Candidates::Inner {
-            needle: Box::new(memmem::Finder::new(target_host.as_bytes()).into_owned()),
-            lead: links::MAX_LEAD,
-        };
         Rule {
             inner: Arc::new(CompiledRule {
                 label: "link rewrite".into(),
                 global: true,
-                dfa,
-                reverse,
-                captures: None,
-                candidates,
-                action: Action::Links { target_host: target_host.to_string() },
+                engine: Engine::Links(links::LinkMatcher::new(target_host)),
             }),
         }
     }
@@ -147,7 +137,12 @@ impl Rule {
 
     fn build(label: String, pattern: &str, global: bool, replacement: Replacement) -> Result<Rule, RuleError> {
         let hir = parse(pattern)?;
-        let (dfa, reverse) = build_dfas(&hir)?;
+        let candidates = match Prefilter::from_hir_prefix(MatchKind::LeftmostFirst, &hir) {
+            Some(pre) if pre.is_fast() => Candidates::Prefix(pre),
+            _ => Candidates::Every,
+        };
+        // Start states only need checking where a prefilter can skip ahead from them.
+        let (dfa, reverse) = build_dfas(&hir, !matches!(candidates, Candidates::Every))?;
         let needs_captures = match &replacement {
             Replacement::Template(t) => t.needs_groups(),
             Replacement::Function(_) => true,
@@ -162,19 +157,11 @@ impl Rule {
         } else {
             None
         };
-        let candidates = match Prefilter::from_hir_prefix(MatchKind::LeftmostFirst, &hir) {
-            Some(pre) if pre.is_fast() => Candidates::Prefix(pre),
-            _ => Candidates::Every,
-        };
         Ok(Rule {
             inner: Arc::new(CompiledRule {
                 label,
                 global,
-                dfa,
-                reverse,
-                captures,
-                candidates,
-                action: Action::Replace(replacement),
+                engine: Engine::Regex(RegexRule { dfa, reverse, captures, candidates, replacement }),
             }),
         })
     }
@@ -189,7 +176,7 @@ fn parse(pattern: &str) -> Result<Hir, RuleError> {
         .map_err(|e| RuleError::TooComplex(format!("translated pattern rejected: {e}")))
 }
 
-fn build_dfas(hir: &Hir) -> Result<(Dfa, Dfa), RuleError> {
+fn build_dfas(hir: &Hir, skip_from_start_states: bool) -> Result<(Dfa, Dfa), RuleError> {
     let build = |reverse: bool| {
         let nfa = thompson::Compiler::new()
             .configure(
@@ -206,7 +193,10 @@ fn build_dfas(hir: &Hir) -> Result<(Dfa, Dfa), RuleError> {
         let config = if reverse {
             config.match_kind(MatchKind::All).start_kind(StartKind::Anchored)
         } else {
-            config.match_kind(MatchKind::LeftmostFirst).start_kind(StartKind::Both).specialize_start_states(true)
+            config
+                .match_kind(MatchKind::LeftmostFirst)
+                .start_kind(StartKind::Both)
+                .specialize_start_states(skip_from_start_states)
         };
         dense::Builder::new().configure(config).build_from_nfa(&nfa).map_err(|e| RuleError::TooComplex(e.to_string()))
     };

@@ -12,7 +12,7 @@ use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
 use regex_automata::{Anchored, Input, Span};
 
-use super::{links, Action, Candidates, Replacement, Rule};
+use super::{Candidates, Engine, RegexRule, Replacement, Rule};
 use crate::error::ReplaceError;
 
 /// A set of rules applied to one body, chunk by chunk.
@@ -108,7 +108,7 @@ struct Stage {
     abandoned: u64,
 }
 
-enum Attempt {
+pub(super) enum Attempt {
     /// A final match ending here.
     Match(usize),
     NoMatch,
@@ -119,14 +119,17 @@ enum Attempt {
 }
 
 enum Scan {
-    /// The leftmost match is final and ends here.
-    Match(usize),
+    /// The leftmost match is final and ends at `end`; the scan stopped at `died`.
+    Match {
+        end: usize,
+        died: usize,
+    },
     NoMatch,
     /// The data ends while a match may still start or grow.
     Undecided,
 }
 
-enum Next {
+pub(super) enum Next {
     Match {
         start: usize,
         end: usize,
@@ -139,7 +142,10 @@ enum Next {
 
 impl Stage {
     fn new(rule: Rule, local_host: &str, max_match: usize) -> Stage {
-        let captures = rule.inner.captures.as_ref().map(|re| (re.create_captures(), re.create_cache()));
+        let captures = match &rule.inner.engine {
+            Engine::Regex(re) => re.captures.as_ref().map(|c| (c.create_captures(), c.create_cache())),
+            Engine::Links(_) => None,
+        };
         Stage {
             rule,
             local_host: local_host.to_string(),
@@ -194,7 +200,7 @@ impl Stage {
             match self.next_match(last) {
                 Next::Match { start, end } => {
                     out.extend_from_slice(&self.buf[self.emitted..start]);
-                    let end = self.replace(start, end, out)?;
+                    self.replace(start, end, out)?;
                     self.emitted = end;
                     self.search_from = end;
                     self.skip_char = end == start;
@@ -227,23 +233,34 @@ impl Stage {
     }
 
     fn next_match(&mut self, last: bool) -> Next {
+        let rule = self.rule.clone();
+        match &rule.inner.engine {
+            Engine::Links(matcher) => {
+                matcher.next_match(&self.buf, self.search_from, last, self.max_match, &mut self.abandoned)
+            }
+            Engine::Regex(re) => self.next_regex_match(re, last),
+        }
+    }
+
+    fn next_regex_match(&mut self, re: &RegexRule, last: bool) -> Next {
         let len = self.buf.len();
         let mut from = self.search_from;
         loop {
-            let end = match self.scan_forward(from, last) {
-                Scan::Match(end) => end,
+            let (end, died) = match self.scan_forward(re, from, last) {
+                Scan::Match { end, died } => (end, died),
                 Scan::NoMatch => return Next::Exhausted,
-                Scan::Undecided => return self.pending_start(from, last),
+                Scan::Undecided => return self.pending_start(re, from, last),
             };
-            let start = self.match_start(from, end);
+            let start = self.match_start(re, from, end);
             if start < len && is_continuation(self.buf[start]) {
                 // An empty match inside a UTF-8 character: JS never sees that position.
                 from = start + 1;
                 continue;
             }
-            // A match whose attempt may have outgrown the cap is checked against it exactly.
-            if len - start > self.max_match {
-                match self.attempt(start, last) {
+            // The anchored run from `start` dies no later than the unanchored scan did: only when that
+            // was past the cap may the attempt have outgrown it, and then it is checked exactly.
+            if died - start > self.max_match {
+                match self.attempt(re, start, last) {
                     Attempt::Match(checked) => debug_assert_eq!(checked, end),
                     _ => {
                         self.abandoned += 1;
@@ -258,15 +275,15 @@ impl Stage {
 
     /// Leftmost-first unanchored scan from `from`, linear in the data: finds the end of the leftmost
     /// match once it is final. While no match is in progress it skips to the next candidate position.
-    fn scan_forward(&self, from: usize, last: bool) -> Scan {
-        let dfa = &self.rule.inner.dfa;
+    fn scan_forward(&self, re: &RegexRule, from: usize, last: bool) -> Scan {
+        let dfa = &re.dfa;
         let hay = &self.buf[..];
         let len = hay.len();
         let start_at = |at: usize| {
             let config = start::Config::new().anchored(Anchored::No).look_behind(at.checked_sub(1).map(|i| hay[i]));
             dfa.start_state(&config).ok()
         };
-        let Some(mut at) = self.next_candidate(from) else { return Scan::NoMatch };
+        let Some(mut at) = self.next_candidate(re, from) else { return Scan::NoMatch };
         let Some(mut state) = start_at(at) else { return Scan::NoMatch };
         let mut found = None;
         while at < len {
@@ -276,9 +293,9 @@ impl Stage {
                 if dfa.is_match_state(state) {
                     found = Some(at - 1);
                 } else if dfa.is_dead_state(state) || dfa.is_quit_state(state) {
-                    return found.map_or(Scan::NoMatch, Scan::Match);
+                    return found.map_or(Scan::NoMatch, |end| Scan::Match { end, died: at - 1 });
                 } else if dfa.is_start_state(state) && found.is_none() {
-                    match self.next_candidate(at) {
+                    match self.next_candidate(re, at) {
                         None => return Scan::NoMatch,
                         Some(next) if next > at => {
                             at = next;
@@ -297,12 +314,12 @@ impl Stage {
         if dfa.is_match_state(state) {
             found = Some(len);
         }
-        found.map_or(Scan::NoMatch, Scan::Match)
+        found.map_or(Scan::NoMatch, |end| Scan::Match { end, died: len })
     }
 
     /// The start of the leftmost match ending at `end`: the earliest start the reverse DFA accepts.
-    fn match_start(&self, from: usize, end: usize) -> usize {
-        let rev = &self.rule.inner.reverse;
+    fn match_start(&self, re: &RegexRule, from: usize, end: usize) -> usize {
+        let rev = &re.reverse;
         let hay = &self.buf[..];
         let config = start::Config::new().anchored(Anchored::Yes).look_behind(hay.get(end).copied());
         let Ok(mut state) = rev.start_state(&config) else { return from };
@@ -332,16 +349,16 @@ impl Stage {
 
     /// The data ends inside a possible match: the earliest candidate whose anchored run is still
     /// alive (everything before it can go out), or a match that became final meanwhile.
-    fn pending_start(&mut self, from: usize, last: bool) -> Next {
+    fn pending_start(&mut self, re: &RegexRule, from: usize, last: bool) -> Next {
         let len = self.buf.len();
         let mut from = from;
         while from <= len {
-            let Some(at) = self.next_candidate(from) else { return Next::Exhausted };
+            let Some(at) = self.next_candidate(re, from) else { return Next::Exhausted };
             if at < len && is_continuation(self.buf[at]) {
                 from = at + 1;
                 continue;
             }
-            match self.attempt(at, last) {
+            match self.attempt(re, at, last) {
                 Attempt::Match(end) => return Next::Match { start: at, end },
                 Attempt::Alive => return Next::Pending(at),
                 Attempt::Abandoned => self.abandoned += 1,
@@ -353,10 +370,10 @@ impl Stage {
     }
 
     /// The smallest position at or after `from` where a match may start, given the data so far.
-    fn next_candidate(&self, from: usize) -> Option<usize> {
+    fn next_candidate(&self, re: &RegexRule, from: usize) -> Option<usize> {
         let hay = &self.buf;
         let len = hay.len();
-        match &self.rule.inner.candidates {
+        match &re.candidates {
             Candidates::Every => Some(from),
             Candidates::Prefix(pre) => {
                 // A literal cut by the end of the data shows only as a partial prefix.
@@ -367,23 +384,12 @@ impl Stage {
                     None => (tail < len).then_some(tail),
                 }
             }
-            Candidates::Inner { needle, lead } => {
-                let tail = len.saturating_sub(needle.needle().len().saturating_sub(1) + lead).max(from);
-                let hit = hay
-                    .get(from..)
-                    .and_then(|rest| needle.find(rest))
-                    .map(|h| (from + h).saturating_sub(*lead).max(from));
-                match hit {
-                    Some(h) => Some(h.min(tail)),
-                    None => (tail < len).then_some(tail),
-                }
-            }
         }
     }
 
     /// Runs the anchored DFA from `at` over the data held.
-    fn attempt(&self, at: usize, last: bool) -> Attempt {
-        let dfa = &self.rule.inner.dfa;
+    fn attempt(&self, re: &RegexRule, at: usize, last: bool) -> Attempt {
+        let dfa = &re.dfa;
         let hay = &self.buf;
         let look_behind = at.checked_sub(1).map(|i| hay[i]);
         let config = start::Config::new().anchored(Anchored::Yes).look_behind(look_behind);
@@ -418,29 +424,29 @@ impl Stage {
         found.map_or(Attempt::NoMatch, Attempt::Match)
     }
 
-    /// Writes the replacement of `buf[start..end]`; returns where the match logically ends
-    /// (the link rule consumes one look-ahead character that it gives back).
-    fn replace(&mut self, start: usize, end: usize, out: &mut Vec<u8>) -> Result<usize, ReplaceError> {
-        let inner = &self.rule.inner;
+    /// Writes the replacement of `buf[start..end]`.
+    fn replace(&mut self, start: usize, end: usize, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
+        let rule = self.rule.clone();
         let whole = &self.buf[start..end];
-        let replacement = match &inner.action {
-            Action::Links { target_host } => {
-                return Ok(start + links::replace(whole, target_host, &self.local_host, out));
+        let re = match &rule.inner.engine {
+            Engine::Links(matcher) => {
+                matcher.write_replacement(whole, &self.local_host, out);
+                return Ok(());
             }
-            Action::Replace(replacement) => replacement,
+            Engine::Regex(re) => re,
         };
         let Some((caps, cache)) = self.captures.as_mut() else {
-            if let Replacement::Template(t) = replacement {
+            if let Replacement::Template(t) = &re.replacement {
                 t.expand(whole, |_| None, |_| None, out);
             }
-            return Ok(end);
+            return Ok(());
         };
-        let regex = inner.captures.as_ref().expect("captures come with their regex");
+        let regex = re.captures.as_ref().expect("captures come with their regex");
         let input = Input::new(&self.buf[..]).span(start..self.buf.len()).anchored(Anchored::Yes);
         regex.search_captures_with(cache, &input, caps);
         debug_assert_eq!(caps.get_match().map(|m| m.end()), Some(end), "DFA and captures disagree");
         let buf = &self.buf;
-        match replacement {
+        match &re.replacement {
             Replacement::Template(t) => t.expand(
                 whole,
                 |i| caps.get_group(i).map(|s| &buf[s.range()]),
@@ -453,11 +459,11 @@ impl Stage {
                 let group_refs: Vec<Option<&str>> = groups.iter().map(|g| g.as_deref()).collect();
                 let replaced = f
                     .replace(&String::from_utf8_lossy(whole), &group_refs, self.offset + start)
-                    .map_err(|message| ReplaceError { rule: inner.label.clone(), message })?;
+                    .map_err(|message| ReplaceError { rule: rule.inner.label.clone(), message })?;
                 out.extend_from_slice(replaced.as_bytes());
             }
         }
-        Ok(end)
+        Ok(())
     }
 }
 
