@@ -58,10 +58,10 @@ struct CompiledRule {
 /// How a rule finds its matches and what it puts in their place.
 #[derive(Debug)]
 enum Engine {
-    Regex(Box<RegexRule>),
+    Regex(RegexRule),
     /// Browsersync's link rewrite: a dedicated matcher, and a replacement that depends on the
     /// request's Host.
-    Links(links::LinkMatcher),
+    Links(Box<links::LinkMatcher>),
 }
 
 #[derive(Debug)]
@@ -113,7 +113,7 @@ impl Rule {
             inner: Arc::new(CompiledRule {
                 label: "link rewrite".into(),
                 global: true,
-                engine: Engine::Links(links::LinkMatcher::new(target_host)),
+                engine: Engine::Links(Box::new(links::LinkMatcher::new(target_host))),
             }),
         }
     }
@@ -161,7 +161,7 @@ impl Rule {
             inner: Arc::new(CompiledRule {
                 label,
                 global,
-                engine: Engine::Regex(Box::new(RegexRule { dfa, reverse, captures, candidates, replacement })),
+                engine: Engine::Regex(RegexRule { dfa, reverse, captures, candidates, replacement }),
             }),
         })
     }
