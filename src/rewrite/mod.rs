@@ -58,7 +58,7 @@ struct CompiledRule {
 /// How a rule finds its matches and what it puts in their place.
 #[derive(Debug)]
 enum Engine {
-    Regex(RegexRule),
+    Regex(Box<RegexRule>),
     /// Browsersync's link rewrite: a dedicated matcher, and a replacement that depends on the
     /// request's Host.
     Links(Box<links::LinkMatcher>),
@@ -161,7 +161,7 @@ impl Rule {
             inner: Arc::new(CompiledRule {
                 label,
                 global,
-                engine: Engine::Regex(RegexRule { dfa, reverse, captures, candidates, replacement }),
+                engine: Engine::Regex(Box::new(RegexRule { dfa, reverse, captures, candidates, replacement })),
             }),
         })
     }
