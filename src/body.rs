@@ -242,18 +242,30 @@ impl Pipeline {
 const OUTPUT_BATCH: usize = 64 * 1024;
 
 /// An upstream body with an idle timeout: a stalled upstream becomes an error, not a hung client.
+/// Its failure is logged once, with the URL, whatever the body goes through afterwards.
 pub struct UpstreamBody {
     inner: hyper::body::Incoming,
     idle: Duration,
     deadline: Pin<Box<Sleep>>,
+    stats: Arc<Stats>,
+    url: String,
 }
 
 impl UpstreamBody {
-    pub fn new(inner: hyper::body::Incoming, idle: Duration) -> UpstreamBody {
-        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)) }
+    pub fn new(inner: hyper::body::Incoming, idle: Duration, stats: Arc<Stats>, url: String) -> UpstreamBody {
+        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url }
     }
 
     fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
+        let polled = self.poll_upstream(cx);
+        if let Poll::Ready(Some(Err(e))) = &polled {
+            self.stats.add_upstream_error();
+            self.stats.log_error(&format!("upstream body of {} failed: {e}", self.url));
+        }
+        polled
+    }
+
+    fn poll_upstream(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
         loop {
             match Pin::new(&mut self.inner).poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => {
@@ -349,8 +361,6 @@ impl RewriteState {
                 }
                 Poll::Ready(Some(Err(e))) => {
                     self.finished = true;
-                    self.stats.log_error(&format!("upstream body of {} failed: {e}", self.url));
-                    self.stats.add_upstream_error();
                     return Poll::Ready(Some(Err(e)));
                 }
                 Poll::Ready(None) => {

@@ -11,7 +11,10 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 
-pub type UpstreamClient = Client<HttpsConnector<HttpConnector>, hyper::body::Incoming>;
+/// What we send upstream: the client's streamed body, or nothing when a request is retried.
+pub type RequestBody = http_body_util::combinators::BoxBody<bytes::Bytes, hyper::Error>;
+
+pub type UpstreamClient = Client<HttpsConnector<HttpConnector>, RequestBody>;
 
 /// The TLS settings for upstream connections: verified against the web PKI roots unless
 /// `verify` is false (self-signed dev certificates).

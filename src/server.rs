@@ -7,8 +7,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Uri};
+use http_body::Body as _;
+use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -204,6 +207,7 @@ async fn serve(
     http.timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .max_buf_size(MAX_HEADER_BYTES)
+        .max_header_size(MAX_HEADER_BYTES)
         .keep_alive(true);
     // Each connection task holds a sender; when all are gone, every connection has closed.
     let (alive, mut all_closed) = mpsc::channel::<()>(1);
@@ -268,7 +272,10 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         ));
     }
     if let Some(authority) = req.uri().authority() {
-        if !authority.as_str().eq_ignore_ascii_case(&local_host) {
+        // Absolute-form is only accepted for the proxy itself: it is no forward proxy.
+        let port = shared.local_addr.port();
+        let own = [shared.local_addr.to_string(), format!("localhost:{port}")];
+        if !own.iter().any(|name| authority.as_str().eq_ignore_ascii_case(name)) {
             return Ok(plain(
                 StatusCode::BAD_REQUEST,
                 "devproxy-native only serves its own target; requests for other hosts are refused\n",
@@ -294,8 +301,20 @@ async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host
     };
     parts.version = http::Version::HTTP_11;
     headers::to_upstream(&mut parts.headers, config, &local_host, false);
-    let upstream = shared.client.request(Request::from_parts(parts.clone(), body));
-    let response = match tokio::time::timeout(config.upstream_timeout, upstream).await {
+    let retryable = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) && body.is_end_stream();
+    let request = Request::from_parts(parts.clone(), body.boxed());
+    let exchange = async {
+        match shared.client.request(request).await {
+            // Typically a pooled connection the upstream closed just as we reused it: like nginx,
+            // try a request without a body once more, on a fresh connection.
+            Err(e) if retryable && !e.is_connect() => {
+                let empty = Empty::<Bytes>::new().map_err(|never| match never {}).boxed();
+                shared.client.request(Request::from_parts(parts.clone(), empty)).await
+            }
+            other => other,
+        }
+    };
+    let response = match tokio::time::timeout(config.upstream_timeout, exchange).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => return bad_gateway(&shared, &url, &forward::describe(&e)),
         Err(_) => {
@@ -311,7 +330,7 @@ async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host
         accept: accept.as_deref(),
         accept_encoding: accept_encoding.as_deref(),
     };
-    let mut upstream = UpstreamBody::new(body, config.upstream_timeout);
+    let mut upstream = UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), url.clone());
     let (sniff, decode, encode) = match body::plan(&facts, head.status, &head.headers, config.rewrite_text_types) {
         Plan::Passthrough => {
             shared.stats.add_passed_through();
@@ -329,7 +348,9 @@ async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host
                 shared.stats.add_passed_through();
                 return Response::from_parts(head, ProxyBody::Passthrough { prefix: Some(raw.into()), upstream });
             }
-            Err(e) => return bad_gateway(&shared, &url, &format!("reading the upstream body failed: {e}")),
+            // The upstream body's own failure is logged where it happens.
+            Err(SniffError::Upstream(e)) => return gateway_error_page(&shared, &url, &format!("{e}")),
+            Err(SniffError::Decode(e)) => return bad_gateway(&shared, &url, &format!("{e}")),
         }
     }
     let headers = &mut head.headers;
@@ -368,22 +389,23 @@ enum Sniffed {
     NotHtml(Vec<u8>),
 }
 
+enum SniffError {
+    Upstream(body::BodyError),
+    Decode(body::PipelineError),
+}
+
 /// Reads just enough of the body to tell whether it starts like HTML.
-async fn sniff_html(
-    upstream: &mut UpstreamBody,
-    pipeline: &mut Pipeline,
-    limit: usize,
-) -> Result<Sniffed, body::BodyError> {
+async fn sniff_html(upstream: &mut UpstreamBody, pipeline: &mut Pipeline, limit: usize) -> Result<Sniffed, SniffError> {
     let mut raw = Vec::new();
     let mut decoded = Vec::new();
     loop {
-        let Some(data) = upstream.next_data().await.transpose()? else {
+        let Some(data) = upstream.next_data().await.transpose().map_err(SniffError::Upstream)? else {
             let html = body::looks_like_html(&decoded) == Some(true);
             return Ok(if html { Sniffed::Html(decoded) } else { Sniffed::NotHtml(raw) });
         };
         raw.extend_from_slice(&data);
         // Nothing has been sent yet, so a body we cannot decode becomes a 502 that says why.
-        pipeline.decode(&data, &mut decoded)?;
+        pipeline.decode(&data, &mut decoded).map_err(SniffError::Decode)?;
         match body::looks_like_html(&decoded) {
             Some(true) => return Ok(Sniffed::Html(decoded)),
             Some(false) => return Ok(Sniffed::NotHtml(raw)),
@@ -408,6 +430,11 @@ fn plain(status: StatusCode, text: &'static str) -> Response<ProxyBody> {
 pub(crate) fn bad_gateway(shared: &Shared, url: &str, reason: &str) -> Response<ProxyBody> {
     shared.stats.add_upstream_error();
     shared.stats.log_error(&format!("{url}: {reason}"));
+    gateway_error_page(shared, url, reason)
+}
+
+/// The 502 page alone, for a failure that was already counted and logged.
+fn gateway_error_page(shared: &Shared, url: &str, reason: &str) -> Response<ProxyBody> {
     let target = shared.config.target.origin();
     let html = format!(
         "<!doctype html><meta charset=\"utf-8\"><title>502 Bad Gateway</title>\n\

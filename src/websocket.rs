@@ -73,7 +73,7 @@ pub(crate) async fn tunnel(shared: Arc<Shared>, mut req: Request<Incoming>, loca
         // The upstream refused the upgrade: pass its answer on as is.
         let (mut head, body) = response.into_parts();
         headers::to_client(&mut head.headers, head.status, config, local_host);
-        let upstream = UpstreamBody::new(body, config.upstream_timeout);
+        let upstream = UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), url);
         return Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream });
     }
     let upstream_upgrade = hyper::upgrade::on(&mut response);
