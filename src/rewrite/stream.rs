@@ -59,14 +59,23 @@ impl Rewriter {
         let [a, b] = &mut self.between;
         let (mut src, mut dst) = (a, b);
         src.clear();
+        let mut from_input = true;
         for (i, stage) in self.stages.iter_mut().enumerate() {
-            let data: &[u8] = if i == 0 { input } else { src };
-            if i + 1 == count {
+            let last_stage = i + 1 == count;
+            // A finished stage with nothing held back is the identity: its input skips it.
+            if stage.passes_through() && !last_stage {
+                continue;
+            }
+            let data: &[u8] = if from_input { input } else { src };
+            if last_stage {
                 stage.process(data, last, out)?;
             } else {
                 dst.clear();
+                // Rewriting rarely grows a body much: one allocation instead of repeated doubling.
+                dst.reserve(data.len() + data.len() / 8);
                 stage.process(data, last, dst)?;
                 std::mem::swap(&mut src, &mut dst);
+                from_input = false;
             }
         }
         Ok(())
@@ -161,6 +170,10 @@ impl Stage {
         }
     }
 
+    fn passes_through(&self) -> bool {
+        self.done && self.emitted == self.buf.len()
+    }
+
     fn process(&mut self, input: &[u8], last: bool, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
         if self.done {
             out.extend_from_slice(&self.buf[self.emitted..]);
@@ -233,13 +246,13 @@ impl Stage {
     }
 
     fn next_match(&mut self, last: bool) -> Next {
-        let rule = self.rule.clone();
-        match &rule.inner.engine {
-            Engine::Links(matcher) => {
-                matcher.next_match(&self.buf, self.search_from, last, self.max_match, &mut self.abandoned)
-            }
-            Engine::Regex(re) => self.next_regex_match(re, last),
+        if let Engine::Links(matcher) = &self.rule.inner.engine {
+            return matcher.next_match(&self.buf, self.search_from, last, self.max_match, &mut self.abandoned);
         }
+        // The regex path needs `&mut self` beside the rule: hold the rule through its own handle.
+        let rule = self.rule.clone();
+        let Engine::Regex(re) = &rule.inner.engine else { unreachable!("handled above") };
+        self.next_regex_match(re, last)
     }
 
     fn next_regex_match(&mut self, re: &RegexRule, last: bool) -> Next {
@@ -426,15 +439,13 @@ impl Stage {
 
     /// Writes the replacement of `buf[start..end]`.
     fn replace(&mut self, start: usize, end: usize, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
+        if let Engine::Links(matcher) = &self.rule.inner.engine {
+            matcher.write_replacement(&self.buf[start..end], &self.local_host, out);
+            return Ok(());
+        }
         let rule = self.rule.clone();
+        let Engine::Regex(re) = &rule.inner.engine else { unreachable!("handled above") };
         let whole = &self.buf[start..end];
-        let re = match &rule.inner.engine {
-            Engine::Links(matcher) => {
-                matcher.write_replacement(whole, &self.local_host, out);
-                return Ok(());
-            }
-            Engine::Regex(re) => re,
-        };
         let Some((caps, cache)) = self.captures.as_mut() else {
             if let Replacement::Template(t) = &re.replacement {
                 t.expand(whole, |_| None, |_| None, out);
