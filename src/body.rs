@@ -98,34 +98,40 @@ pub fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, rewrite
 }
 
 /// Whether decoded bytes start like HTML: `/^(\uFEFF|\uFFFE)?\s*<[^>]+>/i`. `None`: need more bytes.
+/// Only the leading characters are decoded; the tag's end is found with `memchr`.
 pub fn looks_like_html(prefix: &[u8]) -> Option<bool> {
-    let (text, invalid) = match std::str::from_utf8(prefix) {
-        Ok(text) => (text, false),
-        Err(e) => (std::str::from_utf8(&prefix[..e.valid_up_to()]).expect("valid prefix"), e.error_len().is_some()),
-    };
-    // Out of characters before a verdict: wait for more, unless the bytes are not text at all.
-    let undecided = if invalid { Some(false) } else { None };
-    let mut chars = text.chars().peekable();
-    if matches!(chars.peek(), Some('\u{FEFF}' | '\u{FFFE}')) {
-        chars.next();
+    const MARKS: [&[u8]; 2] = ["\u{FEFF}".as_bytes(), "\u{FFFE}".as_bytes()];
+    let mut at = 0;
+    for mark in MARKS {
+        if prefix.starts_with(mark) {
+            at = mark.len();
+        } else if mark.starts_with(prefix) {
+            return None;
+        }
     }
-    while chars.peek().is_some_and(|&c| is_js_whitespace(c)) {
-        chars.next();
+    loop {
+        let &byte = prefix.get(at)?;
+        let width = match byte {
+            0x00..=0x7F => 1,
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF4 => 4,
+            _ => return Some(false),
+        };
+        let bytes = prefix.get(at..at + width)?;
+        let Some(c) = std::str::from_utf8(bytes).ok().and_then(|s| s.chars().next()) else { return Some(false) };
+        if !is_js_whitespace(c) {
+            break;
+        }
+        at += width;
     }
-    match chars.next() {
-        Some('<') => {}
-        Some(_) => return Some(false),
-        None => return undecided,
+    if prefix[at] != b'<' {
+        return Some(false);
     }
-    match chars.next() {
-        Some('>') => return Some(false),
-        Some(_) => {}
-        None => return undecided,
-    }
-    if chars.any(|c| c == '>') {
-        Some(true)
-    } else {
-        undecided
+    match prefix.get(at + 1) {
+        None => None,
+        Some(b'>') => Some(false),
+        Some(_) => memchr::memchr(b'>', &prefix[at + 2..]).map(|_| true),
     }
 }
 
@@ -313,8 +319,7 @@ pub enum ProxyBody {
 pub struct RewriteState {
     pub upstream: UpstreamBody,
     pub pipeline: Pipeline,
-    /// Decoded bytes read while sniffing, rewritten first.
-    pub decoded_prefix: Option<Vec<u8>>,
+    /// Output not yet handed to hyper (it may start with what was rewritten before the headers).
     pub out: Vec<u8>,
     pub finished: bool,
     pub stats: Arc<Stats>,
@@ -342,11 +347,6 @@ impl RewriteState {
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         if self.finished {
             return if self.out.is_empty() { Poll::Ready(None) } else { self.take_output() };
-        }
-        if let Some(prefix) = self.decoded_prefix.take() {
-            if let Err(e) = self.pipeline.push_decoded(&prefix, &mut self.out) {
-                return self.fail(e);
-            }
         }
         // Drain what the upstream has ready; hand out a batch when it is big or the upstream pauses.
         loop {

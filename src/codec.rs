@@ -257,16 +257,18 @@ enum EncoderState {
 
 impl Encoder {
     pub fn new(encoding: Encoding) -> Encoder {
-        let level = flate2::Compression::new(4);
+        // Levels chosen for speed: the proxy re-encodes every rewritten page (benches/RESULTS.md:
+        // gzip 2 costs half of gzip 4 per page for 1.17x the size of the upstream's level-6 output).
+        let level = flate2::Compression::new(2);
         let state = match encoding {
             Encoding::Identity => EncoderState::Identity,
             Encoding::Gzip => EncoderState::Gzip(flate2::write::GzEncoder::new(Vec::new(), level)),
             Encoding::Deflate => EncoderState::Deflate(flate2::write::ZlibEncoder::new(Vec::new(), level)),
             Encoding::Brotli => {
-                EncoderState::Brotli(Some(Box::new(brotli::CompressorWriter::new(Vec::new(), 16 * 1024, 4, 20))))
+                EncoderState::Brotli(Some(Box::new(brotli::CompressorWriter::new(Vec::new(), 16 * 1024, 3, 20))))
             }
             Encoding::Zstd => {
-                EncoderState::Zstd(zstd::stream::write::Encoder::new(Vec::new(), 3).expect("zstd encoder allocates"))
+                EncoderState::Zstd(zstd::stream::write::Encoder::new(Vec::new(), 1).expect("zstd encoder allocates"))
             }
         };
         Encoder { state }

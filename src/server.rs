@@ -353,6 +353,20 @@ async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host
             Err(SniffError::Decode(e)) => return bad_gateway(&shared, &url, &format!("{e}")),
         }
     }
+    // Rewrite what was read before the headers go out, so that a failing rule (a `replace` function
+    // that throws) on the start of the page still becomes a 500 rather than an aborted response.
+    let mut out = Vec::new();
+    if let Some(prefix) = decoded_prefix.take() {
+        if let Err(e) = pipeline.push_decoded(&prefix, &mut out) {
+            return match e {
+                body::PipelineError::Replace(e) => {
+                    shared.stats.log_error(&format!("{url}: {e}"));
+                    server_error(&url, &e.to_string())
+                }
+                body::PipelineError::Codec(e) => bad_gateway(&shared, &url, &e.to_string()),
+            };
+        }
+    }
     let headers = &mut head.headers;
     headers.remove(header::CONTENT_LENGTH);
     headers.remove(header::ACCEPT_RANGES);
@@ -370,15 +384,7 @@ async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host
         }
     }
     shared.stats.add_rewritten();
-    let state = RewriteState {
-        upstream,
-        pipeline,
-        decoded_prefix,
-        out: Vec::new(),
-        finished: false,
-        stats: shared.stats.clone(),
-        url,
-    };
+    let state = RewriteState { upstream, pipeline, out, finished: false, stats: shared.stats.clone(), url };
     Response::from_parts(head, ProxyBody::Rewrite(Box::new(state)))
 }
 
@@ -423,6 +429,20 @@ fn plain(status: StatusCode, text: &'static str) -> Response<ProxyBody> {
     let mut response = Response::new(ProxyBody::full(text));
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+}
+
+/// A rewrite rule failed before anything was sent: a 500 that names the rule.
+fn server_error(url: &str, reason: &str) -> Response<ProxyBody> {
+    let html = format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>500 Rewrite failed</title>\n\
+         <h1>500 Rewrite failed</h1>\n<p>devproxy-native could not rewrite <code>{}</code>.</p>\n<pre>{}</pre>\n",
+        escape_html(url),
+        escape_html(reason)
+    );
+    let mut response = Response::new(ProxyBody::full(html));
+    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
     response
 }
 

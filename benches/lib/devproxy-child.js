@@ -1,0 +1,28 @@
+'use strict';
+// devproxy-native through its Node API, in its own process (a child of benches/run.js).
+const path = require('node:path');
+
+const [target, snippet] = process.argv.slice(2);
+
+(async () => {
+  const lib = require(path.join(__dirname, '..', '..'));
+  let server;
+  try {
+    server = await lib.start({ proxy: target, port: 0, snippet, quiet: true });
+  } catch (err) {
+    // An older build may not know `quiet`.
+    if (!/quiet/i.test(String(err && err.message))) throw err;
+    server = await lib.start({ proxy: target, port: 0, snippet });
+  }
+  process.send({ ready: true, port: server.port });
+  process.on('disconnect', async () => {
+    try {
+      await Promise.race([server.stop(), new Promise((r) => setTimeout(r, 2000))]);
+    } finally {
+      process.exit(0);
+    }
+  });
+})().catch((err) => {
+  process.send({ error: String((err && err.stack) || err) });
+  process.exit(1);
+});

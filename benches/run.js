@@ -1,0 +1,780 @@
+#!/usr/bin/env node
+// `npm run bench`: devproxy-native against its peers, on loopback, in one run (issue 4).
+// See benches/README.md. Not a test: CI does not run it.
+//
+// Environment knobs (defaults in brackets):
+//   BENCH_CONTENDERS   comma list of direct,devproxy-native,browser-sync,nginx [all four]
+//   BENCH_DURATION     seconds per wrk run [5]      BENCH_RUNS       wrk runs per contender [3]
+//   BENCH_CONNECTIONS  wrk connections [32]         BENCH_THREADS    wrk threads [2]
+//   BENCH_WARMUP       seconds of wrk warm-up per contender and workload [1]
+//   BENCH_NO_INSTALL=1 never call apt-get (fail if wrk/nginx are missing)
+//   BENCH_NO_WRITE=1   print only, leave benches/RESULTS.md alone
+'use strict';
+
+const fs = require('node:fs');
+const path = require('node:path');
+const http = require('node:http');
+const net = require('node:net');
+const os = require('node:os');
+const zlib = require('node:zlib');
+const { fork, spawn, spawnSync } = require('node:child_process');
+
+const ROOT = path.join(__dirname, '..');
+const WORK = path.join(__dirname, '.work');
+const RESULTS = path.join(__dirname, 'RESULTS.md');
+const ADDON = path.join(ROOT, 'devproxy-native.linux-x64-gnu.node');
+const LUA = path.join(__dirname, 'lib', 'report.lua');
+const HOST = '127.0.0.1';
+const SNIPPET = '<script async id="__bs_script__" src="/browser-sync/browser-sync-client.js?v=3.0.4"></script>';
+
+const ALL = ['direct', 'devproxy-native', 'browser-sync', 'nginx'];
+const cfg = {
+  contenders: (process.env.BENCH_CONTENDERS || ALL.join(',')).split(',').map((s) => s.trim()).filter(Boolean),
+  duration: Number(process.env.BENCH_DURATION || 5),
+  runs: Number(process.env.BENCH_RUNS || 3),
+  connections: Number(process.env.BENCH_CONNECTIONS || 32),
+  threads: Number(process.env.BENCH_THREADS || 2),
+  warmup: Number(process.env.BENCH_WARMUP || 1),
+  install: process.env.BENCH_NO_INSTALL !== '1',
+  write: process.env.BENCH_NO_WRITE !== '1',
+};
+for (const c of cfg.contenders) if (!ALL.includes(c)) fail(`unknown contender ${c} (known: ${ALL.join(', ')})`);
+
+const HTML_HEADERS = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-encoding': 'gzip, deflate, br' };
+const WORKLOADS = [
+  { id: 1, name: '100 KB HTML, upstream gzip (pre-compressed)', path: '/page.html', headers: ['Accept: text/html', 'Accept-Encoding: gzip, deflate, br'] },
+  { id: 2, name: '100 KB per-request-unique HTML (gzip on the fly)', path: '/unique.html', headers: ['Accept: text/html', 'Accept-Encoding: gzip, deflate, br'] },
+  { id: 3, name: '50 KB binary (image/png) passthrough', path: '/image.png', headers: ['Accept: image/avif,image/webp,*/*', 'Accept-Encoding: gzip, deflate, br'] },
+];
+const CLK_TCK = Number(tryExec('getconf', ['CLK_TCK']) || 100);
+const T0 = Date.now();
+
+// ---------------------------------------------------------------------------------------------
+// Processes: every child is tracked and killed on exit.
+
+const children = new Set();
+function track(child) {
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  return child;
+}
+function killAll() {
+  for (const child of children) {
+    try {
+      child.kill('SIGTERM');
+    } catch {}
+  }
+}
+process.on('exit', killAll);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => {
+    killAll();
+    process.exit(130);
+  });
+}
+process.on('uncaughtException', (err) => {
+  console.error(err);
+  killAll();
+  process.exit(1);
+});
+process.on('unhandledRejection', (err) => {
+  console.error(err);
+  killAll();
+  process.exit(1);
+});
+
+function fail(message) {
+  console.error(`bench: ${message}`);
+  process.exit(1);
+}
+function log(message) {
+  const s = ((Date.now() - T0) / 1000).toFixed(0).padStart(4);
+  console.log(`[${s}s] ${message}`);
+}
+function tryExec(cmd, args) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  if (r.error) return null;
+  return (r.stdout || '').trim() || (r.stderr || '').trim() || null;
+}
+function which(cmd) {
+  for (const dir of (process.env.PATH + ':/usr/sbin:/sbin').split(':')) {
+    const p = path.join(dir, cmd);
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      return p;
+    } catch {}
+  }
+  return null;
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+function median(xs) {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (!s.length) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+function percentile(xs, p) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+}
+
+/** A forked Node child that reports `{ready, port}` (or `{error}`) over IPC. */
+function forkChild(script, args, label, env = process.env) {
+  const child = track(fork(script, args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] }));
+  let stderr = '';
+  child.stderr.on('data', (d) => {
+    stderr = (stderr + d).slice(-4000);
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${label}: not ready after 60 s\n${stderr}`)), 60_000);
+    child.on('message', (m) => {
+      if (m.error) {
+        clearTimeout(timer);
+        reject(new Error(`${label}: ${m.error}`));
+      } else if (m.ready) {
+        clearTimeout(timer);
+        resolve({ child, ...m });
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${label} exited (${code})\n${stderr}`));
+    });
+  });
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, HOST, () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port, ms = 15_000) {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const ok = await new Promise((resolve) => {
+      const sock = net.connect(port, HOST);
+      sock.once('connect', () => {
+        sock.destroy();
+        resolve(true);
+      });
+      sock.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await sleep(50);
+  }
+  throw new Error(`nothing listens on ${HOST}:${port}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc: CPU time and memory of a contender's processes.
+
+function procStat(pid) {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    // f[0] is field 3 (state): utime = field 14, stime = 15, ppid = 4
+    return { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / CLK_TCK };
+  } catch {
+    return null;
+  }
+}
+function cpuSeconds(pids) {
+  return pids.reduce((sum, pid) => sum + ((procStat(pid) || {}).cpu || 0), 0);
+}
+function childPids(parent) {
+  const out = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    const st = procStat(Number(d));
+    if (st && st.ppid === parent) out.push(Number(d));
+  }
+  return out;
+}
+function memKb(pid) {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const get = (k) => Number((s.match(new RegExp(`^${k}:\\s+(\\d+)`, 'm')) || [])[1] || 0);
+    return { rss: get('VmRSS'), hwm: get('VmHWM') };
+  } catch {
+    return { rss: 0, hwm: 0 };
+  }
+}
+function resetPeak(pid) {
+  try {
+    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5'); // resets VmHWM (Linux >= 4.0)
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `napi build` without --release leaves DWARF in the addon (and makes it ~10x larger). */
+function addonLooksDebug() {
+  const sections = tryExec('readelf', ['-S', '-W', ADDON]);
+  if (sections) return /\.debug_info/.test(sections);
+  return fs.statSync(ADDON).size > 50e6;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools: wrk and nginx with subs_filter, installed with apt-get when missing.
+
+let aptUpdated = false;
+function aptInstall(pkgs) {
+  if (!cfg.install) fail(`missing ${pkgs.join(' ')} and BENCH_NO_INSTALL=1`);
+  const sudo = process.getuid && process.getuid() !== 0 ? ['sudo'] : [];
+  const run = (args) => {
+    log(`$ ${[...sudo, ...args].join(' ')}`);
+    const r = spawnSync(sudo[0] || args[0], sudo.length ? args : args.slice(1), {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
+    if (r.status !== 0) fail(`${args.join(' ')} failed (${r.status})`);
+  };
+  // Never let a package's postinst start a service listening on 0.0.0.0:80.
+  const policy = '/usr/sbin/policy-rc.d';
+  const ownPolicy = !fs.existsSync(policy);
+  if (ownPolicy) {
+    try {
+      fs.writeFileSync(policy, '#!/bin/sh\nexit 101\n', { mode: 0o755 });
+    } catch {}
+  }
+  try {
+    if (!aptUpdated) run(['apt-get', 'update', '-qq']);
+    aptUpdated = true;
+    run(['apt-get', 'install', '-y', '-qq', '--no-install-recommends', ...pkgs]);
+  } finally {
+    if (ownPolicy) fs.rmSync(policy, { force: true });
+  }
+}
+
+function subsFilterModule() {
+  for (const dir of ['/usr/lib/nginx/modules', '/usr/share/nginx/modules']) {
+    const p = path.join(dir, 'ngx_http_subs_filter_module.so');
+    if (fs.existsSync(p)) return p;
+  }
+  return null;
+}
+
+function ensureTools() {
+  if (!which('wrk')) aptInstall(['wrk']);
+  if (!which('wrk')) fail('wrk is not installed');
+  if (cfg.contenders.includes('nginx')) {
+    if (!which('nginx') || !subsFilterModule()) aptInstall(['nginx-light', 'libnginx-mod-http-subs-filter']);
+    if (!which('nginx') || !subsFilterModule()) fail('nginx with ngx_http_subs_filter_module is not installed');
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Contenders.
+
+async function startUpstream() {
+  const up = await forkChild(path.join(__dirname, 'lib', 'upstream.js'), [], 'upstream');
+  return { ...up, pid: up.child.pid, url: `http://${HOST}:${up.port}` };
+}
+
+function nginxConf(prefix, port, upPort, module) {
+  const esc = (s) => s.replace(/\\/g, '\\\\').replace(/'/g, "\\'");
+  const upHost = `127.0.0.1:${upPort}`;
+  const upHostRe = upHost.replace(/\./g, '\\.');
+  const proxyHost = `127.0.0.1:${port}`;
+  return `# generated by benches/run.js
+load_module ${module};
+daemon off;
+master_process on;
+worker_processes auto;
+pid ${prefix}/nginx.pid;
+error_log ${prefix}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${prefix}/tmp/client;
+  proxy_temp_path ${prefix}/tmp/proxy;
+  fastcgi_temp_path ${prefix}/tmp/fastcgi;
+  uwsgi_temp_path ${prefix}/tmp/uwsgi;
+  scgi_temp_path ${prefix}/tmp/scgi;
+  upstream bench_upstream { server ${upHost}; keepalive 64; }
+  server {
+    listen ${HOST}:${port};
+    location / {
+      proxy_pass http://bench_upstream;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      # subs_filter needs an uncompressed upstream body; nginx compresses for the client.
+      proxy_set_header Accept-Encoding "";
+      subs_filter_types text/html;
+      # the snippet after the first <body ...>, then Browsersync's link rewrite
+      subs_filter '(<body[^>]*>)' '$1${esc(SNIPPET)}' ior;
+      subs_filter 'https?://${upHostRe}' '//${proxyHost}' gr;
+      subs_filter '${upHost}' '${proxyHost}' g;
+      gzip on;
+      gzip_types text/html;
+      gzip_min_length 256;
+      gzip_proxied any;
+    }
+  }
+}
+`;
+}
+
+async function startNginx(upPort) {
+  const prefix = path.join(WORK, 'nginx');
+  fs.rmSync(prefix, { recursive: true, force: true });
+  fs.mkdirSync(path.join(prefix, 'tmp'), { recursive: true });
+  const port = await freePort();
+  const conf = path.join(prefix, 'nginx.conf');
+  fs.writeFileSync(conf, nginxConf(prefix, port, upPort, subsFilterModule()));
+  const child = track(spawn(which('nginx'), ['-p', prefix, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] }));
+  let stderr = '';
+  child.stderr.on('data', (d) => {
+    stderr = (stderr + d).slice(-4000);
+  });
+  const exited = new Promise((_, reject) => child.on('exit', (code) => reject(new Error(`nginx exited (${code}): ${stderr}`))));
+  exited.catch(() => {});
+  await Promise.race([waitForPort(port), exited]);
+  return { child, port, pid: child.pid, pids: () => [child.pid, ...childPids(child.pid)] };
+}
+
+async function startContender(name, upstream) {
+  switch (name) {
+    case 'direct':
+      return { name, port: upstream.port, pids: () => [upstream.pid] };
+    case 'devproxy-native': {
+      // Load a private copy of the addon: a rebuild of the original during the run cannot touch it.
+      const snapshot = path.join(WORK, 'devproxy-native.snapshot.node');
+      fs.copyFileSync(ADDON, snapshot);
+      const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
+      const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET], name, env);
+      return { name, port: c.port, pids: () => [c.child.pid], child: c.child };
+    }
+    case 'browser-sync': {
+      const c = await forkChild(path.join(__dirname, 'lib', 'browser-sync-child.js'), [upstream.url, String(await freePort())], name);
+      return { name, port: c.port, pids: () => [c.child.pid], child: c.child };
+    }
+    case 'nginx': {
+      const c = await startNginx(upstream.port);
+      return { name, port: c.port, pids: c.pids, child: c.child };
+    }
+  }
+  throw new Error(name);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clients.
+
+/** One GET; raw (undecoded) body bytes, timings in ms: headers, first body byte, end. */
+function fetchRaw(port, pathname, headers, { keep = false, timeout = 120_000 } = {}) {
+  return new Promise((resolve, reject) => {
+    const t0 = process.hrtime.bigint();
+    const ms = () => Number(process.hrtime.bigint() - t0) / 1e6;
+    // insecureHTTPParser: browser-sync answers a chunked upstream with Content-Length *and* Transfer-Encoding,
+    // which Node's strict parser rejects and browsers tolerate.
+    const req = http.get({ host: HOST, port, path: pathname, headers, agent: false, insecureHTTPParser: true }, (res) => {
+      const tHeaders = ms();
+      let tFirst = null;
+      let bytes = 0;
+      const chunks = [];
+      res.on('data', (d) => {
+        if (tFirst === null) tFirst = ms();
+        bytes += d.length;
+        if (keep) chunks.push(d);
+      });
+      res.on('end', () =>
+        resolve({ status: res.statusCode, headers: res.headers, bytes, tHeaders, tFirst: tFirst ?? ms(), tEnd: ms(), body: keep ? Buffer.concat(chunks) : null })
+      );
+      res.on('error', reject);
+    });
+    req.setTimeout(timeout, () => req.destroy(new Error(`GET ${pathname} timed out`)));
+    req.on('error', reject);
+  });
+}
+
+function decode(buf, enc) {
+  switch ((enc || 'identity').toLowerCase()) {
+    case 'gzip':
+      return zlib.gunzipSync(buf);
+    case 'br':
+      return zlib.brotliDecompressSync(buf);
+    case 'deflate':
+      return zlib.inflateSync(buf);
+    default:
+      return buf;
+  }
+}
+
+/** What a contender sends for a route: encoding, bytes on the wire, and whether it rewrote the page. */
+async function probe(contender, route, upstream) {
+  const r = await fetchRaw(contender.port, route, HTML_HEADERS, { keep: true });
+  const out = { status: r.status, encoding: r.headers['content-encoding'] || 'identity', wireBytes: r.bytes };
+  if (/html/.test(r.headers['content-type'] || '')) {
+    const text = decode(r.body, out.encoding).toString('utf8');
+    out.decodedBytes = Buffer.byteLength(text);
+    out.upstreamHostLeft = text.split(`127.0.0.1:${upstream.port}`).length - 1;
+    out.proxyHostLinks = text.split(`127.0.0.1:${contender.port}`).length - 1;
+    out.snippet = /browser-sync-client/.test(text);
+  }
+  return out;
+}
+
+function wrk(port, workload, duration) {
+  const args = ['-t', String(cfg.threads), '-c', String(cfg.connections), '-d', `${duration}s`, '--latency', '-s', LUA];
+  for (const h of workload.headers) args.push('-H', h);
+  args.push(`http://${HOST}:${port}${workload.path}`);
+  return new Promise((resolve, reject) => {
+    const child = track(spawn(which('wrk'), args, { stdio: ['ignore', 'pipe', 'pipe'] }));
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), (duration + 30) * 1000);
+    child.on('exit', () => {
+      clearTimeout(timer);
+      const line = out.split('\n').find((l) => l.startsWith('WRKJSON '));
+      if (!line) return reject(new Error(`wrk gave no summary:\n${out}`));
+      const j = JSON.parse(line.slice(8));
+      j.rps = j.requests / (j.duration_us / 1e6);
+      j.bytesPerResponse = j.requests ? j.bytes / j.requests : NaN;
+      resolve(j);
+    });
+  });
+}
+
+/** SSE through a contender: delay from the upstream's write to this process receiving the event. */
+function sse(port, n = 50, every = 20) {
+  return new Promise((resolve, reject) => {
+    const delays = [];
+    const req = http.get(
+      { host: HOST, port, path: `/sse?n=${n}&every=${every}`, agent: false, insecureHTTPParser: true, headers: { accept: 'text/event-stream', 'accept-encoding': 'gzip, deflate, br', 'cache-control': 'no-cache' } },
+      (res) => {
+        const enc = (res.headers['content-encoding'] || 'identity').toLowerCase();
+        let stream = res;
+        if (enc === 'gzip') stream = res.pipe(zlib.createGunzip({ flush: zlib.constants.Z_SYNC_FLUSH }));
+        else if (enc === 'br') stream = res.pipe(zlib.createBrotliDecompress());
+        else if (enc === 'deflate') stream = res.pipe(zlib.createInflate({ flush: zlib.constants.Z_SYNC_FLUSH }));
+        let buf = '';
+        stream.on('data', (d) => {
+          const now = process.hrtime.bigint();
+          buf += d.toString('utf8');
+          let at;
+          while ((at = buf.indexOf('\n\n')) >= 0) {
+            const event = buf.slice(0, at);
+            buf = buf.slice(at + 2);
+            const m = event.match(/^data: (\d+)$/m);
+            if (m) delays.push(Number(now - BigInt(m[1])) / 1e6);
+          }
+        });
+        stream.on('end', () => resolve({ encoding: enc, events: delays.length, delays }));
+        stream.on('error', reject);
+      }
+    );
+    req.setTimeout(30_000, () => req.destroy(new Error('SSE timed out')));
+    req.on('error', reject);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workloads.
+
+async function loadWorkload(workload, contenders, upstream) {
+  log(`workload ${workload.id}: ${workload.name}`);
+  const rows = {};
+  for (const c of contenders) {
+    rows[c.name] = { runs: [], probe: await probe(c, workload.path, upstream) };
+    if (cfg.warmup > 0) await wrk(c.port, workload, cfg.warmup);
+  }
+  for (let run = 1; run <= cfg.runs; run++) {
+    for (const c of contenders) {
+      const pids = c.pids();
+      const cpu0 = cpuSeconds(pids);
+      const up0 = cpuSeconds([upstream.pid]);
+      const r = await wrk(c.port, workload, cfg.duration);
+      r.cpu = cpuSeconds(pids) - cpu0;
+      r.upstreamCpu = cpuSeconds([upstream.pid]) - up0;
+      if (c.name === 'direct') r.upstreamCpu = 0;
+      rows[c.name].runs.push(r);
+      const errs = Object.values(r.errors).reduce((a, b) => a + b, 0);
+      log(
+        `  run ${run} ${c.name.padEnd(16)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${(r.p50_us / 1000).toFixed(2)} ms  p99 ${(r.p99_us / 1000).toFixed(2)} ms  ` +
+          `${(r.bytesPerResponse / 1024).toFixed(1)} KiB/resp  cpu ${r.cpu.toFixed(2)} s${errs ? `  errors ${JSON.stringify(r.errors)}` : ''}`
+      );
+    }
+  }
+  for (const c of contenders) {
+    const row = rows[c.name];
+    const runs = row.runs;
+    row.rps = median(runs.map((r) => r.rps));
+    row.p50_ms = median(runs.map((r) => r.p50_us / 1000));
+    row.p99_ms = median(runs.map((r) => r.p99_us / 1000));
+    row.wireBytesPerResponse = median(runs.map((r) => r.bytesPerResponse));
+    row.cpuPerRun = median(runs.map((r) => r.cpu));
+    row.rpsPerCpuSecond = median(runs.map((r) => (r.cpu > 0 ? r.requests / r.cpu : NaN)));
+    row.upstreamCpuPerRun = median(runs.map((r) => r.upstreamCpu));
+    row.errors = runs.reduce((a, r) => a + Object.values(r.errors).reduce((x, y) => x + y, 0), 0);
+  }
+  return rows;
+}
+
+async function bigWorkload(contenders) {
+  log('workload 4: 20 MB HTML, TTFB + total (3 single requests), then peak RSS during 4 concurrent downloads');
+  const rows = {};
+  for (const c of contenders) {
+    const singles = [];
+    // Three single requests (median), or one when a single one takes over 5 s (bounded runtime).
+    for (let i = 0; i < 3 && !(i > 0 && singles[0].tEnd > 5000); i++) singles.push(await fetchRaw(c.port, '/big.html', HTML_HEADERS));
+    const pids = c.pids();
+    const peakReset = pids.map(resetPeak).every(Boolean);
+    const baseline = pids.reduce((s, p) => s + memKb(p).rss, 0);
+    let peak = baseline;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, c.pids().reduce((s, p) => s + memKb(p).rss, 0));
+    }, 10);
+    const cpu0 = cpuSeconds(pids);
+    const t0 = Date.now();
+    const four = await Promise.all([0, 1, 2, 3].map(() => fetchRaw(c.port, '/big.html', HTML_HEADERS)));
+    const wall = Date.now() - t0;
+    clearInterval(sampler);
+    const hwm = c.pids().reduce((s, p) => s + memKb(p).hwm, 0);
+    const row = {
+      singles: singles.length,
+      ttfb_ms: median(singles.map((r) => r.tFirst)),
+      headers_ms: median(singles.map((r) => r.tHeaders)),
+      total_ms: median(singles.map((r) => r.tEnd)),
+      wireBytes: singles[0].bytes,
+      encoding: singles[0].headers['content-encoding'] || 'identity',
+      status: singles[0].status,
+      concurrentWall_ms: wall,
+      concurrentCpu_s: cpuSeconds(pids) - cpu0,
+      baselineRssMb: baseline / 1024,
+      peakRssMb: Math.max(peak, peakReset ? hwm : 0) / 1024,
+      peakRssSampledMb: peak / 1024,
+      hwmMb: hwm / 1024,
+      hwmReset: peakReset,
+    };
+    rows[c.name] = row;
+    log(
+      `  ${c.name.padEnd(16)} TTFB ${row.ttfb_ms.toFixed(1)} ms (headers ${row.headers_ms.toFixed(1)} ms)  total ${row.total_ms.toFixed(0)} ms  ` +
+        `${(row.wireBytes / 1e6).toFixed(2)} MB ${row.encoding}  4x: ${wall} ms, peak RSS ${row.peakRssMb.toFixed(1)} MB (baseline ${row.baselineRssMb.toFixed(1)} MB)`
+    );
+  }
+  return rows;
+}
+
+async function sseWorkload(contenders) {
+  log('workload 5: SSE, 50 events 20 ms apart, upstream write -> client receive');
+  const rows = {};
+  for (const c of contenders) {
+    const r = await sse(c.port);
+    rows[c.name] = {
+      events: r.events,
+      encoding: r.encoding,
+      median_ms: median(r.delays),
+      p90_ms: r.delays.length ? percentile(r.delays, 90) : NaN,
+      max_ms: r.delays.length ? Math.max(...r.delays) : NaN,
+    };
+    const row = rows[c.name];
+    log(`  ${c.name.padEnd(16)} ${row.events} events  median ${row.median_ms.toFixed(2)} ms  p90 ${row.p90_ms.toFixed(2)} ms  max ${row.max_ms.toFixed(2)} ms`);
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report.
+
+function versions() {
+  const pkg = (p) => {
+    try {
+      return JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', p, 'package.json'), 'utf8')).version;
+    } catch {
+      return null;
+    }
+  };
+  const git = tryExec('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']);
+  const dirty = tryExec('git', ['-C', ROOT, 'status', '--porcelain', 'src']);
+  let addonMtime = ADDON_INFO;
+  if (!addonMtime) try {
+    const st = fs.statSync(ADDON);
+    addonMtime = `${st.mtime.toISOString()}, ${(st.size / 1e6).toFixed(1)} MB${addonLooksDebug() ? ', LOOKS LIKE A DEBUG BUILD' : ''}`;
+  } catch {}
+  return {
+    date: new Date().toISOString(),
+    cpu: (os.cpus()[0] || {}).model,
+    nproc: os.cpus().length,
+    kernel: os.release(),
+    node: process.version,
+    rustc: tryExec('rustc', ['-V']),
+    devproxy: `${JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version} (git ${git}${dirty ? ', src/ modified' : ''}; addon built ${addonMtime})`,
+    browserSync: pkg('browser-sync'),
+    nginx: which('nginx') ? tryExec('nginx', ['-v']) : null,
+    subsFilter: tryExec('dpkg-query', ['-W', '-f=${Version}', 'libnginx-mod-http-subs-filter']),
+    wrk: (tryExec('wrk', ['-v']) || '').split('\n')[0],
+    loadavg: os.loadavg().map((x) => x.toFixed(2)).join(' '),
+  };
+}
+
+const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+const ratio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? a / b : NaN);
+
+function markdown(res) {
+  const { meta, upstream, load, big, sse: sseRows, names } = res;
+  const L = [];
+  L.push('<!-- peers:begin (written by `npm run bench`; everything between the markers is replaced) -->');
+  L.push('## Peers: `npm run bench` (issue 4)');
+  L.push('');
+  L.push(`Run ${meta.date}. Machine: ${meta.nproc} cores, ${meta.cpu}, Linux ${meta.kernel}, load average at the end ${meta.loadavg}.`);
+  L.push(`Versions: devproxy-native ${meta.devproxy}; Node ${meta.node}; ${meta.rustc}; browser-sync ${meta.browserSync}; ${meta.nginx || 'nginx n/a'} with subs_filter ${meta.subsFilter || 'n/a'}; ${meta.wrk}.`);
+  L.push(
+    `Load: \`wrk -t${cfg.threads} -c${cfg.connections} -d${cfg.duration}s --latency\`, ${cfg.runs} runs per contender interleaved (after a ${cfg.warmup} s warm-up), medians shown. ` +
+      `Everything (upstream, contender, wrk) shares the same ${meta.nproc} cores.`
+  );
+  L.push(
+    `Upstream: 100 KB page ${upstream.sizes.page} B (${upstream.sizes.pageGz} B gzip -6), unique page ~${upstream.sizes.unique} B (gzip -1 per request), image ${upstream.sizes.image} B, big page ${upstream.sizes.big} B (${upstream.sizes.bigGz} B gzip -6).`
+  );
+  L.push('');
+  for (const w of WORKLOADS) {
+    const rows = load[w.id];
+    L.push(`### Workload ${w.id}: ${w.name}`);
+    L.push('');
+    L.push('| contender | req/s | p50 ms | p99 ms | body bytes (encoding) | wire bytes/resp | links left / snippet | CPU s per run | req per CPU-s | upstream CPU s | errors |');
+    L.push('|---|---:|---:|---:|---|---:|---|---:|---:|---:|---:|');
+    for (const n of names) {
+      const r = rows[n];
+      const p = r.probe;
+      const rew = p.upstreamHostLeft === undefined ? '-' : `${p.upstreamHostLeft} / ${p.snippet ? 'yes' : 'no'}`;
+      L.push(
+        `| ${n} | ${f(r.rps)} | ${f(r.p50_ms, 2)} | ${f(r.p99_ms, 2)} | ${p.wireBytes} (${p.encoding}) | ${f(r.wireBytesPerResponse)} | ${rew} | ${f(r.cpuPerRun, 2)} | ${f(r.rpsPerCpuSecond)} | ${f(r.upstreamCpuPerRun, 2)} | ${r.errors} |`
+      );
+    }
+    L.push('');
+  }
+  L.push('### Workload 4: 20 MB HTML page');
+  L.push('');
+  L.push('| contender | TTFB ms (first body byte) | headers ms | total ms (1 request; median of n) | bytes (encoding) | 4 concurrent: wall ms | CPU s | peak RSS MB | baseline RSS MB |');
+  L.push('|---|---:|---:|---:|---|---:|---:|---:|---:|');
+  for (const n of names) {
+    const r = big[n];
+    L.push(`| ${n} | ${f(r.ttfb_ms, 1)} | ${f(r.headers_ms, 1)} | ${f(r.total_ms)} (n=${r.singles}) | ${r.wireBytes} (${r.encoding}) | ${r.concurrentWall_ms} | ${f(r.concurrentCpu_s, 2)} | ${f(r.peakRssMb, 1)} | ${f(r.baselineRssMb, 1)} |`);
+  }
+  L.push('');
+  L.push('Peak RSS: VmHWM after resetting it (`/proc/PID/clear_refs` = 5) and VmRSS sampled every 10 ms, whichever is higher, summed over the contender\'s processes (nginx: master + workers; direct: the upstream).');
+  L.push('');
+  L.push('### Workload 5: SSE event delay (upstream write → client receive, 50 events)');
+  L.push('');
+  L.push('| contender | events | median ms | p90 ms | max ms | encoding |');
+  L.push('|---|---:|---:|---:|---:|---|');
+  for (const n of names) {
+    const r = sseRows[n];
+    L.push(`| ${n} | ${r.events} | ${f(r.median_ms, 2)} | ${f(r.p90_ms, 2)} | ${f(r.max_ms, 2)} | ${r.encoding} |`);
+  }
+  L.push('');
+  L.push('### Targets (ratios from this run)');
+  L.push('');
+  for (const t of res.targets) L.push(`- ${t.ok === null ? 'n/a ' : t.ok ? 'met: ' : '**MISSED**: '}${t.text}`);
+  L.push('');
+  L.push('<!-- peers:end -->');
+  return L.join('\n');
+}
+
+function targets(res) {
+  const { load, big, sse: sseRows, upstream } = res;
+  const out = [];
+  const D = 'devproxy-native';
+  const has = (n) => res.names.includes(n);
+  if (!has(D)) return [{ ok: null, text: 'devproxy-native was not run' }];
+  for (const id of [1, 2]) {
+    const rows = load[id];
+    if (has('browser-sync')) {
+      const x = ratio(rows[D].rps, rows['browser-sync'].rps);
+      out.push({ ok: x >= 5, text: `workload ${id}: devproxy-native ${f(rows[D].rps)} req/s = ${f(x, 2)}x browser-sync (target ≥ 5x)` });
+    }
+    if (has('nginx')) {
+      const x = ratio(rows[D].rps, rows.nginx.rps);
+      out.push({ ok: x >= 2, text: `workload ${id}: ${f(x, 2)}x nginx subs_filter (target ≥ 2x)` });
+    }
+    const upBytes = has('direct') ? rows.direct.probe.wireBytes : id === 1 ? upstream.sizes.pageGz : NaN;
+    const x = ratio(rows[D].probe.wireBytes, upBytes);
+    out.push({
+      ok: x <= 1.5,
+      text: `workload ${id}: response ${rows[D].probe.wireBytes} B ${rows[D].probe.encoding} = ${f(x, 2)}x the upstream's compressed ${upBytes} B (target ≤ 1.5x)`,
+    });
+  }
+  const w3 = load[3];
+  if (has('browser-sync')) {
+    const x = ratio(w3[D].rps, w3['browser-sync'].rps);
+    out.push({ ok: x >= 5, text: `workload 3: ${f(x, 2)}x browser-sync (target ≥ 5x)` });
+  }
+  if (has('nginx')) {
+    const x = ratio(w3[D].rps, w3.nginx.rps);
+    out.push({ ok: x >= 1, text: `workload 3: ${f(x, 2)}x nginx (target ≥ 1x)` });
+  }
+  out.push({ ok: big[D].ttfb_ms < 20, text: `workload 4: TTFB ${f(big[D].ttfb_ms, 1)} ms${has('browser-sync') ? ` (browser-sync ${f(big['browser-sync'].ttfb_ms, 0)} ms)` : ''} (target < 20 ms)` });
+  out.push({ ok: big[D].peakRssMb < 100, text: `workload 4: peak RSS ${f(big[D].peakRssMb, 1)} MB during 4 concurrent downloads, of which ${f(big[D].baselineRssMb, 1)} MB is the idle Node process (target < 100 MB)` });
+  const s = sseRows[D];
+  out.push({ ok: s.events === 50 && s.max_ms <= 5, text: `workload 5: ${s.events}/50 events, median ${f(s.median_ms, 2)} ms, max ${f(s.max_ms, 2)} ms (target: each within 5 ms)` });
+  return out;
+}
+
+function writeResults(md) {
+  const begin = '<!-- peers:begin';
+  const end = '<!-- peers:end -->';
+  let text = fs.existsSync(RESULTS) ? fs.readFileSync(RESULTS, 'utf8') : '# Benchmark results\n';
+  const a = text.indexOf(begin);
+  const b = text.indexOf(end);
+  if (a >= 0 && b > a) text = text.slice(0, a) + md + text.slice(b + end.length);
+  else text = text.replace(/\s*$/, '\n\n') + md + '\n';
+  fs.writeFileSync(RESULTS, text);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+let ADDON_INFO = null;
+
+async function main() {
+  fs.mkdirSync(WORK, { recursive: true });
+  if (fs.existsSync(ADDON)) {
+    const st = fs.statSync(ADDON);
+    ADDON_INFO = `${st.mtime.toISOString()}, ${(st.size / 1e6).toFixed(1)} MB${addonLooksDebug() ? ', LOOKS LIKE A DEBUG BUILD' : ''}`;
+  }
+  if (cfg.contenders.includes('devproxy-native') && !(fs.existsSync(ADDON) && fs.existsSync(path.join(ROOT, 'index.js')))) {
+    fail(`the addon is not built (${path.relative(ROOT, ADDON)} / index.js missing): run \`npm run build\` first, or set BENCH_CONTENDERS=direct,browser-sync,nginx`);
+  }
+  if (cfg.contenders.includes('devproxy-native') && addonLooksDebug()) {
+    console.warn(`bench: WARNING ${path.relative(ROOT, ADDON)} looks like a debug build (debug info, ${(fs.statSync(ADDON).size / 1e6).toFixed(0)} MB): run \`npm run build\` (release) for meaningful numbers`);
+  }
+  ensureTools();
+  log(`contenders: ${cfg.contenders.join(', ')}; wrk -t${cfg.threads} -c${cfg.connections} -d${cfg.duration}s x ${cfg.runs} runs`);
+  const upstream = await startUpstream();
+  log(`upstream on ${upstream.url}: ${JSON.stringify(upstream.sizes)}`);
+  const contenders = [];
+  for (const name of cfg.contenders) {
+    const c = await startContender(name, upstream);
+    contenders.push(c);
+    log(`${name} on ${HOST}:${c.port} (pids ${c.pids().join(',')})`);
+  }
+  const names = contenders.map((c) => c.name);
+  for (const c of contenders) {
+    const p = await probe(c, '/page.html', upstream);
+    log(`  check ${c.name}: ${JSON.stringify(p)}`);
+  }
+  const load = {};
+  for (const w of WORKLOADS) load[w.id] = await loadWorkload(w, contenders, upstream);
+  const big = await bigWorkload(contenders);
+  const sseRows = await sseWorkload(contenders);
+  const res = { meta: versions(), upstream, load, big, sse: sseRows, names };
+  res.targets = targets(res);
+  const md = markdown(res);
+  fs.writeFileSync(path.join(WORK, 'peers-latest.json'), JSON.stringify({ cfg, ...res, upstream: { port: upstream.port, sizes: upstream.sizes } }, (k, v) => (k === 'child' ? undefined : v), 2));
+  console.log('\n' + md);
+  if (cfg.write) {
+    writeResults(md);
+    log(`wrote ${path.relative(ROOT, RESULTS)} (raw: benches/.work/peers-latest.json)`);
+  }
+  killAll();
+  await sleep(300);
+  process.exit(0);
+}
+
+main();
