@@ -2,7 +2,7 @@
 // Compression: Accept-Encoding forwarding, decode -> rewrite -> re-encode, and compressed passthrough.
 // Node 20 has no zstd codec, so zstd upstream bodies are covered by the Rust tests only.
 
-const { test, before, after } = require('node:test')
+const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const zlib = require('node:zlib')
 const {
@@ -12,20 +12,15 @@ const {
   decodeBody,
   browsersyncRewriteLinks,
   ACCEPT_HTML,
+  fileUpstream,
 } = require('./helpers')
 
 const SNIPPET = '<script async src="/__dev.js"></script>'
 const ENCODERS = { gzip: zlib.gzipSync, deflate: zlib.deflateSync, br: zlib.brotliCompressSync }
 const OFFERABLE = new Set(['gzip', 'deflate', 'br', 'zstd'])
 
-let up
 const routes = {}
-before(async () => {
-  up = await startUpstream(routes)
-})
-after(async () => {
-  await up.close()
-})
+const up = fileUpstream(routes)
 
 function tokens(acceptEncoding) {
   return (acceptEncoding || '')

@@ -1,20 +1,14 @@
 'use strict'
 // Request and response headers, request bodies, redirects, cookies, methods and status codes.
 
-const { test, before, after } = require('node:test')
+const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const http = require('node:http')
 const crypto = require('node:crypto')
-const { deferred, withTimeout, startUpstream, request, withProxy, ACCEPT_HTML } = require('./helpers')
+const { deferred, withTimeout, startUpstream, request, withProxy, ACCEPT_HTML, fileUpstream } = require('./helpers')
 
-let up
 const routes = {}
-before(async () => {
-  up = await startUpstream(routes)
-})
-after(async () => {
-  await up.close()
-})
+const up = fileUpstream(routes)
 
 routes['/echo'] = (req, res) => {
   res.writeHead(200, { 'content-type': 'application/json' })

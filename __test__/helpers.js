@@ -333,8 +333,25 @@ function spawnNode(script, args = [], env = {}) {
   }
 }
 
+/**
+ * One upstream shared by the tests of a file: started before them, closed after them. Tests add handlers
+ * to `routes`. Returns a stand-in whose properties (url, host, port, requests...) are the running upstream's.
+ */
+function fileUpstream(routes) {
+  const { before, after } = require('node:test')
+  let running
+  before(async () => {
+    running = await startUpstream(routes)
+  })
+  after(async () => {
+    await running.close()
+  })
+  return new Proxy({}, { get: (_, key) => running[key] })
+}
+
 module.exports = {
   ROOT,
+  fileUpstream,
   HOST,
   lib,
   deferred,

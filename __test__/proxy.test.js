@@ -1,7 +1,7 @@
 'use strict'
 // Core proxying and body rewriting: snippet, user rules, link rewrite, passthrough rules, runtime rules, stats.
 
-const { test, before, after } = require('node:test')
+const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const http = require('node:http')
 const {
@@ -18,19 +18,14 @@ const {
   writeChunks,
   ACCEPT_HTML,
   insertSnippet,
+  fileUpstream,
 } = require('./helpers')
 
 const SNIPPET = '<script async src="/__dev.js"></script>'
 const html = { 'content-type': 'text/html; charset=utf-8' }
 
-let up
 const routes = {}
-before(async () => {
-  up = await startUpstream(routes)
-})
-after(async () => {
-  await up.close()
-})
+const up = fileUpstream(routes)
 
 /** Route serving a fixed body (one write) with the given headers. */
 function serve(path, body, headers = html, status = 200) {

@@ -1,23 +1,17 @@
 'use strict'
 // Streaming: SSE without buffering, incremental HTML, aborted upstream bodies, bounded memory on a 50 MiB page.
 
-const { test, before, after } = require('node:test')
+const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const path = require('node:path')
 const zlib = require('node:zlib')
 const http = require('node:http')
-const { deferred, withTimeout, startUpstream, request, withProxy, spawnNode, ACCEPT_HTML } = require('./helpers')
+const { deferred, withTimeout, startUpstream, request, withProxy, spawnNode, ACCEPT_HTML, fileUpstream } = require('./helpers')
 
 const SNIPPET = '<script async src="/__dev.js"></script>'
 
-let up
 const routes = {}
-before(async () => {
-  up = await startUpstream(routes)
-})
-after(async () => {
-  await up.close()
-})
+const up = fileUpstream(routes)
 
 /**
  * SSE upstream: writes event 1, then waits for `gotOne` (the test saw event 1 at the client) before writing event 2.
