@@ -14,7 +14,7 @@
 
 use memchr::memmem;
 
-use super::stream::Next;
+use super::stream::{utf8_width, Next};
 
 /// Bytes that may stand before the host in a match: `https:\/\/` is the longest.
 const MAX_LEAD: usize = 10;
@@ -251,13 +251,6 @@ fn is_unicode_space(c: char) -> bool {
     )
 }
 
-fn utf8_width(byte: u8) -> usize {
-    match byte {
-        0xC2..=0xDF => 2,
-        0xE0..=0xEF => 3,
-        0xF0..=0xF4 => 4,
-        _ => 1,
-    }
 }
 
 /// What Browsersync keeps of Node's legacy `url.parse(url)`: `path` (with Browsersync's trailing-slash

@@ -483,7 +483,7 @@ fn is_continuation(byte: u8) -> bool {
 }
 
 /// Bytes in the UTF-8 character starting with `byte` (1 for bytes that start none).
-fn utf8_width(byte: u8) -> usize {
+pub(super) fn utf8_width(byte: u8) -> usize {
     match byte {
         0xC2..=0xDF => 2,
         0xE0..=0xEF => 3,
