@@ -251,8 +251,6 @@ fn is_unicode_space(c: char) -> bool {
     )
 }
 
-}
-
 /// What Browsersync keeps of Node's legacy `url.parse(url)`: `path` (with Browsersync's trailing-slash
 /// rule) plus `hash`; `None` when the URL has no host.
 fn parse_legacy_url(url: &str) -> Option<String> {
