@@ -290,6 +290,8 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
 
 async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host: String) -> Response<ProxyBody> {
     let config = &shared.config;
+    // Rules as they are when the request starts: `addRule` applies to later requests only.
+    let rules = shared.rules_for_request();
     let (mut parts, body) = req.into_parts();
     let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
     let accept = header_string(&parts.headers, header::ACCEPT);
@@ -338,7 +340,7 @@ async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host
         }
         Plan::Rewrite { sniff, decode, encode } => (sniff, decode, encode),
     };
-    let rewriter = Rewriter::new(&shared.rules_for_request(), &local_host, config.max_match_bytes);
+    let rewriter = Rewriter::new(&rules, &local_host, config.max_match_bytes);
     let mut pipeline = Pipeline::new(decode, encode, rewriter);
     let mut decoded_prefix = None;
     if sniff {
