@@ -117,7 +117,7 @@ struct Stage {
     abandoned: u64,
 }
 
-pub(super) enum Attempt {
+enum Attempt {
     /// A final match ending here.
     Match(usize),
     NoMatch,
@@ -246,23 +246,25 @@ impl Stage {
     }
 
     fn next_match(&mut self, last: bool) -> Next {
-        if let Engine::Links(matcher) = &self.rule.inner.engine {
-            return matcher.next_match(&self.buf, self.search_from, last, self.max_match, &mut self.abandoned);
-        }
-        // The regex path needs `&mut self` beside the rule: hold the rule through its own handle.
-        let rule = self.rule.clone();
-        let Engine::Regex(re) = &rule.inner.engine else { unreachable!("handled above") };
-        self.next_regex_match(re, last)
+        let mut abandoned = 0;
+        let next = match &self.rule.inner.engine {
+            Engine::Links(matcher) => {
+                matcher.next_match(&self.buf, self.search_from, last, self.max_match, &mut abandoned)
+            }
+            Engine::Regex(re) => self.next_regex_match(re, last, &mut abandoned),
+        };
+        self.abandoned += abandoned;
+        next
     }
 
-    fn next_regex_match(&mut self, re: &RegexRule, last: bool) -> Next {
+    fn next_regex_match(&self, re: &RegexRule, last: bool, abandoned: &mut u64) -> Next {
         let len = self.buf.len();
         let mut from = self.search_from;
         loop {
             let (end, died) = match self.scan_forward(re, from, last) {
                 Scan::Match { end, died } => (end, died),
                 Scan::NoMatch => return Next::Exhausted,
-                Scan::Undecided => return self.pending_start(re, from, last),
+                Scan::Undecided => return self.pending_start(re, from, last, abandoned),
             };
             let start = self.match_start(re, from, end);
             if start < len && is_continuation(self.buf[start]) {
@@ -276,7 +278,7 @@ impl Stage {
                 match self.attempt(re, start, last) {
                     Attempt::Match(checked) => debug_assert_eq!(checked, end),
                     _ => {
-                        self.abandoned += 1;
+                        *abandoned += 1;
                         from = start + 1;
                         continue;
                     }
@@ -362,7 +364,7 @@ impl Stage {
 
     /// The data ends inside a possible match: the earliest candidate whose anchored run is still
     /// alive (everything before it can go out), or a match that became final meanwhile.
-    fn pending_start(&mut self, re: &RegexRule, from: usize, last: bool) -> Next {
+    fn pending_start(&self, re: &RegexRule, from: usize, last: bool, abandoned: &mut u64) -> Next {
         let len = self.buf.len();
         let mut from = from;
         while from <= len {
@@ -374,7 +376,7 @@ impl Stage {
             match self.attempt(re, at, last) {
                 Attempt::Match(end) => return Next::Match { start: at, end },
                 Attempt::Alive => return Next::Pending(at),
-                Attempt::Abandoned => self.abandoned += 1,
+                Attempt::Abandoned => *abandoned += 1,
                 Attempt::NoMatch => {}
             }
             from = at + 1;
@@ -439,24 +441,25 @@ impl Stage {
 
     /// Writes the replacement of `buf[start..end]`.
     fn replace(&mut self, start: usize, end: usize, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
-        if let Engine::Links(matcher) = &self.rule.inner.engine {
-            matcher.write_replacement(&self.buf[start..end], &self.local_host, out);
-            return Ok(());
-        }
-        let rule = self.rule.clone();
-        let Engine::Regex(re) = &rule.inner.engine else { unreachable!("handled above") };
-        let whole = &self.buf[start..end];
-        let Some((caps, cache)) = self.captures.as_mut() else {
+        let Stage { rule, buf, captures, local_host, offset, .. } = self;
+        let whole = &buf[start..end];
+        let re = match &rule.inner.engine {
+            Engine::Links(matcher) => {
+                matcher.write_replacement(whole, local_host, out);
+                return Ok(());
+            }
+            Engine::Regex(re) => re,
+        };
+        let Some((caps, cache)) = captures.as_mut() else {
             if let Replacement::Template(t) = &re.replacement {
                 t.expand(whole, |_| None, |_| None, out);
             }
             return Ok(());
         };
         let regex = re.captures.as_ref().expect("captures come with their regex");
-        let input = Input::new(&self.buf[..]).span(start..self.buf.len()).anchored(Anchored::Yes);
+        let input = Input::new(&buf[..]).span(start..buf.len()).anchored(Anchored::Yes);
         regex.search_captures_with(cache, &input, caps);
         debug_assert_eq!(caps.get_match().map(|m| m.end()), Some(end), "DFA and captures disagree");
-        let buf = &self.buf;
         match &re.replacement {
             Replacement::Template(t) => t.expand(
                 whole,
@@ -469,7 +472,7 @@ impl Stage {
                 let groups: Vec<Option<String>> = (1..caps.group_len()).map(|i| caps.get_group(i).map(text)).collect();
                 let group_refs: Vec<Option<&str>> = groups.iter().map(|g| g.as_deref()).collect();
                 let replaced = f
-                    .replace(&String::from_utf8_lossy(whole), &group_refs, self.offset + start)
+                    .replace(&String::from_utf8_lossy(whole), &group_refs, *offset + start)
                     .map_err(|message| ReplaceError { rule: rule.inner.label.clone(), message })?;
                 out.extend_from_slice(replaced.as_bytes());
             }
