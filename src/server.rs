@@ -114,9 +114,9 @@ impl ProxyServer {
         let local_addr = listener.local_addr().map_err(|source| StartError::Bind { addr, source })?;
         let (phase_tx, phase) = watch::channel(Phase::Serving);
         let rules = RuleStore::default();
-        for rule in &config.rules {
+        for (index, rule) in config.rules.iter().enumerate() {
             rules.add(rule.clone()).map_err(|source| crate::error::ConfigError::Rule {
-                index: MAX_RULES,
+                index,
                 label: rule.label().to_string(),
                 source,
             })?;
