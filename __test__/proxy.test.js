@@ -88,6 +88,15 @@ function linkCorpus(T, otherPort) {
     `<script>var u = "https://${T}/p"; var v = '//${T}';</script>`,
     `"${T}"`,
     `plain ${T}/not/quoted`,
+    `<a href="http://${T}/#top">hash after a lone slash</a>`,
+    `<a href="http://${T}/#a/">hash ending in a slash</a>`,
+    `<a href="http://${T}?q=1">query right after the host</a>`,
+    `<a href="http://${T}#x">hash right after the host</a>`,
+    `<a href="http://${T}/a?b=1&c=2#h?x">query and hash</a>`,
+    `<a href="http://${T}/a?b\\c">backslash in the query</a>`,
+    `<a href="http://${T}/a\\b">backslash in the path</a>`,
+    `<a href="http://${T}/a|b^c">escaped by url.parse</a>`,
+    `{"a":"https:\\/\\/${T}","b":"\\/\\/${T}","c":'//${T}'}`,
   ].join('\n')
 }
 

@@ -194,21 +194,44 @@ impl LinkMatcher {
         let quote = matches!(matched.first(), Some(b'\'' | b'"'));
         let (captured, url) = matched.split_at(usize::from(quote));
         out.extend_from_slice(captured);
-        // The common case, `http(s)://HOST` plus a plain path: url.parse changes nothing in it.
+        if !self.write_plain_url(url, local_host, out) {
+            self.write_parsed_url(url, local_host, out);
+        }
+    }
+
+    /// The replacement of a URL that url.parse would leave as it is, written without parsing it;
+    /// false (nothing written) for any other URL.
+    fn write_plain_url(&self, url: &[u8], local_host: &str, out: &mut Vec<u8>) -> bool {
+        // A bare `http:\/\/HOST`, `https:\/\/HOST` or `//HOST` (JSON-escaped or protocol-relative): url.parse
+        // finds no host in it, so Browsersync swaps the host in place.
+        for prefix in [&br"http:\/\/"[..], br"https:\/\/", b"//"] {
+            if url.len() == prefix.len() + self.host.len() && url.starts_with(prefix) && url.ends_with(&self.host) {
+                out.extend_from_slice(prefix);
+                out.extend_from_slice(local_host.as_bytes());
+                return true;
+            }
+        }
+        // The common case, `http(s)://HOST` plus a path (query and hash included) that url.parse leaves as
+        // it is: no byte it escapes or rewrites, and not `/#...`, whose lone `/` path Browsersync drops.
         let rest = url
             .strip_prefix(b"https://")
             .or_else(|| url.strip_prefix(b"http://"))
             .and_then(|r| r.strip_prefix(&self.host[..]));
         if let Some(path) = rest {
-            let plain = path.first().is_none_or(|&b| b == b'/')
+            let plain = (path.is_empty() || (path[0] == b'/' && path.get(1) != Some(&b'#')))
                 && path.iter().all(|&b| b.is_ascii() && !NEEDS_URL_PARSE[usize::from(b)]);
             if plain {
                 out.extend_from_slice(b"//");
                 out.extend_from_slice(local_host.as_bytes());
                 out.extend_from_slice(path);
-                return;
+                return true;
             }
         }
+        false
+    }
+
+    /// The replacement of any URL, through an emulation of Node's legacy url.parse.
+    fn write_parsed_url(&self, url: &[u8], local_host: &str, out: &mut Vec<u8>) {
         let url = String::from_utf8_lossy(url);
         let host = String::from_utf8_lossy(&self.host);
         match parse_legacy_url(&url) {
@@ -224,10 +247,10 @@ impl LinkMatcher {
     }
 }
 
-/// Bytes after which a URL path is not copied as it is: url.parse escapes, splits or rewrites them.
+/// Bytes that make a URL path differ after url.parse: it escapes them, or turns `\\` into `/`.
 const NEEDS_URL_PARSE: [bool; 128] = {
     let mut table = [false; 128];
-    let special = b"#?\\'{}|^`<>\" \r\n\t";
+    let special = b"\\'{}|^`<>\" \r\n\t";
     let mut i = 0;
     while i < special.len() {
         table[special[i] as usize] = true;
@@ -308,4 +331,58 @@ fn auto_escape(text: &str) -> String {
         }
     }
     escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LinkMatcher;
+
+    /// The fast path must agree with the url.parse emulation (itself checked against browser-sync's own
+    /// function by the Node tests) wherever it answers.
+    #[test]
+    fn plain_urls_are_written_as_url_parse_would() {
+        for host in ["example.com", "127.0.0.1:8080"] {
+            let matcher = LinkMatcher::new(host);
+            let mut answered = 0;
+            for prefix in ["http://", "https://", "http:\\/\\/", "https:\\/\\/", "//", "/", ""] {
+                for path in [
+                    "",
+                    "/",
+                    "/a",
+                    "/a/",
+                    "/#",
+                    "/#top",
+                    "/#a/",
+                    "#x",
+                    "?q",
+                    "/?q",
+                    "/a?b=1&c=2",
+                    "/a?b=1#h",
+                    "/a#h?x",
+                    "/a\\b",
+                    "/a?b\\c",
+                    "/a b",
+                    "/a|b",
+                    "/a{b}",
+                    "/é",
+                    "/a\"b",
+                    "/a'b",
+                    "/a^`<>",
+                    "/a\tb",
+                    "/\\/x",
+                    "/a\u{7f}",
+                ] {
+                    let url = format!("{prefix}{host}{path}");
+                    let mut fast = Vec::new();
+                    if matcher.write_plain_url(url.as_bytes(), "me:1", &mut fast) {
+                        answered += 1;
+                        let mut parsed = Vec::new();
+                        matcher.write_parsed_url(url.as_bytes(), "me:1", &mut parsed);
+                        assert_eq!(String::from_utf8_lossy(&fast), String::from_utf8_lossy(&parsed), "url {url:?}");
+                    }
+                }
+            }
+            assert!(answered >= 15, "the fast path answered only {answered} URLs");
+        }
+    }
 }

@@ -9,13 +9,16 @@ pub mod js_regex;
 mod links;
 mod replacement;
 mod stream;
+mod sweep;
 
 use std::sync::Arc;
 
-use regex_automata::dfa::{dense, StartKind};
+use regex_automata::dfa::{dense, Automaton, StartKind};
 use regex_automata::nfa::thompson;
 use regex_automata::util::prefilter::Prefilter;
-use regex_automata::{meta, MatchKind};
+use regex_automata::util::primitives::StateID;
+use regex_automata::util::start;
+use regex_automata::{meta, Anchored, MatchKind};
 use regex_syntax::hir::Hir;
 
 pub use crate::error::{ReplaceError, RuleError};
@@ -64,6 +67,29 @@ enum Engine {
     Links(Box<links::LinkMatcher>),
 }
 
+/// A DFA's start states by the byte before the start (`None`: the start of the body). Asking the DFA
+/// classifies the byte and checks the configuration each time: too slow for once per candidate.
+#[derive(Debug)]
+struct StartStates {
+    /// Index 256 is the start of the body.
+    table: Box<[Option<StateID>; 257]>,
+}
+
+impl StartStates {
+    fn new(dfa: &Dfa, anchored: Anchored) -> StartStates {
+        let mut table = Box::new([None; 257]);
+        for (index, slot) in table.iter_mut().enumerate() {
+            let look_behind = u8::try_from(index).ok();
+            *slot = dfa.start_state(&start::Config::new().anchored(anchored).look_behind(look_behind)).ok();
+        }
+        StartStates { table }
+    }
+
+    fn get(&self, look_behind: Option<u8>) -> Option<StateID> {
+        self.table[look_behind.map_or(256, usize::from)]
+    }
+}
+
 #[derive(Debug)]
 struct RegexRule {
     /// Forward DFA, anchored and unanchored starts, leftmost-first.
@@ -74,6 +100,8 @@ struct RegexRule {
     captures: Option<meta::Regex>,
     candidates: Candidates,
     replacement: Replacement,
+    anchored_starts: StartStates,
+    unanchored_starts: StartStates,
 }
 
 /// The replacement side of a user rule.
@@ -161,7 +189,15 @@ impl Rule {
             inner: Arc::new(CompiledRule {
                 label,
                 global,
-                engine: Engine::Regex(Box::new(RegexRule { dfa, reverse, captures, candidates, replacement })),
+                engine: Engine::Regex(Box::new(RegexRule {
+                    anchored_starts: StartStates::new(&dfa, Anchored::Yes),
+                    unanchored_starts: StartStates::new(&dfa, Anchored::No),
+                    dfa,
+                    reverse,
+                    captures,
+                    candidates,
+                    replacement,
+                })),
             }),
         })
     }

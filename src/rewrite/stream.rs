@@ -8,77 +8,82 @@
 
 use regex_automata::dfa::Automaton;
 use regex_automata::util::captures::Captures;
-use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
 use regex_automata::{Anchored, Input, Span};
 
+use super::sweep::Sweep;
 use super::{Candidates, Engine, RegexRule, Replacement, Rule};
 use crate::error::ReplaceError;
 
 /// A set of rules applied to one body, chunk by chunk.
 pub struct Rewriter {
     stages: Vec<Stage>,
-    /// Buffers between stages, reused across chunks.
-    between: [Vec<u8>; 2],
+    /// Each stage's output for the current chunk, reused across chunks; the last stage writes straight
+    /// to the caller's buffer.
+    outputs: Vec<Vec<u8>>,
 }
 
 impl Rewriter {
     /// `local_host` is the request's Host header, used by the link rewrite rule;
     /// `max_match_bytes` caps what one pending match may hold back.
     pub fn new(rules: &[Rule], local_host: &str, max_match_bytes: usize) -> Rewriter {
-        let stages = rules.iter().map(|rule| Stage::new(rule.clone(), local_host, max_match_bytes.max(1))).collect();
-        Rewriter { stages, between: [Vec::new(), Vec::new()] }
+        let stages: Vec<Stage> =
+            rules.iter().map(|rule| Stage::new(rule.clone(), local_host, max_match_bytes.max(1))).collect();
+        let outputs = vec![Vec::new(); stages.len().saturating_sub(1)];
+        Rewriter { stages, outputs }
     }
 
     /// Feeds the next chunk; appends what is final to `out`.
     pub fn push(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), ReplaceError> {
-        self.run(input, false, out)
+        feed(&mut self.stages, &mut self.outputs, input, false, out)
     }
 
     /// Ends the body; appends everything still held back, rewritten, to `out`.
     pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
-        self.run(&[], true, out)
+        feed(&mut self.stages, &mut self.outputs, &[], true, out)
     }
 
     /// Bytes held back over all stages (for tests of the memory bound).
     pub fn held_bytes(&self) -> usize {
-        self.stages.iter().map(|s| s.buf.len()).sum()
+        self.stages.iter().map(|s| s.held.len()).sum()
     }
 
     /// Match candidates abandoned because they outgrew `max_match_bytes`.
     pub fn abandoned_matches(&self) -> u64 {
         self.stages.iter().map(|s| s.abandoned).sum()
     }
+}
 
-    fn run(&mut self, input: &[u8], last: bool, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
-        let count = self.stages.len();
-        if count == 0 {
-            out.extend_from_slice(input);
-            return Ok(());
-        }
-        let [a, b] = &mut self.between;
-        let (mut src, mut dst) = (a, b);
-        src.clear();
-        let mut from_input = true;
-        for (i, stage) in self.stages.iter_mut().enumerate() {
-            let last_stage = i + 1 == count;
-            // A finished stage with nothing held back is the identity: its input skips it.
-            if stage.passes_through() && !last_stage {
-                continue;
-            }
-            let data: &[u8] = if from_input { input } else { src };
-            if last_stage {
-                stage.process(data, last, out)?;
-            } else {
-                dst.clear();
-                // Rewriting rarely grows a body much: one allocation instead of repeated doubling.
-                dst.reserve(data.len() + data.len() / 8);
-                stage.process(data, last, dst)?;
-                std::mem::swap(&mut src, &mut dst);
-                from_input = false;
-            }
-        }
-        Ok(())
+/// Runs `input` through `stages` in order. A stage scans its input where it lies and copies only the
+/// bytes it holds back; a stage that finishes inside `input` hands the rest on untouched.
+fn feed(
+    stages: &mut [Stage],
+    outputs: &mut [Vec<u8>],
+    input: &[u8],
+    last: bool,
+    out: &mut Vec<u8>,
+) -> Result<(), ReplaceError> {
+    let Some((stage, later)) = stages.split_first_mut() else {
+        out.extend_from_slice(input);
+        return Ok(());
+    };
+    let Some((output, later_outputs)) = outputs.split_first_mut() else {
+        let untouched = stage.process(input, last, out)?;
+        out.extend_from_slice(&input[untouched..]);
+        return Ok(());
+    };
+    if stage.passes_through() {
+        return feed(later, later_outputs, input, last, out);
+    }
+    output.clear();
+    // Rewriting rarely grows a body much: one allocation instead of repeated doubling.
+    output.reserve(input.len() + input.len() / 8);
+    let untouched = stage.process(input, last, output)?;
+    if untouched == input.len() {
+        feed(later, later_outputs, output, last, out)
+    } else {
+        feed(later, later_outputs, output, false, out)?;
+        feed(later, later_outputs, &input[untouched..], last, out)
     }
 }
 
@@ -90,10 +95,27 @@ pub fn rewrite_bytes(
     max_match_bytes: usize,
 ) -> Result<Vec<u8>, ReplaceError> {
     let mut rewriter = Rewriter::new(rules, local_host, max_match_bytes);
-    let mut out = Vec::with_capacity(input.len());
+    let mut out = Vec::with_capacity(input.len() + input.len() / 8);
     // One call with the end known: the scan stays linear whatever the rules.
-    rewriter.run(input, true, &mut out)?;
+    feed(&mut rewriter.stages, &mut rewriter.outputs, input, true, &mut out)?;
     Ok(out)
+}
+
+/// The bytes a stage searches, and the byte before them (`None` at the start of the body), which
+/// `\b` and `^` look at.
+#[derive(Clone, Copy)]
+pub(super) struct Hay<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) before: Option<u8>,
+}
+
+impl Hay<'_> {
+    pub(super) fn look_behind(&self, at: usize) -> Option<u8> {
+        match at.checked_sub(1) {
+            Some(i) => Some(self.bytes[i]),
+            None => self.before,
+        }
+    }
 }
 
 /// One rule's streaming state.
@@ -101,19 +123,22 @@ struct Stage {
     rule: Rule,
     local_host: String,
     max_match: usize,
-    /// `buf[..emitted]` is already written out (at most one byte is kept, as look-behind context for
-    /// `\b` and `^`); `buf[emitted..]` is held back.
-    buf: Vec<u8>,
+    /// Bytes held back from earlier chunks: they may still belong to a match.
+    held: Vec<u8>,
+    /// The byte before `held` (or before the next chunk when nothing is held).
+    before: Option<u8>,
+    /// During a scan: how much of the hay is already written out.
     emitted: usize,
-    /// Where the next match search starts (JS `lastIndex`).
+    /// Where the next match search starts (JS `lastIndex`), relative to the hay.
     search_from: usize,
     /// After an empty match JS moves `lastIndex` one character on before searching again.
     skip_char: bool,
     /// A non-global rule that has replaced its one match, or a global one that can match no more.
     done: bool,
-    /// Body offset of `buf[0]`, for the offsets given to replacement functions.
+    /// Body offset of the hay's first byte, for the offsets given to replacement functions.
     offset: usize,
     captures: Option<(Captures, regex_automata::meta::Cache)>,
+    sweep: Sweep,
     abandoned: u64,
 }
 
@@ -138,6 +163,7 @@ enum Scan {
     Undecided,
 }
 
+#[derive(Debug, PartialEq, Eq)]
 pub(super) enum Next {
     Match {
         start: usize,
@@ -159,61 +185,91 @@ impl Stage {
             rule,
             local_host: local_host.to_string(),
             max_match,
-            buf: Vec::new(),
+            held: Vec::new(),
+            before: None,
             emitted: 0,
             search_from: 0,
             skip_char: false,
             done: false,
             offset: 0,
             captures,
+            sweep: Sweep::default(),
             abandoned: 0,
         }
     }
 
     fn passes_through(&self) -> bool {
-        self.done && self.emitted == self.buf.len()
+        self.done && self.held.is_empty()
     }
 
-    fn process(&mut self, input: &[u8], last: bool, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
+    /// Rewrites what is final of `held + input` into `out`. Returns where the untouched rest of `input`
+    /// starts when the stage finished inside it (the caller passes that rest on as it is), otherwise
+    /// `input.len()`.
+    fn process(&mut self, input: &[u8], last: bool, out: &mut Vec<u8>) -> Result<usize, ReplaceError> {
         if self.done {
-            out.extend_from_slice(&self.buf[self.emitted..]);
-            self.emitted = self.buf.len();
-            out.extend_from_slice(input);
-        } else {
-            self.buf.extend_from_slice(input);
-            let held_from = self.scan(last, out)?;
-            let held_from = if self.done { self.buf.len() } else { held_from };
-            if self.done {
-                self.search_from = self.buf.len();
-            }
-            out.extend_from_slice(&self.buf[self.emitted..held_from]);
-            self.emitted = held_from;
+            out.extend_from_slice(&self.held);
+            self.held.clear();
+            return Ok(0);
         }
-        self.compact();
-        Ok(())
+        let mut held = std::mem::take(&mut self.held);
+        // With nothing held the chunk is searched where it lies; otherwise it joins the held bytes.
+        let in_place = held.is_empty();
+        if !in_place {
+            held.extend_from_slice(input);
+        }
+        let hay = Hay { bytes: if in_place { input } else { &held }, before: self.before };
+        self.emitted = 0;
+        let held_from = match self.scan(hay, last, out) {
+            Ok(at) => at,
+            Err(err) => {
+                self.done = true;
+                return Err(err);
+            }
+        };
+        if self.done {
+            if in_place {
+                self.held = held;
+                return Ok(self.emitted);
+            }
+            out.extend_from_slice(&held[self.emitted..]);
+            held.clear();
+            self.held = held;
+            return Ok(input.len());
+        }
+        out.extend_from_slice(&hay.bytes[self.emitted..held_from]);
+        self.before = hay.look_behind(held_from);
+        self.offset += held_from;
+        self.search_from -= held_from;
+        if in_place {
+            held.extend_from_slice(&input[held_from..]);
+        } else {
+            held.drain(..held_from);
+        }
+        self.held = held;
+        Ok(input.len())
     }
 
     /// Replaces every match that is final; returns the first byte that must stay held back.
-    fn scan(&mut self, last: bool, out: &mut Vec<u8>) -> Result<usize, ReplaceError> {
+    fn scan(&mut self, hay: Hay, last: bool, out: &mut Vec<u8>) -> Result<usize, ReplaceError> {
+        let len = hay.bytes.len();
         loop {
-            let len = self.buf.len();
             if self.skip_char {
                 if self.search_from >= len {
                     // JS: `lastIndex` past the end stops the search.
                     self.done |= last;
                     return Ok(len);
                 }
-                let width = utf8_width(self.buf[self.search_from]);
+                let width = utf8_width(hay.bytes[self.search_from]);
                 if self.search_from + width > len && !last {
                     return Ok(self.search_from);
                 }
                 self.search_from = (self.search_from + width).min(len);
                 self.skip_char = false;
             }
-            match self.next_match(last) {
+            match self.next_match(hay, last) {
                 Next::Match { start, end } => {
-                    out.extend_from_slice(&self.buf[self.emitted..start]);
-                    self.replace(start, end, out)?;
+                    out.extend_from_slice(&hay.bytes[self.emitted..start]);
+                    self.replace(hay, start, end, out)?;
                     self.emitted = end;
                     self.search_from = end;
                     self.skip_char = end == start;
@@ -235,54 +291,110 @@ impl Stage {
         }
     }
 
-    fn compact(&mut self) {
-        let keep_from = self.emitted.saturating_sub(1);
-        if keep_from > 0 {
-            self.buf.drain(..keep_from);
-            self.emitted -= keep_from;
-            self.search_from -= keep_from;
-            self.offset += keep_from;
-        }
-    }
-
-    fn next_match(&mut self, last: bool) -> Next {
+    fn next_match(&mut self, hay: Hay, last: bool) -> Next {
         let mut abandoned = 0;
-        let next = match &self.rule.inner.engine {
-            Engine::Links(matcher) => {
-                matcher.next_match(&self.buf, self.search_from, last, self.max_match, &mut abandoned)
+        let Stage { rule, sweep, search_from, max_match, .. } = self;
+        let next = match &rule.inner.engine {
+            Engine::Links(matcher) => matcher.next_match(hay.bytes, *search_from, last, *max_match, &mut abandoned),
+            Engine::Regex(re) => {
+                RegexSearch { re, hay, last, max_match: *max_match }.next_match(*search_from, sweep, &mut abandoned)
             }
-            Engine::Regex(re) => self.next_regex_match(re, last, &mut abandoned),
         };
         self.abandoned += abandoned;
         next
     }
+    /// Writes the replacement of `hay.bytes[start..end]`.
+    fn replace(&mut self, hay: Hay, start: usize, end: usize, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
+        let Stage { rule, captures, local_host, offset, max_match, .. } = self;
+        let whole = &hay.bytes[start..end];
+        let re = match &rule.inner.engine {
+            Engine::Links(matcher) => {
+                matcher.write_replacement(whole, local_host, out);
+                return Ok(());
+            }
+            Engine::Regex(re) => re,
+        };
+        let Some((caps, cache)) = captures.as_mut() else {
+            if let Replacement::Template(t) = &re.replacement {
+                t.expand(whole, |_| None, |_| None, out);
+            }
+            return Ok(());
+        };
+        // The captures search sees the hay itself, so a match at its very start needs a copy that begins
+        // with the byte before it (for `\b` and `^`). The DFA run from a match's start dies within the
+        // cap, so the cap plus one look-ahead byte is all the search can read.
+        let joined;
+        let (buf, base) = match hay.before {
+            Some(byte) if start == 0 => {
+                let upto = hay.bytes.len().min(*max_match + 2);
+                joined = [&[byte][..], &hay.bytes[..upto]].concat();
+                (&joined[..], 1)
+            }
+            _ => (hay.bytes, 0),
+        };
+        let regex = re.captures.as_ref().expect("captures come with their regex");
+        let input = Input::new(buf).span(start + base..buf.len()).anchored(Anchored::Yes);
+        regex.search_captures_with(cache, &input, caps);
+        debug_assert_eq!(caps.get_match().map(|m| m.end()), Some(end + base), "DFA and captures disagree");
+        match &re.replacement {
+            Replacement::Template(t) => t.expand(
+                whole,
+                |i| caps.get_group(i).map(|s| &buf[s.range()]),
+                |n| caps.get_group_by_name(n).map(|s| &buf[s.range()]),
+                out,
+            ),
+            Replacement::Function(f) => {
+                let text = |s: Span| String::from_utf8_lossy(&buf[s.range()]).into_owned();
+                let groups: Vec<Option<String>> = (1..caps.group_len()).map(|i| caps.get_group(i).map(text)).collect();
+                let group_refs: Vec<Option<&str>> = groups.iter().map(|g| g.as_deref()).collect();
+                let replaced = f
+                    .replace(&String::from_utf8_lossy(whole), &group_refs, *offset + start)
+                    .map_err(|message| ReplaceError { rule: rule.inner.label.clone(), message })?;
+                out.extend_from_slice(replaced.as_bytes());
+            }
+        }
+        Ok(())
+    }
+}
 
-    fn next_regex_match(&self, re: &RegexRule, last: bool, abandoned: &mut u64) -> Next {
-        let len = self.buf.len();
-        let mut from = self.search_from;
+/// One search of a regex rule over a stage's hay.
+#[derive(Clone, Copy)]
+pub(super) struct RegexSearch<'a> {
+    pub(super) re: &'a RegexRule,
+    pub(super) hay: Hay<'a>,
+    pub(super) last: bool,
+    pub(super) max_match: usize,
+}
+
+impl RegexSearch<'_> {
+    fn next_match(&self, from: usize, sweep: &mut Sweep, abandoned: &mut u64) -> Next {
+        let hay = self.hay;
+        let len = hay.bytes.len();
+        let mut from = from;
         loop {
-            let (end, died) = match self.scan_forward(re, from, last) {
+            let (end, died) = match self.scan_forward(from) {
                 Scan::Match { end, died } => (end, died),
                 Scan::NoMatch => return Next::Exhausted,
-                Scan::Undecided => return self.pending_start(re, from, last, abandoned),
+                Scan::Undecided => return self.pending_start(from, sweep, abandoned),
             };
-            let start = self.match_start(re, from, end);
-            if start < len && is_continuation(self.buf[start]) {
+            let start = self.match_start(from, end);
+            if start < len && is_continuation(hay.bytes[start]) {
                 // An empty match inside a UTF-8 character: JS never sees that position.
                 from = start + 1;
                 continue;
             }
             // The anchored run from `start` dies no later than the unanchored scan did: only when that
-            // was past the cap may the attempt have outgrown it, and then it is checked exactly.
+            // was past the cap may it have outgrown it. Then the starts from here on are settled by the
+            // sweep, which stays linear however many of them outgrow the cap.
             if died - start > self.max_match {
-                match self.attempt(re, start, last) {
-                    Attempt::Match(checked) => debug_assert_eq!(checked, end),
-                    _ => {
-                        *abandoned += 1;
-                        from = start + 1;
-                        continue;
+                let mut steps = 0;
+                return match self.attempt(start, &mut steps) {
+                    Attempt::Match(checked) => {
+                        debug_assert_eq!(checked, end);
+                        Next::Match { start, end }
                     }
-                }
+                    _ => self.sweep(start, sweep, abandoned),
+                };
             }
             return Next::Match { start, end };
         }
@@ -290,15 +402,13 @@ impl Stage {
 
     /// Leftmost-first unanchored scan from `from`, linear in the data: finds the end of the leftmost
     /// match once it is final. While no match is in progress it skips to the next candidate position.
-    fn scan_forward(&self, re: &RegexRule, from: usize, last: bool) -> Scan {
+    fn scan_forward(&self, from: usize) -> Scan {
+        let (re, hay, last) = (self.re, self.hay, self.last);
         let dfa = &re.dfa;
-        let hay = &self.buf[..];
+        let start_at = |at: usize| re.unanchored_starts.get(hay.look_behind(at));
+        let hay = hay.bytes;
         let len = hay.len();
-        let start_at = |at: usize| {
-            let config = start::Config::new().anchored(Anchored::No).look_behind(at.checked_sub(1).map(|i| hay[i]));
-            dfa.start_state(&config).ok()
-        };
-        let Some(mut at) = self.next_candidate(re, from) else { return Scan::NoMatch };
+        let Some(mut at) = self.next_candidate(from) else { return Scan::NoMatch };
         let Some(mut state) = start_at(at) else { return Scan::NoMatch };
         let mut found = None;
         while at < len {
@@ -310,7 +420,7 @@ impl Stage {
                 } else if dfa.is_dead_state(state) || dfa.is_quit_state(state) {
                     return found.map_or(Scan::NoMatch, |end| Scan::Match { end, died: at - 1 });
                 } else if dfa.is_start_state(state) && found.is_none() {
-                    match self.next_candidate(re, at) {
+                    match self.next_candidate(at) {
                         None => return Scan::NoMatch,
                         Some(next) if next > at => {
                             at = next;
@@ -333,9 +443,10 @@ impl Stage {
     }
 
     /// The start of the leftmost match ending at `end`: the earliest start the reverse DFA accepts.
-    fn match_start(&self, re: &RegexRule, from: usize, end: usize) -> usize {
-        let rev = &re.reverse;
-        let hay = &self.buf[..];
+    fn match_start(&self, from: usize, end: usize) -> usize {
+        let (rev, hay) = (&self.re.reverse, self.hay);
+        let before_from = hay.look_behind(from);
+        let hay = hay.bytes;
         let config = start::Config::new().anchored(Anchored::Yes).look_behind(hay.get(end).copied());
         let Ok(mut state) = rev.start_state(&config) else { return from };
         let mut start = None;
@@ -352,8 +463,8 @@ impl Stage {
             }
         }
         // Matches are reported one byte late: one more step says whether one starts at `from`.
-        state = match from.checked_sub(1) {
-            Some(i) => rev.next_state(state, hay[i]),
+        state = match before_from {
+            Some(byte) => rev.next_state(state, byte),
             None => rev.next_eoi_state(state),
         };
         if rev.is_match_state(state) {
@@ -363,17 +474,24 @@ impl Stage {
     }
 
     /// The data ends inside a possible match: the earliest candidate whose anchored run is still
-    /// alive (everything before it can go out), or a match that became final meanwhile.
-    fn pending_start(&self, re: &RegexRule, from: usize, last: bool, abandoned: &mut u64) -> Next {
-        let len = self.buf.len();
+    /// alive (everything before it can go out), or a match that became final meanwhile. Trying the
+    /// candidates one by one is cheapest when their runs are short; once that has cost more than a
+    /// few steps per byte, the sweep settles the rest in one pass.
+    fn pending_start(&self, from: usize, sweep: &mut Sweep, abandoned: &mut u64) -> Next {
+        let len = self.hay.bytes.len();
+        let budget = 2 * (len - from) + 64;
+        let mut steps = 0;
         let mut from = from;
         while from <= len {
-            let Some(at) = self.next_candidate(re, from) else { return Next::Exhausted };
-            if at < len && is_continuation(self.buf[at]) {
+            let Some(at) = self.next_candidate(from) else { return Next::Exhausted };
+            if at < len && is_continuation(self.hay.bytes[at]) {
                 from = at + 1;
                 continue;
             }
-            match self.attempt(re, at, last) {
+            if steps > budget {
+                return self.sweep(at, sweep, abandoned);
+            }
+            match self.attempt(at, &mut steps) {
                 Attempt::Match(end) => return Next::Match { start: at, end },
                 Attempt::Alive => return Next::Pending(at),
                 Attempt::Abandoned => *abandoned += 1,
@@ -384,11 +502,15 @@ impl Stage {
         Next::Exhausted
     }
 
+    fn sweep(&self, from: usize, sweep: &mut Sweep, abandoned: &mut u64) -> Next {
+        sweep.first_viable(self, from, abandoned)
+    }
+
     /// The smallest position at or after `from` where a match may start, given the data so far.
-    fn next_candidate(&self, re: &RegexRule, from: usize) -> Option<usize> {
-        let hay = &self.buf;
+    pub(super) fn next_candidate(&self, from: usize) -> Option<usize> {
+        let hay = self.hay.bytes;
         let len = hay.len();
-        match &re.candidates {
+        match &self.re.candidates {
             Candidates::Every => Some(from),
             Candidates::Prefix(pre) => {
                 // A literal cut by the end of the data shows only as a partial prefix.
@@ -403,15 +525,11 @@ impl Stage {
     }
 
     /// Runs the anchored DFA from `at` over the data held.
-    fn attempt(&self, re: &RegexRule, at: usize, last: bool) -> Attempt {
+    fn attempt(&self, at: usize, steps: &mut usize) -> Attempt {
+        let (re, last) = (self.re, self.last);
         let dfa = &re.dfa;
-        let hay = &self.buf;
-        let look_behind = at.checked_sub(1).map(|i| hay[i]);
-        let config = start::Config::new().anchored(Anchored::Yes).look_behind(look_behind);
-        let mut state: StateID = match dfa.start_state(&config) {
-            Ok(state) => state,
-            Err(_) => return Attempt::NoMatch,
-        };
+        let Some(mut state) = re.anchored_starts.get(self.hay.look_behind(at)) else { return Attempt::NoMatch };
+        let hay = self.hay.bytes;
         // One byte past the cap: DFA matches are reported a byte late.
         let limit = at.saturating_add(self.max_match).saturating_add(1);
         let end = hay.len().min(limit);
@@ -422,10 +540,12 @@ impl Stage {
                 if dfa.is_match_state(state) {
                     found = Some(at + i);
                 } else if dfa.is_dead_state(state) || dfa.is_quit_state(state) {
+                    *steps += i + 1;
                     return found.map_or(Attempt::NoMatch, Attempt::Match);
                 }
             }
         }
+        *steps += end - at;
         if end == limit {
             return Attempt::Abandoned;
         }
@@ -438,50 +558,9 @@ impl Stage {
         }
         found.map_or(Attempt::NoMatch, Attempt::Match)
     }
-
-    /// Writes the replacement of `buf[start..end]`.
-    fn replace(&mut self, start: usize, end: usize, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
-        let Stage { rule, buf, captures, local_host, offset, .. } = self;
-        let whole = &buf[start..end];
-        let re = match &rule.inner.engine {
-            Engine::Links(matcher) => {
-                matcher.write_replacement(whole, local_host, out);
-                return Ok(());
-            }
-            Engine::Regex(re) => re,
-        };
-        let Some((caps, cache)) = captures.as_mut() else {
-            if let Replacement::Template(t) = &re.replacement {
-                t.expand(whole, |_| None, |_| None, out);
-            }
-            return Ok(());
-        };
-        let regex = re.captures.as_ref().expect("captures come with their regex");
-        let input = Input::new(&buf[..]).span(start..buf.len()).anchored(Anchored::Yes);
-        regex.search_captures_with(cache, &input, caps);
-        debug_assert_eq!(caps.get_match().map(|m| m.end()), Some(end), "DFA and captures disagree");
-        match &re.replacement {
-            Replacement::Template(t) => t.expand(
-                whole,
-                |i| caps.get_group(i).map(|s| &buf[s.range()]),
-                |n| caps.get_group_by_name(n).map(|s| &buf[s.range()]),
-                out,
-            ),
-            Replacement::Function(f) => {
-                let text = |s: Span| String::from_utf8_lossy(&buf[s.range()]).into_owned();
-                let groups: Vec<Option<String>> = (1..caps.group_len()).map(|i| caps.get_group(i).map(text)).collect();
-                let group_refs: Vec<Option<&str>> = groups.iter().map(|g| g.as_deref()).collect();
-                let replaced = f
-                    .replace(&String::from_utf8_lossy(whole), &group_refs, *offset + start)
-                    .map_err(|message| ReplaceError { rule: rule.inner.label.clone(), message })?;
-                out.extend_from_slice(replaced.as_bytes());
-            }
-        }
-        Ok(())
-    }
 }
 
-fn is_continuation(byte: u8) -> bool {
+pub(super) fn is_continuation(byte: u8) -> bool {
     (0x80..0xC0).contains(&byte)
 }
 
@@ -493,4 +572,41 @@ pub(super) fn utf8_width(byte: u8) -> usize {
         0xF0..=0xF4 => 4,
         _ => 1,
     }
+}
+
+/// The first viable start from `from`, found by trying every candidate in turn (the reference for the
+/// sweep) and by the sweep; each with the count of abandoned starts.
+#[cfg(test)]
+pub(super) fn first_viable_both_ways(
+    re: &RegexRule,
+    bytes: &[u8],
+    before: Option<u8>,
+    from: usize,
+    last: bool,
+    max_match: usize,
+) -> ((Next, u64), (Next, u64)) {
+    let search = RegexSearch { re, hay: Hay { bytes, before }, last, max_match };
+    let len = bytes.len();
+    let naive = (|| {
+        let mut abandoned = 0;
+        let mut at = from;
+        while at <= len {
+            let Some(candidate) = search.next_candidate(at) else { break };
+            if candidate < len && is_continuation(bytes[candidate]) {
+                at = candidate + 1;
+                continue;
+            }
+            match search.attempt(candidate, &mut 0) {
+                Attempt::Match(end) => return (Next::Match { start: candidate, end }, abandoned),
+                Attempt::Alive => return (Next::Pending(candidate), abandoned),
+                Attempt::Abandoned => abandoned += 1,
+                Attempt::NoMatch => {}
+            }
+            at = candidate + 1;
+        }
+        (Next::Exhausted, abandoned)
+    })();
+    let mut abandoned = 0;
+    let swept = search.sweep(from, &mut Sweep::default(), &mut abandoned);
+    (naive, (swept, abandoned))
 }

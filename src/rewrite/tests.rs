@@ -147,6 +147,34 @@ fn pathological_pattern_runs_in_linear_time() {
     assert_eq!(out.len(), 100_001);
 }
 
+/// Every start outgrows the cap: trying them one by one cost `n * cap` steps (a 200 KB body took 95 s).
+#[test]
+fn starts_that_all_outgrow_the_cap_cost_linear_time() {
+    let rules = [text_rule("[^b]+", "g", "X"), text_rule("[\\s\\S]*?</body>", "g", "[$&]")];
+    let cap = DEFAULT_MAX_MATCH_BYTES;
+    let input = "a".repeat(256 << 10);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let whole = rewrite_bytes(input.as_bytes(), &rules[..1], "l", cap).unwrap();
+        let mut rewriter = Rewriter::new(&rules, "l", cap);
+        let mut streamed = Vec::new();
+        for chunk in input.as_bytes().chunks(4096) {
+            rewriter.push(chunk, &mut streamed).unwrap();
+        }
+        rewriter.finish(&mut streamed).unwrap();
+        tx.send((input, whole, streamed, rewriter.abandoned_matches())).unwrap();
+    });
+    let (input, whole, streamed, abandoned) =
+        rx.recv_timeout(std::time::Duration::from_secs(60)).expect("abandoning every start took too long");
+    // Each start older than the cap is abandoned; the first that fits matches to the end.
+    let kept = input.len() - cap;
+    assert_eq!(whole.len(), kept + 1);
+    assert_eq!(&whole[kept..], b"X");
+    assert_eq!(streamed, whole, "4 KiB chunks differ from the whole body");
+    // The first rule abandons every start older than the cap, the second nearly as many of its input's.
+    assert!(abandoned >= kept as u64 + (kept - cap) as u64, "abandoned {abandoned}");
+}
+
 #[test]
 fn held_back_bytes_stay_under_the_cap() {
     let rules = [text_rule("<body[^>]*>", "i", "$&!"), text_rule("\\b[a-z]+-[0-9]{3,}\\b", "g", "#")];
@@ -269,6 +297,12 @@ const PATTERNS: &[(&str, &str)] = &[
     ("a\\nb", "g"),
     ("\\w+", "g"),
     ("c", ""),
+    // Captures whose search needs the byte before the match.
+    ("\\b(a)", "g"),
+    ("^(a|b)", "gm"),
+    // Runs that match early and then live on: merged runs with different match histories.
+    ("a.*c|a", "g"),
+    ("[ab]+c|b", "g"),
 ];
 const REPLACEMENTS: &[&str] = &["", "-", "[$&]", "$1$1", "<$<x>>", "$$"];
 
@@ -281,7 +315,11 @@ fn alphabet_input() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    // PROPTEST_CASES=N runs a longer search locally.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(256),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn chunking_never_changes_the_result(
@@ -302,6 +340,25 @@ proptest! {
         // With a small cap the result may differ from the reference, but never with the chunking.
         let capped = rewrite_bytes(input.as_bytes(), &rules, "l", max_match).unwrap();
         prop_assert_eq!(chunked(input.as_bytes(), &rules, &cuts, max_match), capped);
+    }
+
+    /// The one-pass sweep settles starts exactly as trying each one in turn does, abandoned ones
+    /// included, whatever the cap.
+    #[test]
+    fn sweep_agrees_with_trying_each_start(
+        input in alphabet_input(),
+        pattern in 0..PATTERNS.len(),
+        from_pick in 0usize..64,
+        before in prop::option::of(prop::sample::select(vec![b'a', b' ', b'\n', b'\r', 0xC3])),
+        last in any::<bool>(),
+        max_match in prop::sample::select(vec![1usize, 2, 3, 5, 8, 64]),
+    ) {
+        let rule = cached_rule(pattern, 0);
+        let Engine::Regex(re) = &rule.inner.engine else { unreachable!("a regex rule") };
+        let bytes = input.as_bytes();
+        let from = from_pick.min(bytes.len());
+        let (naive, swept) = super::stream::first_viable_both_ways(re, bytes, before, from, last, max_match);
+        prop_assert_eq!(naive, swept, "pattern {:?} input {:?} from {} last {} cap {}", PATTERNS[pattern], input, from, last, max_match);
     }
 
     #[test]
