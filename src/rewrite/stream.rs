@@ -478,15 +478,25 @@ impl RegexSearch<'_> {
     /// candidates one by one is cheapest when their runs are short; once that has cost more than a
     /// few steps per byte, the sweep settles the rest in one pass.
     fn pending_start(&self, from: usize, sweep: &mut Sweep, abandoned: &mut u64) -> Next {
-        let len = self.hay.bytes.len();
+        let (dfa, bytes) = (&self.re.dfa, self.hay.bytes);
+        let len = bytes.len();
         let budget = 2 * (len - from) + 64;
         let mut steps = 0;
         let mut from = from;
         while from <= len {
             let Some(at) = self.next_candidate(from) else { return Next::Exhausted };
-            if at < len && is_continuation(self.hay.bytes[at]) {
-                from = at + 1;
-                continue;
+            if let Some(&byte) = bytes.get(at) {
+                // Most starts die on their first byte: that costs one lookup, not an attempt.
+                let alive = !is_continuation(byte)
+                    && self
+                        .re
+                        .anchored_starts
+                        .get(self.hay.look_behind(at))
+                        .is_some_and(|state| !dfa.is_dead_state(dfa.next_state(state, byte)));
+                if !alive {
+                    from = at + 1;
+                    continue;
+                }
             }
             if steps > budget {
                 return self.sweep(at, sweep, abandoned);
