@@ -64,6 +64,12 @@ export interface ProxyOptions {
   gracePeriodMs?: number
   /** No log lines on stderr (default false). */
   quiet?: boolean
+  /**
+   * Whether pages are fetched compressed from the target: `'auto'` (default) fetches them
+   * uncompressed from a loopback target and compressed from any other, `'always'`, `'never'`.
+   * The client gets a compressed page either way.
+   */
+  upstreamCompression?: 'auto' | 'always' | 'never'
 }
 
 /** What the server has done so far. */

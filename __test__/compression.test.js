@@ -13,6 +13,7 @@ const {
   browsersyncRewriteLinks,
   ACCEPT_HTML,
   fileUpstream,
+  lib,
 } = require('./helpers')
 
 const SNIPPET = '<script async src="/__dev.js"></script>'
@@ -56,10 +57,11 @@ function assertVaryAcceptEncoding(headers) {
   assert.ok(vary.includes('accept-encoding') || vary.includes('*'), `Vary must include Accept-Encoding, got ${headers.vary}`)
 }
 
-test('compressed HTML (gzip, deflate, br) is decoded, rewritten and re-encoded in an encoding the client offered', async () => {
+test("compressed HTML (gzip, deflate, br) is decoded, rewritten and re-encoded in an encoding the client offered (upstreamCompression 'always')", async () => {
   const page = pageWithLinks(up.host)
   encodedRoute('/c/page', page)
-  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET, rewriteRules: [{ match: /wörld/g, replace: 'world' }] }, async (server) => {
+  const options = { proxy: up.url, port: 0, snippet: SNIPPET, upstreamCompression: 'always', rewriteRules: [{ match: /wörld/g, replace: 'world' }] }
+  await withProxy(options, async (server) => {
     const host = `127.0.0.1:${server.port}`
     const expected = browsersyncRewriteLinks(page.replace('<body class="p">', '<body class="p">' + SNIPPET).replace('wörld', 'world'), up.port, host)
     for (const enc of Object.keys(ENCODERS)) {
@@ -107,13 +109,53 @@ test('without Accept-Encoding from the client, the upstream is not offered compr
 
 test('only gzip, deflate, br and zstd are forwarded upstream in Accept-Encoding', async () => {
   encodedRoute('/c/filter', '<html><body>x</body></html>')
-  await withProxy({ proxy: up.url, port: 0 }, async (server) => {
+  await withProxy({ proxy: up.url, port: 0, upstreamCompression: 'always' }, async (server) => {
     const n = up.requests.length
     await request(`${server.url}/c/filter`, { headers: { accept: ACCEPT_HTML, 'accept-encoding': 'sdch, gzip;q=1.0, compress, deflate, br, zstd, x-custom' } })
     const seen = tokens(up.requests[n].headers['accept-encoding'])
     for (const t of seen) assert.ok(OFFERABLE.has(t) || t === 'identity', `upstream must not be offered '${t}' (got ${up.requests[n].headers['accept-encoding']})`)
     for (const t of ['gzip', 'deflate', 'br']) assert.ok(seen.includes(t), `'${t}' should be forwarded (got ${up.requests[n].headers['accept-encoding']})`)
   })
+})
+
+test("a loopback target is asked for pages uncompressed ('auto'); the client still gets them compressed, and other responses keep the target's coding", async () => {
+  const page = pageWithLinks(up.host)
+  encodedRoute('/c/auto', page)
+  encodedRoute('/c/auto.js', 'var x = 1;'.repeat(100), 'application/javascript')
+  const offer = 'gzip, deflate, br'
+  await withProxy({ proxy: up.url, port: 0 }, async (server) => {
+    let n = up.requests.length
+    const res = await request(`${server.url}/c/auto?enc=gzip`, { headers: { accept: ACCEPT_HTML, 'accept-encoding': offer } })
+    assert.equal(up.requests[n].headers['accept-encoding'], 'identity', 'a page request offers the target only identity')
+    assert.equal(res.headers['content-encoding'], 'gzip', 'compressed here, in the cheapest coding the client offered')
+    assertVaryAcceptEncoding(res.headers)
+    assert.equal(decodeBody(res.body, 'gzip').toString(), browsersyncRewriteLinks(page, up.port, `127.0.0.1:${server.port}`))
+    // Not a page request: the client's codings go upstream and the compressed bytes come back untouched.
+    n = up.requests.length
+    const js = await request(`${server.url}/c/auto.js?enc=br`, { headers: { accept: '*/*', 'accept-encoding': offer } })
+    assert.deepEqual(tokens(up.requests[n].headers['accept-encoding']), ['gzip', 'deflate', 'br'])
+    assert.equal(js.headers['content-encoding'], 'br')
+    assert.deepEqual(js.body, zlib.brotliCompressSync(Buffer.from('var x = 1;'.repeat(100))))
+  })
+  // 'never' asks for identity too (even a remote target would be); 'always' offers the client's codings.
+  for (const [mode, expected] of [['never', ['identity']], ['always', ['gzip', 'deflate', 'br']]]) {
+    await withProxy({ proxy: up.url, port: 0, upstreamCompression: mode }, async (server) => {
+      const n = up.requests.length
+      const res = await request(`${server.url}/c/auto?enc=br`, { headers: { accept: ACCEPT_HTML, 'accept-encoding': offer } })
+      assert.deepEqual(tokens(up.requests[n].headers['accept-encoding']), expected, mode)
+      assert.ok(tokens(offer).includes(res.headers['content-encoding']), `${mode}: compressed for the client`)
+    })
+  }
+})
+
+test('upstreamCompression rejects anything but auto, always and never, naming the option', async () => {
+  const { start } = lib()
+  for (const bad of ['sometimes', true, 1]) {
+    await assert.rejects(start({ proxy: up.url, port: 0, upstreamCompression: bad }), (err) => {
+      assert.match(err.message, /upstreamCompression/)
+      return true
+    })
+  }
 })
 
 test('compressed bodies that are not rewritten pass through byte for byte, still compressed, Content-Length kept', async () => {

@@ -12,7 +12,7 @@ use napi::threadsafe_function::ThreadsafeFunction;
 use napi::{sys, Env, JsValue, ValueType};
 use napi_derive::napi;
 
-use crate::config::{ProxyConfig, Target};
+use crate::config::{ProxyConfig, Target, UpstreamCompression};
 use crate::error::{ConfigError, StartError};
 use crate::rewrite::{self, ReplaceFn, Rule, RuleReplacement, DEFAULT_MAX_MATCH_BYTES};
 use crate::server;
@@ -82,6 +82,11 @@ pub struct ProxyOptions {
     pub grace_period_ms: Option<u32>,
     /// No log lines on stderr (default false).
     pub quiet: Option<bool>,
+    /// Whether pages are fetched compressed from the target: `'auto'` (default) fetches them
+    /// uncompressed from a loopback target and compressed from any other, `'always'`, `'never'`.
+    /// The client gets a compressed page either way.
+    #[napi(ts_type = "'auto' | 'always' | 'never'")]
+    pub upstream_compression: Option<String>,
 }
 
 /// What the server has done so far.
@@ -317,6 +322,12 @@ fn parse_options(env: &Env, options: Unknown) -> Result<ProxyConfig> {
     }
     if let Some(quiet) = get(&options, "quiet")? {
         config.quiet = expect_bool(quiet, "quiet")?;
+    }
+    if let Some(value) = get(&options, "upstreamCompression")? {
+        let value = expect_string(value, "upstreamCompression")?;
+        config.upstream_compression = UpstreamCompression::parse(&value).ok_or_else(|| {
+            invalid(format!("option `upstreamCompression` must be 'auto', 'always' or 'never', got '{value}'"))
+        })?;
     }
     if let Some(max) = get(&options, "maxMatchBytes")? {
         config.max_match_bytes = expect_u32(max, "maxMatchBytes", 64 << 20)?.max(1) as usize;

@@ -68,6 +68,13 @@ pub struct RequestFacts<'a> {
     pub path_and_query: &'a str,
     pub accept: Option<&'a str>,
     pub accept_encoding: Option<&'a str>,
+    /// The proxy asked the upstream for an uncompressed body on the client's behalf.
+    pub upstream_identity: bool,
+}
+
+/// Browsersync's request side of the choice: `Accept` mentions html and the URL is not an asset.
+pub fn is_page_request(accept: Option<&str>, path_and_query: &str) -> bool {
+    accept.is_some_and(|a| a.contains("html")) && !ignored_url(path_and_query)
 }
 
 /// Browsersync's choice (Accept mentions html, URL not an asset, body looks like HTML), plus the
@@ -84,8 +91,8 @@ pub fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, rewrite
     }
     let encoding = headers.get(header::CONTENT_ENCODING).map(|v| v.to_str().unwrap_or("?"));
     let Some(decode) = Encoding::from_content_encoding(encoding) else { return Plan::Passthrough };
-    let encode = codec::choose_output(decode, &codec::accepted(req.accept_encoding));
-    let html_request = req.accept.is_some_and(|a| a.contains("html")) && !ignored_url(req.path_and_query);
+    let encode = codec::choose_output(decode, &codec::accepted(req.accept_encoding), req.upstream_identity);
+    let html_request = is_page_request(req.accept, req.path_and_query);
     let text_type =
         rewrite_text_types && headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_text_type);
     if text_type {
@@ -456,6 +463,7 @@ mod tests {
             path_and_query: "/",
             accept: Some(accept),
             accept_encoding: Some("br, gzip"),
+            upstream_identity: false,
         };
         assert_eq!(
             plan(&req("text/html"), StatusCode::OK, &headers, false),

@@ -71,6 +71,14 @@ impl Target {
         format!("{scheme}://{}", self.authority())
     }
 
+    /// Whether the target is this machine: `localhost` or a loopback address.
+    pub fn is_loopback(&self) -> bool {
+        let bare = self.host.trim_start_matches('[').trim_end_matches(']');
+        bare == "localhost"
+            || bare.ends_with(".localhost")
+            || bare.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    }
+
     /// The host as the link rewrite looks for it: Browsersync's `hostname[:port]`, port shown
     /// unless it is 80.
     pub fn link_host(&self) -> String {
@@ -81,6 +89,30 @@ impl Target {
             self.host.clone()
         } else {
             format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// Whether pages (responses the proxy may rewrite) are fetched compressed from the target.
+/// Other responses always get the client's codings: their bytes pass through untouched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamCompression {
+    /// Uncompressed from a loopback target, whose bandwidth is free while decompressing costs CPU on
+    /// both sides; compressed from any other. The client gets a compressed page either way.
+    Auto,
+    /// Always offer the target the client's codings (decompress, rewrite, recompress).
+    Always,
+    /// Always ask for pages uncompressed, as Browsersync does.
+    Never,
+}
+
+impl UpstreamCompression {
+    pub fn parse(value: &str) -> Option<UpstreamCompression> {
+        match value {
+            "auto" => Some(UpstreamCompression::Auto),
+            "always" => Some(UpstreamCompression::Always),
+            "never" => Some(UpstreamCompression::Never),
+            _ => None,
         }
     }
 }
@@ -113,6 +145,7 @@ pub struct ProxyConfig {
     pub grace_period: Duration,
     /// No log lines on stderr.
     pub quiet: bool,
+    pub upstream_compression: UpstreamCompression,
 }
 
 impl ProxyConfig {
@@ -132,6 +165,16 @@ impl ProxyConfig {
             upstream_timeout: Duration::from_secs(30),
             grace_period: Duration::from_secs(5),
             quiet: false,
+            upstream_compression: UpstreamCompression::Auto,
+        }
+    }
+
+    /// Whether a page is fetched uncompressed (and compressed here for the client).
+    pub fn fetches_pages_uncompressed(&self) -> bool {
+        match self.upstream_compression {
+            UpstreamCompression::Auto => self.target.is_loopback(),
+            UpstreamCompression::Always => false,
+            UpstreamCompression::Never => true,
         }
     }
 
@@ -164,6 +207,16 @@ mod tests {
         assert_eq!(t.link_host(), "example.com:8443");
         assert_eq!(Target::parse("https://example.com").unwrap().link_host(), "example.com");
         assert_eq!(Target::parse("http://[::1]:8080").unwrap().authority(), "[::1]:8080");
+    }
+
+    #[test]
+    fn loopback_targets_are_recognised() {
+        for url in ["http://127.0.0.1:8080", "localhost:3000", "http://[::1]:80", "http://127.1.2.3", "app.localhost"] {
+            assert!(Target::parse(url).unwrap().is_loopback(), "{url}");
+        }
+        for url in ["http://10.0.0.1", "example.com", "http://[::2]", "localhost.example.com"] {
+            assert!(!Target::parse(url).unwrap().is_loopback(), "{url}");
+        }
     }
 
     #[test]

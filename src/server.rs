@@ -303,6 +303,13 @@ async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host
     };
     parts.version = http::Version::HTTP_11;
     headers::to_upstream(&mut parts.headers, config, &local_host, false);
+    // A page from a loopback target comes uncompressed; it is compressed here, once, after rewriting.
+    let upstream_identity = config.fetches_pages_uncompressed()
+        && body::is_page_request(accept.as_deref(), &path_and_query)
+        && !crate::codec::accepted(accept_encoding.as_deref()).is_empty();
+    if upstream_identity {
+        parts.headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+    }
     let retryable = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) && body.is_end_stream();
     let request = Request::from_parts(parts.clone(), body.boxed());
     let exchange = async {
@@ -331,6 +338,7 @@ async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host
         path_and_query: &path_and_query,
         accept: accept.as_deref(),
         accept_encoding: accept_encoding.as_deref(),
+        upstream_identity,
     };
     let mut upstream = UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), url.clone());
     let (sniff, decode, encode) = match body::plan(&facts, head.status, &head.headers, config.rewrite_text_types) {
