@@ -631,7 +631,7 @@ function markdown(res) {
       `Everything (upstream, contender, wrk) shares the same ${meta.nproc} cores.`
   );
   L.push(
-    `Upstream: 100 KB page ${upstream.sizes.page} B (${upstream.sizes.pageGz} B gzip -6), unique page ~${upstream.sizes.unique} B (gzip -1 per request), image ${upstream.sizes.image} B, big page ${upstream.sizes.big} B (${upstream.sizes.bigGz} B gzip -6).`
+    `Upstream: 100 KB page ${upstream.sizes.page} B (${upstream.sizes.pageGz} B gzip -6), unique page ~${upstream.sizes.unique} B (~${upstream.sizes.uniqueGz} B gzip -1, per request), image ${upstream.sizes.image} B, big page ${upstream.sizes.big} B (${upstream.sizes.bigGz} B gzip -6).`
   );
   L.push('');
   for (const w of WORKLOADS) {
@@ -694,7 +694,7 @@ function targets(res) {
       const x = ratio(rows[D].rps, rows.nginx.rps);
       out.push({ ok: x >= 2, text: `workload ${id}: ${f(x, 2)}x nginx subs_filter (target ≥ 2x)` });
     }
-    const upBytes = has('direct') ? rows.direct.probe.wireBytes : id === 1 ? upstream.sizes.pageGz : NaN;
+    const upBytes = has('direct') ? rows.direct.probe.wireBytes : id === 1 ? upstream.sizes.pageGz : upstream.sizes.uniqueGz;
     const x = ratio(rows[D].probe.wireBytes, upBytes);
     out.push({
       ok: x <= 1.5,

@@ -112,6 +112,8 @@ server.listen(0, '127.0.0.1', () => {
       page: page.length,
       pageGz: pageGz.length,
       unique: Buffer.byteLength(uniqueParts.join('x'.repeat(20))),
+      // What one unique page costs on the wire from the upstream (tokens are ~20 random characters).
+      uniqueGz: zlib.gzipSync(Buffer.from(uniqueParts.join(crypto.randomBytes(10).toString('hex'))), { level: 1 }).length,
       big: big.length,
       bigGz: bigGz.length,
       image: image.length,
