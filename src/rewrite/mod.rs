@@ -7,6 +7,7 @@
 
 pub mod js_regex;
 mod links;
+mod prefixes;
 mod replacement;
 mod stream;
 mod sweep;
@@ -102,6 +103,8 @@ struct RegexRule {
     replacement: Replacement,
     anchored_starts: StartStates,
     unanchored_starts: StartStates,
+    /// Reads back from the end of the data to where a pending match may start; `None` when too big.
+    prefix_reverse: Option<Dfa>,
 }
 
 /// The replacement side of a user rule.
@@ -171,6 +174,7 @@ impl Rule {
         };
         // Start states only need checking where a prefilter can skip ahead from them.
         let (dfa, reverse) = build_dfas(&hir, !matches!(candidates, Candidates::Every))?;
+        let prefix_reverse = build_prefix_reverse(&hir);
         let needs_captures = match &replacement {
             Replacement::Template(t) => t.needs_groups(),
             Replacement::Function(_) => true,
@@ -197,6 +201,7 @@ impl Rule {
                     captures,
                     candidates,
                     replacement,
+                    prefix_reverse,
                 })),
             }),
         })
@@ -237,6 +242,28 @@ fn build_dfas(hir: &Hir, skip_from_start_states: bool) -> Result<(Dfa, Dfa), Rul
         dense::Builder::new().configure(config).build_from_nfa(&nfa).map_err(|e| RuleError::TooComplex(e.to_string()))
     };
     Ok((build(false)?, build(true)?))
+}
+
+/// The reverse DFA of the rule's non-empty prefixes (see `prefixes`). It only saves time, so a rule
+/// whose prefix automaton would be large does without it.
+fn build_prefix_reverse(hir: &Hir) -> Option<Dfa> {
+    const LIMIT: usize = 2 << 20;
+    let prefixes = prefixes::live_runs(hir);
+    let nfa = thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .nfa_size_limit(Some(LIMIT))
+                .reverse(true)
+                .which_captures(thompson::WhichCaptures::None),
+        )
+        .build_from_hir(&prefixes)
+        .ok()?;
+    let config = dense::Config::new()
+        .dfa_size_limit(Some(LIMIT))
+        .determinize_size_limit(Some(LIMIT))
+        .match_kind(MatchKind::All)
+        .start_kind(StartKind::Anchored);
+    dense::Builder::new().configure(config).build_from_nfa(&nfa).ok()
 }
 
 /// The number of capture groups (without group 0) and whether any has a name.

@@ -12,7 +12,7 @@ use regex_automata::util::start;
 use regex_automata::{Anchored, Input, Span};
 
 use super::sweep::Sweep;
-use super::{Candidates, Engine, RegexRule, Replacement, Rule};
+use super::{Candidates, Dfa, Engine, RegexRule, Replacement, Rule};
 use crate::error::ReplaceError;
 
 /// A set of rules applied to one body, chunk by chunk.
@@ -480,9 +480,15 @@ impl RegexSearch<'_> {
     fn pending_start(&self, from: usize, sweep: &mut Sweep, abandoned: &mut u64) -> Next {
         let (dfa, bytes) = (&self.re.dfa, self.hay.bytes);
         let len = bytes.len();
+        let mut from = from;
+        // Within the cap no start can be abandoned, so the first start that may still match is the
+        // answer, and reading back from the end finds it in a few steps.
+        if let Some(prefixes) = self.re.prefix_reverse.as_ref().filter(|_| len - from <= self.max_match) {
+            // With no such start, only the end of the data is left to try.
+            from = self.earliest_prefix_start(prefixes, from).unwrap_or(len);
+        }
         let budget = 2 * (len - from) + 64;
         let mut steps = 0;
-        let mut from = from;
         while from <= len {
             let Some(at) = self.next_candidate(from) else { return Next::Exhausted };
             if let Some(&byte) = bytes.get(at) {
@@ -510,6 +516,37 @@ impl RegexSearch<'_> {
             from = at + 1;
         }
         Next::Exhausted
+    }
+
+    /// The earliest start at or after `from` from which the rest of the data is a non-empty prefix of
+    /// a match, read back from the end with the prefix DFA. No start before it can still match.
+    fn earliest_prefix_start(&self, prefixes: &Dfa, from: usize) -> Option<usize> {
+        let hay = self.hay.bytes;
+        // The byte after the data is not known yet; prefixes never end with a look-around.
+        let config = start::Config::new().anchored(Anchored::Yes);
+        let Ok(mut state) = prefixes.start_state(&config) else { return Some(from) };
+        let mut earliest = None;
+        let mut at = hay.len();
+        while at > from {
+            at -= 1;
+            state = prefixes.next_state(state, hay[at]);
+            if prefixes.is_special_state(state) {
+                if prefixes.is_match_state(state) {
+                    earliest = Some(at + 1);
+                } else if prefixes.is_dead_state(state) || prefixes.is_quit_state(state) {
+                    return earliest;
+                }
+            }
+        }
+        // Matches show one byte late: the byte before `from` says whether one starts there.
+        state = match self.hay.look_behind(from) {
+            Some(byte) => prefixes.next_state(state, byte),
+            None => prefixes.next_eoi_state(state),
+        };
+        if prefixes.is_match_state(state) {
+            earliest = Some(from);
+        }
+        earliest
     }
 
     fn sweep(&self, from: usize, sweep: &mut Sweep, abandoned: &mut u64) -> Next {
@@ -619,4 +656,19 @@ pub(super) fn first_viable_both_ways(
     let mut abandoned = 0;
     let swept = search.sweep(from, &mut Sweep::default(), &mut abandoned);
     (naive, (swept, abandoned))
+}
+
+/// The next match or pending start from `from` as a stage finds it (unanchored scan, then the prefix
+/// DFA or the sweep at the end of the data).
+#[cfg(test)]
+pub(super) fn next_match_for_test(
+    re: &RegexRule,
+    bytes: &[u8],
+    before: Option<u8>,
+    from: usize,
+    last: bool,
+    max_match: usize,
+) -> Next {
+    let search = RegexSearch { re, hay: Hay { bytes, before }, last, max_match };
+    search.next_match(from, &mut Sweep::default(), &mut 0)
 }
