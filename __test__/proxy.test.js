@@ -96,6 +96,7 @@ function linkCorpus(T, otherPort) {
     `<a href="http://${T}/a?b\\c">backslash in the query</a>`,
     `<a href="http://${T}/a\\b">backslash in the path</a>`,
     `<a href="http://${T}/a|b^c">escaped by url.parse</a>`,
+    `<a href='http://${T}/café/naïve-東京?q=é#ü'>non-ASCII path, query and hash</a>`,
     `{"a":"https:\\/\\/${T}","b":"\\/\\/${T}","c":'//${T}'}`,
   ].join('\n')
 }

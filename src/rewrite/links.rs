@@ -212,14 +212,16 @@ impl LinkMatcher {
             }
         }
         // The common case, `http(s)://HOST` plus a path (query and hash included) that url.parse leaves as
-        // it is: no byte it escapes or rewrites, and not `/#...`, whose lone `/` path Browsersync drops.
+        // it is: no character it escapes or rewrites (it leaves non-ASCII text alone), and not `/#...`,
+        // whose lone `/` path Browsersync drops.
         let rest = url
             .strip_prefix(b"https://")
             .or_else(|| url.strip_prefix(b"http://"))
             .and_then(|r| r.strip_prefix(&self.host[..]));
         if let Some(path) = rest {
             let plain = (path.is_empty() || (path[0] == b'/' && path.get(1) != Some(&b'#')))
-                && path.iter().all(|&b| b.is_ascii() && !NEEDS_URL_PARSE[usize::from(b)]);
+                && path.iter().all(|&b| !b.is_ascii() || !NEEDS_URL_PARSE[usize::from(b)])
+                && (path.is_ascii() || std::str::from_utf8(path).is_ok());
             if plain {
                 out.extend_from_slice(b"//");
                 out.extend_from_slice(local_host.as_bytes());
@@ -371,6 +373,9 @@ mod tests {
                     "/a\tb",
                     "/\\/x",
                     "/a\u{7f}",
+                    "/café/naïve-東京?q=é#ü",
+                    "/\u{a0}x",
+                    "/\u{2028}x",
                 ] {
                     let url = format!("{prefix}{host}{path}");
                     let mut fast = Vec::new();
