@@ -42,7 +42,7 @@ impl Encoding {
     }
 
     /// Our preference when we pick the coding: the cheapest for a good ratio at our levels. On a
-    /// 100 KB page (benches/RESULTS.md): zstd 1 325 µs for 28.7 KB, gzip 2 675 µs for 29.6 KB,
+    /// 100 KB page (benches/RESULTS.md): zstd 1 325 µs for 28.7 KB, gzip 1 445 µs for 38.1 KB,
     /// brotli 3 1,344 µs for 28.0 KB.
     const PREFERENCE: [Encoding; 4] = [Encoding::Zstd, Encoding::Gzip, Encoding::Deflate, Encoding::Brotli];
 }
@@ -260,9 +260,10 @@ enum EncoderState {
 
 impl Encoder {
     pub fn new(encoding: Encoding) -> Encoder {
-        // Levels chosen for speed: the proxy re-encodes every rewritten page (benches/RESULTS.md:
-        // gzip 2 costs half of gzip 4 per page for 1.17x the size of the upstream's level-6 output).
-        let level = flate2::Compression::new(2);
+        // Levels chosen for speed: the proxy compresses every rewritten page, and on a dev machine CPU
+        // costs more than bytes. gzip 1 (zlib-rs's quick strategy) costs two thirds of gzip 2 per 100 KB
+        // page for 1.29x its size, 1.48x the upstream's level-6 output (benches/RESULTS.md).
+        let level = flate2::Compression::new(1);
         let state = match encoding {
             Encoding::Identity => EncoderState::Identity,
             Encoding::Gzip => EncoderState::Gzip(flate2::write::GzEncoder::new(Vec::new(), level)),
