@@ -138,7 +138,6 @@ struct Stage {
     /// Body offset of the hay's first byte, for the offsets given to replacement functions.
     offset: usize,
     captures: Option<(Captures, regex_automata::meta::Cache)>,
-    sweep: Sweep,
     abandoned: u64,
 }
 
@@ -193,7 +192,6 @@ impl Stage {
             done: false,
             offset: 0,
             captures,
-            sweep: Sweep::default(),
             abandoned: 0,
         }
     }
@@ -293,11 +291,11 @@ impl Stage {
 
     fn next_match(&mut self, hay: Hay, last: bool) -> Next {
         let mut abandoned = 0;
-        let Stage { rule, sweep, search_from, max_match, .. } = self;
+        let Stage { rule, search_from, max_match, .. } = self;
         let next = match &rule.inner.engine {
             Engine::Links(matcher) => matcher.next_match(hay.bytes, *search_from, last, *max_match, &mut abandoned),
             Engine::Regex(re) => {
-                RegexSearch { re, hay, last, max_match: *max_match }.next_match(*search_from, sweep, &mut abandoned)
+                RegexSearch { re, hay, last, max_match: *max_match }.next_match(*search_from, &mut abandoned)
             }
         };
         self.abandoned += abandoned;
@@ -367,7 +365,7 @@ pub(super) struct RegexSearch<'a> {
 }
 
 impl RegexSearch<'_> {
-    fn next_match(&self, from: usize, sweep: &mut Sweep, abandoned: &mut u64) -> Next {
+    fn next_match(&self, from: usize, abandoned: &mut u64) -> Next {
         let hay = self.hay;
         let len = hay.bytes.len();
         let mut from = from;
@@ -375,7 +373,7 @@ impl RegexSearch<'_> {
             let (end, died) = match self.scan_forward(from) {
                 Scan::Match { end, died } => (end, died),
                 Scan::NoMatch => return Next::Exhausted,
-                Scan::Undecided => return self.pending_start(from, sweep, abandoned),
+                Scan::Undecided => return self.pending_start(from, abandoned),
             };
             let start = self.match_start(from, end);
             if start < len && is_continuation(hay.bytes[start]) {
@@ -393,7 +391,7 @@ impl RegexSearch<'_> {
                         debug_assert_eq!(checked, end);
                         Next::Match { start, end }
                     }
-                    _ => self.sweep(start, sweep, abandoned),
+                    _ => self.sweep(start, abandoned),
                 };
             }
             return Next::Match { start, end };
@@ -477,7 +475,7 @@ impl RegexSearch<'_> {
     /// alive (everything before it can go out), or a match that became final meanwhile. Trying the
     /// candidates one by one is cheapest when their runs are short; once that has cost more than a
     /// few steps per byte, the sweep settles the rest in one pass.
-    fn pending_start(&self, from: usize, sweep: &mut Sweep, abandoned: &mut u64) -> Next {
+    fn pending_start(&self, from: usize, abandoned: &mut u64) -> Next {
         let (dfa, bytes) = (&self.re.dfa, self.hay.bytes);
         let len = bytes.len();
         let mut from = from;
@@ -505,7 +503,7 @@ impl RegexSearch<'_> {
                 }
             }
             if steps > budget {
-                return self.sweep(at, sweep, abandoned);
+                return self.sweep(at, abandoned);
             }
             match self.attempt(at, &mut steps) {
                 Attempt::Match(end) => return Next::Match { start: at, end },
@@ -549,8 +547,10 @@ impl RegexSearch<'_> {
         earliest
     }
 
-    fn sweep(&self, from: usize, sweep: &mut Sweep, abandoned: &mut u64) -> Next {
-        sweep.first_viable(self, from, abandoned)
+    /// Its index (about 40 bytes per start still in play, at most `max_match + 1` of them) lives only
+    /// for this call: sweeps are rare, and a stage should not keep that memory.
+    fn sweep(&self, from: usize, abandoned: &mut u64) -> Next {
+        Sweep::default().first_viable(self, from, abandoned)
     }
 
     /// The smallest position at or after `from` where a match may start, given the data so far.
@@ -654,7 +654,7 @@ pub(super) fn first_viable_both_ways(
         (Next::Exhausted, abandoned)
     })();
     let mut abandoned = 0;
-    let swept = search.sweep(from, &mut Sweep::default(), &mut abandoned);
+    let swept = search.sweep(from, &mut abandoned);
     (naive, (swept, abandoned))
 }
 
@@ -670,5 +670,5 @@ pub(super) fn next_match_for_test(
     max_match: usize,
 ) -> Next {
     let search = RegexSearch { re, hay: Hay { bytes, before }, last, max_match };
-    search.next_match(from, &mut Sweep::default(), &mut 0)
+    search.next_match(from, &mut 0)
 }

@@ -34,7 +34,7 @@ struct Group {
     dead: bool,
 }
 
-/// Reusable state of [`Sweep::first_viable`].
+/// The state of one [`Sweep::first_viable`] call.
 #[derive(Default)]
 pub(super) struct Sweep {
     groups: Vec<Group>,
@@ -50,7 +50,6 @@ impl Sweep {
     /// matches or is still alive at the end of the data. Linear in the data: each byte costs one DFA
     /// step per distinct live state.
     pub(super) fn first_viable(&mut self, search: &RegexSearch, from: usize, abandoned: &mut u64) -> Next {
-        self.reset();
         let RegexSearch { re, hay, last, max_match } = *search;
         let dfa = &re.dfa;
         let len = hay.bytes.len();
@@ -104,13 +103,6 @@ impl Sweep {
             Some(&(start, _)) => Next::Pending(start),
             None => Next::Exhausted,
         }
-    }
-
-    fn reset(&mut self) {
-        self.groups.clear();
-        self.free.clear();
-        self.live.clear();
-        self.members.clear();
     }
 
     /// Advances every live run by the byte at `at`, then merges runs that reached the same state.
