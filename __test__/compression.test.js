@@ -148,6 +148,22 @@ test("a loopback target is asked for pages uncompressed ('auto'); the client sti
   }
 })
 
+test('a page request answered with non-HTML text by a loopback target still gets it compressed, unchanged', async () => {
+  const text = `plain text, not a page: http://${up.host}/stays\n`.repeat(50)
+  encodedRoute('/c/auto-text', text, 'text/plain; charset=utf-8')
+  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET }, async (server) => {
+    const before = server.stats()
+    const n = up.requests.length
+    const res = await request(`${server.url}/c/auto-text?enc=gzip`, { headers: { accept: ACCEPT_HTML, 'accept-encoding': 'gzip, br' } })
+    assert.equal(up.requests[n].headers['accept-encoding'], 'identity')
+    assert.equal(res.headers['content-encoding'], 'gzip')
+    assert.equal(decodeBody(res.body, 'gzip').toString(), text, 'not rewritten: links and snippet untouched')
+    const after = server.stats()
+    assert.equal(after.passedThrough - before.passedThrough, 1)
+    assert.equal(after.rewritten - before.rewritten, 0)
+  })
+})
+
 test('upstreamCompression rejects anything but auto, always and never, naming the option', async () => {
   const { start } = lib()
   for (const bad of ['sometimes', true, 1]) {

@@ -53,6 +53,14 @@ fn is_text_type(content_type: &str) -> bool {
         || mime.ends_with("+xml")
 }
 
+/// Whether a response is text that compresses well (what servers usually compress).
+pub fn is_compressible(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|content_type| {
+        content_type.trim_start().get(..5).is_some_and(|t| t.eq_ignore_ascii_case("text/"))
+            || is_text_type(content_type)
+    })
+}
+
 /// What to do with a response body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plan {

@@ -351,9 +351,21 @@ async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host
     let rewriter = Rewriter::new(&rules, &local_host, config.max_match_bytes);
     let mut pipeline = Pipeline::new(decode, encode, rewriter);
     let mut decoded_prefix = None;
+    let mut rewritten = true;
     if sniff {
         match sniff_html(&mut upstream, &mut pipeline, config.max_match_bytes).await {
             Ok(Sniffed::Html(decoded)) => decoded_prefix = Some(decoded),
+            // Asked for uncompressed on the client's behalf: text still goes out compressed, unchanged.
+            Ok(Sniffed::NotHtml(raw))
+                if upstream_identity
+                    && decode == crate::codec::Encoding::Identity
+                    && body::is_compressible(&head.headers) =>
+            {
+                shared.stats.add_passed_through();
+                rewritten = false;
+                pipeline = Pipeline::new(decode, encode, Rewriter::new(&[], &local_host, config.max_match_bytes));
+                decoded_prefix = Some(raw);
+            }
             Ok(Sniffed::NotHtml(raw)) => {
                 shared.stats.add_passed_through();
                 return Response::from_parts(head, ProxyBody::Passthrough { prefix: Some(raw.into()), upstream });
@@ -393,7 +405,9 @@ async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host
             headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
         }
     }
-    shared.stats.add_rewritten();
+    if rewritten {
+        shared.stats.add_rewritten();
+    }
     let state = RewriteState { upstream, pipeline, out, finished: false, stats: shared.stats.clone(), url };
     Response::from_parts(head, ProxyBody::Rewrite(Box::new(state)))
 }
