@@ -442,33 +442,39 @@ impl RegexSearch<'_> {
 
     /// The start of the leftmost match ending at `end`: the earliest start the reverse DFA accepts.
     fn match_start(&self, from: usize, end: usize) -> usize {
-        let (rev, hay) = (&self.re.reverse, self.hay);
-        let before_from = hay.look_behind(from);
-        let hay = hay.bytes;
-        let config = start::Config::new().anchored(Anchored::Yes).look_behind(hay.get(end).copied());
-        let Ok(mut state) = rev.start_state(&config) else { return from };
-        let mut start = None;
+        let look_ahead = self.hay.bytes.get(end).copied();
+        self.earliest_reverse_match(&self.re.reverse, from, end, look_ahead).unwrap_or(from)
+    }
+
+    /// Reads `hay[from..end]` backwards with an anchored reverse DFA; returns the earliest position at
+    /// or after `from` where it matches. `look_ahead` is the byte after `end` (`None`: the end of the
+    /// body, or not known yet).
+    fn earliest_reverse_match(&self, rev: &Dfa, from: usize, end: usize, look_ahead: Option<u8>) -> Option<usize> {
+        let hay = self.hay.bytes;
+        let config = start::Config::new().anchored(Anchored::Yes).look_behind(look_ahead);
+        let Ok(mut state) = rev.start_state(&config) else { return Some(from) };
+        let mut earliest = None;
         let mut at = end;
         while at > from {
             at -= 1;
             state = rev.next_state(state, hay[at]);
             if rev.is_special_state(state) {
                 if rev.is_match_state(state) {
-                    start = Some(at + 1);
+                    earliest = Some(at + 1);
                 } else if rev.is_dead_state(state) || rev.is_quit_state(state) {
-                    return start.unwrap_or(from);
+                    return earliest;
                 }
             }
         }
         // Matches are reported one byte late: one more step says whether one starts at `from`.
-        state = match before_from {
+        state = match self.hay.look_behind(from) {
             Some(byte) => rev.next_state(state, byte),
             None => rev.next_eoi_state(state),
         };
         if rev.is_match_state(state) {
-            start = Some(from);
+            earliest = Some(from);
         }
-        start.unwrap_or(from)
+        earliest
     }
 
     /// The data ends inside a possible match: the earliest candidate whose anchored run is still
@@ -483,7 +489,8 @@ impl RegexSearch<'_> {
         // answer, and reading back from the end finds it in a few steps.
         if let Some(prefixes) = self.re.prefix_reverse.as_ref().filter(|_| len - from <= self.max_match) {
             // With no such start, only the end of the data is left to try.
-            from = self.earliest_prefix_start(prefixes, from).unwrap_or(len);
+            // The byte after the data is not known yet; live runs never end with a look-around.
+            from = self.earliest_reverse_match(prefixes, from, len, None).unwrap_or(len);
         }
         let budget = 2 * (len - from) + 64;
         let mut steps = 0;
@@ -514,37 +521,6 @@ impl RegexSearch<'_> {
             from = at + 1;
         }
         Next::Exhausted
-    }
-
-    /// The earliest start at or after `from` from which the rest of the data is a non-empty prefix of
-    /// a match, read back from the end with the prefix DFA. No start before it can still match.
-    fn earliest_prefix_start(&self, prefixes: &Dfa, from: usize) -> Option<usize> {
-        let hay = self.hay.bytes;
-        // The byte after the data is not known yet; prefixes never end with a look-around.
-        let config = start::Config::new().anchored(Anchored::Yes);
-        let Ok(mut state) = prefixes.start_state(&config) else { return Some(from) };
-        let mut earliest = None;
-        let mut at = hay.len();
-        while at > from {
-            at -= 1;
-            state = prefixes.next_state(state, hay[at]);
-            if prefixes.is_special_state(state) {
-                if prefixes.is_match_state(state) {
-                    earliest = Some(at + 1);
-                } else if prefixes.is_dead_state(state) || prefixes.is_quit_state(state) {
-                    return earliest;
-                }
-            }
-        }
-        // Matches show one byte late: the byte before `from` says whether one starts there.
-        state = match self.hay.look_behind(from) {
-            Some(byte) => prefixes.next_state(state, byte),
-            None => prefixes.next_eoi_state(state),
-        };
-        if prefixes.is_match_state(state) {
-            earliest = Some(from);
-        }
-        earliest
     }
 
     /// Its index (about 40 bytes per start still in play, at most `max_match + 1` of them) lives only
