@@ -597,17 +597,18 @@ pub(super) fn utf8_width(byte: u8) -> usize {
     }
 }
 
-/// The first viable start from `from`, found by trying every candidate in turn (the reference for the
-/// sweep) and by the sweep; each with the count of abandoned starts.
+/// The first viable start from `from`, found three ways: by trying every candidate in turn (the
+/// reference), by the sweep (both with the count of abandoned starts), and by a stage's own search
+/// (unanchored scan, then the prefix DFA or the sweep at the end of the data).
 #[cfg(test)]
-pub(super) fn first_viable_both_ways(
+pub(super) fn first_viable_three_ways(
     re: &RegexRule,
     bytes: &[u8],
     before: Option<u8>,
     from: usize,
     last: bool,
     max_match: usize,
-) -> ((Next, u64), (Next, u64)) {
+) -> ((Next, u64), (Next, u64), Next) {
     let search = RegexSearch { re, hay: Hay { bytes, before }, last, max_match };
     let len = bytes.len();
     let naive = (|| {
@@ -631,20 +632,5 @@ pub(super) fn first_viable_both_ways(
     })();
     let mut abandoned = 0;
     let swept = search.sweep(from, &mut abandoned);
-    (naive, (swept, abandoned))
-}
-
-/// The next match or pending start from `from` as a stage finds it (unanchored scan, then the prefix
-/// DFA or the sweep at the end of the data).
-#[cfg(test)]
-pub(super) fn next_match_for_test(
-    re: &RegexRule,
-    bytes: &[u8],
-    before: Option<u8>,
-    from: usize,
-    last: bool,
-    max_match: usize,
-) -> Next {
-    let search = RegexSearch { re, hay: Hay { bytes, before }, last, max_match };
-    search.next_match(from, &mut 0)
+    (naive, (swept, abandoned), search.next_match(from, &mut 0))
 }
