@@ -173,6 +173,8 @@ fn stalled_decoder() -> PipelineError {
 
 /// decode → rewrite → encode, one chunk at a time.
 pub struct Pipeline {
+    /// An uncompressed body skips the decoder: its chunks are rewritten where they lie.
+    identity: bool,
     decoder: Decoder,
     rewriter: Rewriter,
     encoder: Encoder,
@@ -183,6 +185,7 @@ pub struct Pipeline {
 impl Pipeline {
     pub fn new(decode: Encoding, encode: Encoding, rewriter: Rewriter) -> Pipeline {
         Pipeline {
+            identity: decode == Encoding::Identity,
             decoder: Decoder::new(decode),
             rewriter,
             encoder: Encoder::new(encode),
@@ -217,6 +220,9 @@ impl Pipeline {
 
     /// Runs compressed bytes through the whole pipeline, in bounded pieces.
     pub fn push(&mut self, mut raw: &[u8], out: &mut Vec<u8>) -> Result<(), PipelineError> {
+        if self.identity {
+            return self.push_decoded(raw, out);
+        }
         let mut decoded = std::mem::take(&mut self.decoded);
         let result = loop {
             decoded.clear();
