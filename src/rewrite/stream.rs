@@ -523,7 +523,7 @@ impl RegexSearch<'_> {
         Next::Exhausted
     }
 
-    /// Its index (about 40 bytes per start still in play, at most `max_match + 1` of them) lives only
+    /// Its index (up to ~60 bytes per start still in play, at most `max_match + 1` of them) lives only
     /// for this call: sweeps are rare, and a stage should not keep that memory.
     fn sweep(&self, from: usize, abandoned: &mut u64) -> Next {
         Sweep::default().first_viable(self, from, abandoned)
