@@ -3,7 +3,8 @@
 
 use std::io::Write;
 
-use flate2::{Decompress, FlushDecompress, Status};
+use flate2::{Compress, Decompress, FlushCompress, FlushDecompress, Status};
+use pool::{Pool, Pooled};
 
 /// Largest piece of decoded output produced at once: a decompression bomb costs nothing more.
 pub const DECODED_PIECE: usize = 32 * 1024;
@@ -245,43 +246,66 @@ impl Decoder {
     }
 }
 
-/// A streaming encoder tuned for speed: a dev proxy re-encodes every rewritten page.
+/// A streaming encoder tuned for speed: a dev proxy re-encodes every rewritten page. Compressed
+/// bytes go straight into the caller's buffer, and compressor states come from [`pool`]s.
 pub struct Encoder {
     state: EncoderState,
+    /// Input went in since the last flush (a flush without new input would add an empty block).
+    unflushed: bool,
 }
 
 enum EncoderState {
     Identity,
-    Gzip(flate2::write::GzEncoder<Vec<u8>>),
-    Deflate(flate2::write::ZlibEncoder<Vec<u8>>),
+    /// Raw deflate in our own gzip framing: crc32fast's carry-less-multiply CRC costs a tenth of
+    /// zlib-rs's table-driven one, which was 3.5% of a proxied page.
+    Gzip { deflate: Pooled<Compress>, crc: crc32fast::Hasher, header_sent: bool },
+    Deflate(Pooled<Compress>),
     Brotli(Option<Box<brotli::CompressorWriter<Vec<u8>>>>),
-    Zstd(zstd::stream::write::Encoder<'static, Vec<u8>>),
+    Zstd(Pooled<zstd::stream::raw::Encoder<'static>>),
 }
+
+/// Levels chosen for speed: the proxy compresses every rewritten page, and on a dev machine CPU costs
+/// more than bytes. gzip 1 (zlib-rs's quick strategy) costs two thirds of gzip 2 per 100 KB page for
+/// 1.29x its size, 1.48x the upstream's level-6 output (benches/RESULTS.md).
+const FLATE_LEVEL: u32 = 1;
+const ZSTD_LEVEL: i32 = 1;
+const BROTLI_QUALITY: u32 = 3;
+
+/// RFC 1952 member header: no name or time; XFL 4 = fastest compression; OS 255 = unknown.
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff];
+
+static RAW_DEFLATE_STATES: Pool<Compress> = Pool::new();
+static ZLIB_STATES: Pool<Compress> = Pool::new();
+static ZSTD_STATES: Pool<zstd::stream::raw::Encoder<'static>> = Pool::new();
 
 impl Encoder {
     pub fn new(encoding: Encoding) -> Encoder {
-        // Levels chosen for speed: the proxy compresses every rewritten page, and on a dev machine CPU
-        // costs more than bytes. gzip 1 (zlib-rs's quick strategy) costs two thirds of gzip 2 per 100 KB
-        // page for 1.29x its size, 1.48x the upstream's level-6 output (benches/RESULTS.md).
-        let level = flate2::Compression::new(1);
+        let flate = |zlib_header| move || Compress::new(flate2::Compression::new(FLATE_LEVEL), zlib_header);
         let state = match encoding {
             Encoding::Identity => EncoderState::Identity,
-            Encoding::Gzip => EncoderState::Gzip(flate2::write::GzEncoder::new(Vec::new(), level)),
-            Encoding::Deflate => EncoderState::Deflate(flate2::write::ZlibEncoder::new(Vec::new(), level)),
-            Encoding::Brotli => {
-                EncoderState::Brotli(Some(Box::new(brotli::CompressorWriter::new(Vec::new(), 16 * 1024, 3, 20))))
-            }
-            Encoding::Zstd => {
-                EncoderState::Zstd(zstd::stream::write::Encoder::new(Vec::new(), 1).expect("zstd encoder allocates"))
-            }
+            Encoding::Gzip => EncoderState::Gzip {
+                deflate: RAW_DEFLATE_STATES.take(flate(false)),
+                crc: crc32fast::Hasher::new(),
+                header_sent: false,
+            },
+            Encoding::Deflate => EncoderState::Deflate(ZLIB_STATES.take(flate(true))),
+            Encoding::Brotli => EncoderState::Brotli(Some(Box::new(brotli::CompressorWriter::new(
+                Vec::new(),
+                16 * 1024,
+                BROTLI_QUALITY,
+                20,
+            )))),
+            Encoding::Zstd => EncoderState::Zstd(
+                ZSTD_STATES.take(|| zstd::stream::raw::Encoder::new(ZSTD_LEVEL).expect("zstd encoder allocates")),
+            ),
         };
-        Encoder { state }
+        Encoder { state, unflushed: false }
     }
 
     fn name(&self) -> &'static str {
         match self.state {
             EncoderState::Identity => "identity",
-            EncoderState::Gzip(_) => "gzip",
+            EncoderState::Gzip { .. } => "gzip",
             EncoderState::Deflate(_) => "deflate",
             EncoderState::Brotli(_) => "br",
             EncoderState::Zstd(_) => "zstd",
@@ -290,55 +314,241 @@ impl Encoder {
 
     /// Compresses `input`, appending whatever compressed bytes are ready to `out`.
     pub fn encode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
-        let name = self.name();
-        let result = match &mut self.state {
-            EncoderState::Identity => {
-                out.extend_from_slice(input);
-                return Ok(());
-            }
-            EncoderState::Gzip(w) => w.write_all(input).map(|_| out.append(w.get_mut())),
-            EncoderState::Deflate(w) => w.write_all(input).map(|_| out.append(w.get_mut())),
-            EncoderState::Brotli(w) => {
-                let w = w.as_mut().expect("encoder used after finish");
-                w.write_all(input).map(|_| out.append(w.get_mut()))
-            }
-            EncoderState::Zstd(w) => w.write_all(input).map(|_| out.append(w.get_mut())),
-        };
-        result.map_err(|e| CodecError::Encode(name, e))
+        if input.is_empty() {
+            return Ok(());
+        }
+        self.unflushed = true;
+        self.run(Step::Input(input), out)
     }
 
     /// Pushes out everything encoded so far (a sync flush), so that a stream that pauses reaches
     /// the client now rather than at the end.
     pub fn flush(&mut self, out: &mut Vec<u8>) -> Result<(), CodecError> {
-        let name = self.name();
-        let result = match &mut self.state {
-            EncoderState::Identity => Ok(()),
-            EncoderState::Gzip(w) => w.flush().map(|_| out.append(w.get_mut())),
-            EncoderState::Deflate(w) => w.flush().map(|_| out.append(w.get_mut())),
-            EncoderState::Brotli(w) => {
-                let w = w.as_mut().expect("encoder used after finish");
-                w.flush().map(|_| out.append(w.get_mut()))
-            }
-            EncoderState::Zstd(w) => w.flush().map(|_| out.append(w.get_mut())),
-        };
-        result.map_err(|e| CodecError::Encode(name, e))
+        if !std::mem::take(&mut self.unflushed) {
+            return Ok(());
+        }
+        self.run(Step::Flush, out)
     }
 
     /// Ends the compressed stream.
     pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        self.unflushed = false;
+        self.run(Step::Finish, out)
+    }
+
+    fn run(&mut self, step: Step, out: &mut Vec<u8>) -> Result<(), CodecError> {
         let name = self.name();
         let result = match &mut self.state {
-            EncoderState::Identity => Ok(()),
-            EncoderState::Gzip(w) => w.try_finish().map(|_| out.append(w.get_mut())),
-            EncoderState::Deflate(w) => w.try_finish().map(|_| out.append(w.get_mut())),
-            EncoderState::Brotli(w) => {
-                let w = w.take().expect("encoder finished twice");
-                out.append(&mut w.into_inner());
+            EncoderState::Identity => {
+                if let Step::Input(input) = step {
+                    out.extend_from_slice(input);
+                }
                 Ok(())
             }
-            EncoderState::Zstd(w) => w.do_finish().map(|_| out.append(w.get_mut())),
+            EncoderState::Gzip { deflate, crc, header_sent } => {
+                if !std::mem::replace(header_sent, true) {
+                    out.extend_from_slice(&GZIP_HEADER);
+                }
+                if let Step::Input(input) = step {
+                    crc.update(input);
+                }
+                let result = deflate_into(deflate, step, out);
+                if result.is_ok() && matches!(step, Step::Finish) {
+                    out.extend_from_slice(&crc.clone().finalize().to_le_bytes());
+                    // ISIZE is the input length modulo 2^32.
+                    out.extend_from_slice(&(deflate.total_in() as u32).to_le_bytes());
+                    deflate.stream_finished();
+                }
+                result
+            }
+            EncoderState::Deflate(deflate) => {
+                let result = deflate_into(deflate, step, out);
+                if result.is_ok() && matches!(step, Step::Finish) {
+                    deflate.stream_finished();
+                }
+                result
+            }
+            EncoderState::Brotli(w) => match step {
+                Step::Input(input) => {
+                    let w = w.as_mut().expect("encoder used after finish");
+                    w.write_all(input).map(|_| out.append(w.get_mut()))
+                }
+                Step::Flush => {
+                    let w = w.as_mut().expect("encoder used after finish");
+                    w.flush().map(|_| out.append(w.get_mut()))
+                }
+                Step::Finish => {
+                    out.append(&mut w.take().expect("encoder finished twice").into_inner());
+                    Ok(())
+                }
+            },
+            EncoderState::Zstd(zstd) => {
+                let result = zstd_into(zstd, step, out);
+                if result.is_ok() && matches!(step, Step::Finish) {
+                    zstd.stream_finished();
+                }
+                result
+            }
         };
         result.map_err(|e| CodecError::Encode(name, e))
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Input(&'a [u8]),
+    Flush,
+    Finish,
+}
+
+/// Room to add to `out` before a compressor call: compressed HTML is about a third of its input, so
+/// one call usually does; `Vec::reserve` doubles when it grows, so the loops below stay linear.
+fn reserve_for(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len() / 2 + 256);
+}
+
+/// Runs a zlib-rs compressor straight into `out`'s spare capacity.
+fn deflate_into(deflate: &mut Compress, step: Step, out: &mut Vec<u8>) -> std::io::Result<()> {
+    let (mut input, flush) = match step {
+        Step::Input(input) => (input, FlushCompress::None),
+        Step::Flush => (&[][..], FlushCompress::Sync),
+        Step::Finish => (&[][..], FlushCompress::Finish),
+    };
+    loop {
+        reserve_for(input, out);
+        let before = deflate.total_in();
+        let status = deflate.compress_vec(input, out, flush).map_err(std::io::Error::other)?;
+        input = &input[(deflate.total_in() - before) as usize..];
+        let done = match flush {
+            FlushCompress::Finish => status == flate2::Status::StreamEnd,
+            // zlib's rule: a sync flush is complete when it left output space unused.
+            FlushCompress::Sync => input.is_empty() && out.len() < out.capacity(),
+            _ => input.is_empty(),
+        };
+        if done {
+            return Ok(());
+        }
+        if status == flate2::Status::BufError && out.len() < out.capacity() {
+            return Err(std::io::Error::other("deflate made no progress"));
+        }
+    }
+}
+
+/// Runs a zstd compressor straight into `out`'s spare capacity.
+fn zstd_into(zstd: &mut zstd::stream::raw::Encoder<'static>, step: Step, out: &mut Vec<u8>) -> std::io::Result<()> {
+    use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+    match step {
+        Step::Input(input) => {
+            let mut src = InBuffer::around(input);
+            while src.pos() < input.len() {
+                reserve_for(&input[src.pos()..], out);
+                let len = out.len();
+                zstd.run(&mut src, &mut OutBuffer::around_pos(out, len))?;
+            }
+        }
+        Step::Flush | Step::Finish => loop {
+            reserve_for(&[], out);
+            let len = out.len();
+            let mut dst = OutBuffer::around_pos(out, len);
+            let left = match step {
+                Step::Flush => zstd.flush(&mut dst)?,
+                _ => zstd.finish(&mut dst, true)?,
+            };
+            if left == 0 {
+                break;
+            }
+        },
+    }
+    Ok(())
+}
+
+/// Compressor states kept between responses: setting one up costs more than resetting it (zlib-rs
+/// allocates ~300 KiB and clears a 128 KiB hash table; zstd more). At most [`IDLE_STATES`] wait per
+/// coding, so an idle proxy holds a few MiB at most. Only states whose stream was finished go back:
+/// zlib-rs 0.6.8's reset leaves the quick strategy's open block behind when a stream is cut off
+/// mid-way, and the next stream comes out corrupt (a test here pins it).
+pub mod pool {
+    use std::sync::Mutex;
+
+    pub const IDLE_STATES: usize = 4;
+
+    /// A compressor state that can start a new stream.
+    pub trait Reusable: Send + 'static {
+        /// Makes the state ready for a new stream; `false` if it cannot be reused.
+        fn reset(&mut self) -> bool;
+    }
+
+    impl Reusable for flate2::Compress {
+        fn reset(&mut self) -> bool {
+            flate2::Compress::reset(self);
+            true
+        }
+    }
+
+    impl Reusable for zstd::stream::raw::Encoder<'static> {
+        fn reset(&mut self) -> bool {
+            zstd::stream::raw::Operation::reinit(self).is_ok()
+        }
+    }
+
+    pub struct Pool<T> {
+        idle: Mutex<Vec<T>>,
+    }
+
+    impl<T: Reusable> Pool<T> {
+        pub const fn new() -> Pool<T> {
+            Pool { idle: Mutex::new(Vec::new()) }
+        }
+
+        pub fn take(&'static self, make: impl FnOnce() -> T) -> Pooled<T> {
+            let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            Pooled { state: Some(idle.unwrap_or_else(make)), home: self, stream_finished: false }
+        }
+
+        pub fn idle(&self) -> usize {
+            self.idle.lock().unwrap_or_else(|e| e.into_inner()).len()
+        }
+    }
+
+    /// A state on loan from a pool; dropping it after [`Pooled::stream_finished`] resets it and gives
+    /// it back.
+    pub struct Pooled<T: Reusable> {
+        state: Option<T>,
+        home: &'static Pool<T>,
+        stream_finished: bool,
+    }
+
+    impl<T: Reusable> Pooled<T> {
+        /// The stream ended cleanly: the state may serve another one.
+        pub fn stream_finished(&mut self) {
+            self.stream_finished = true;
+        }
+    }
+
+    impl<T: Reusable> std::ops::Deref for Pooled<T> {
+        type Target = T;
+        fn deref(&self) -> &T {
+            self.state.as_ref().expect("present until dropped")
+        }
+    }
+
+    impl<T: Reusable> std::ops::DerefMut for Pooled<T> {
+        fn deref_mut(&mut self) -> &mut T {
+            self.state.as_mut().expect("present until dropped")
+        }
+    }
+
+    impl<T: Reusable> Drop for Pooled<T> {
+        fn drop(&mut self) {
+            let Some(mut state) = self.state.take() else { return };
+            if !self.stream_finished || !state.reset() {
+                return;
+            }
+            let mut idle = self.home.idle.lock().unwrap_or_else(|e| e.into_inner());
+            if idle.len() < IDLE_STATES {
+                idle.push(state);
+            }
+        }
     }
 }
 
@@ -402,6 +612,93 @@ mod tests {
             decoder.finish().unwrap();
             assert_eq!(decoded, body, "{encoding:?}");
         }
+    }
+
+    #[test]
+    fn gzip_trailer_carries_the_crc_and_length_of_the_input() {
+        let body = b"<p>gzip framing, checked by hand</p>".repeat(5000);
+        let gz = encode_all(Encoding::Gzip, &body);
+        assert_eq!(gz[..10], GZIP_HEADER);
+        let trailer = &gz[gz.len() - 8..];
+        assert_eq!(trailer[..4], crc32fast::hash(&body).to_le_bytes());
+        assert_eq!(trailer[4..], (body.len() as u32).to_le_bytes());
+        let mut independent = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut independent).unwrap();
+        assert_eq!(independent, body);
+        // Our decoder checks the trailer: a wrong CRC is an error, not a silently accepted body.
+        let mut bad = gz.clone();
+        let at = bad.len() - 8;
+        bad[at] ^= 1;
+        assert!(decode_all(Encoding::Gzip, &bad).is_err());
+    }
+
+    #[test]
+    fn a_sync_flush_makes_everything_so_far_decodable_and_an_idle_one_adds_nothing() {
+        for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Brotli, Encoding::Zstd] {
+            let first = b"<html><body>first part, ".repeat(300);
+            let mut encoder = Encoder::new(encoding);
+            let mut out = Vec::new();
+            encoder.encode(&first, &mut out).unwrap();
+            encoder.flush(&mut out).unwrap();
+            let mut decoder = Decoder::new(encoding);
+            let mut decoded = Vec::new();
+            let mut input = &out[..];
+            while !input.is_empty() {
+                let consumed = decoder.decode(input, &mut decoded).unwrap();
+                input = &input[consumed..];
+            }
+            assert_eq!(decoded, first, "{encoding:?}: flushed output holds all input so far");
+            let flushed = out.len();
+            encoder.flush(&mut out).unwrap();
+            assert_eq!(out.len(), flushed, "{encoding:?}: a flush with no new input wrote bytes");
+            encoder.encode(b"second part</body></html>", &mut out).unwrap();
+            encoder.finish(&mut out).unwrap();
+            let mut whole = first.clone();
+            whole.extend_from_slice(b"second part</body></html>");
+            assert_eq!(decode_all(encoding, &out).unwrap(), whole, "{encoding:?}");
+        }
+    }
+
+    #[test]
+    fn encoders_abandoned_mid_stream_leave_clean_states_behind() {
+        for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Zstd] {
+            for round in 0..2 * pool::IDLE_STATES {
+                // An aborted response: its encoder is dropped with a half-written stream.
+                let mut abandoned = Encoder::new(encoding);
+                abandoned.encode(&b"never finished ".repeat(1000 + round), &mut Vec::new()).unwrap();
+                drop(abandoned);
+                let body = format!("<p>response {round}</p>").repeat(2000).into_bytes();
+                assert_eq!(decode_all(encoding, &encode_all(encoding, &body)).unwrap(), body, "{encoding:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn pools_take_back_only_finished_states_and_only_a_few() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        struct Counted(u32);
+        impl pool::Reusable for Counted {
+            fn reset(&mut self) -> bool {
+                self.0 != 0 // state 0 stands for one that cannot be reset
+            }
+        }
+        static POOL: Pool<Counted> = Pool::new();
+        static MADE: AtomicU32 = AtomicU32::new(0);
+        let make = || Counted(MADE.fetch_add(1, Ordering::Relaxed) + 1);
+        let finished = |mut state: Pooled<Counted>| state.stream_finished();
+        finished(POOL.take(make));
+        finished(POOL.take(make));
+        assert_eq!(MADE.load(Ordering::Relaxed), 1, "the second response reuses the first one's state");
+        drop(POOL.take(make));
+        assert_eq!(POOL.idle(), 0, "a stream cut off mid-way does not give its state back");
+        let busy: Vec<_> = (0..pool::IDLE_STATES + 3).map(|_| POOL.take(make)).collect();
+        busy.into_iter().for_each(finished);
+        assert_eq!(POOL.idle(), pool::IDLE_STATES, "only a few states wait");
+        let busy: Vec<_> = (0..pool::IDLE_STATES).map(|_| POOL.take(make)).collect();
+        finished(POOL.take(|| Counted(0)));
+        assert_eq!(POOL.idle(), 0, "a state that cannot be reset is not kept");
+        busy.into_iter().for_each(finished);
+        assert_eq!(POOL.idle(), pool::IDLE_STATES);
     }
 
     #[test]
