@@ -3,7 +3,10 @@
 
 use std::io::Write;
 
-use flate2::{Compress, Decompress, FlushCompress, FlushDecompress, Status};
+use flate2::{Decompress, FlushDecompress, Status};
+
+mod deflate;
+use deflate::{Adler32, FastDeflate};
 use pool::{Pool, Pooled};
 
 /// Largest piece of decoded output produced at once: a decompression bomb costs nothing more.
@@ -256,39 +259,51 @@ pub struct Encoder {
 
 enum EncoderState {
     Identity,
-    /// Raw deflate in our own gzip framing: crc32fast's carry-less-multiply CRC costs a tenth of
-    /// zlib-rs's table-driven one, which was 3.5% of a proxied page.
-    Gzip { deflate: Pooled<Compress>, crc: crc32fast::Hasher, header_sent: bool },
-    Deflate(Pooled<Compress>),
+    /// Our DEFLATE in gzip framing; crc32fast's carry-less-multiply CRC costs a tenth of zlib-rs's
+    /// table-driven one, which was 3.5% of a proxied page.
+    Gzip {
+        deflate: Pooled<FastDeflate>,
+        crc: crc32fast::Hasher,
+        header_sent: bool,
+    },
+    /// Our DEFLATE in zlib framing (RFC 9110's `deflate`).
+    Deflate {
+        deflate: Pooled<FastDeflate>,
+        adler: Adler32,
+        header_sent: bool,
+    },
     Brotli(Option<Box<brotli::CompressorWriter<Vec<u8>>>>),
     Zstd(Pooled<zstd::stream::raw::Encoder<'static>>),
 }
 
 /// Levels chosen for speed: the proxy compresses every rewritten page, and on a dev machine CPU costs
-/// more than bytes. gzip 1 (zlib-rs's quick strategy) costs two thirds of gzip 2 per 100 KB page for
-/// 1.29x its size, 1.48x the upstream's level-6 output (benches/RESULTS.md).
-const FLATE_LEVEL: u32 = 1;
+/// more than bytes. gzip and deflate use [`FastDeflate`], about zlib level 1's ratio in half of
+/// zlib-rs's time (benches/RESULTS.md).
 const ZSTD_LEVEL: i32 = 1;
 const BROTLI_QUALITY: u32 = 3;
 
 /// RFC 1952 member header: no name or time; XFL 4 = fastest compression; OS 255 = unknown.
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff];
+/// RFC 1950 header: deflate with a 32 KiB window, FLEVEL 0 (fastest), no dictionary; a multiple of 31.
+const ZLIB_HEADER: [u8; 2] = [0x78, 0x01];
 
-static RAW_DEFLATE_STATES: Pool<Compress> = Pool::new();
-static ZLIB_STATES: Pool<Compress> = Pool::new();
+static DEFLATE_STATES: Pool<FastDeflate> = Pool::new();
 static ZSTD_STATES: Pool<zstd::stream::raw::Encoder<'static>> = Pool::new();
 
 impl Encoder {
     pub fn new(encoding: Encoding) -> Encoder {
-        let flate = |zlib_header| move || Compress::new(flate2::Compression::new(FLATE_LEVEL), zlib_header);
         let state = match encoding {
             Encoding::Identity => EncoderState::Identity,
             Encoding::Gzip => EncoderState::Gzip {
-                deflate: RAW_DEFLATE_STATES.take(flate(false)),
+                deflate: DEFLATE_STATES.take(FastDeflate::new),
                 crc: crc32fast::Hasher::new(),
                 header_sent: false,
             },
-            Encoding::Deflate => EncoderState::Deflate(ZLIB_STATES.take(flate(true))),
+            Encoding::Deflate => EncoderState::Deflate {
+                deflate: DEFLATE_STATES.take(FastDeflate::new),
+                adler: Adler32::new(),
+                header_sent: false,
+            },
             Encoding::Brotli => EncoderState::Brotli(Some(Box::new(brotli::CompressorWriter::new(
                 Vec::new(),
                 16 * 1024,
@@ -306,7 +321,7 @@ impl Encoder {
         match self.state {
             EncoderState::Identity => "identity",
             EncoderState::Gzip { .. } => "gzip",
-            EncoderState::Deflate(_) => "deflate",
+            EncoderState::Deflate { .. } => "deflate",
             EncoderState::Brotli(_) => "br",
             EncoderState::Zstd(_) => "zstd",
         }
@@ -352,21 +367,26 @@ impl Encoder {
                 if let Step::Input(input) = step {
                     crc.update(input);
                 }
-                let result = deflate_into(deflate, step, out);
-                if result.is_ok() && matches!(step, Step::Finish) {
+                deflate_into(deflate, step, out);
+                if let Step::Finish = step {
                     out.extend_from_slice(&crc.clone().finalize().to_le_bytes());
                     // ISIZE is the input length modulo 2^32.
                     out.extend_from_slice(&(deflate.total_in() as u32).to_le_bytes());
-                    deflate.stream_finished();
                 }
-                result
+                Ok(())
             }
-            EncoderState::Deflate(deflate) => {
-                let result = deflate_into(deflate, step, out);
-                if result.is_ok() && matches!(step, Step::Finish) {
-                    deflate.stream_finished();
+            EncoderState::Deflate { deflate, adler, header_sent } => {
+                if !std::mem::replace(header_sent, true) {
+                    out.extend_from_slice(&ZLIB_HEADER);
                 }
-                result
+                if let Step::Input(input) = step {
+                    adler.update(input);
+                }
+                deflate_into(deflate, step, out);
+                if let Step::Finish = step {
+                    out.extend_from_slice(&adler.finish().to_be_bytes());
+                }
+                Ok(())
             }
             EncoderState::Brotli(w) => match step {
                 Step::Input(input) => {
@@ -401,37 +421,21 @@ enum Step<'a> {
     Finish,
 }
 
-/// Room to add to `out` before a compressor call: compressed HTML is about a third of its input, so
-/// one call usually does; `Vec::reserve` doubles when it grows, so the loops below stay linear.
-fn reserve_for(input: &[u8], out: &mut Vec<u8>) {
-    out.reserve(input.len() / 2 + 256);
-}
-
-/// Runs a zlib-rs compressor straight into `out`'s spare capacity.
-fn deflate_into(deflate: &mut Compress, step: Step, out: &mut Vec<u8>) -> std::io::Result<()> {
-    let (mut input, flush) = match step {
-        Step::Input(input) => (input, FlushCompress::None),
-        Step::Flush => (&[][..], FlushCompress::Sync),
-        Step::Finish => (&[][..], FlushCompress::Finish),
-    };
-    loop {
-        reserve_for(input, out);
-        let before = deflate.total_in();
-        let status = deflate.compress_vec(input, out, flush).map_err(std::io::Error::other)?;
-        input = &input[(deflate.total_in() - before) as usize..];
-        let done = match flush {
-            FlushCompress::Finish => status == flate2::Status::StreamEnd,
-            // zlib's rule: a sync flush is complete when it left output space unused.
-            FlushCompress::Sync => input.is_empty() && out.len() < out.capacity(),
-            _ => input.is_empty(),
-        };
-        if done {
-            return Ok(());
-        }
-        if status == flate2::Status::BufError && out.len() < out.capacity() {
-            return Err(std::io::Error::other("deflate made no progress"));
+fn deflate_into(deflate: &mut Pooled<FastDeflate>, step: Step, out: &mut Vec<u8>) {
+    match step {
+        Step::Input(input) => deflate.compress(input, out),
+        Step::Flush => deflate.sync_flush(out),
+        Step::Finish => {
+            deflate.finish(out);
+            deflate.stream_finished();
         }
     }
+}
+
+/// Room to add to `out` before a zstd call: compressed HTML is about a third of its input, so one
+/// call usually does; `Vec::reserve` doubles when it grows, so the loop stays linear.
+fn reserve_for(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len() / 2 + 256);
 }
 
 /// Runs a zstd compressor straight into `out`'s spare capacity.
@@ -462,12 +466,12 @@ fn zstd_into(zstd: &mut zstd::stream::raw::Encoder<'static>, step: Step, out: &m
     Ok(())
 }
 
-/// Compressor states kept between responses: setting one up costs more than resetting it (zlib-rs
-/// allocates ~300 KiB and clears a 128 KiB hash table; zstd more). At most [`IDLE_STATES`] wait per
-/// coding, so an idle proxy holds a few MiB at most. Only states whose stream was finished go back:
-/// zlib-rs 0.6.8's reset leaves the quick strategy's open block behind when a stream is cut off
-/// mid-way, and the next stream comes out corrupt (a test here pins it).
-pub mod pool {
+/// Compressor states kept between responses: setting one up costs more than resetting it (a DEFLATE
+/// state is 224 KiB, a zstd one more). At most [`IDLE_STATES`] wait per kind, so an idle proxy holds
+/// a few MiB at most. Only states whose stream was finished go back: a response cut off mid-way is
+/// rare, and a reset after a half-written stream is where compressors go wrong (zlib-rs 0.6.8's
+/// leaves its quick strategy's open block behind, and the next stream comes out corrupt).
+mod pool {
     use std::sync::Mutex;
 
     pub const IDLE_STATES: usize = 4;
@@ -478,9 +482,9 @@ pub mod pool {
         fn reset(&mut self) -> bool;
     }
 
-    impl Reusable for flate2::Compress {
+    impl Reusable for super::FastDeflate {
         fn reset(&mut self) -> bool {
-            flate2::Compress::reset(self);
+            super::FastDeflate::reset(self);
             true
         }
     }
@@ -505,6 +509,7 @@ pub mod pool {
             Pooled { state: Some(idle.unwrap_or_else(make)), home: self, stream_finished: false }
         }
 
+        #[cfg(test)]
         pub fn idle(&self) -> usize {
             self.idle.lock().unwrap_or_else(|e| e.into_inner()).len()
         }
