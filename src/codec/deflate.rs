@@ -221,14 +221,17 @@ impl FastDeflate {
             let candidate = (here & !0xFFFF_FFFF) | low;
             let candidate = if candidate >= here { candidate.wrapping_sub(1 << 32) } else { candidate };
             let dist = here.wrapping_sub(candidate) as usize;
+            // Only bytes that really repeat make a match, so a stale or aliased entry costs a probe,
+            // never a wrong stream.
             if candidate >= base && (1..=WINDOW).contains(&dist) && read_u32(buf, pos - dist) == word {
                 let from = pos - dist;
                 let len =
                     MIN_MATCH + common_prefix(&buf[from + MIN_MATCH..], &buf[pos + MIN_MATCH..], MAX_MATCH - MIN_MATCH);
                 let (code, code_len) = CODES.length[len];
                 let (dist_code, dist_len) = distance_code(dist);
-                put(code | dist_code << code_len, code_len + dist_len); // at most 31 bits
-                                                                        // Remember where the match ends too: the next repeat often starts there (1.3% smaller).
+                // Length and distance together take at most 31 bits.
+                put(code | dist_code << code_len, code_len + dist_len);
+                // Remember where the match ends too: the next repeat often starts there (1.3% smaller).
                 let last = pos + len - 2;
                 if last + MIN_MATCH <= end {
                     head[hash(read_u32(buf, last))] = (base + last as u64) as u32;
