@@ -23,6 +23,7 @@ fn zlib_rs_gzip(page: &[u8], level: u32) -> Vec<u8> {
 
 fn benches(c: &mut Criterion) {
     let page = common::generate_html("127.0.0.1:8080", PAGE_BYTES);
+    eprintln!("page: {} bytes", page.len());
     let ours = [Encoding::Gzip, Encoding::Zstd, Encoding::Brotli];
     for encoding in ours {
         let compressed = encode_all(encoding, &page);
