@@ -3,7 +3,7 @@
 // See benches/README.md. Not a test: CI does not run it.
 //
 // Environment knobs (defaults in brackets):
-//   BENCH_CONTENDERS   comma list of direct,devproxy-native,browser-sync,nginx [all four]
+//   BENCH_CONTENDERS   comma list of direct,devproxy-native,browser-sync,nginx,http-proxy-middleware [all five]
 //   BENCH_DURATION     seconds per wrk run [5]      BENCH_RUNS       wrk runs per contender [3]
 //   BENCH_CONNECTIONS  wrk connections [32]         BENCH_THREADS    wrk threads [2]
 //   BENCH_WARMUP       seconds of wrk warm-up per contender and workload [1]
@@ -27,7 +27,7 @@ const LUA = path.join(__dirname, 'lib', 'report.lua');
 const HOST = '127.0.0.1';
 const SNIPPET = '<script async id="__bs_script__" src="/browser-sync/browser-sync-client.js?v=3.0.4"></script>';
 
-const ALL = ['direct', 'devproxy-native', 'browser-sync', 'nginx'];
+const ALL = ['direct', 'devproxy-native', 'browser-sync', 'nginx', 'http-proxy-middleware'];
 const cfg = {
   contenders: (process.env.BENCH_CONTENDERS || ALL.join(',')).split(',').map((s) => s.trim()).filter(Boolean),
   duration: Number(process.env.BENCH_DURATION || 5),
@@ -360,6 +360,11 @@ async function startContender(name, upstream) {
       const c = await startNginx(upstream.port);
       return { name, port: c.port, pids: c.pids, child: c.child };
     }
+    case 'http-proxy-middleware': {
+      const script = path.join(__dirname, 'lib', 'http-proxy-middleware-child.js');
+      const c = await forkChild(script, [upstream.url, SNIPPET, String(await freePort())], name);
+      return { name, port: c.port, pids: () => [c.child.pid], child: c.child };
+    }
   }
   throw new Error(name);
 }
@@ -608,6 +613,7 @@ function versions() {
     rustc: tryExec('rustc', ['-V']),
     devproxy: `${JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version} (git ${git}${dirty ? ', src/ modified' : ''}; addon built ${addonMtime})`,
     browserSync: pkg('browser-sync'),
+    httpProxyMiddleware: pkg('http-proxy-middleware'),
     nginx: which('nginx') ? tryExec('nginx', ['-v']) : null,
     subsFilter: tryExec('dpkg-query', ['-W', '-f=${Version}', 'libnginx-mod-http-subs-filter']),
     wrk: (tryExec('wrk', ['-v']) || '').split('\n')[0],
@@ -625,7 +631,7 @@ function markdown(res) {
   L.push('## Peers: `npm run bench` (issue 4)');
   L.push('');
   L.push(`Run ${meta.date}. Machine: ${meta.nproc} cores, ${meta.cpu}, Linux ${meta.kernel}, load average at the end ${meta.loadavg}.`);
-  L.push(`Versions: devproxy-native ${meta.devproxy}; Node ${meta.node}; ${meta.rustc}; browser-sync ${meta.browserSync}; ${meta.nginx || 'nginx n/a'} with subs_filter ${meta.subsFilter || 'n/a'}; ${meta.wrk}.`);
+  L.push(`Versions: devproxy-native ${meta.devproxy}; Node ${meta.node}; ${meta.rustc}; browser-sync ${meta.browserSync}; http-proxy-middleware ${meta.httpProxyMiddleware}; ${meta.nginx || 'nginx n/a'} with subs_filter ${meta.subsFilter || 'n/a'}; ${meta.wrk}.`);
   L.push(
     `Load: \`wrk -t${cfg.threads} -c${cfg.connections} -d${cfg.duration}s --latency\`, ${cfg.runs} runs per contender interleaved (after a ${cfg.warmup} s warm-up), medians shown. ` +
       `Everything (upstream, contender, wrk) shares the same ${meta.nproc} cores.`
