@@ -6,6 +6,7 @@ use std::io::Write;
 use flate2::{Decompress, FlushDecompress, Status};
 
 mod deflate;
+mod pool;
 use deflate::{Adler32, FastDeflate};
 use pool::{Pool, Pooled};
 
@@ -260,17 +261,10 @@ pub struct Encoder {
 
 enum EncoderState {
     Identity,
-    /// Our DEFLATE in gzip framing; crc32fast's carry-less-multiply CRC costs a tenth of zlib-rs's
-    /// table-driven one, which was 3.5% of a proxied page.
-    Gzip {
+    /// Our DEFLATE, framed for gzip or for HTTP's `deflate`.
+    Flate {
         deflate: Pooled<FastDeflate>,
-        crc: crc32fast::Hasher,
-        header_sent: bool,
-    },
-    /// Our DEFLATE in zlib framing (RFC 9110's `deflate`).
-    Deflate {
-        deflate: Pooled<FastDeflate>,
-        adler: Adler32,
+        framing: Framing,
         header_sent: bool,
     },
     Brotli(Option<Box<brotli::CompressorWriter<Vec<u8>>>>),
@@ -288,6 +282,41 @@ const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff];
 /// RFC 1950 header: deflate with a 32 KiB window, FLEVEL 0 (fastest), no dictionary; a multiple of 31.
 const ZLIB_HEADER: [u8; 2] = [0x78, 0x01];
 
+/// What wraps a DEFLATE stream: gzip (RFC 1952, CRC-32 by crc32fast's carry-less multiplication, a
+/// tenth of the cost of zlib-rs's table-driven CRC, which was 3.5% of a proxied page) or zlib
+/// (RFC 1950, Adler-32: RFC 9110's `deflate`).
+enum Framing {
+    Gzip(crc32fast::Hasher),
+    Zlib(Adler32),
+}
+
+impl Framing {
+    fn header(&self) -> &'static [u8] {
+        match self {
+            Framing::Gzip(_) => &GZIP_HEADER,
+            Framing::Zlib(_) => &ZLIB_HEADER,
+        }
+    }
+
+    fn update(&mut self, input: &[u8]) {
+        match self {
+            Framing::Gzip(crc) => crc.update(input),
+            Framing::Zlib(adler) => adler.update(input),
+        }
+    }
+
+    fn trailer(&self, total_in: u64, out: &mut Vec<u8>) {
+        match self {
+            Framing::Gzip(crc) => {
+                out.extend_from_slice(&crc.clone().finalize().to_le_bytes());
+                // ISIZE is the input length modulo 2^32.
+                out.extend_from_slice(&(total_in as u32).to_le_bytes());
+            }
+            Framing::Zlib(adler) => out.extend_from_slice(&adler.finish().to_be_bytes()),
+        }
+    }
+}
+
 static DEFLATE_STATES: Pool<FastDeflate> = Pool::new();
 static ZSTD_STATES: Pool<zstd::stream::raw::Encoder<'static>> = Pool::new();
 
@@ -295,14 +324,12 @@ impl Encoder {
     pub fn new(encoding: Encoding) -> Encoder {
         let state = match encoding {
             Encoding::Identity => EncoderState::Identity,
-            Encoding::Gzip => EncoderState::Gzip {
+            Encoding::Gzip | Encoding::Deflate => EncoderState::Flate {
                 deflate: DEFLATE_STATES.take(FastDeflate::new),
-                crc: crc32fast::Hasher::new(),
-                header_sent: false,
-            },
-            Encoding::Deflate => EncoderState::Deflate {
-                deflate: DEFLATE_STATES.take(FastDeflate::new),
-                adler: Adler32::new(),
+                framing: match encoding {
+                    Encoding::Gzip => Framing::Gzip(crc32fast::Hasher::new()),
+                    _ => Framing::Zlib(Adler32::new()),
+                },
                 header_sent: false,
             },
             Encoding::Brotli => EncoderState::Brotli(Some(Box::new(brotli::CompressorWriter::new(
@@ -321,8 +348,8 @@ impl Encoder {
     fn name(&self) -> &'static str {
         match self.state {
             EncoderState::Identity => "identity",
-            EncoderState::Gzip { .. } => "gzip",
-            EncoderState::Deflate { .. } => "deflate",
+            EncoderState::Flate { framing: Framing::Gzip(_), .. } => "gzip",
+            EncoderState::Flate { framing: Framing::Zlib(_), .. } => "deflate",
             EncoderState::Brotli(_) => "br",
             EncoderState::Zstd(_) => "zstd",
         }
@@ -361,31 +388,21 @@ impl Encoder {
                 }
                 Ok(())
             }
-            EncoderState::Gzip { deflate, crc, header_sent } => {
+            EncoderState::Flate { deflate, framing, header_sent } => {
                 if !std::mem::replace(header_sent, true) {
-                    out.extend_from_slice(&GZIP_HEADER);
+                    out.extend_from_slice(framing.header());
                 }
-                if let Step::Input(input) = step {
-                    crc.update(input);
-                }
-                deflate_into(deflate, step, out);
-                if let Step::Finish = step {
-                    out.extend_from_slice(&crc.clone().finalize().to_le_bytes());
-                    // ISIZE is the input length modulo 2^32.
-                    out.extend_from_slice(&(deflate.total_in() as u32).to_le_bytes());
-                }
-                Ok(())
-            }
-            EncoderState::Deflate { deflate, adler, header_sent } => {
-                if !std::mem::replace(header_sent, true) {
-                    out.extend_from_slice(&ZLIB_HEADER);
-                }
-                if let Step::Input(input) = step {
-                    adler.update(input);
-                }
-                deflate_into(deflate, step, out);
-                if let Step::Finish = step {
-                    out.extend_from_slice(&adler.finish().to_be_bytes());
+                match step {
+                    Step::Input(input) => {
+                        framing.update(input);
+                        deflate.compress(input, out);
+                    }
+                    Step::Flush => deflate.sync_flush(out),
+                    Step::Finish => {
+                        deflate.finish(out);
+                        framing.trailer(deflate.total_in(), out);
+                        deflate.stream_finished();
+                    }
                 }
                 Ok(())
             }
@@ -422,17 +439,6 @@ enum Step<'a> {
     Finish,
 }
 
-fn deflate_into(deflate: &mut Pooled<FastDeflate>, step: Step, out: &mut Vec<u8>) {
-    match step {
-        Step::Input(input) => deflate.compress(input, out),
-        Step::Flush => deflate.sync_flush(out),
-        Step::Finish => {
-            deflate.finish(out);
-            deflate.stream_finished();
-        }
-    }
-}
-
 /// Room to add to `out` before a zstd call: compressed HTML is about a third of its input, so one
 /// call usually does; `Vec::reserve` doubles when it grows, so the loop stays linear.
 fn reserve_for(input: &[u8], out: &mut Vec<u8>) {
@@ -465,97 +471,6 @@ fn zstd_into(zstd: &mut zstd::stream::raw::Encoder<'static>, step: Step, out: &m
         },
     }
     Ok(())
-}
-
-/// Compressor states kept between responses: setting one up costs more than resetting it (a DEFLATE
-/// state is 224 KiB, a zstd one more). At most [`IDLE_STATES`] wait per kind, so an idle proxy holds
-/// a few MiB at most. Only states whose stream was finished go back: a response cut off mid-way is
-/// rare, and a reset after a half-written stream is where compressors go wrong (zlib-rs 0.6.8's
-/// leaves its quick strategy's open block behind, and the next stream comes out corrupt).
-mod pool {
-    use std::sync::Mutex;
-
-    pub const IDLE_STATES: usize = 4;
-
-    /// A compressor state that can start a new stream.
-    pub trait Reusable: Send + 'static {
-        /// Makes the state ready for a new stream; `false` if it cannot be reused.
-        fn reset(&mut self) -> bool;
-    }
-
-    impl Reusable for super::FastDeflate {
-        fn reset(&mut self) -> bool {
-            super::FastDeflate::reset(self);
-            true
-        }
-    }
-
-    impl Reusable for zstd::stream::raw::Encoder<'static> {
-        fn reset(&mut self) -> bool {
-            zstd::stream::raw::Operation::reinit(self).is_ok()
-        }
-    }
-
-    pub struct Pool<T> {
-        idle: Mutex<Vec<T>>,
-    }
-
-    impl<T: Reusable> Pool<T> {
-        pub const fn new() -> Pool<T> {
-            Pool { idle: Mutex::new(Vec::new()) }
-        }
-
-        pub fn take(&'static self, make: impl FnOnce() -> T) -> Pooled<T> {
-            let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
-            Pooled { state: Some(idle.unwrap_or_else(make)), home: self, stream_finished: false }
-        }
-
-        #[cfg(test)]
-        pub fn idle(&self) -> usize {
-            self.idle.lock().unwrap_or_else(|e| e.into_inner()).len()
-        }
-    }
-
-    /// A state on loan from a pool; dropping it after [`Pooled::stream_finished`] resets it and gives
-    /// it back.
-    pub struct Pooled<T: Reusable> {
-        state: Option<T>,
-        home: &'static Pool<T>,
-        stream_finished: bool,
-    }
-
-    impl<T: Reusable> Pooled<T> {
-        /// The stream ended cleanly: the state may serve another one.
-        pub fn stream_finished(&mut self) {
-            self.stream_finished = true;
-        }
-    }
-
-    impl<T: Reusable> std::ops::Deref for Pooled<T> {
-        type Target = T;
-        fn deref(&self) -> &T {
-            self.state.as_ref().expect("present until dropped")
-        }
-    }
-
-    impl<T: Reusable> std::ops::DerefMut for Pooled<T> {
-        fn deref_mut(&mut self) -> &mut T {
-            self.state.as_mut().expect("present until dropped")
-        }
-    }
-
-    impl<T: Reusable> Drop for Pooled<T> {
-        fn drop(&mut self) {
-            let Some(mut state) = self.state.take() else { return };
-            if !self.stream_finished || !state.reset() {
-                return;
-            }
-            let mut idle = self.home.idle.lock().unwrap_or_else(|e| e.into_inner());
-            if idle.len() < IDLE_STATES {
-                idle.push(state);
-            }
-        }
-    }
 }
 
 /// Compresses a whole buffer (tests and fixtures).

@@ -1,0 +1,89 @@
+//! Compressor states kept between responses: setting one up costs more than resetting it (a DEFLATE
+//! state is ~290 KiB, a zstd one more). At most [`IDLE_STATES`] wait per kind, so an idle proxy holds
+//! a few MiB at most. Only states whose stream was finished go back: a response cut off mid-way is
+//! rare, and a reset after a half-written stream is where compressors go wrong (zlib-rs 0.6.8's
+//! leaves its quick strategy's open block behind, and the next stream comes out corrupt).
+
+use std::sync::Mutex;
+
+pub const IDLE_STATES: usize = 4;
+
+/// A compressor state that can start a new stream.
+pub trait Reusable: Send + 'static {
+    /// Makes the state ready for a new stream; `false` if it cannot be reused.
+    fn reset(&mut self) -> bool;
+}
+
+impl Reusable for super::deflate::FastDeflate {
+    fn reset(&mut self) -> bool {
+        super::deflate::FastDeflate::reset(self);
+        true
+    }
+}
+
+impl Reusable for zstd::stream::raw::Encoder<'static> {
+    fn reset(&mut self) -> bool {
+        zstd::stream::raw::Operation::reinit(self).is_ok()
+    }
+}
+
+pub struct Pool<T> {
+    idle: Mutex<Vec<T>>,
+}
+
+impl<T: Reusable> Pool<T> {
+    pub const fn new() -> Pool<T> {
+        Pool { idle: Mutex::new(Vec::new()) }
+    }
+
+    pub fn take(&'static self, make: impl FnOnce() -> T) -> Pooled<T> {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        Pooled { state: Some(idle.unwrap_or_else(make)), home: self, stream_finished: false }
+    }
+
+    #[cfg(test)]
+    pub fn idle(&self) -> usize {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// A state on loan from a pool; dropping it after [`Pooled::stream_finished`] resets it and gives
+/// it back.
+pub struct Pooled<T: Reusable> {
+    state: Option<T>,
+    home: &'static Pool<T>,
+    stream_finished: bool,
+}
+
+impl<T: Reusable> Pooled<T> {
+    /// The stream ended cleanly: the state may serve another one.
+    pub fn stream_finished(&mut self) {
+        self.stream_finished = true;
+    }
+}
+
+impl<T: Reusable> std::ops::Deref for Pooled<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.state.as_ref().expect("present until dropped")
+    }
+}
+
+impl<T: Reusable> std::ops::DerefMut for Pooled<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.state.as_mut().expect("present until dropped")
+    }
+}
+
+impl<T: Reusable> Drop for Pooled<T> {
+    fn drop(&mut self) {
+        let Some(mut state) = self.state.take() else { return };
+        if !self.stream_finished || !state.reset() {
+            return;
+        }
+        let mut idle = self.home.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < IDLE_STATES {
+            idle.push(state);
+        }
+    }
+}
