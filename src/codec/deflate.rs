@@ -95,7 +95,9 @@ pub struct FastDeflate {
     /// Stream position of `buf[0]`. It keeps growing across [`FastDeflate::reset`], so the hash table
     /// never needs clearing: entries from an earlier stream lie before `base` and are ignored.
     base: u64,
-    /// Low 32 bits of the last stream position seen for each hash of four bytes.
+    /// Low 32 bits of the last stream position seen for each hash of four bytes. A candidate is
+    /// taken only within the buffer, so entries left by an earlier stream or by a fresh table (0)
+    /// are never used.
     head: Box<[u32]>,
     bits: u64,
     bit_count: u32,
@@ -105,7 +107,7 @@ pub struct FastDeflate {
 
 impl FastDeflate {
     pub fn new() -> FastDeflate {
-        // An empty table entry reads as position 0: streams start after it, so it is never a candidate.
+        // An empty table entry reads as position 0: streams start after it.
         FastDeflate::starting_at(1)
     }
 
@@ -121,7 +123,8 @@ impl FastDeflate {
         }
     }
 
-    /// Readies the state for a new stream; what it writes then is what a new state would write.
+    /// Readies the state for a new stream; what it writes then is what a new state would write (until
+    /// positions pass 4 GiB and old entries may alias: verified like any other, they cost a probe).
     pub fn reset(&mut self) {
         self.base += self.buf.len() as u64;
         self.buf.clear();
@@ -214,16 +217,12 @@ impl FastDeflate {
         };
         while pos + MIN_MATCH <= end {
             let word = read_u32(buf, pos);
-            let here = base + pos as u64;
-            let slot = hash(word);
-            // Rebuild the full position from its low 32 bits: the latest one before `here`.
-            let low = u64::from(std::mem::replace(&mut head[slot], here as u32));
-            let candidate = (here & !0xFFFF_FFFF) | low;
-            let candidate = if candidate >= here { candidate.wrapping_sub(1 << 32) } else { candidate };
-            let dist = here.wrapping_sub(candidate) as usize;
-            // Only bytes that really repeat make a match, so a stale or aliased entry costs a probe,
-            // never a wrong stream.
-            if candidate >= base && (1..=WINDOW).contains(&dist) && read_u32(buf, pos - dist) == word {
+            let here = (base + pos as u64) as u32;
+            // Entries hold the low 32 bits of stream positions, so the distance is taken modulo 2^32.
+            // A candidate must lie in the buffer and in the window, and its bytes must really repeat:
+            // a stale or aliased entry costs a probe, never a wrong stream.
+            let dist = here.wrapping_sub(std::mem::replace(&mut head[hash(word)], here)) as usize;
+            if (1..=WINDOW.min(pos)).contains(&dist) && read_u32(buf, pos - dist) == word {
                 let from = pos - dist;
                 let len =
                     MIN_MATCH + common_prefix(&buf[from + MIN_MATCH..], &buf[pos + MIN_MATCH..], MAX_MATCH - MIN_MATCH);
