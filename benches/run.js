@@ -624,6 +624,13 @@ function versions() {
 const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 const ratio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? a / b : NaN);
 
+/** A markdown table: `columns` as [title, right-aligned], then one row of cells each. */
+function table(L, columns, rows) {
+  L.push(`| ${columns.map(([title]) => title).join(' | ')} |`);
+  L.push(`|${columns.map(([, right]) => (right ? '---:' : '---')).join('|')}|`);
+  for (const cells of rows) L.push(`| ${cells.join(' | ')} |`);
+}
+
 function markdown(res) {
   const { meta, upstream, load, big, sse: sseRows, names } = res;
   const L = [];
@@ -644,37 +651,32 @@ function markdown(res) {
     const rows = load[w.id];
     L.push(`### Workload ${w.id}: ${w.name}`);
     L.push('');
-    L.push('| contender | req/s | p50 ms | p99 ms | body bytes (encoding) | wire bytes/resp | links left / snippet | CPU s per run | req per CPU-s | upstream CPU s | errors |');
-    L.push('|---|---:|---:|---:|---|---:|---|---:|---:|---:|---:|');
-    for (const n of names) {
+    const columns = [['contender'], ['req/s', 1], ['p50 ms', 1], ['p99 ms', 1], ['body bytes (encoding)'], ['wire bytes/resp', 1], ['links left / snippet'], ['CPU s per run', 1], ['req per CPU-s', 1], ['upstream CPU s', 1], ['errors', 1]];
+    table(L, columns, names.map((n) => {
       const r = rows[n];
       const p = r.probe;
       const rew = p.upstreamHostLeft === undefined ? '-' : `${p.upstreamHostLeft} / ${p.snippet ? 'yes' : 'no'}`;
-      L.push(
-        `| ${n} | ${f(r.rps)} | ${f(r.p50_ms, 2)} | ${f(r.p99_ms, 2)} | ${p.wireBytes} (${p.encoding}) | ${f(r.wireBytesPerResponse)} | ${rew} | ${f(r.cpuPerRun, 2)} | ${f(r.rpsPerCpuSecond)} | ${f(r.upstreamCpuPerRun, 2)} | ${r.errors} |`
-      );
-    }
+      return [n, f(r.rps), f(r.p50_ms, 2), f(r.p99_ms, 2), `${p.wireBytes} (${p.encoding})`, f(r.wireBytesPerResponse), rew, f(r.cpuPerRun, 2), f(r.rpsPerCpuSecond), f(r.upstreamCpuPerRun, 2), r.errors];
+    }));
     L.push('');
   }
   L.push('### Workload 4: 20 MB HTML page');
   L.push('');
-  L.push('| contender | TTFB ms (first body byte) | headers ms | total ms (1 request; median of n) | bytes (encoding) | 4 concurrent: wall ms | CPU s | peak RSS MB | baseline RSS MB |');
-  L.push('|---|---:|---:|---:|---|---:|---:|---:|---:|');
-  for (const n of names) {
+  const bigColumns = [['contender'], ['TTFB ms (first body byte)', 1], ['headers ms', 1], ['total ms (1 request; median of n)', 1], ['bytes (encoding)'], ['4 concurrent: wall ms', 1], ['CPU s', 1], ['peak RSS MB', 1], ['baseline RSS MB', 1]];
+  table(L, bigColumns, names.map((n) => {
     const r = big[n];
-    L.push(`| ${n} | ${f(r.ttfb_ms, 1)} | ${f(r.headers_ms, 1)} | ${f(r.total_ms)} (n=${r.singles}) | ${r.wireBytes} (${r.encoding}) | ${r.concurrentWall_ms} | ${f(r.concurrentCpu_s, 2)} | ${f(r.peakRssMb, 1)} | ${f(r.baselineRssMb, 1)} |`);
-  }
+    return [n, f(r.ttfb_ms, 1), f(r.headers_ms, 1), `${f(r.total_ms)} (n=${r.singles})`, `${r.wireBytes} (${r.encoding})`, r.concurrentWall_ms, f(r.concurrentCpu_s, 2), f(r.peakRssMb, 1), f(r.baselineRssMb, 1)];
+  }));
   L.push('');
   L.push('Peak RSS: VmHWM after resetting it (`/proc/PID/clear_refs` = 5) and VmRSS sampled every 10 ms, whichever is higher, summed over the contender\'s processes (nginx: master + workers; direct: the upstream).');
   L.push('');
   L.push('### Workload 5: SSE event delay (upstream write → client receive, 50 events)');
   L.push('');
-  L.push('| contender | events | median ms | p90 ms | max ms | encoding |');
-  L.push('|---|---:|---:|---:|---:|---|');
-  for (const n of names) {
+  const sseColumns = [['contender'], ['events', 1], ['median ms', 1], ['p90 ms', 1], ['max ms', 1], ['encoding']];
+  table(L, sseColumns, names.map((n) => {
     const r = sseRows[n];
-    L.push(`| ${n} | ${r.events} | ${f(r.median_ms, 2)} | ${f(r.p90_ms, 2)} | ${f(r.max_ms, 2)} | ${r.encoding} |`);
-  }
+    return [n, r.events, f(r.median_ms, 2), f(r.p90_ms, 2), f(r.max_ms, 2), r.encoding];
+  }));
   L.push('');
   L.push('### Targets (ratios from this run)');
   L.push('');
