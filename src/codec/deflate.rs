@@ -182,13 +182,7 @@ impl FastDeflate {
     }
 
     fn put(&mut self, code: u32, len: u32, out: &mut Vec<u8>) {
-        self.bits |= u64::from(code) << self.bit_count;
-        self.bit_count += len;
-        if self.bit_count >= 32 {
-            out.extend_from_slice(&(self.bits as u32).to_le_bytes());
-            self.bits >>= 32;
-            self.bit_count -= 32;
-        }
+        put_bits(&mut self.bits, &mut self.bit_count, code, len, out);
     }
 
     fn align(&mut self, out: &mut Vec<u8>) {
@@ -206,15 +200,7 @@ impl FastDeflate {
         let end = buf.len();
         // The bit writer in locals: through `self` it would be reloaded after every `out` write.
         let (mut bits, mut bit_count) = (self.bits, self.bit_count);
-        let mut put = |code: u32, len: u32| {
-            bits |= u64::from(code) << bit_count;
-            bit_count += len;
-            if bit_count >= 32 {
-                out.extend_from_slice(&(bits as u32).to_le_bytes());
-                bits >>= 32;
-                bit_count -= 32;
-            }
-        };
+        let mut put = |code: u32, len: u32| put_bits(&mut bits, &mut bit_count, code, len, out);
         while pos + MIN_MATCH <= end {
             let word = read_u32(buf, pos);
             let here = (base + pos as u64) as u32;
@@ -248,6 +234,18 @@ impl FastDeflate {
         }
         self.bits = bits;
         self.bit_count = bit_count;
+    }
+}
+
+/// Appends `len` (at most 32) bits of `code` to an LSB-first bit buffer, writing out whole 32-bit words.
+#[inline(always)]
+fn put_bits(bits: &mut u64, count: &mut u32, code: u32, len: u32, out: &mut Vec<u8>) {
+    *bits |= u64::from(code) << *count;
+    *count += len;
+    if *count >= 32 {
+        out.extend_from_slice(&(*bits as u32).to_le_bytes());
+        *bits >>= 32;
+        *count -= 32;
     }
 }
 
