@@ -302,7 +302,16 @@ function spawnNode(script, args = [], env = {}) {
   child.stderr.on('data', (d) => { stderr += d })
   const queue = []
   const waiters = []
+  // A child reports a failure as {type:'error', message}: every wait for another message fails at once with it,
+  // rather than when its guard runs out with the message lost.
+  let failure = null
+  const failed = () => new Error(`child reported an error: ${failure.message}\nstderr: ${stderr}`)
   child.on('message', (m) => {
+    if (m && m.type === 'error' && !waiters.some((w) => w.type === 'error')) {
+      failure = m
+      for (const w of waiters.splice(0)) w.reject(failed())
+      return
+    }
     const i = waiters.findIndex((w) => w.type === m.type)
     if (i >= 0) waiters.splice(i, 1)[0].resolve(m)
     else queue.push(m)
@@ -316,8 +325,9 @@ function spawnNode(script, args = [], env = {}) {
     next(type, ms = 15000) {
       const i = queue.findIndex((m) => m.type === type)
       if (i >= 0) return Promise.resolve(queue.splice(i, 1)[0])
+      if (failure && type !== 'error') return Promise.reject(failed())
       const d = deferred()
-      waiters.push({ type, resolve: d.resolve })
+      waiters.push({ type, resolve: d.resolve, reject: d.reject })
       const onExit = exited.then(({ code, signal }) => {
         throw new Error(`child exited (code ${code}, signal ${signal}) before sending '${type}'. stderr: ${stderr}`)
       })
