@@ -63,6 +63,7 @@ test('unsupported regex features in rewriteRules are rejected, naming the rule a
   await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [{ match: /(?<=a)b/g, replace: '' }] }, [rule, /lookbehind|look-behind|lookaround|look-around/i], 'lookbehind')
   await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [{ match: /(a)\1/g, replace: '' }] }, [rule, /back.?reference/i], 'backreference')
   await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [{ match: /a/y, replace: '' }] }, [rule, /sticky|\by\b|flag/i], 'sticky flag')
+  await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [{ match: new RegExp('[a]', 'gv'), replace: '' }] }, [/rewriteRules\[0\]/, /\bv\b/, /flag/i], 'v flag')
   // the culprit's index is named
   await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [ok, { match: /x(?=y)/, replace: '' }] }, [/rewriteRules\[1\]|rule\s*#?\s*1\b/i], 'index of the bad rule')
 })
@@ -123,7 +124,7 @@ test('an upstream that drops the connection gives 502, and the next request to a
   })
 })
 
-test('upstreamTimeoutMs: an upstream that never answers gets a 5xx after about the timeout', async () => {
+test('upstreamTimeoutMs: an upstream that never answers gets a 502 once the timeout has passed', async () => {
   const release = deferred()
   routes['/hang'] = async (req, res) => {
     await Promise.race([release.promise, new Promise((resolve) => res.on('close', resolve))])
@@ -132,12 +133,13 @@ test('upstreamTimeoutMs: an upstream that never answers gets a 5xx after about t
   try {
     await withProxy({ proxy: up.url, port: 0, upstreamTimeoutMs: 300 }, async (server) => {
       const t0 = Date.now()
-      const res = await request(server.url + '/hang', { headers: { accept: ACCEPT_HTML }, timeout: 8000 })
+      const res = await request(server.url + '/hang', { headers: { accept: ACCEPT_HTML }, timeout: 30000 })
       const elapsed = Date.now() - t0
-      assert.ok([502, 504].includes(res.status), `status ${res.status}`)
+      assert.equal(res.status, 502, 'README: no answer within upstreamTimeoutMs gives a 502 page')
+      // the promise is the lower bound (not cut before the timeout); the ceiling is the request's failure guard
       assert.ok(elapsed >= 250, `answered after ${elapsed} ms, before the timeout`)
-      assert.match(res.body.toString(), /time/i)
-      assert.ok(elapsed < 5000, `answered after ${elapsed} ms`)
+      assert.match(res.body.toString(), /upstreamTimeoutMs/)
+      assert.ok(res.body.toString().includes(up.host), 'the 502 page names the target')
     })
   } finally {
     release.resolve()

@@ -4,6 +4,7 @@
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const http = require('node:http')
+const zlib = require('node:zlib')
 const {
   lib,
   deferred,
@@ -18,6 +19,7 @@ const {
   writeChunks,
   ACCEPT_HTML,
   insertSnippet,
+  decodeBody,
   fileUpstream,
 } = require('./helpers')
 
@@ -198,12 +200,19 @@ test('Content-Type is not consulted for pages: an HTML-looking body is rewritten
   serve('/as-text', '<html><body>hi</body></html>', { 'content-type': 'text/plain' })
   serve('/bom', '\uFEFF \r\n\t<!doctype html><html><body>hi</body></html>')
   serve('/no-type', '  <div>fragment hi</div>', {})
+  // U+FFFE is a noncharacter, but README's regex (/^(\uFEFF|\uFFFE)?\s*<[^>]+>/i) allows it: bytes EF BF BE
+  serve('/bom-fffe', Buffer.concat([Buffer.from([0xef, 0xbf, 0xbe]), Buffer.from('<html><body>hi</body></html>')]))
+  serve('/bom-feff', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('<html><body>hi</body></html>')]))
   const rules = [{ match: /hi/g, replace: 'HI' }]
   await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET, rewriteRules: rules }, async (server) => {
     let res = await request(server.url + '/as-text', { headers: { accept: ACCEPT_HTML } })
     assert.equal(res.body.toString(), `<html><body>${SNIPPET}HI</body></html>`)
     res = await request(server.url + '/bom', { headers: { accept: ACCEPT_HTML } })
     assert.equal(res.body.toString(), `\uFEFF \r\n\t<!doctype html><html><body>${SNIPPET}HI</body></html>`)
+    for (const [p, bom] of [['/bom-fffe', [0xef, 0xbf, 0xbe]], ['/bom-feff', [0xef, 0xbb, 0xbf]]]) {
+      res = await request(server.url + p, { headers: { accept: ACCEPT_HTML } })
+      assert.deepEqual(res.body, Buffer.concat([Buffer.from(bom), Buffer.from(`<html><body>${SNIPPET}HI</body></html>`)]), `${p}: sniffed as HTML and rewritten`)
+    }
     res = await request(server.url + '/no-type', { headers: { accept: 'text/html' } })
     assert.equal(res.body.toString(), '  <div>fragment HI</div>')
   })
@@ -388,6 +397,64 @@ test('addRule applies to requests that start after the call, not to one in fligh
   })
 })
 
+test('HEAD of a page and a 206 answer to a Range request pass through byte for byte, Content-Length (and Content-Range) kept', async () => {
+  const page = `<!DOCTYPE html><html><head></head><body><a href="http://${up.host}/x">x</a> word</body></html>`
+  const gz = zlib.gzipSync(Buffer.from(page))
+  routes['/hp'] = (req, res) => {
+    const gzip = /gzip/.test(req.headers['accept-encoding'] || '')
+    const body = gzip ? gz : Buffer.from(page)
+    const range = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range || '')
+    const headers = { 'content-type': 'text/html; charset=utf-8', 'accept-ranges': 'bytes', ...(gzip ? { 'content-encoding': 'gzip' } : {}) }
+    if (range) {
+      const [from, to] = [Number(range[1]), Math.min(Number(range[2]), body.length - 1)]
+      const part = body.subarray(from, to + 1)
+      res.writeHead(206, { ...headers, 'content-range': `bytes ${from}-${to}/${body.length}`, 'content-length': part.length })
+      res.end(part)
+    } else {
+      res.writeHead(200, { ...headers, 'content-length': body.length })
+      res.end(body) // Node sends no body for HEAD
+    }
+  }
+  const rules = [{ match: /word/g, replace: 'WORD' }]
+  for (const upstreamCompression of ['auto', 'always']) {
+    await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET, rewriteRules: rules, upstreamCompression }, async (server) => {
+      // what the upstream serves to the proxy in this mode ('auto': a loopback target is asked for pages uncompressed)
+      const served = upstreamCompression === 'always' ? gz : Buffer.from(page)
+      const enc = upstreamCompression === 'always' ? 'gzip' : undefined
+      const headers = { accept: ACCEPT_HTML, 'accept-encoding': 'gzip' }
+      // the same page by GET is rewritten: the cases below are exempt only for being HEAD/206
+      const get = await request(server.url + '/hp', { headers })
+      assert.match(decodeBody(get.body, get.headers['content-encoding']).toString(), /WORD/, `${upstreamCompression}: GET is rewritten`)
+      const head = await request(server.url + '/hp', { method: 'HEAD', headers })
+      assert.equal(head.status, 200)
+      assert.equal(head.headers['content-length'], String(served.length), `${upstreamCompression}: HEAD keeps the upstream's Content-Length`)
+      assert.equal(head.headers['content-encoding'], enc, `${upstreamCompression}: HEAD keeps the upstream's coding`)
+      assert.equal(head.body.length, 0)
+      const from = 10
+      const to = served.length - 20
+      const part = await request(server.url + '/hp', { headers: { ...headers, range: `bytes=${from}-${to}` } })
+      assert.equal(part.status, 206)
+      assert.equal(part.headers['content-range'], `bytes ${from}-${to}/${served.length}`, `${upstreamCompression}: Content-Range kept`)
+      assert.equal(part.headers['content-length'], String(to - from + 1), `${upstreamCompression}: Content-Length kept`)
+      assert.equal(part.headers['content-encoding'], enc, `${upstreamCompression}: the 206 keeps the upstream's coding`)
+      assert.deepEqual(part.body, served.subarray(from, to + 1), `${upstreamCompression}: the range passes byte for byte`)
+    })
+  }
+})
+
+test('a rule with the v flag is rejected by addRule, naming the flag, and the running rules are unchanged', async () => {
+  serve('/vflag', '<html><body>pq</body></html>')
+  await withProxy({ proxy: up.url, port: 0, rewriteRules: [{ match: /p/g, replace: 'P' }] }, async (server) => {
+    const get = async () => (await request(server.url + '/vflag', { headers: { accept: ACCEPT_HTML } })).body.toString()
+    assert.equal(await get(), '<html><body>Pq</body></html>')
+    assert.throws(() => server.addRule({ match: new RegExp('q', 'gv'), replace: 'Q' }), (err) => {
+      assert.match(err.message, /\bv\b/, `the message names the v flag: ${err.message}`)
+      return true
+    })
+    assert.equal(await get(), '<html><body>Pq</body></html>', 'the failed addRule added nothing and removed nothing')
+  })
+})
+
 test('a bad rule in addRule throws and the running rules stay intact', async () => {
   serve('/bad', '<html><body>pq</body></html>')
   await withProxy({ proxy: up.url, port: 0, rewriteRules: [{ match: /p/g, replace: 'P' }] }, async (server) => {
@@ -466,7 +533,7 @@ test('keep-alive connections are reused across rewritten, passed-through, 404 an
       assert.equal(out[1].body, 'data')
       assert.equal(out[0].body, `<html><body>${SNIPPET}page</body></html>`)
       assert.equal(out[4].body, `<html><body>${SNIPPET}page</body></html>`)
-      assert.ok(out.slice(1, 4).some((r) => r.reused), 'the client connection should be reused')
+      assert.deepEqual(out.map((r) => r.reused), [false, true, true, true, true], 'one client connection, reused by every request after the first')
     })
   } finally {
     agent.destroy()

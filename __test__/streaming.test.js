@@ -153,6 +153,76 @@ test('a rewritten HTML page streams: the shell reaches the client before the ups
   })
 })
 
+const DECODERS = { gzip: zlib.createGunzip, br: zlib.createBrotliDecompress, deflate: zlib.createInflate }
+
+/**
+ * A compressed rewritten page streams too: when the upstream pauses, the encoder flushes what is ready. The upstream
+ * sends part 1 of a page, then waits until the test has received AND decoded part 1 (a streaming decoder on the
+ * client side) before it sends part 2. An encoder that only emits at the end never lets part 1 through.
+ */
+for (const [coding, upstreamCompression] of [['gzip', 'auto'], ['br', 'auto'], ['deflate', 'auto'], ['gzip', 'always'], ['br', 'always']]) {
+  const label = upstreamCompression === 'auto' ? 'identity from the upstream' : `${coding} from the upstream too`
+  test(`a rewritten page the client gets as ${coding} (${label}) is flushed through the encoder when the upstream pauses`, async () => {
+    const p = `/flush-${coding}-${upstreamCompression}`
+    const decodedPart1 = deferred()
+    const part1 = `<!DOCTYPE html><html><head><title>t</title><link href="http://${up.host}/a.css" rel="stylesheet"></head><body><div id="root">Loading…</div>\n`
+    const part2 = `<script>window.data = "http://${up.host}/api"</script></body></html>`
+    routes[p] = async (req, res) => {
+      const compressed = /\b(gzip|br|deflate)\b/.test(req.headers['accept-encoding'] || '')
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', ...(compressed ? { 'content-encoding': coding } : {}) })
+      let out = res
+      if (compressed) {
+        out = { gzip: zlib.createGzip, br: zlib.createBrotliCompress, deflate: zlib.createDeflate }[coding]()
+        out.pipe(res)
+      }
+      out.write(part1)
+      if (compressed) out.flush()
+      await Promise.race([decodedPart1.promise, new Promise((resolve) => res.on('close', resolve))])
+      out.end(part2)
+    }
+    await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET, upstreamCompression }, async (server) => {
+      const n = up.requests.length
+      const L = `127.0.0.1:${server.port}`
+      const expected1 = `<!DOCTYPE html><html><head><title>t</title><link href="//${L}/a.css" rel="stylesheet"></head><body>${SNIPPET}<div id="root">Loading…</div>\n`
+      const expected2 = `<script>window.data = "//${L}/api"</script></body></html>`
+      const done = deferred()
+      let decoded = ''
+      let contentEncoding
+      const req = http.get(server.url + p, { agent: false, headers: { accept: ACCEPT_HTML, 'accept-encoding': coding } }, (res) => {
+        contentEncoding = res.headers['content-encoding']
+        if (!DECODERS[contentEncoding]) return done.reject(new Error(`expected a ${coding} response, got Content-Encoding ${contentEncoding}`))
+        const decoder = DECODERS[contentEncoding]()
+        res.pipe(decoder)
+        decoder.on('data', (d) => {
+          decoded += d.toString()
+          if (decoded.startsWith(expected1)) decodedPart1.resolve()
+        })
+        decoder.on('end', () => (res.complete ? done.resolve() : done.reject(new Error('response cut'))))
+        decoder.on('error', done.reject)
+        res.on('aborted', () => done.reject(new Error('response aborted')))
+      })
+      req.on('error', done.reject)
+      done.promise.catch(() => {})
+      try {
+        await withTimeout(
+          Promise.race([decodedPart1.promise, done.promise]),
+          10000,
+          `part 1 decoded by the client before part 2 is sent (encoder buffers?); decoded so far ${JSON.stringify(decoded)}`,
+        )
+        assert.equal(decoded, expected1, 'part 1 arrived alone, rewritten, before the upstream sent the rest')
+      } finally {
+        decodedPart1.resolve()
+      }
+      await withTimeout(done.promise, 10000, 'the end of the response')
+      req.destroy()
+      assert.equal(contentEncoding, coding)
+      assert.equal(decoded, expected1 + expected2)
+      const asked = up.requests[n].headers['accept-encoding']
+      assert.equal(asked, upstreamCompression === 'auto' ? 'identity' : coding, 'what the upstream was asked for')
+    })
+  })
+}
+
 /** Upstream writes headers + part of the body, waits until the client has the response headers, then dies. */
 function dyingRoute(p, { headers, first }) {
   const ctl = { clientHasHeaders: deferred() }
