@@ -1,15 +1,16 @@
 'use strict'
 // Hostile input: slow clients, oversized and invalid requests, request smuggling, attempts to use the proxy as
 // an open proxy, the default bind address, and the limits on rules (count, pattern size, DFA size, linear time).
-// The full slowloris run (a head one byte per 100 ms, dropped by the 10 s header-read timeout) is in
-// benches/soak.js; here a slow but complete request is served while others are.
+// Slow clients: a slowloris head (one byte per 100 ms, never complete) is dropped by the 10 s header-read timeout
+// while other clients are served (benches/soak.js runs the same code); a slow but complete request is served.
 
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const http = require('node:http')
 const net = require('node:net')
-const { HOST, lib, withTimeout, startUpstream, request, withProxy, ACCEPT_HTML } = require('./helpers')
+const { execFile } = require('node:child_process')
+const { ROOT, HOST, lib, withTimeout, startUpstream, request, withProxy, ACCEPT_HTML } = require('./helpers')
 const { runSlowClient, spawnProxyChild } = require('./fixtures/runners')
 
 let up
@@ -118,6 +119,19 @@ test('a slow but complete request (head sent one byte every 20 ms) is served, an
   assert.ok(figures.servedWhileSending >= 1)
 })
 
+test('slowloris: a client that has not sent its headers within 10 s is dropped by the proxy (not before), while other clients are served', { timeout: 90000 }, async (t) => {
+  // src/server.rs HEADER_READ_TIMEOUT is 10 s; a head of ~450 bytes at one byte per 100 ms would take 45 s
+  const figures = await runSlowClient({
+    complete: false,
+    byteMs: 100,
+    closeNotBeforeMs: 9000,
+    closeWithinMs: 30000,
+    minServed: 10,
+    log: (f) => t.diagnostic(JSON.stringify(f)),
+  })
+  assert.ok(figures.closedAfterMs >= 9000 && figures.servedMeanwhile >= 10)
+})
+
 test('request heads over 64 KiB get 431 (one huge header, many headers) or 414/431 (huge URL); never forwarded; others unaffected', async () => {
   // an upstream that accepts big heads itself (Node's default limit is 16 KiB), and counts the bytes it receives
   let received = 0
@@ -217,7 +231,7 @@ test('request smuggling: Transfer-Encoding chunked with a Content-Length is neve
   })
 })
 
-test('no open proxy: absolute-form requests for other hosts are refused and never reach any upstream', async () => {
+test('no open proxy: absolute-form requests for other hosts get 400 and never reach any upstream', async () => {
   await withProxy({ proxy: up.url, port: 0 }, async (server) => {
     const before = up.requests.length
     const self = `${HOST}:${server.port}`
@@ -233,19 +247,23 @@ test('no open proxy: absolute-form requests for other hosts are refused and neve
       const res = await rawExchange(server.port, bytes)
       const line = `${bytes.split('\r\n')[0]} (${label})`
       if (up.requests.length !== n) failures.push(`${line}: forwarded to the target, answered ${res.status}`)
-      else if (!(res.status >= 400 && res.status < 500)) failures.push(`${line}: answered ${res.status}`)
+      else if (res.status !== 400) failures.push(`${line}: answered ${res.status}, README says 400`)
     }
     assert.deepEqual(failures, [], 'absolute-form requests for other hosts are refused')
     assert.equal(up.requests.length, before, 'no request reached the upstream')
+    // the proxy itself in absolute form is an ordinary request for the target
+    const own = await rawExchange(server.port, `GET http://${self}/echo?own HTTP/1.1\r\nHost: ${self}\r\nConnection: close\r\n\r\n`)
+    assert.equal(own.status, 200, own.head)
+    assert.equal(own.body, `GET /echo?own host=${up.host} body=`)
   })
 })
 
-test('no open proxy: CONNECT is refused (to another host and to the target itself) and never reaches the upstream', async () => {
+test('no open proxy: CONNECT gets 405 (to another host and to the target itself) and never reaches the upstream', async () => {
   await withProxy({ proxy: up.url, port: 0 }, async (server) => {
     const before = up.requests.length
     for (const authority of ['example.org:443', up.host]) {
       const res = await rawExchange(server.port, `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`)
-      assert.ok([400, 403, 405].includes(res.status), `CONNECT ${authority}: ${res.head}`)
+      assert.equal(res.status, 405, `CONNECT ${authority}: ${res.head}`)
     }
     assert.equal(up.requests.length, before, 'no request reached the upstream')
   })
@@ -322,7 +340,7 @@ test('limits: a 70 KB pattern is rejected with a clear error, in start(), addRul
   }
 })
 
-test('limits: a pattern whose DFA would explode fails quickly with a message, and RSS does not jump by 100 MB (child process)', async (t) => {
+test('limits: a pattern whose DFA would explode is rejected with a message, and RSS does not jump by 100 MB (child process)', async (t) => {
   const child = spawnProxyChild()
   try {
     for (const source of ['(a|b)*a(a|b){24}', '[a-z]*a[a-z]{20}', '(?:x|y)*x(?:x|y){30}z']) {
@@ -333,7 +351,6 @@ test('limits: a pattern whose DFA would explode fails quickly with a message, an
       assert.equal(r.ok, false, `/${source}/ must be rejected`)
       assert.match(r.message, /rewriteRules\[0\]/)
       assert.match(r.message, /too (complex|large|big)|size limit|exceeded|DFA/i, r.message)
-      assert.ok(r.ms < 5000, `/${source}/ rejected after ${r.ms.toFixed(0)} ms`)
       assert.ok(jump < 100 * 1048576, `/${source}/: peak RSS rose ${(jump / 1048576).toFixed(1)} MiB while compiling`)
     }
   } finally {
@@ -341,14 +358,29 @@ test('limits: a pattern whose DFA would explode fails quickly with a message, an
   }
 })
 
-test('linear time: patterns that backtrack exponentially in JS run in linear time in rewrite()', () => {
-  const { rewrite } = lib()
-  const input = 'a'.repeat(200000) + '!'
-  for (const match of [/^(?:a+)+$/, /(?:a|aa)+$/g, /(?:a*)*b/g, /(?:\w+\s?)+$/]) {
-    const t0 = process.hrtime.bigint()
-    const out = rewrite(input, [{ match, replace: 'X' }])
-    const ms = Number(process.hrtime.bigint() - t0) / 1e6
-    assert.equal(out, input, `${match}: no match`)
-    assert.ok(ms < 3000, `${match}: ${ms.toFixed(0)} ms on ${input.length} bytes`)
-  }
+test('linear time: patterns that backtrack exponentially in JS finish in rewrite() on 2 MB (child process, generous ceiling)', { timeout: 120000 }, async () => {
+  // In a child: a synchronous rewrite() that never returns cannot be interrupted in-process. At 2 MB a quadratic
+  // engine needs ~10^12 steps and a backtracking one never ends; a linear one takes milliseconds. No speed is
+  // claimed here: the 60 s ceiling only turns "never" into a failure.
+  const script = `
+    const { rewrite } = require(process.cwd())
+    const input = 'a'.repeat(2000000) + '!'
+    const out = {}
+    for (const match of [/^(?:a+)+$/, /(?:a|aa)+$/g, /(?:a*)*b/g, /(?:\\w+\\s?)+$/]) {
+      out[String(match)] = rewrite(input, [{ match, replace: 'X' }]) === input
+    }
+    process.stdout.write(JSON.stringify(out))
+  `
+  const { stdout } = await new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', script], { cwd: ROOT, timeout: 60000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`rewrite() did not finish (${err.killed ? 'killed after 60 s' : err.message}); stderr: ${stderr}`))
+      else resolve({ stdout })
+    })
+  })
+  assert.deepEqual(JSON.parse(stdout), {
+    '/^(?:a+)+$/': true,
+    '/(?:a|aa)+$/g': true,
+    '/(?:a*)*b/g': true,
+    '/(?:\\w+\\s?)+$/': true,
+  }, 'every pattern finished and matched nothing (the input is unchanged)')
 })
