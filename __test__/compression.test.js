@@ -314,8 +314,9 @@ test('a corrupt or truncated compressed page that is being rewritten never ends 
         assert.ok(!outcome.err.timeout, `${p}: ${outcome.err.message}`)
         continue
       }
-      // a clean end is only acceptable as an error status, never as a 200 with a cut page
-      assert.ok(outcome.status >= 500, `${p}: clean end with status ${outcome.status} and ${outcome.body.length} bytes`)
+      // a clean end is only acceptable as the 502 page naming the coding (README), never as a 200 with a cut page
+      assert.equal(outcome.status, 502, `${p}: clean end with status ${outcome.status} and ${outcome.body.length} bytes`)
+      assert.match(outcome.body.toString(), /gzip/i, `${p}: the 502 page names the coding`)
     }
   })
 })
