@@ -18,8 +18,15 @@ export declare class ProxyServer {
   /**
    * Adds a rule after the others, for requests that start from now on; returns its id.
    * Throws on a bad rule, leaving the running rules as they were.
+   * Compiles on the JS thread: a large pattern blocks the event loop while its automaton is built
+   * (up to seconds near the 16 MiB cap); `addRuleAsync` does not.
    */
   addRule(rule: RewriteRule): number
+  /**
+   * Like `addRule`, but the rule is compiled off the JS thread; resolves to its id, rejects on a
+   * bad rule (the running rules stay as they were).
+   */
+  addRuleAsync(rule: RewriteRule): Promise<number>
   /**
    * Removes a rule by the id `addRule` returned (the rules of `rewriteRules` have ids 0, 1, 2...);
    * false if there is no such rule.
@@ -35,6 +42,12 @@ export declare class ProxyServer {
   stop(): Promise<void>
 }
 export type JsProxyServer = ProxyServer
+
+/**
+ * Test hook, not part of the API: panics on the JS thread (`'sync'`) or inside the returned
+ * Promise's task (`'async'`), so tests can show that a panic becomes a JS error, never a crash.
+ */
+export declare function __panicProbe(place: string): Promise<void>
 
 export interface CookieOptions {
   stripDomain?: boolean
@@ -120,5 +133,7 @@ export interface RewriteRule {
 /**
  * Starts a proxy. Resolves to a running `ProxyServer`; rejects with an error naming the bad
  * option, rule or port.
+ * Reading the options happens on the JS thread; compiling the rules (DFA construction, up to the
+ * 16 MiB cap) on tokio's blocking pool, so a large rule never stalls Node's event loop.
  */
 export declare function start(options: ProxyOptions): Promise<ProxyServer>

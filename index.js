@@ -837,5 +837,6 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.ProxyServer = nativeBinding.ProxyServer
 module.exports.JsProxyServer = nativeBinding.JsProxyServer
+module.exports.__panicProbe = nativeBinding.__panicProbe
 module.exports.rewrite = nativeBinding.rewrite
 module.exports.start = nativeBinding.start

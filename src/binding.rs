@@ -111,12 +111,15 @@ fn config_error(e: ConfigError) -> Error {
 
 /// Starts a proxy. Resolves to a running `ProxyServer`; rejects with an error naming the bad
 /// option, rule or port.
-#[napi(ts_args_type = "options: ProxyOptions", ts_return_type = "Promise<ProxyServer>")]
+/// Reading the options happens on the JS thread; compiling the rules (DFA construction, up to the
+/// 16 MiB cap) on tokio's blocking pool, so a large rule never stalls Node's event loop.
+#[napi(catch_unwind, ts_args_type = "options: ProxyOptions", ts_return_type = "Promise<ProxyServer>")]
 pub fn start<'env>(env: &'env Env, options: Unknown) -> Result<PromiseRaw<'env, JsProxyServer>> {
     let parsed = parse_options(env, options);
     let keep_alive = parsed.as_ref().ok().map(|_| KeepAlive::new(env)).transpose()?;
     env.spawn_future(async move {
-        let config = parsed?;
+        let (mut config, specs) = parsed?;
+        config.rules = compile_off_thread(specs).await?;
         let server = server::ProxyServer::start(config).await.map_err(|e| match e {
             StartError::Config(e) => config_error(e),
             other => Error::new(Status::GenericFailure, other.to_string()),
@@ -129,12 +132,30 @@ pub fn start<'env>(env: &'env Env, options: Unknown) -> Result<PromiseRaw<'env, 
 
 /// Applies `rules` to a whole string: the engine the proxy runs on bodies, for trying rules.
 /// Equal to `rules.reduce((s, r) => s.replace(r.match, r.replace), input)`.
-#[napi(ts_args_type = "input: string, rules: RewriteRule[]")]
+#[napi(catch_unwind, ts_args_type = "input: string, rules: RewriteRule[]")]
 pub fn rewrite(env: Env, input: String, rules: Unknown) -> Result<String> {
-    let rules = parse_rules(&env, rules, "rules", CallMode::Direct)?;
+    let rules = parse_rules(&env, rules, "rules", CallMode::Direct)?
+        .into_iter()
+        .map(RuleSpec::compile)
+        .collect::<Result<Vec<_>>>()?;
     let output = rewrite::rewrite_bytes(input.as_bytes(), &rules, "", usize::MAX / 4)
         .map_err(|e| Error::new(Status::GenericFailure, e.to_string()))?;
     String::from_utf8(output).map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
+}
+
+/// Test hook, not part of the API: panics on the JS thread (`'sync'`) or inside the returned
+/// Promise's task (`'async'`), so tests can show that a panic becomes a JS error, never a crash.
+#[napi(catch_unwind, js_name = "__panicProbe", ts_return_type = "Promise<void>")]
+pub fn panic_probe<'env>(env: &'env Env, place: String) -> Result<PromiseRaw<'env, ()>> {
+    if place == "sync" {
+        panic!("panic probe: binding (sync)");
+    }
+    env.spawn_future(async move {
+        if place == "async" {
+            panic!("panic probe: binding (async)");
+        }
+        Ok(())
+    })
 }
 
 /// A running proxy server. It keeps the Node process alive until `stop()` (or `unref()`).
@@ -149,33 +170,48 @@ pub struct JsProxyServer {
 #[napi]
 impl JsProxyServer {
     /// `http://host:port` of the proxy.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn url(&self) -> String {
         self.url.clone()
     }
 
     /// The port the proxy listens on.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn port(&self) -> u32 {
         self.port
     }
 
     /// Adds a rule after the others, for requests that start from now on; returns its id.
     /// Throws on a bad rule, leaving the running rules as they were.
-    #[napi(ts_args_type = "rule: RewriteRule")]
+    /// Compiles on the JS thread: a large pattern blocks the event loop while its automaton is built
+    /// (up to seconds near the 16 MiB cap); `addRuleAsync` does not.
+    #[napi(catch_unwind, ts_args_type = "rule: RewriteRule")]
     pub fn add_rule(&self, env: Env, rule: Unknown) -> Result<u32> {
-        let rule = parse_rule(&env, rule, "rule", CallMode::Threadsafe)?;
+        let rule = parse_rule(&env, rule, "rule", CallMode::Threadsafe)?.compile()?;
         self.inner.add_rule(rule).map_err(|e| invalid(format!("rule: {e}")))
+    }
+
+    /// Like `addRule`, but the rule is compiled off the JS thread; resolves to its id, rejects on a
+    /// bad rule (the running rules stay as they were).
+    #[napi(catch_unwind, ts_args_type = "rule: RewriteRule", ts_return_type = "Promise<number>")]
+    pub fn add_rule_async<'env>(&self, env: &'env Env, rule: Unknown) -> Result<PromiseRaw<'env, u32>> {
+        let spec = parse_rule(env, rule, "rule", CallMode::Threadsafe);
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let rule = compile_off_thread(vec![spec?]).await?.pop();
+            let rule = rule.ok_or_else(|| Error::new(Status::GenericFailure, "rule: compilation gave no rule"))?;
+            inner.add_rule(rule).map_err(|e| invalid(format!("rule: {e}")))
+        })
     }
 
     /// Removes a rule by the id `addRule` returned (the rules of `rewriteRules` have ids 0, 1, 2...);
     /// false if there is no such rule.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn remove_rule(&self, id: u32) -> bool {
         self.inner.remove_rule(id)
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn stats(&self) -> ProxyStats {
         let s = self.inner.stats();
         ProxyStats {
@@ -189,14 +225,15 @@ impl JsProxyServer {
     }
 
     /// Lets the Node process exit while the server still runs (like `net.Server#unref`).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn unref(&self) {
-        self.keep_alive.lock().expect("keep-alive lock poisoned").take();
+        // Poisoning policy: recover; the Option is replaced whole, never left half-updated.
+        self.keep_alive.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
     }
 
     /// Stops accepting connections (the port is free when the Promise resolves), lets in-flight
     /// responses finish within the grace period, then closes the rest.
-    #[napi(ts_return_type = "Promise<void>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn stop<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
         self.unref();
         let inner = self.inner.clone();
@@ -238,21 +275,21 @@ fn type_name(value: &Unknown) -> &'static str {
 
 fn expect_string(value: Unknown, option: &str) -> Result<String> {
     match value.get_type()? {
-        ValueType::String => unsafe { value.cast::<String>() },
+        ValueType::String => String::from_unknown(value),
         _ => Err(invalid(format!("option `{option}` must be a string, got {}", type_name(&value)))),
     }
 }
 
 fn expect_bool(value: Unknown, option: &str) -> Result<bool> {
     match value.get_type()? {
-        ValueType::Boolean => unsafe { value.cast::<bool>() },
+        ValueType::Boolean => bool::from_unknown(value),
         _ => Err(invalid(format!("option `{option}` must be a boolean, got {}", type_name(&value)))),
     }
 }
 
 fn expect_u32(value: Unknown, option: &str, max: u32) -> Result<u32> {
     let number = match value.get_type()? {
-        ValueType::Number => unsafe { value.cast::<f64>()? },
+        ValueType::Number => f64::from_unknown(value)?,
         _ => return Err(invalid(format!("option `{option}` must be a number, got {}", type_name(&value)))),
     };
     if number.fract() != 0.0 || !(0.0..=f64::from(max)).contains(&number) {
@@ -263,12 +300,13 @@ fn expect_u32(value: Unknown, option: &str, max: u32) -> Result<u32> {
 
 fn expect_object<'env>(value: Unknown<'env>, option: &str) -> Result<Object<'env>> {
     match value.get_type()? {
-        ValueType::Object => unsafe { value.cast::<Object>() },
+        ValueType::Object => Object::from_unknown(value),
         _ => Err(invalid(format!("option `{option}` must be an object, got {}", type_name(&value)))),
     }
 }
 
-fn parse_options(env: &Env, options: Unknown) -> Result<ProxyConfig> {
+/// Reads `start()`'s options; the rules come back uncompiled (see `compile_off_thread`).
+fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig, Vec<RuleSpec>)> {
     let options = expect_object(options, "options")?;
     let proxy = get(&options, "proxy")?.ok_or_else(|| config_error(ConfigError::MissingTarget))?;
     let mut config = match proxy.get_type()? {
@@ -341,20 +379,61 @@ fn parse_options(env: &Env, options: Unknown) -> Result<ProxyConfig> {
     if let Some(ms) = get(&options, "gracePeriodMs")? {
         config.grace_period = Duration::from_millis(u64::from(expect_u32(ms, "gracePeriodMs", u32::MAX)?));
     }
-    if let Some(rules) = get(&options, "rewriteRules")? {
-        config.rules = parse_rules(env, rules, "rewriteRules", CallMode::Threadsafe)?;
+    if let Some(max) = get(&options, "maxConnections")? {
+        config.max_connections = expect_u32(max, "maxConnections", 1 << 20)?.max(1) as usize;
     }
-    Ok(config)
+    // Undocumented test hook: requests under /__devproxy_panic_probe/ panic (see config.rs).
+    if let Some(flag) = get(&options, "__panicProbes")? {
+        config.panic_probes = expect_bool(flag, "__panicProbes")?;
+    }
+    let specs = match get(&options, "rewriteRules")? {
+        Some(rules) => parse_rules(env, rules, "rewriteRules", CallMode::Threadsafe)?,
+        None => Vec::new(),
+    };
+    Ok((config, specs))
 }
 
-fn parse_rules(env: &Env, rules: Unknown, option: &str, mode: CallMode) -> Result<Vec<Rule>> {
+/// Compiles rules on tokio's blocking pool (building their automata may take a while).
+async fn compile_off_thread(specs: Vec<RuleSpec>) -> Result<Vec<Rule>> {
+    if specs.is_empty() {
+        return Ok(Vec::new());
+    }
+    tokio::task::spawn_blocking(move || specs.into_iter().map(RuleSpec::compile).collect::<Result<Vec<_>>>())
+        .await
+        .map_err(|e| Error::new(Status::GenericFailure, format!("compiling rules failed: {e}")))?
+}
+
+/// A rule read from JS, not yet compiled.
+struct RuleSpec {
+    /// Where it came from, for errors: `rewriteRules[2]`, `rule`.
+    name: String,
+    pattern: Pattern,
+    replacement: RuleReplacement,
+}
+
+enum Pattern {
+    Literal(String),
+    Regex { source: String, flags: String },
+}
+
+impl RuleSpec {
+    fn compile(self) -> Result<Rule> {
+        let compiled = match &self.pattern {
+            Pattern::Literal(text) => Rule::literal(text, self.replacement),
+            Pattern::Regex { source, flags } => Rule::regex(source, flags, self.replacement),
+        };
+        compiled.map_err(|e| invalid(format!("{}: {e}", self.name)))
+    }
+}
+
+fn parse_rules(env: &Env, rules: Unknown, option: &str, mode: CallMode) -> Result<Vec<RuleSpec>> {
     if !rules.is_array()? {
         return Err(invalid(format!(
             "option `{option}` must be an array of {{ match, replace }}, got {}",
             type_name(&rules)
         )));
     }
-    let array = unsafe { rules.cast::<Object>()? };
+    let array = Object::from_unknown(rules)?;
     let length = array.get_array_length()?;
     if length as usize > rewrite::MAX_RULES {
         return Err(invalid(format!(
@@ -373,11 +452,11 @@ enum CallMode {
     Direct,
 }
 
-fn parse_rule(env: &Env, rule: Unknown, name: &str, mode: CallMode) -> Result<Rule> {
+fn parse_rule(env: &Env, rule: Unknown, name: &str, mode: CallMode) -> Result<RuleSpec> {
     if rule.get_type()? != ValueType::Object {
         return Err(invalid(format!("{name} must be an object {{ match, replace }}, got {}", type_name(&rule))));
     }
-    let rule = unsafe { rule.cast::<Object>()? };
+    let rule = Object::from_unknown(rule)?;
     if get(&rule, "fn")?.is_some() && get(&rule, "replace")?.is_none() {
         return Err(invalid(format!(
             "{name}: Browsersync's `fn(req, res, match)` form is not supported; use `replace: (match, ...groups) => string`"
@@ -388,26 +467,24 @@ fn parse_rule(env: &Env, rule: Unknown, name: &str, mode: CallMode) -> Result<Ru
     let replace =
         get(&rule, "replace")?.ok_or_else(|| invalid(format!("{name} has no `replace` (a string or a function)")))?;
     let replacement = match replace.get_type()? {
-        ValueType::String => RuleReplacement::Text(unsafe { replace.cast::<String>()? }),
+        ValueType::String => RuleReplacement::Text(String::from_unknown(replace)?),
         ValueType::Function => {
-            let function = unsafe { replace.cast::<Function<SpreadArgs, Coerced>>()? };
+            let function = Function::<SpreadArgs, Coerced>::from_unknown(replace)?;
             RuleReplacement::Function(JsReplace::replace_fn(env, &function, mode)?)
         }
         _ => {
             return Err(invalid(format!("{name}.replace must be a string or a function, got {}", type_name(&replace))))
         }
     };
-    let compiled = match matcher.get_type()? {
-        ValueType::String => Rule::literal(&unsafe { matcher.cast::<String>()? }, replacement),
+    let pattern = match matcher.get_type()? {
+        ValueType::String => Pattern::Literal(String::from_unknown(matcher)?),
         ValueType::Object if is_regexp(env, &matcher)? => {
-            let regex = unsafe { matcher.cast::<Object>()? };
-            let source: String = regex.get_named_property("source")?;
-            let flags: String = regex.get_named_property("flags")?;
-            Rule::regex(&source, &flags, replacement)
+            let regex = Object::from_unknown(matcher)?;
+            Pattern::Regex { source: regex.get_named_property("source")?, flags: regex.get_named_property("flags")? }
         }
         _ => return Err(invalid(format!("{name}.match must be a RegExp or a string, got {}", type_name(&matcher)))),
     };
-    compiled.map_err(|e| invalid(format!("{name}: {e}")))
+    Ok(RuleSpec { name: name.to_string(), pattern, replacement })
 }
 
 fn is_regexp(env: &Env, value: &Unknown) -> Result<bool> {
@@ -423,6 +500,8 @@ pub struct SpreadArgs {
 }
 
 impl napi::bindgen_prelude::JsValuesTupleIntoVec for SpreadArgs {
+    // SAFETY (each block below): napi calls `into_vec` on the JS thread with that thread's live `env`,
+    // which is all `to_napi_value` needs; the values are owned Rust strings and numbers.
     fn into_vec(self, env: sys::napi_env) -> Result<Vec<sys::napi_value>> {
         let mut args = Vec::with_capacity(self.groups.len() + 2);
         args.push(unsafe { String::to_napi_value(env, self.whole)? });
@@ -477,6 +556,9 @@ pub struct Coerced(String);
 impl FromNapiValue for Coerced {
     unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
         let mut string = std::ptr::null_mut();
+        // SAFETY: napi hands us a live `env` and `value` (this trait's contract); `napi_coerce_to_string`
+        // accepts any value and writes a string handle to `string` when it returns napi_ok, which is
+        // checked before `string` is read.
         let status = sys::napi_coerce_to_string(env, value, &mut string);
         if status != sys::Status::napi_ok {
             return Err(Error::new(Status::StringExpected, "the replacement function's result cannot become a string"));
@@ -498,9 +580,10 @@ impl ReplaceFn for JsReplace {
                 function.call(args).map(|c| c.0).map_err(|e| e.reason.clone())
             }
             JsReplace::Threadsafe(tsfn) => {
-                let call = async { tsfn.call_async_catch(args).await };
-                let result = tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(call));
-                result.map(|c| c.0).map_err(|e| e.reason.clone())
+                // Called on tokio's blocking pool (the body offloads every step of a rule set that calls
+                // JS), so this wait holds no runtime worker; the runtime handle is in context there.
+                let runtime = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
+                runtime.block_on(tsfn.call_async_catch(args)).map(|c| c.0).map_err(|e| e.reason.clone())
             }
         }
     }

@@ -263,6 +263,11 @@ impl Pipeline {
     pub fn abandoned_matches(&self) -> u64 {
         self.rewriter.abandoned_matches()
     }
+
+    /// Whether a step may call a JS function (and so wait on Node's thread).
+    pub fn calls_functions(&self) -> bool {
+        self.rewriter.calls_functions()
+    }
 }
 
 /// Output is handed to hyper once this much is ready, even if the upstream has more.
@@ -338,13 +343,71 @@ pub enum ProxyBody {
 }
 
 pub struct RewriteState {
-    pub upstream: UpstreamBody,
-    pub pipeline: Pipeline,
+    upstream: UpstreamBody,
+    work: Work,
+    /// Some rule calls a JS function: steps run on tokio's blocking pool, so that a response waiting
+    /// for Node's thread never holds a runtime worker that other requests need.
+    offload: bool,
     /// Output not yet handed to hyper (it may start with what was rewritten before the headers).
+    out: Vec<u8>,
+    finished: bool,
+    stats: Arc<Stats>,
+    url: String,
+    /// Test hook (`ProxyConfig::panic_probes`): panic on upstream data that arrives after output went out.
+    panic_probe: bool,
+    frames_sent: u64,
+}
+
+/// Where the pipeline is: here, or inside a step running on the blocking pool.
+enum Work {
+    Ready(Pipeline),
+    /// A step is running; `true` when it is the body's last (`finish`).
+    Running(tokio::task::JoinHandle<StepOutcome>, bool),
+    /// A step panicked: the pipeline is gone with it.
+    Lost,
+}
+
+/// What a step on the blocking pool gives back.
+pub struct StepOutcome {
+    pub pipeline: Pipeline,
     pub out: Vec<u8>,
-    pub finished: bool,
-    pub stats: Arc<Stats>,
-    pub url: String,
+    pub result: Result<(), PipelineError>,
+}
+
+/// Runs one pipeline step (`Some(data)`: push, `None`: finish) on the blocking pool.
+fn spawn_step(mut pipeline: Pipeline, data: Option<Bytes>, mut out: Vec<u8>) -> tokio::task::JoinHandle<StepOutcome> {
+    tokio::task::spawn_blocking(move || {
+        let result = match data {
+            Some(data) => pipeline.push(&data, &mut out),
+            None => pipeline.finish(&mut out),
+        };
+        StepOutcome { pipeline, out, result }
+    })
+}
+
+/// Rewrites the decoded start of a page before the headers go out; on the blocking pool when a rule
+/// calls JS (see [`RewriteState`]).
+pub async fn rewrite_prefix(mut pipeline: Pipeline, prefix: Vec<u8>) -> Result<StepOutcome, String> {
+    if !pipeline.calls_functions() {
+        let mut out = Vec::new();
+        let result = pipeline.push_decoded(&prefix, &mut out);
+        return Ok(StepOutcome { pipeline, out, result });
+    }
+    tokio::task::spawn_blocking(move || {
+        let mut out = Vec::new();
+        let result = pipeline.push_decoded(&prefix, &mut out);
+        StepOutcome { pipeline, out, result }
+    })
+    .await
+    .map_err(join_failure)
+}
+
+/// Why a blocking step did not come back (a panic in it, a bug).
+fn join_failure(error: tokio::task::JoinError) -> String {
+    match error.try_into_panic() {
+        Ok(panic) => format!("internal error (panic): {}", crate::server::panic_message(panic.as_ref())),
+        Err(error) => format!("internal error: {error}"),
+    }
 }
 
 impl ProxyBody {
@@ -354,15 +417,66 @@ impl ProxyBody {
 }
 
 impl RewriteState {
+    pub fn new(
+        upstream: UpstreamBody,
+        pipeline: Pipeline,
+        out: Vec<u8>,
+        stats: Arc<Stats>,
+        url: String,
+        panic_probe: bool,
+    ) -> RewriteState {
+        RewriteState {
+            upstream,
+            offload: pipeline.calls_functions(),
+            work: Work::Ready(pipeline),
+            out,
+            finished: false,
+            stats,
+            url,
+            panic_probe,
+            frames_sent: 0,
+        }
+    }
+
     fn fail(&mut self, error: PipelineError) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         self.finished = true;
         self.stats.log_error(&format!("rewriting {} failed: {error}", self.url));
         Poll::Ready(Some(Err(Box::new(error))))
     }
 
+    /// Ends the body with an error that is not the pipeline's own (a panic): logged, then aborted.
+    fn abort(&mut self, reason: String) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        self.finished = true;
+        self.out.clear();
+        self.stats.log_error(&format!("rewriting {} failed: {reason}", self.url));
+        Poll::Ready(Some(Err(reason.into())))
+    }
+
     fn take_output(&mut self) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        self.frames_sent += 1;
         let bytes = Bytes::from(std::mem::take(&mut self.out));
         Poll::Ready(Some(Ok(Frame::data(bytes))))
+    }
+
+    /// The pipeline has finished: count what it abandoned, hand out the rest.
+    fn end(&mut self) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        self.finished = true;
+        let abandoned = match &self.work {
+            Work::Ready(pipeline) => pipeline.abandoned_matches(),
+            _ => 0,
+        };
+        if abandoned > 0 {
+            self.stats.add_abandoned(abandoned);
+            self.stats.log_error(&format!(
+                "{}: {abandoned} match candidate(s) longer than maxMatchBytes were left unreplaced",
+                self.url
+            ));
+        }
+        if self.out.is_empty() {
+            Poll::Ready(None)
+        } else {
+            self.take_output()
+        }
     }
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
@@ -371,39 +485,71 @@ impl RewriteState {
         }
         // Drain what the upstream has ready; hand out a batch when it is big or the upstream pauses.
         loop {
-            match self.upstream.poll_data(cx) {
-                Poll::Ready(Some(Ok(data))) => {
-                    if let Err(e) = self.pipeline.push(&data, &mut self.out) {
+            let pipeline = match &mut self.work {
+                Work::Ready(pipeline) => pipeline,
+                Work::Running(step, last) => {
+                    let last = *last;
+                    let outcome = match Pin::new(step).poll(cx) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(Ok(outcome)) => outcome,
+                        Poll::Ready(Err(e)) => {
+                            self.work = Work::Lost;
+                            return self.abort(join_failure(e));
+                        }
+                    };
+                    self.work = Work::Ready(outcome.pipeline);
+                    self.out = outcome.out;
+                    if let Err(e) = outcome.result {
+                        return self.fail(e);
+                    }
+                    if last {
+                        return self.end();
+                    }
+                    if self.out.len() >= OUTPUT_BATCH {
+                        return self.take_output();
+                    }
+                    continue;
+                }
+                Work::Lost => return self.abort("internal error: the rewrite pipeline was lost".into()),
+            };
+            let data = match self.upstream.poll_data(cx) {
+                Poll::Ready(Some(Ok(_))) if self.panic_probe && self.frames_sent > 0 => {
+                    panic!("panic probe: body phase")
+                }
+                Poll::Ready(Some(Ok(data))) => Some(data),
+                Poll::Ready(Some(Err(e))) => {
+                    self.finished = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
+                Poll::Ready(None) => None,
+                Poll::Pending => {
+                    // The encoder alone runs here: no rule, so no JS, is involved in a flush.
+                    if let Err(e) = pipeline.flush(&mut self.out) {
+                        return self.fail(e);
+                    }
+                    return if self.out.is_empty() { Poll::Pending } else { self.take_output() };
+                }
+            };
+            if self.offload {
+                let Work::Ready(pipeline) = std::mem::replace(&mut self.work, Work::Lost) else { continue };
+                let last = data.is_none();
+                self.work = Work::Running(spawn_step(pipeline, data, std::mem::take(&mut self.out)), last);
+                continue;
+            }
+            match data {
+                Some(data) => {
+                    if let Err(e) = pipeline.push(&data, &mut self.out) {
                         return self.fail(e);
                     }
                     if self.out.len() >= OUTPUT_BATCH {
                         return self.take_output();
                     }
                 }
-                Poll::Ready(Some(Err(e))) => {
-                    self.finished = true;
-                    return Poll::Ready(Some(Err(e)));
-                }
-                Poll::Ready(None) => {
-                    self.finished = true;
-                    if let Err(e) = self.pipeline.finish(&mut self.out) {
+                None => {
+                    if let Err(e) = pipeline.finish(&mut self.out) {
                         return self.fail(e);
                     }
-                    let abandoned = self.pipeline.abandoned_matches();
-                    if abandoned > 0 {
-                        self.stats.add_abandoned(abandoned);
-                        self.stats.log_error(&format!(
-                            "{}: {abandoned} match candidate(s) longer than maxMatchBytes were left unreplaced",
-                            self.url
-                        ));
-                    }
-                    return if self.out.is_empty() { Poll::Ready(None) } else { self.take_output() };
-                }
-                Poll::Pending => {
-                    if let Err(e) = self.pipeline.flush(&mut self.out) {
-                        return self.fail(e);
-                    }
-                    return if self.out.is_empty() { Poll::Pending } else { self.take_output() };
+                    return self.end();
                 }
             }
         }
@@ -423,7 +569,17 @@ impl Body for ProxyBody {
                 }
                 upstream.poll_data(cx).map(|d| d.map(|r| r.map(Frame::data)))
             }
-            ProxyBody::Rewrite(state) => state.poll(cx),
+            // A panic while rewriting (a bug) ends this body as an error, which aborts this response
+            // only; it must not unwind through hyper's connection task or further.
+            ProxyBody::Rewrite(state) => {
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| state.poll(cx))) {
+                    Ok(poll) => poll,
+                    Err(panic) => {
+                        state.work = Work::Lost;
+                        state.abort(format!("internal error (panic): {}", crate::server::panic_message(panic.as_ref())))
+                    }
+                }
+            }
         }
     }
 

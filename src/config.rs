@@ -146,7 +146,20 @@ pub struct ProxyConfig {
     /// No log lines on stderr.
     pub quiet: bool,
     pub upstream_compression: UpstreamCompression,
+    /// Most client connections served at once; further ones wait in the listen backlog.
+    pub max_connections: usize,
+    /// Test hook: requests under [`PANIC_PROBE_PREFIX`] panic at the named place, so tests can show
+    /// that a panic costs one response and never the process. Off unless a test turns it on.
+    pub panic_probes: bool,
 }
+
+/// Path prefix of the panic probes (`/request`: while handling the request, `/body`: while
+/// streaming a rewritten body).
+pub const PANIC_PROBE_PREFIX: &str = "/__devproxy_panic_probe";
+
+/// Default of [`ProxyConfig::max_connections`]; Node's own default is unlimited, webpack-dev-server's too,
+/// but a proxy holds an upstream connection per client connection, so it needs a ceiling.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 impl ProxyConfig {
     pub fn new(target: Target) -> ProxyConfig {
@@ -166,6 +179,8 @@ impl ProxyConfig {
             grace_period: Duration::from_secs(5),
             quiet: false,
             upstream_compression: UpstreamCompression::Auto,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            panic_probes: false,
         }
     }
 

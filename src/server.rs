@@ -3,11 +3,15 @@
 
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, RwLock};
+// Lock poisoning policy: recover. Every lock here guards a value that is replaced whole (never left
+// half-updated), so the value a panicking thread left behind is still a valid one.
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Uri};
 use http_body::Body as _;
@@ -16,11 +20,11 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::body::{self, Pipeline, Plan, ProxyBody, RequestFacts, RewriteState, UpstreamBody};
-use crate::config::ProxyConfig;
+use crate::config::{ProxyConfig, PANIC_PROBE_PREFIX};
 use crate::error::{RuleError, StartError};
 use crate::forward::{self, UpstreamClient};
 use crate::headers;
@@ -42,12 +46,12 @@ pub struct RuleStore {
 
 impl RuleStore {
     fn snapshot(&self) -> Arc<Vec<(u32, Rule)>> {
-        self.rules.read().expect("rule store poisoned").clone()
+        self.rules.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Adds a rule after the others; returns its id.
     pub fn add(&self, rule: Rule) -> Result<u32, RuleError> {
-        let mut rules = self.rules.write().expect("rule store poisoned");
+        let mut rules = self.rules.write().unwrap_or_else(PoisonError::into_inner);
         if rules.len() >= MAX_RULES {
             return Err(RuleError::TooMany(MAX_RULES));
         }
@@ -60,7 +64,7 @@ impl RuleStore {
 
     /// Removes the rule with this id; false if there was none.
     pub fn remove(&self, id: u32) -> bool {
-        let mut rules = self.rules.write().expect("rule store poisoned");
+        let mut rules = self.rules.write().unwrap_or_else(PoisonError::into_inner);
         let next: Vec<(u32, Rule)> = rules.iter().filter(|(i, _)| *i != id).cloned().collect();
         let removed = next.len() != rules.len();
         *rules = Arc::new(next);
@@ -167,7 +171,7 @@ impl ProxyServer {
     /// within the grace period, then cuts what remains.
     /// Calling it again waits for the first call's shutdown to finish.
     pub async fn stop(&self) {
-        if let Some(stop) = self.stop.lock().expect("stop lock poisoned").take() {
+        if let Some(stop) = self.stop.lock().unwrap_or_else(PoisonError::into_inner).take() {
             let _ = stop.send(());
         }
         let mut task = self.task.lock().await;
@@ -211,7 +215,16 @@ async fn serve(
         .keep_alive(true);
     // Each connection task holds a sender; when all are gone, every connection has closed.
     let (alive, mut all_closed) = mpsc::channel::<()>(1);
+    // A connection is accepted only when a slot is free; the rest wait in the kernel's listen backlog.
+    let slots = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
     loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+            _ = &mut stop => break,
+        };
         tokio::select! {
             accepted = listener.accept() => {
                 let stream = match accepted {
@@ -231,6 +244,7 @@ async fn serve(
                 let alive = alive.clone();
                 tokio::spawn(async move {
                     let _alive = alive;
+                    let _slot = slot;
                     let mut conn = std::pin::pin!(conn);
                     loop {
                         tokio::select! {
@@ -257,8 +271,40 @@ async fn serve(
     let _ = phase.send(Phase::Cut);
 }
 
+/// Runs one request through the phases. A panic anywhere in them costs this request a 500 and a log
+/// line; the connection, the server and the Node process carry on.
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<ProxyBody>, Infallible> {
+    let path = req.uri().path().to_string();
+    match AssertUnwindSafe(handle_phases(shared.clone(), req)).catch_unwind().await {
+        Ok(response) => Ok(response),
+        Err(panic) => {
+            let reason = panic_message(panic.as_ref());
+            shared.stats.log_error(&format!("{path}: internal error (panic): {reason}"));
+            Ok(internal_error(&path, &reason))
+        }
+    }
+}
+
+/// The text of a panic's payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+async fn handle_phases(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBody> {
     shared.stats.add_request();
+    if shared.config.panic_probes && req.uri().path() == format!("{PANIC_PROBE_PREFIX}/request") {
+        panic!("panic probe: request phase");
+    }
+    if let Some(reason) = smuggling_risk(req.headers()) {
+        let mut response = plain(StatusCode::BAD_REQUEST, reason);
+        // The body's framing is in doubt: nothing more can be read from this connection safely.
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
     let local_host = req
         .headers()
         .get(header::HOST)
@@ -266,26 +312,45 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         .map(str::to_string)
         .unwrap_or_else(|| shared.local_addr.to_string());
     if req.method() == Method::CONNECT {
-        return Ok(plain(
+        return plain(
             StatusCode::METHOD_NOT_ALLOWED,
             "devproxy-native is a reverse proxy for one site; CONNECT is refused\n",
-        ));
+        );
     }
     if let Some(authority) = req.uri().authority() {
         // Absolute-form is only accepted for the proxy itself: it is no forward proxy.
         let port = shared.local_addr.port();
         let own = [shared.local_addr.to_string(), format!("localhost:{port}")];
         if !own.iter().any(|name| authority.as_str().eq_ignore_ascii_case(name)) {
-            return Ok(plain(
+            return plain(
                 StatusCode::BAD_REQUEST,
                 "devproxy-native only serves its own target; requests for other hosts are refused\n",
-            ));
+            );
         }
     }
     if shared.config.ws && websocket::is_upgrade(&req) {
-        return Ok(websocket::tunnel(shared, req, &local_host).await);
+        return websocket::tunnel(shared, req, &local_host).await;
     }
-    Ok(forward_request(shared, req, local_host).await)
+    forward_request(shared, req, local_host).await
+}
+
+/// Request framings that two HTTP parsers may read differently (request smuggling), refused rather
+/// than forwarded. hyper has already refused a Transfer-Encoding that does not end in `chunked` and
+/// differing Content-Lengths; it resolves Content-Length + Transfer-Encoding as RFC 9112 §6.3 says
+/// (chunked wins, the length is dropped, the connection closes after the answer). What is left to
+/// catch here is what it passes on as it came.
+fn smuggling_risk(headers: &http::HeaderMap) -> Option<&'static str> {
+    let codings = headers.get_all(header::TRANSFER_ENCODING).iter().count();
+    if codings > 1 || headers.get(header::TRANSFER_ENCODING).is_some_and(|v| v.as_bytes() != b"chunked") {
+        return Some("a Transfer-Encoding other than exactly one `chunked`\n");
+    }
+    let mut lengths = headers.get_all(header::CONTENT_LENGTH).iter();
+    let digits_only = |v: &HeaderValue| !v.is_empty() && v.as_bytes().iter().all(u8::is_ascii_digit);
+    match (lengths.next(), lengths.next()) {
+        (Some(_), Some(_)) => Some("more than one Content-Length header\n"),
+        (Some(length), None) if !digits_only(length) => Some("a Content-Length that is not a plain number\n"),
+        _ => None,
+    }
 }
 
 async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host: String) -> Response<ProxyBody> {
@@ -379,7 +444,16 @@ async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host
     // that throws) on the start of the page still becomes a 500 rather than an aborted response.
     let mut out = Vec::new();
     if let Some(prefix) = decoded_prefix.take() {
-        if let Err(e) = pipeline.push_decoded(&prefix, &mut out) {
+        let step = match body::rewrite_prefix(pipeline, prefix).await {
+            Ok(step) => step,
+            Err(reason) => {
+                shared.stats.log_error(&format!("{url}: {reason}"));
+                return server_error(&url, &reason);
+            }
+        };
+        pipeline = step.pipeline;
+        out = step.out;
+        if let Err(e) = step.result {
             return match e {
                 body::PipelineError::Replace(e) => {
                     shared.stats.log_error(&format!("{url}: {e}"));
@@ -408,7 +482,8 @@ async fn forward_request(shared: Arc<Shared>, req: Request<Incoming>, local_host
     if rewritten {
         shared.stats.add_rewritten();
     }
-    let state = RewriteState { upstream, pipeline, out, finished: false, stats: shared.stats.clone(), url };
+    let panic_probe = config.panic_probes && path_and_query.starts_with(&format!("{PANIC_PROBE_PREFIX}/body"));
+    let state = RewriteState::new(upstream, pipeline, out, shared.stats.clone(), url, panic_probe);
     Response::from_parts(head, ProxyBody::Rewrite(Box::new(state)))
 }
 
@@ -462,6 +537,21 @@ fn server_error(url: &str, reason: &str) -> Response<ProxyBody> {
         "<!doctype html><meta charset=\"utf-8\"><title>500 Rewrite failed</title>\n\
          <h1>500 Rewrite failed</h1>\n<p>devproxy-native could not rewrite <code>{}</code>.</p>\n<pre>{}</pre>\n",
         escape_html(url),
+        escape_html(reason)
+    );
+    let mut response = Response::new(ProxyBody::full(html));
+    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    response
+}
+
+/// A bug in the proxy (a panic) cost this request: a 500 that says so.
+fn internal_error(path: &str, reason: &str) -> Response<ProxyBody> {
+    let html = format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>500 Internal proxy error</title>\n\
+         <h1>500 Internal proxy error</h1>\n<p>devproxy-native failed while handling <code>{}</code>; \
+         other requests are not affected. Please report this with the log line.</p>\n<pre>{}</pre>\n",
+        escape_html(path),
         escape_html(reason)
     );
     let mut response = Response::new(ProxyBody::full(html));

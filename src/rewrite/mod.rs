@@ -149,6 +149,11 @@ impl Rule {
         }
     }
 
+    /// Whether matches are replaced by a function (which may wait on another thread, e.g. Node's).
+    pub fn calls_function(&self) -> bool {
+        matches!(&self.inner.engine, Engine::Regex(re) if matches!(re.replacement, Replacement::Function(_)))
+    }
+
     /// How the rule is shown in errors and logs, e.g. `/foo/g`.
     pub fn label(&self) -> &str {
         &self.inner.label

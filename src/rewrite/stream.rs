@@ -43,6 +43,11 @@ impl Rewriter {
         feed(&mut self.stages, &mut self.outputs, &[], true, out)
     }
 
+    /// Whether some rule replaces through a function: then a step may wait on another thread.
+    pub fn calls_functions(&self) -> bool {
+        self.stages.iter().any(|stage| stage.rule.calls_function())
+    }
+
     /// Bytes held back over all stages (for tests of the memory bound).
     pub fn held_bytes(&self) -> usize {
         self.stages.iter().map(|s| s.held.len()).sum()
