@@ -1,5 +1,7 @@
 //! Engine tests: JS semantics on fixed cases, and chunking-invariance against whole-body application
-//! and against an independent reference built on `regex_automata::meta::Regex`.
+//! and against a reference built on `regex_automata::meta::Regex`. That reference shares the JS-regex
+//! translation and the replacement templates with the engine: the independent one is the Node-recorded
+//! corpus of tests/js_expectations.rs.
 
 use proptest::prelude::*;
 use regex_automata::{meta, Input};
@@ -215,7 +217,8 @@ fn function_replacements_get_match_and_groups() {
     assert_eq!(whole("abcb", &[rule]), "aB2cB2");
 }
 
-/// Independent reference: JS's replace loop driven by `meta::Regex` over the whole input.
+/// Reference: JS's replace loop driven by `meta::Regex` over the whole input (same translated pattern
+/// and template as the engine, so it checks the streaming search, not the translation).
 fn reference(input: &str, source: &str, flags: &str, replace: &str) -> String {
     let parsed = js_regex::parse_flags(flags).unwrap();
     let pattern = js_regex::translate(source, &parsed).unwrap();
