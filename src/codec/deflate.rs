@@ -299,18 +299,81 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Inflates a whole raw DEFLATE stream; panics if it is invalid or cut short.
     fn inflate(raw: &[u8]) -> Vec<u8> {
-        let mut inflater = flate2::Decompress::new(false);
-        let mut out = Vec::with_capacity(raw.len() * 8 + 1024);
-        loop {
-            let before = inflater.total_in() as usize;
-            out.reserve(64 * 1024);
-            let status = inflater
-                .decompress_vec(&raw[before..], &mut out, flate2::FlushDecompress::Finish)
-                .unwrap_or_else(|e| panic!("invalid DEFLATE stream: {e}"));
-            if status == flate2::Status::StreamEnd {
-                assert_eq!(inflater.total_in() as usize, raw.len(), "bytes after the final block");
-                return out;
+        let mut inflater = Inflater::new();
+        inflater.feed(raw).unwrap_or_else(|e| panic!("{e}"));
+        inflater.end().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// zlib-rs's inflate fed a stream piece by piece, so that what is decodable after each sync flush
+    /// can be compared with the input so far.
+    struct Inflater {
+        inflater: flate2::Decompress,
+        out: Vec<u8>,
+        ended: bool,
+    }
+
+    impl Inflater {
+        fn new() -> Inflater {
+            Inflater { inflater: flate2::Decompress::new(false), out: Vec::new(), ended: false }
+        }
+
+        /// Decodes all of `raw`, and everything it makes decodable. A stream cut short makes zlib
+        /// return `Ok(BufError)` on every call: a call that moves neither input nor output is an error,
+        /// not a reason to try again.
+        fn feed(&mut self, mut raw: &[u8]) -> Result<(), String> {
+            loop {
+                if self.ended {
+                    return match raw.len() {
+                        0 => Ok(()),
+                        n => Err(format!("{n} bytes after the final block")),
+                    };
+                }
+                let (in_before, out_before) = (self.inflater.total_in(), self.inflater.total_out());
+                self.out.reserve(64 * 1024);
+                let room = self.out.capacity() - self.out.len();
+                let status = self
+                    .inflater
+                    .decompress_vec(raw, &mut self.out, flate2::FlushDecompress::Sync)
+                    .map_err(|e| format!("invalid DEFLATE stream: {e}"))?;
+                let consumed = (self.inflater.total_in() - in_before) as usize;
+                let produced = (self.inflater.total_out() - out_before) as usize;
+                raw = &raw[consumed..];
+                self.ended = status == flate2::Status::StreamEnd;
+                if raw.is_empty() && produced < room {
+                    return Ok(());
+                }
+                if consumed == 0 && produced == 0 && !self.ended {
+                    return Err(format!("inflate made no progress with {} bytes left", raw.len()));
+                }
+            }
+        }
+
+        /// Everything decoded so far.
+        fn decoded(&self) -> &[u8] {
+            &self.out
+        }
+
+        /// Checks that the stream ended with its final block; returns the whole output.
+        fn end(mut self) -> Result<Vec<u8>, String> {
+            if self.ended {
+                return Ok(self.out);
+            }
+            // Output still inside zlib's window comes out with a call that has no input left.
+            loop {
+                let out_before = self.inflater.total_out();
+                self.out.reserve(64 * 1024);
+                let status = self
+                    .inflater
+                    .decompress_vec(&[], &mut self.out, flate2::FlushDecompress::Finish)
+                    .map_err(|e| format!("invalid DEFLATE stream: {e}"))?;
+                if status == flate2::Status::StreamEnd {
+                    return Ok(self.out);
+                }
+                if self.inflater.total_out() == out_before {
+                    return Err(format!("stream cut off before its final block after {} bytes", self.out.len()));
+                }
             }
         }
     }
@@ -329,11 +392,14 @@ mod tests {
     }
 
     /// Text that repeats at every distance and length class, from a small alphabet plus bytes of
-    /// every value (9-bit codes), copied from up to 40 KB back (past the window).
-    fn repetitive(len: usize) -> impl Strategy<Value = Vec<u8>> {
-        prop::collection::vec((any::<u8>(), 0..6u8, 1..40_000usize, 1..2_000usize), 1..200).prop_map(move |ops| {
+    /// every value (9-bit codes), copied from up to 40 KB back (past the window). Up to `max_len`
+    /// bytes: most bodies pass `BUF_CAPACITY`, where the buffer moves its last window to the front.
+    fn repetitive(max_len: usize) -> impl Strategy<Value = Vec<u8>> {
+        let ops = prop::collection::vec((any::<u8>(), 0..6u8, 1..40_000usize, 1..2_000usize), 1..200);
+        (0..=max_len, ops).prop_map(move |(len, ops)| {
             let mut out: Vec<u8> = Vec::with_capacity(len);
-            for (byte, kind, back, run) in ops {
+            // The operations repeat until the body is long enough.
+            for &(byte, kind, back, run) in ops.iter().cycle() {
                 if out.len() >= len {
                     break;
                 }
@@ -354,29 +420,101 @@ mod tests {
         })
     }
 
+    /// Where two byte strings first differ (assertion messages that do not print megabytes).
+    fn first_difference(a: &[u8], b: &[u8]) -> String {
+        match a.iter().zip(b).position(|(x, y)| x != y) {
+            Some(at) => format!("lengths {} and {}, first difference at {at}", a.len(), b.len()),
+            None => format!("lengths {} and {}, one a prefix of the other", a.len(), b.len()),
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(
             std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(64)
         ))]
 
+        /// Each sync flush makes the input so far decodable, and the whole stream inflates to the input.
         #[test]
         fn any_chunking_and_flushing_inflates_to_the_input(
-            body in repetitive(150_000),
-            cuts in prop::collection::vec((0..150_000usize, any::<bool>()), 0..12),
+            body in repetitive(3 * BUF_CAPACITY),
+            cuts in prop::collection::vec((any::<prop::sample::Index>(), any::<bool>()), 0..12),
         ) {
-            let mut cuts = cuts;
+            let mut cuts: Vec<(usize, bool)> = cuts.iter().map(|(i, f)| (i.index(body.len() + 1), *f)).collect();
             cuts.sort();
-            let mut parts = Vec::new();
+            cuts.push((body.len(), false));
+            let mut state = FastDeflate::new();
+            let mut inflater = Inflater::new();
+            let mut out = Vec::new();
             let mut at = 0;
             for (cut, flush) in cuts {
-                let cut = cut.min(body.len()).max(at);
-                parts.push((body[at..cut].to_vec(), flush));
+                state.compress(&body[at..cut], &mut out);
                 at = cut;
+                if flush {
+                    state.sync_flush(&mut out);
+                    inflater.feed(&out).map_err(TestCaseError::fail)?;
+                    out.clear();
+                    let so_far = &body[..at];
+                    prop_assert!(inflater.decoded() == so_far, "after a flush at {}: {}", at, first_difference(inflater.decoded(), so_far));
+                }
             }
-            parts.push((body[at..].to_vec(), false));
-            let compressed = deflate(&mut FastDeflate::new(), &parts);
-            prop_assert_eq!(inflate(&compressed), body);
+            state.finish(&mut out);
+            inflater.feed(&out).map_err(TestCaseError::fail)?;
+            let decoded = inflater.end().map_err(TestCaseError::fail)?;
+            prop_assert!(decoded == body, "{}", first_difference(&decoded, &body));
         }
+    }
+
+    #[test]
+    fn a_cut_stream_makes_the_test_inflater_fail_not_hang() {
+        // zlib answers a stream cut short with Ok(BufError) forever: the helper must not retry it.
+        let body = b"<p>cut short</p>".repeat(5000);
+        let mut state = FastDeflate::new();
+        let mut flushed = Vec::new();
+        state.compress(&body, &mut flushed);
+        state.sync_flush(&mut flushed); // decodable up to here, but no final block
+        let whole = deflate(&mut FastDeflate::new(), &[(body.clone(), true)]);
+        let cut_streams =
+            vec![whole[..1].to_vec(), whole[..whole.len() / 2].to_vec(), whole[..whole.len() - 1].to_vec(), flushed];
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let failed: Vec<bool> =
+                cut_streams.into_iter().map(|raw| std::panic::catch_unwind(move || inflate(&raw)).is_err()).collect();
+            tx.send(failed).unwrap();
+        });
+        let failed =
+            rx.recv_timeout(std::time::Duration::from_secs(120)).expect("inflating a cut stream never returned");
+        assert_eq!(failed, [true; 4], "each cut stream must make `inflate` panic");
+        assert_eq!(inflate(&whole), body);
+    }
+
+    #[test]
+    fn an_all_equal_stream_of_megabytes_decodes_at_every_flush() {
+        // Distance-1 matches run across every move of the window to the buffer's front (about 32
+        // moves), in pieces of sizes around PIECE and BUF_CAPACITY.
+        const TOTAL: usize = 4 << 20;
+        let sizes = [1, 4096, PIECE - 1, PIECE, PIECE + 1, 3 * PIECE + 7, BUF_CAPACITY, BUF_CAPACITY + 1, 100_000];
+        let equal = vec![b'='; 3 * PIECE + 7];
+        let mut state = FastDeflate::new();
+        let mut inflater = Inflater::new();
+        let (mut out, mut compressed) = (Vec::new(), 0);
+        let (mut at, mut checked, mut i) = (0, 0, 0);
+        while at < TOTAL {
+            let n = sizes[i % sizes.len()].min(TOTAL - at);
+            state.compress(&equal[..n], &mut out);
+            state.sync_flush(&mut out);
+            (at, i) = (at + n, i + 1);
+            inflater.feed(&out).unwrap_or_else(|e| panic!("after a flush at {at}: {e}"));
+            compressed += out.len();
+            out.clear();
+            let decoded = inflater.decoded();
+            assert_eq!(decoded.len(), at, "bytes decodable after a flush at {at}");
+            assert!(decoded[checked..].iter().all(|&b| b == b'='), "wrong bytes decoded before {at}");
+            checked = at;
+        }
+        state.finish(&mut out);
+        inflater.feed(&out).unwrap();
+        assert_eq!(inflater.end().unwrap().len(), TOTAL);
+        assert!(compressed < TOTAL / 50, "runs were matched: {compressed} bytes for {TOTAL}");
     }
 
     #[test]
@@ -480,6 +618,47 @@ mod tests {
         assert_eq!(inflate(&deflate(&mut FastDeflate::new(), &[])), b"");
         let parts = [(Vec::new(), true), (b"x".to_vec(), true), (Vec::new(), true)];
         assert_eq!(inflate(&deflate(&mut FastDeflate::new(), &parts)), b"x");
+    }
+
+    /// Adler-32 by its definition, reduced after every byte in 64 bits.
+    fn adler32_by_definition(bytes: &[u8]) -> u32 {
+        let (mut a, mut b) = (1u64, 0u64);
+        for &byte in bytes {
+            a = (a + u64::from(byte)) % 65521;
+            b = (b + a) % 65521;
+        }
+        (b << 16 | a) as u32
+    }
+
+    #[test]
+    fn adler32_sums_long_runs_of_0xff_without_overflow() {
+        // All-0xFF bytes grow the sums fastest: zlib's NMAX (5552) is the longest run that fits 32 bits
+        // when the sums start just under the modulus. Prefixes set other starting sums.
+        for prefix_len in [0, 1, 7, 300, 5551] {
+            let prefix: Vec<u8> = (0..prefix_len).map(|i| 0xFF - (i % 3) as u8).collect();
+            for run in [5551, 5552, 5553, 11_104, 11_105, 70_000] {
+                let mut body = prefix.clone();
+                body.resize(prefix_len + run, 0xFF);
+                let expected = adler32_by_definition(&body);
+                let mut whole = Adler32::new();
+                whole.update(&body);
+                assert_eq!(whole.finish(), expected, "prefix {prefix_len}, run {run}, one update");
+                let mut split = Adler32::new();
+                for piece in body.chunks(5553) {
+                    let (x, y) = piece.split_at(piece.len().min(1));
+                    split.update(x);
+                    split.update(y);
+                }
+                assert_eq!(split.finish(), expected, "prefix {prefix_len}, run {run}, split updates");
+            }
+        }
+        let body = vec![0xFF; 1 << 20];
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut zlib, &body).unwrap();
+        let framed = zlib.finish().unwrap();
+        let mut adler = Adler32::new();
+        adler.update(&body);
+        assert_eq!(framed[framed.len() - 4..], adler.finish().to_be_bytes(), "1 MiB of 0xFF against zlib-rs");
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Engine tests: JS semantics on fixed cases, and chunking-invariance against whole-body application
-//! and against an independent reference built on `regex_automata::meta::Regex`.
+//! and against a reference built on `regex_automata::meta::Regex`. That reference shares the JS-regex
+//! translation and the replacement templates with the engine: the independent one is the Node-recorded
+//! corpus of tests/js_expectations.rs.
 
 use proptest::prelude::*;
 use regex_automata::{meta, Input};
@@ -215,7 +217,8 @@ fn function_replacements_get_match_and_groups() {
     assert_eq!(whole("abcb", &[rule]), "aB2cB2");
 }
 
-/// Independent reference: JS's replace loop driven by `meta::Regex` over the whole input.
+/// Reference: JS's replace loop driven by `meta::Regex` over the whole input (same translated pattern
+/// and template as the engine, so it checks the streaming search, not the translation).
 fn reference(input: &str, source: &str, flags: &str, replace: &str) -> String {
     let parsed = js_regex::parse_flags(flags).unwrap();
     let pattern = js_regex::translate(source, &parsed).unwrap();
@@ -303,15 +306,40 @@ const PATTERNS: &[(&str, &str)] = &[
     // Runs that match early and then live on: merged runs with different match histories.
     ("a.*c|a", "g"),
     ("[ab]+c|b", "g"),
+    // Characters of 3 and 4 bytes, and JS line terminators beyond \n and \r.
+    ("€+|한", "g"),
+    ("[€😀]", "gu"),
+    ("😀+", "gu"),
+    ("😀|한+", "g"),
+    ("[^a]", "g"),
+    ("^.", "gm"),
+    (".$", "gm"),
+    ("\\s", "g"),
+    ("(€)(한)?", "g"),
 ];
 const REPLACEMENTS: &[&str] = &["", "-", "[$&]", "$1$1", "<$<x>>", "$$"];
 
+/// Characters of 1 to 4 bytes (é ß, € 한, 😀) and every JS line terminator (\u2028, \u2029; \u0085 is
+/// none in JS), so that cuts fall inside characters.
+const ALPHABET: &[&str] = &[
+    "a", "b", "c", "é", "A", "B", " ", "\n", "\r\n", "<b>", "1", "x", "ß", "€", "한", "😀", "\u{2028}", "\u{2029}",
+    "\u{0085}",
+];
+
 fn alphabet_input() -> impl Strategy<Value = String> {
-    prop::collection::vec(
-        prop::sample::select(vec!["a", "b", "c", "é", "A", "B", " ", "\n", "\r\n", "<b>", "1", "x", "ß"]),
-        0..40,
-    )
-    .prop_map(|parts| parts.concat())
+    prop::collection::vec(prop::sample::select(ALPHABET), 0..40).prop_map(|parts| parts.concat())
+}
+
+/// A few kilobytes: longer runs and more chunk edges per input.
+fn long_alphabet_input() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(ALPHABET), 500..1500).prop_map(|parts| parts.concat())
+}
+
+/// Cut positions anywhere in `len` bytes, inside multi-byte characters too, sorted.
+fn cut_positions(picks: &[prop::sample::Index], len: usize) -> Vec<usize> {
+    let mut cuts: Vec<usize> = picks.iter().map(|i| i.index(len + 1)).collect();
+    cuts.sort_unstable();
+    cuts
 }
 
 proptest! {
@@ -325,12 +353,11 @@ proptest! {
     fn chunking_never_changes_the_result(
         input in alphabet_input(),
         rule_picks in prop::collection::vec((0..PATTERNS.len(), 0..REPLACEMENTS.len()), 1..4),
-        cuts in prop::collection::vec(0usize..60, 0..12),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
         max_match in prop::sample::select(vec![4usize, 64, DEFAULT_MAX_MATCH_BYTES]),
     ) {
         let rules: Vec<Rule> = rule_picks.iter().map(|&(p, r)| cached_rule(p, r)).collect();
-        let mut cuts = cuts;
-        cuts.sort_unstable();
+        let cuts = cut_positions(&cuts, input.len());
         let big = DEFAULT_MAX_MATCH_BYTES;
         let whole_out = rewrite_bytes(input.as_bytes(), &rules, "l", big).unwrap();
         prop_assert_eq!(&chunked(input.as_bytes(), &rules, &cuts, big), &whole_out);
@@ -338,6 +365,26 @@ proptest! {
         let expected = rule_picks.iter().fold(input.clone(), |s, &(p, r)| reference(&s, PATTERNS[p].0, PATTERNS[p].1, REPLACEMENTS[r]));
         prop_assert_eq!(String::from_utf8(whole_out).unwrap(), expected);
         // With a small cap the result may differ from the reference, but never with the chunking.
+        let capped = rewrite_bytes(input.as_bytes(), &rules, "l", max_match).unwrap();
+        prop_assert_eq!(chunked(input.as_bytes(), &rules, &cuts, max_match), capped);
+    }
+
+    /// Inputs of a few kilobytes cut anywhere, one-byte chunks included, against the reference.
+    #[test]
+    fn long_inputs_cut_anywhere_give_the_whole_body_result(
+        input in long_alphabet_input(),
+        rule_picks in prop::collection::vec((0..PATTERNS.len(), 0..REPLACEMENTS.len()), 1..4),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..40),
+        max_match in prop::sample::select(vec![4usize, 64, DEFAULT_MAX_MATCH_BYTES]),
+    ) {
+        let rules: Vec<Rule> = rule_picks.iter().map(|&(p, r)| cached_rule(p, r)).collect();
+        let cuts = cut_positions(&cuts, input.len());
+        let big = DEFAULT_MAX_MATCH_BYTES;
+        let whole_out = rewrite_bytes(input.as_bytes(), &rules, "l", big).unwrap();
+        prop_assert_eq!(&chunked(input.as_bytes(), &rules, &cuts, big), &whole_out);
+        prop_assert_eq!(&one_byte_chunks(input.as_bytes(), &rules), &whole_out);
+        let expected = rule_picks.iter().fold(input.clone(), |s, &(p, r)| reference(&s, PATTERNS[p].0, PATTERNS[p].1, REPLACEMENTS[r]));
+        prop_assert_eq!(String::from_utf8(whole_out).unwrap(), expected);
         let capped = rewrite_bytes(input.as_bytes(), &rules, "l", max_match).unwrap();
         prop_assert_eq!(chunked(input.as_bytes(), &rules, &cuts, max_match), capped);
     }
@@ -378,5 +425,120 @@ proptest! {
         cuts.sort_unstable();
         let whole_out = rewrite_bytes(input.as_bytes(), &rules, "local:3000", DEFAULT_MAX_MATCH_BYTES).unwrap();
         prop_assert_eq!(&chunked(input.as_bytes(), &rules, &cuts, DEFAULT_MAX_MATCH_BYTES), &whole_out);
+    }
+}
+
+/// A bounded rule for the hold-back tests, with its longest match in bytes and two independent
+/// descriptions of its matches.
+struct Bounded {
+    rule: Rule,
+    longest: usize,
+    /// Some match starts with these bytes (a whole match included).
+    starts_a_match: fn(&[u8]) -> bool,
+    is_a_match: fn(&[u8]) -> bool,
+}
+
+/// Compiled once: compiling DFAs dominates a test case.
+fn bounded_rules() -> &'static [Bounded] {
+    static RULES: std::sync::OnceLock<Vec<Bounded>> = std::sync::OnceLock::new();
+    RULES.get_or_init(|| {
+        let same = || RuleReplacement::Text("$&".into());
+        vec![
+            Bounded {
+                rule: Rule::regex("abc", "g", same()).unwrap(),
+                longest: 3,
+                starts_a_match: |s| b"abc".starts_with(s),
+                is_a_match: |s| s == b"abc",
+            },
+            Bounded {
+                rule: Rule::regex("a[0-9]{2,5}", "g", same()).unwrap(),
+                longest: 6,
+                starts_a_match: |s| s.len() <= 6 && s.first() == Some(&b'a') && s[1..].iter().all(u8::is_ascii_digit),
+                is_a_match: |s| (3..=6).contains(&s.len()) && s[0] == b'a' && s[1..].iter().all(u8::is_ascii_digit),
+            },
+            Bounded {
+                rule: Rule::literal("abab", same()).unwrap(),
+                longest: 4,
+                starts_a_match: |s| b"abab".starts_with(s),
+                is_a_match: |s| s == b"abab",
+            },
+            Bounded {
+                rule: Rule::regex("€{1,2}|한", "g", same()).unwrap(),
+                longest: 6,
+                starts_a_match: |s| "€€".as_bytes().starts_with(s) || "한".as_bytes().starts_with(s),
+                is_a_match: |s| ["€", "€€", "한"].iter().any(|m| m.as_bytes() == s),
+            },
+        ]
+    })
+}
+
+/// Feeds `input` cut at `cuts`; after each push checks that the output is the input less what is held,
+/// and that the held bytes can still belong to a match: they start one, or they are a whole match
+/// and the one byte after it (the DFA reports a match one byte late, so only the byte after the match
+/// says it is over). So at most the longest match plus one byte is held. Returns the bytes held after
+/// each push.
+fn held_after_each_push(bounded: &Bounded, input: &[u8], cuts: &[usize]) -> Vec<usize> {
+    let Bounded { rule, longest, starts_a_match, is_a_match } = bounded;
+    let mut rewriter = Rewriter::new(std::slice::from_ref(rule), "l", DEFAULT_MAX_MATCH_BYTES);
+    let (mut out, mut held_log, mut at) = (Vec::new(), Vec::new(), 0);
+    for &cut in cuts.iter().chain([&input.len()]) {
+        rewriter.push(&input[at..cut], &mut out).unwrap();
+        at = cut;
+        let held = rewriter.held_bytes();
+        let label = rule.label();
+        assert!(held <= longest + 1, "{label} holds {held} bytes after {:?}, longest match {longest}", &input[..at]);
+        // The replacement is the match itself: what is not out yet is exactly what is held.
+        assert_eq!(out, &input[..at - held], "{label}: output lags the input by more than the held bytes");
+        let kept = &input[at - held..at];
+        assert!(
+            held == 0 || starts_a_match(kept) || is_a_match(&kept[..held - 1]),
+            "{label} holds {:?}, which no match starts with",
+            String::from_utf8_lossy(kept)
+        );
+        held_log.push(held);
+    }
+    rewriter.finish(&mut out).unwrap();
+    assert_eq!(out, input);
+    held_log
+}
+
+#[test]
+fn what_bounded_rules_hold_back_at_the_chunk_end() {
+    let rules = bounded_rules();
+    let held = |rule: usize, input: &[u8]| held_after_each_push(&rules[rule], input, &[])[0];
+    assert_eq!(held(0, b"xyz"), 0, "no start of /abc/ at the end");
+    assert_eq!(held(0, b"xxab"), 2, "\"ab\" may become \"abc\"");
+    assert_eq!(held(0, b"xabc"), 3, "a whole match, not yet known to be over");
+    assert_eq!(held(0, b"abcaba"), 1, "after a match, \"a\" may start another");
+    assert_eq!(held(1, b"a1a12"), 3);
+    assert_eq!(held(1, b"xa12345"), 6, "the longest match");
+    assert_eq!(held(1, b"a1234567"), 0, "\"a12345\" is over two bytes on, and digits start no match");
+    assert_eq!(held(2, b"xaba"), 3);
+    assert_eq!(held(2, b"ababab"), 0, "the literal rule replaced its one match and holds nothing more");
+    assert_eq!(held(3, "x€".as_bytes()), 3);
+    assert_eq!(held(3, "한".as_bytes()), 3);
+    // Cut inside a character: bytes of a UTF-8 sequence that a match may go on with.
+    let euro = "€".as_bytes();
+    assert_eq!(held(3, &[b"x", &euro[..2]].concat()), 2, "two of the three bytes of \"€\"");
+    assert_eq!(held(3, &[euro, euro, &euro[..1], b"x"].concat()), 0, "\"€€\" is over, the next one cut short");
+    // One byte more than README's "at most the longest possible match": a longest match and the byte
+    // after it wait for the byte after that (the match is reported one byte late).
+    assert_eq!(held(0, b"xabcx"), 4);
+    assert_eq!(held(1, b"a123456"), 7);
+    assert_eq!(held(2, b"ababa"), 5);
+}
+
+proptest! {
+    #[test]
+    fn bounded_rules_hold_back_only_what_may_still_match(
+        rule in 0..4usize,
+        parts in prop::collection::vec(
+            prop::sample::select(vec!["a", "b", "c", "ab", "abc", "1", "23", "4567", "x", "€", "한", "😀", " "]),
+            0..200,
+        ),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..30),
+    ) {
+        let input = parts.concat().into_bytes();
+        held_after_each_push(&bounded_rules()[rule], &input, &cut_positions(&cuts, input.len()));
     }
 }
