@@ -359,6 +359,8 @@ pub struct RewriteState {
 }
 
 /// Where the pipeline is: here, or inside a step running on the blocking pool.
+// `RewriteState` is boxed already; boxing the pipeline too would cost an allocation per response.
+#[allow(clippy::large_enum_variant)]
 enum Work {
     Ready(Pipeline),
     /// A step is running; `true` when it is the body's last (`finish`).

@@ -143,6 +143,7 @@ impl Decoder {
                 vec![0; DECODED_PIECE].into_boxed_slice(),
             ),
             Encoding::Zstd => DecoderState::Zstd(
+                // Fails only when zstd cannot allocate its context, where Rust would abort anyway.
                 Box::new(zstd::stream::raw::Decoder::new().expect("zstd decoder allocates")),
                 vec![0; DECODED_PIECE].into_boxed_slice(),
             ),
@@ -267,8 +268,11 @@ enum EncoderState {
         framing: Framing,
         header_sent: bool,
     },
-    Brotli(Option<Box<brotli::CompressorWriter<Vec<u8>>>>),
+    Brotli(Box<brotli::CompressorWriter<Vec<u8>>>),
     Zstd(Pooled<zstd::stream::raw::Encoder<'static>>),
+    /// A brotli stream after `finish` (its writer was consumed to end the stream); any further use is
+    /// an error, not a panic.
+    BrotliFinished,
 }
 
 /// Levels chosen for speed: the proxy compresses every rewritten page, and on a dev machine CPU costs
@@ -332,13 +336,11 @@ impl Encoder {
                 },
                 header_sent: false,
             },
-            Encoding::Brotli => EncoderState::Brotli(Some(Box::new(brotli::CompressorWriter::new(
-                Vec::new(),
-                16 * 1024,
-                BROTLI_QUALITY,
-                20,
-            )))),
+            Encoding::Brotli => {
+                EncoderState::Brotli(Box::new(brotli::CompressorWriter::new(Vec::new(), 16 * 1024, BROTLI_QUALITY, 20)))
+            }
             Encoding::Zstd => EncoderState::Zstd(
+                // Fails only when zstd cannot allocate its context, where Rust would abort anyway.
                 ZSTD_STATES.take(|| zstd::stream::raw::Encoder::new(ZSTD_LEVEL).expect("zstd encoder allocates")),
             ),
         };
@@ -350,7 +352,7 @@ impl Encoder {
             EncoderState::Identity => "identity",
             EncoderState::Flate { framing: Framing::Gzip(_), .. } => "gzip",
             EncoderState::Flate { framing: Framing::Zlib(_), .. } => "deflate",
-            EncoderState::Brotli(_) => "br",
+            EncoderState::Brotli(_) | EncoderState::BrotliFinished => "br",
             EncoderState::Zstd(_) => "zstd",
         }
     }
@@ -381,6 +383,12 @@ impl Encoder {
 
     fn run(&mut self, step: Step, out: &mut Vec<u8>) -> Result<(), CodecError> {
         let name = self.name();
+        if let (Step::Finish, EncoderState::Brotli(_)) = (step, &self.state) {
+            if let EncoderState::Brotli(w) = std::mem::replace(&mut self.state, EncoderState::BrotliFinished) {
+                out.append(&mut w.into_inner());
+            }
+            return Ok(());
+        }
         let result = match &mut self.state {
             EncoderState::Identity => {
                 if let Step::Input(input) = step {
@@ -407,19 +415,10 @@ impl Encoder {
                 Ok(())
             }
             EncoderState::Brotli(w) => match step {
-                Step::Input(input) => {
-                    let w = w.as_mut().expect("encoder used after finish");
-                    w.write_all(input).map(|_| out.append(w.get_mut()))
-                }
-                Step::Flush => {
-                    let w = w.as_mut().expect("encoder used after finish");
-                    w.flush().map(|_| out.append(w.get_mut()))
-                }
-                Step::Finish => {
-                    out.append(&mut w.take().expect("encoder finished twice").into_inner());
-                    Ok(())
-                }
+                Step::Input(input) => w.write_all(input).map(|_| out.append(w.get_mut())),
+                Step::Flush | Step::Finish => w.flush().map(|_| out.append(w.get_mut())),
             },
+            EncoderState::BrotliFinished => Err(std::io::Error::other("the stream was already finished")),
             EncoderState::Zstd(zstd) => {
                 let result = zstd_into(zstd, step, out);
                 if result.is_ok() && matches!(step, Step::Finish) {

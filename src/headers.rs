@@ -62,9 +62,15 @@ pub fn to_upstream(headers: &mut HeaderMap, config: &ProxyConfig, local_host: &s
     }
     let accept = headers.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok());
     match codec::upstream_accept_encoding(accept) {
-        Some(value) => {
-            headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_str(&value).expect("tokens are valid"));
-        }
+        // Built from our own coding tokens, so always a valid value; if not, ask for identity.
+        Some(value) => match HeaderValue::from_str(&value) {
+            Ok(value) => {
+                headers.insert(header::ACCEPT_ENCODING, value);
+            }
+            Err(_) => {
+                headers.remove(header::ACCEPT_ENCODING);
+            }
+        },
         None => {
             headers.remove(header::ACCEPT_ENCODING);
         }

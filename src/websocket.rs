@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
+use http::uri::PathAndQuery;
 use http::{Request, Response, StatusCode};
 use http_body_util::Empty;
 use hyper::body::Incoming;
@@ -54,8 +55,13 @@ pub(crate) async fn tunnel(shared: Arc<Shared>, mut req: Request<Incoming>, loca
     let client_upgrade = hyper::upgrade::on(&mut req);
     let (mut parts, _) = req.into_parts();
     headers::to_upstream(&mut parts.headers, config, local_host, true);
-    parts.uri =
-        parts.uri.path_and_query().map_or_else(|| "/".parse().expect("valid"), |p| p.as_str().parse().expect("valid"));
+    let mut origin_form = http::uri::Parts::default();
+    origin_form.path_and_query =
+        Some(parts.uri.path_and_query().cloned().unwrap_or_else(|| PathAndQuery::from_static("/")));
+    parts.uri = match http::Uri::from_parts(origin_form) {
+        Ok(uri) => uri,
+        Err(e) => return bad_gateway(&shared, &url, &format!("invalid upstream URL: {e}")),
+    };
     let io = match connect(&shared).await {
         Ok(io) => io,
         Err(reason) => return bad_gateway(&shared, &url, &reason),
