@@ -330,3 +330,26 @@ test('a 1 GiB upload streams through with backpressure: the proxy\'s RSS grows <
     await new Promise((resolve) => upstream.close(resolve))
   }
 })
+
+test('a closed stderr costs no request: log lines that cannot be written are dropped (child process)', async () => {
+  const child = spawnNode(path.join(__dirname, 'fixtures/proxy-child.js'))
+  try {
+    // Nothing listens on port 9 of 127.0.0.1: every request is a 502 and a log line.
+    child.child.send({ type: 'start', options: { proxy: `http://${HOST}:9`, port: 0, quiet: false } })
+    const { url } = await child.next('started')
+    const closed = deferred()
+    child.child.stderr.on('close', closed.resolve)
+    child.child.stderr.destroy()
+    await closed.promise
+    for (let i = 0; i < 3; i++) {
+      const res = await request(`${url}/missing-${i}`)
+      assert.equal(res.status, 502)
+      assert.match(res.body.toString(), /127\.0\.0\.1:9/)
+    }
+    child.child.send({ type: 'stats' })
+    const { stats } = await child.next('stats')
+    assert.equal(stats.upstreamErrors, 3)
+  } finally {
+    child.child.kill()
+  }
+})

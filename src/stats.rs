@@ -59,10 +59,13 @@ impl Stats {
         }
     }
 
-    /// One line on stderr, unless the server was started with `quiet`.
+    /// One line on stderr, unless the server was started with `quiet`. Every log line of the proxy goes
+    /// through here. A failed write is ignored: `eprintln!` would panic on a closed stderr, and a log line
+    /// is not worth a request.
     pub fn log_error(&self, message: &str) {
         if !self.quiet {
-            eprintln!("[devproxy] {message}");
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr().lock(), "[devproxy] {message}");
         }
     }
 }
