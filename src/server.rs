@@ -286,7 +286,14 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         }
     }
     // DNS rebinding: a page whose name now resolves here sends its own name as Host. Browsers always
-    // send Host, so a request without one (HTTP/1.0 tools) cannot be such a page and is let through.
+    // send Host, so a request without one cannot be such a page: HTTP/1.0 tools are let through,
+    // HTTP/1.1 requires Host (RFC 9112 §3.2), which hyper does not enforce.
+    if req.version() == http::Version::HTTP_11
+        && req.uri().authority().is_none()
+        && !req.headers().contains_key(header::HOST)
+    {
+        return Ok(plain(StatusCode::BAD_REQUEST, "an HTTP/1.1 request needs a Host header\n"));
+    }
     let authority = req.uri().authority().map(|a| a.as_str().to_string());
     let hosts = req.headers().get_all(header::HOST).iter().map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned());
     if let Some(refused) = authority.into_iter().chain(hosts).find(|h| !shared.hosts.allows_authority(h)) {
