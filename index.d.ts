@@ -83,6 +83,18 @@ export interface ProxyOptions {
    * The client gets a compressed page either way.
    */
   upstreamCompression?: 'auto' | 'always' | 'never'
+  /**
+   * Host names the proxy answers to; any other `Host` gets 403 (DNS rebinding). `'auto'`
+   * (default): `localhost`, `*.localhost`, IP addresses, `host` and the machine's host name. An
+   * array adds names to these; `'.example.com'` allows example.com and its subdomains. `'all'`
+   * switches the check off: unsafe, any web page can then read the proxied site.
+   */
+  allowedHosts?: 'auto' | 'all' | string[]
+  /**
+   * Origins, besides the proxy's and the target's, whose pages may open WebSockets through the
+   * proxy, e.g. `['http://localhost:5173']`; others get 403 (cross-site WebSocket hijacking).
+   */
+  allowedOrigins?: Array<string>
 }
 
 /** What the server has done so far. */

@@ -270,8 +270,16 @@ test('no open proxy: CONNECT gets 405 (to another host and to the target itself)
   })
 })
 
-test('a Host header naming another site still goes to the configured target only, with the target\'s Host', async () => {
+test('a Host header naming another site gets 403 (allowedHosts); an allowed one goes to the configured target only, with the target\'s Host', async () => {
   await withProxy({ proxy: up.url, port: 0 }, async (server) => {
+    const before = up.requests.length
+    for (const host of ['example.org', 'evil.example:8080']) {
+      const res = await rawExchange(server.port, `GET /echo?h=${host} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+      assert.equal(res.status, 403, res.head)
+    }
+    assert.equal(up.requests.length, before, 'refused requests never reach the target')
+  })
+  await withProxy({ proxy: up.url, port: 0, allowedHosts: ['example.org', '.example'] }, async (server) => {
     const before = up.requests.length
     for (const host of ['example.org', 'evil.example:8080', '127.0.0.2']) {
       const res = await rawExchange(server.port, `GET /echo?h=${host} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)

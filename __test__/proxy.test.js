@@ -107,7 +107,8 @@ test("link rewriting equals Browsersync's rewriteLinks on the reference corpus (
   const other = await deadPort()
   const body = '<!DOCTYPE html>\n<html><head><title>links</title></head>\n' + linkCorpus(up.host, other) + '\n</html>\n'
   serve('/links', body)
-  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET }, async (server) => {
+  // dev.local: a name the user reaches the proxy by, so it is in allowedHosts
+  await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET, allowedHosts: ['dev.local'] }, async (server) => {
     for (const host of [`127.0.0.1:${server.port}`, 'dev.local:9999']) {
       const res = await request(server.url + '/links', { headers: { accept: ACCEPT_HTML, host } })
       assert.equal(res.status, 200)

@@ -12,7 +12,7 @@ use napi::threadsafe_function::ThreadsafeFunction;
 use napi::{sys, Env, JsValue, ValueType};
 use napi_derive::napi;
 
-use crate::config::{ProxyConfig, Target, UpstreamCompression};
+use crate::config::{AllowedHosts, ProxyConfig, Target, UpstreamCompression};
 use crate::error::{ConfigError, StartError};
 use crate::rewrite::{self, ReplaceFn, Rule, RuleReplacement, DEFAULT_MAX_MATCH_BYTES};
 use crate::server;
@@ -87,6 +87,17 @@ pub struct ProxyOptions {
     /// The client gets a compressed page either way.
     #[napi(ts_type = "'auto' | 'always' | 'never'")]
     pub upstream_compression: Option<String>,
+    /// Client connections served at once (default 1024); further ones wait until one closes.
+    pub max_connections: Option<u32>,
+    /// Host names the proxy answers to; any other `Host` gets 403 (DNS rebinding). `'auto'`
+    /// (default): `localhost`, `*.localhost`, IP addresses, `host` and the machine's host name. An
+    /// array adds names to these; `'.example.com'` allows example.com and its subdomains. `'all'`
+    /// switches the check off: unsafe, any web page can then read the proxied site.
+    #[napi(ts_type = "'auto' | 'all' | string[]")]
+    pub allowed_hosts: Option<String>,
+    /// Origins, besides the proxy's and the target's, whose pages may open WebSockets through the
+    /// proxy, e.g. `['http://localhost:5173']`; others get 403 (cross-site WebSocket hijacking).
+    pub allowed_origins: Option<Vec<String>>,
 }
 
 /// What the server has done so far.
@@ -379,6 +390,16 @@ fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig, Vec<RuleSp
     if let Some(ms) = get(&options, "gracePeriodMs")? {
         config.grace_period = Duration::from_millis(u64::from(expect_u32(ms, "gracePeriodMs", u32::MAX)?));
     }
+    if let Some(hosts) = get(&options, "allowedHosts")? {
+        config.allowed_hosts = parse_allowed_hosts(hosts)?;
+    }
+    if let Some(origins) = get(&options, "allowedOrigins")? {
+        for (index, origin) in
+            string_array(origins, "allowedOrigins", "origins such as 'http://localhost:5173'")?.iter().enumerate()
+        {
+            config.add_allowed_origin(index, origin).map_err(config_error)?;
+        }
+    }
     if let Some(max) = get(&options, "maxConnections")? {
         config.max_connections = expect_u32(max, "maxConnections", 1 << 20)?.max(1) as usize;
     }
@@ -424,6 +445,31 @@ impl RuleSpec {
         };
         compiled.map_err(|e| invalid(format!("{}: {e}", self.name)))
     }
+}
+
+fn parse_allowed_hosts(value: Unknown) -> Result<AllowedHosts> {
+    if value.get_type()? == ValueType::String {
+        return match expect_string(value, "allowedHosts")?.as_str() {
+            "auto" => Ok(AllowedHosts::Auto),
+            "all" => Ok(AllowedHosts::All),
+            other => Err(invalid(format!(
+                "option `allowedHosts` must be 'auto', 'all' or an array of host names, got '{other}' (write ['{other}'])"
+            ))),
+        };
+    }
+    let entries = string_array(value, "allowedHosts", "host names, or 'auto' or 'all'")?;
+    AllowedHosts::from_entries(&entries).map_err(config_error)
+}
+
+/// An array of strings; the error names the option, or the element that is not a string.
+fn string_array(value: Unknown, option: &str, what: &str) -> Result<Vec<String>> {
+    if !value.is_array()? {
+        return Err(invalid(format!("option `{option}` must be an array of {what}, got {}", type_name(&value))));
+    }
+    let array = Object::from_unknown(value)?;
+    (0..array.get_array_length()?)
+        .map(|i| expect_string(array.get_element::<Unknown>(i)?, &format!("{option}[{i}]")))
+        .collect()
 }
 
 fn parse_rules(env: &Env, rules: Unknown, option: &str, mode: CallMode) -> Result<Vec<RuleSpec>> {

@@ -117,6 +117,103 @@ impl UpstreamCompression {
     }
 }
 
+/// Which `Host` names the proxy answers to: the guard against DNS rebinding, where a page on
+/// `evil.example` re-resolves its name to 127.0.0.1 and reads the proxy as same-origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllowedHosts {
+    /// `localhost`, `*.localhost`, IP literals, the listen `host` and the machine's host name.
+    Auto,
+    /// No check at all: any page whose name resolves to this machine can read the proxy.
+    All,
+    /// The `Auto` names plus these (as in webpack-dev-server and Vite, a list adds to the defaults).
+    List(Vec<HostPattern>),
+}
+
+/// One `allowedHosts` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPattern {
+    /// This name only (lower-case, IPv6 without brackets).
+    Exact(String),
+    /// `.example.com`: `example.com` and any name under it (webpack-dev-server's form).
+    Domain(String),
+}
+
+impl HostPattern {
+    /// Whether a host name (lower-case, no port, no brackets, no final dot) matches.
+    pub fn matches(&self, name: &str) -> bool {
+        match self {
+            HostPattern::Exact(exact) => name == exact,
+            HostPattern::Domain(domain) => {
+                name == domain || name.strip_suffix(domain.as_str()).is_some_and(|sub| sub.ends_with('.'))
+            }
+        }
+    }
+}
+
+impl AllowedHosts {
+    /// The array form: `'all'` anywhere switches the check off, `'auto'` is the default set (always
+    /// included); other entries are host names, or `.domain` for a domain and its subdomains.
+    pub fn from_entries(entries: &[String]) -> Result<AllowedHosts, ConfigError> {
+        let mut patterns = Vec::new();
+        for (index, entry) in entries.iter().enumerate() {
+            let bad = |reason: String| ConfigError::InvalidEntry { option: "allowedHosts", index, reason };
+            let entry = entry.trim().to_ascii_lowercase();
+            match entry.as_str() {
+                "all" => return Ok(AllowedHosts::All),
+                "auto" => continue,
+                _ => {}
+            }
+            if let Some(domain) = entry.strip_prefix('.') {
+                check_host_name(domain).map_err(|reason| bad(format!("'.{domain}': {reason}")))?;
+                patterns.push(HostPattern::Domain(domain.trim_end_matches('.').to_string()));
+                continue;
+            }
+            let bare = entry.strip_prefix('[').and_then(|e| e.strip_suffix(']')).unwrap_or(&entry);
+            if bare.parse::<std::net::IpAddr>().is_ok() {
+                patterns.push(HostPattern::Exact(bare.to_string()));
+                continue;
+            }
+            check_host_name(&entry).map_err(|reason| bad(format!("'{entry}': {reason}")))?;
+            patterns.push(HostPattern::Exact(entry.trim_end_matches('.').to_string()));
+        }
+        Ok(AllowedHosts::List(patterns))
+    }
+}
+
+/// A host name as `allowedHosts` takes it: letters, digits, `-` and `_` in dot-separated labels.
+fn check_host_name(name: &str) -> Result<(), String> {
+    if name.contains(':') {
+        return Err("give the host name without a port or scheme".into());
+    }
+    if name.starts_with("*.") || name.contains('*') {
+        return Err(
+            "wildcards are written with a leading dot: '.example.com' allows example.com and its subdomains".into()
+        );
+    }
+    let name = name.strip_suffix('.').unwrap_or(name);
+    let label_ok = |l: &str| {
+        !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    if name.is_empty() || name.len() > 253 || !name.split('.').all(label_ok) {
+        return Err("not a host name (letters, digits, '-' and '_' in dot-separated labels)".into());
+    }
+    Ok(())
+}
+
+/// `scheme://host[:port]` of an `allowedOrigins` entry or an `Origin` header, as browsers serialise it
+/// (lower-case host, default port omitted); `None` unless it is an http(s) origin and nothing more.
+pub fn normalize_origin(raw: &str) -> Option<String> {
+    let url = url::Url::parse(raw.trim()).ok()?;
+    let plain = matches!(url.scheme(), "http" | "https")
+        && url.host().is_some()
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.path() == "/"
+        && url.query().is_none()
+        && url.fragment().is_none();
+    plain.then(|| url.origin().ascii_serialization())
+}
+
 /// Everything a running proxy needs, validated.
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
@@ -151,6 +248,11 @@ pub struct ProxyConfig {
     /// Test hook: requests under [`PANIC_PROBE_PREFIX`] panic at the named place, so tests can show
     /// that a panic costs one response and never the process. Off unless a test turns it on.
     pub panic_probes: bool,
+    /// `Host` names answered; any other gets 403 (DNS rebinding).
+    pub allowed_hosts: AllowedHosts,
+    /// Origins, besides the proxy's own and the target's, whose pages may open WebSockets through
+    /// the proxy; normalised by [`normalize_origin`].
+    pub allowed_origins: Vec<String>,
 }
 
 /// Path prefix of the panic probes (`/request`: while handling the request, `/body`: while
@@ -181,6 +283,8 @@ impl ProxyConfig {
             upstream_compression: UpstreamCompression::Auto,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             panic_probes: false,
+            allowed_hosts: AllowedHosts::Auto,
+            allowed_origins: Vec::new(),
         }
     }
 
@@ -191,6 +295,17 @@ impl ProxyConfig {
             UpstreamCompression::Always => false,
             UpstreamCompression::Never => true,
         }
+    }
+
+    /// Adds an `allowedOrigins` entry, checking that it is an origin (`http://localhost:5173`).
+    pub fn add_allowed_origin(&mut self, index: usize, raw: &str) -> Result<(), ConfigError> {
+        let origin = normalize_origin(raw).ok_or_else(|| ConfigError::InvalidEntry {
+            option: "allowedOrigins",
+            index,
+            reason: format!("'{raw}' is not an origin such as 'http://localhost:5173' (scheme, host and port only)"),
+        })?;
+        self.allowed_origins.push(origin);
+        Ok(())
     }
 
     /// Adds a header for every upstream request, checking name and value.
@@ -232,6 +347,47 @@ mod tests {
         for url in ["http://10.0.0.1", "example.com", "http://[::2]", "localhost.example.com"] {
             assert!(!Target::parse(url).unwrap().is_loopback(), "{url}");
         }
+    }
+
+    #[test]
+    fn allowed_hosts_entries() {
+        let list =
+            AllowedHosts::from_entries(&["auto".into(), "Dev.Example.com".into(), ".test".into(), "[::2]".into()])
+                .unwrap();
+        let AllowedHosts::List(patterns) = list else { panic!("a list: {list:?}") };
+        assert_eq!(
+            patterns,
+            [
+                HostPattern::Exact("dev.example.com".into()),
+                HostPattern::Domain("test".into()),
+                HostPattern::Exact("::2".into())
+            ]
+        );
+        assert!(patterns[1].matches("test") && patterns[1].matches("a.b.test"));
+        assert!(!patterns[1].matches("atest") && !patterns[1].matches("test.evil"));
+        assert!(!patterns[0].matches("x.dev.example.com"));
+        assert_eq!(AllowedHosts::from_entries(&["x".into(), "all".into()]).unwrap(), AllowedHosts::All);
+        for (bad, says) in
+            [("a.com:3000", "without a port"), ("*.a.com", "leading dot"), ("", "not a host"), ("a b", "not a host")]
+        {
+            let err = AllowedHosts::from_entries(&["ok.com".into(), bad.into()]).unwrap_err().to_string();
+            assert!(err.contains("allowedHosts[1]") && err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn origins_are_normalised_and_checked() {
+        assert_eq!(normalize_origin("http://LocalHost:5173").as_deref(), Some("http://localhost:5173"));
+        assert_eq!(normalize_origin("https://a.test:443/").as_deref(), Some("https://a.test"));
+        assert_eq!(normalize_origin("http://[::1]:80").as_deref(), Some("http://[::1]"));
+        for bad in
+            ["null", "localhost:5173", "http://a.test/path", "ftp://a.test", "http://u@a.test", "http://a.test/?q"]
+        {
+            assert_eq!(normalize_origin(bad), None, "{bad}");
+        }
+        let mut config = ProxyConfig::new(Target::parse("http://127.0.0.1:8080").unwrap());
+        let err = config.add_allowed_origin(3, "localhost:5173").unwrap_err().to_string();
+        assert!(err.contains("allowedOrigins[3]") && err.contains("localhost:5173"), "{err}");
     }
 
     #[test]

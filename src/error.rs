@@ -36,6 +36,8 @@ pub enum ConfigError {
     UnsupportedScheme { url: String, scheme: String },
     #[error("option `{name}` is invalid: {reason}")]
     InvalidOption { name: &'static str, reason: String },
+    #[error("option `{option}[{index}]` is invalid: {reason}")]
+    InvalidEntry { option: &'static str, index: usize, reason: String },
     #[error("rewriteRules[{index}] ({label}): {source}")]
     Rule { index: usize, label: String, source: RuleError },
 }

@@ -100,6 +100,25 @@ pub fn to_client(headers: &mut HeaderMap, status: StatusCode, config: &ProxyConf
             }
         }
     }
+    // CORS: the proxy never answers for the target with an `Access-Control-Allow-Origin` of its own.
+    // The upstream's, when it names the target's origin (the rewritten Origin echoed back), names
+    // the proxy's instead, like `Location`; `*`, `null` and other origins pass as they are.
+    let allow_origin: Vec<HeaderValue> = headers
+        .get_all(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+        .iter()
+        .map(|v| match v.to_str().ok().and_then(crate::config::normalize_origin) {
+            Some(origin) if origin == config.target.origin() => {
+                HeaderValue::from_str(&format!("http://{local_host}")).unwrap_or_else(|_| v.clone())
+            }
+            _ => v.clone(),
+        })
+        .collect();
+    if !allow_origin.is_empty() {
+        headers.remove(header::ACCESS_CONTROL_ALLOW_ORIGIN);
+        for value in allow_origin {
+            headers.append(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
+        }
+    }
     if config.strip_cookie_domain {
         let cookies: Vec<HeaderValue> = headers
             .get_all(header::SET_COOKIE)
@@ -190,5 +209,25 @@ mod tests {
         h.insert(header::LOCATION, HeaderValue::from_static("https://other.com/x"));
         to_client(&mut h, StatusCode::FOUND, &config(), "localhost:3000");
         assert_eq!(h[header::LOCATION], "https://other.com/x");
+    }
+
+    #[test]
+    fn allow_origin_naming_the_target_names_the_proxy_and_others_pass() {
+        for (upstream, client) in [
+            ("https://example.com", "http://localhost:3000"),
+            ("https://Example.com:443", "http://localhost:3000"),
+            ("*", "*"),
+            ("null", "null"),
+            ("http://example.com", "http://example.com"),
+            ("http://localhost:5173", "http://localhost:5173"),
+        ] {
+            let mut h = HeaderMap::new();
+            h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static(upstream));
+            to_client(&mut h, StatusCode::OK, &config(), "localhost:3000");
+            assert_eq!(h[header::ACCESS_CONTROL_ALLOW_ORIGIN], client, "{upstream}");
+        }
+        let mut h = HeaderMap::new();
+        to_client(&mut h, StatusCode::OK, &config(), "localhost:3000");
+        assert!(h.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none(), "none added");
     }
 }

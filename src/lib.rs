@@ -4,7 +4,8 @@
 //! --no-default-features` and benchmarked with criterion. Request flow, one module per step:
 //! [`server`] accepts → [`headers`] rewrites request headers → [`forward`] sends upstream →
 //! [`headers`] rewrites response headers → [`body`] decides and runs the body pipeline
-//! ([`codec`] decode → [`rewrite`] rules → [`codec`] encode). [`websocket`] tunnels upgrades.
+//! ([`codec`] decode → [`rewrite`] rules → [`codec`] encode). [`websocket`] tunnels upgrades; [`security`] decides
+//! which `Host` and WebSocket `Origin` the proxy accepts.
 
 pub mod body;
 pub mod codec;
@@ -13,6 +14,7 @@ pub mod error;
 pub mod forward;
 pub mod headers;
 pub mod rewrite;
+pub mod security;
 pub mod server;
 pub mod stats;
 pub mod websocket;

@@ -29,6 +29,7 @@ use crate::error::{RuleError, StartError};
 use crate::forward::{self, UpstreamClient};
 use crate::headers;
 use crate::rewrite::{Rewriter, Rule, MAX_RULES};
+use crate::security::{self, HostGuard};
 use crate::stats::{Stats, StatsSnapshot};
 use crate::websocket;
 
@@ -82,6 +83,7 @@ pub(crate) struct Shared {
     pub rules: RuleStore,
     pub stats: Arc<Stats>,
     pub phase: watch::Receiver<Phase>,
+    hosts: HostGuard,
     /// Address shown in links when a request has no Host header.
     local_addr: SocketAddr,
 }
@@ -133,6 +135,7 @@ impl ProxyServer {
             rules,
             stats: Arc::new(Stats::new(config.quiet)),
             phase,
+            hosts: HostGuard::new(&config.allowed_hosts, &config.host),
             local_addr,
             config,
         });
@@ -328,7 +331,42 @@ async fn handle_phases(shared: Arc<Shared>, req: Request<Incoming>) -> Response<
             );
         }
     }
+    // DNS rebinding: a page whose name now resolves here sends its own name as Host. Browsers always
+    // send Host, so a request without one cannot be such a page: HTTP/1.0 tools are let through,
+    // HTTP/1.1 requires Host (RFC 9112 §3.2), which hyper does not enforce.
+    if req.version() == http::Version::HTTP_11
+        && req.uri().authority().is_none()
+        && !req.headers().contains_key(header::HOST)
+    {
+        return plain(StatusCode::BAD_REQUEST, "an HTTP/1.1 request needs a Host header\n");
+    }
+    let authority = req.uri().authority().map(|a| a.as_str().to_string());
+    let hosts = req.headers().get_all(header::HOST).iter().map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned());
+    if let Some(refused) = authority.into_iter().chain(hosts).find(|h| !shared.hosts.allows_authority(h)) {
+        shared.stats.log_error(&format!("refused a request for Host '{refused}': not in allowedHosts"));
+        return host_not_allowed(&refused);
+    }
     if shared.config.ws && websocket::is_upgrade(&req) {
+        // Cross-site WebSocket hijacking: WebSockets are not bound by CORS, so the Origin is checked
+        // here. No Origin: not a browser page.
+        let request_host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok());
+        let refused = req.headers().get_all(header::ORIGIN).iter().find(|origin| {
+            !origin.to_str().is_ok_and(|origin| {
+                security::origin_allowed(
+                    origin,
+                    request_host,
+                    shared.local_addr,
+                    &shared.config.target,
+                    &shared.config.allowed_origins,
+                    &shared.hosts,
+                )
+            })
+        });
+        if let Some(origin) = refused {
+            let origin = String::from_utf8_lossy(origin.as_bytes()).into_owned();
+            shared.stats.log_error(&format!("refused a WebSocket from Origin '{origin}': not in allowedOrigins"));
+            return origin_not_allowed(&origin);
+        }
         return websocket::tunnel(shared, req, &local_host).await;
     }
     forward_request(shared, req, local_host).await
@@ -528,6 +566,45 @@ fn plain(status: StatusCode, text: &'static str) -> Response<ProxyBody> {
     let mut response = Response::new(ProxyBody::full(text));
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+}
+
+/// The 403 for a `Host` that is not in `allowedHosts`: names it and the option to set.
+fn host_not_allowed(host: &str) -> Response<ProxyBody> {
+    let name = security::host_name(host).unwrap_or_else(|| host.to_string());
+    let html = format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>403 Host not allowed</title>\n\
+         <h1>403 Host not allowed</h1>\n<p>devproxy-native does not answer to the host <code>{}</code>.</p>\n\
+         <p>This protects the proxied site against DNS rebinding: another site's page whose name now points at \
+         this machine must not read it. If you reach the proxy by this name, add it to the <code>allowedHosts</code> \
+         option: <code>allowedHosts: ['{}']</code> (a leading dot, <code>'.example.com'</code>, allows a domain \
+         and its subdomains).</p>\n",
+        escape_html(host),
+        escape_html(&name)
+    );
+    forbidden(html)
+}
+
+/// The 403 for a WebSocket upgrade from a page of another origin.
+fn origin_not_allowed(origin: &str) -> Response<ProxyBody> {
+    let html = format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>403 Origin not allowed</title>\n\
+         <h1>403 Origin not allowed</h1>\n<p>devproxy-native refused a WebSocket from a page of <code>{}</code>: \
+         only pages of the proxy itself and of the target may open one (cross-site WebSocket hijacking). \
+         To allow this origin, add it to the <code>allowedOrigins</code> option: \
+         <code>allowedOrigins: ['{}']</code>.</p>\n",
+        escape_html(origin),
+        escape_html(origin)
+    );
+    forbidden(html)
+}
+
+fn forbidden(html: String) -> Response<ProxyBody> {
+    let mut response = Response::new(ProxyBody::full(html));
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
 

@@ -1,0 +1,159 @@
+//! Who may talk to the proxy: the `Host` check against DNS rebinding (`allowedHosts`) and the
+//! `Origin` check of WebSocket upgrades against cross-site WebSocket hijacking (`allowedOrigins`).
+
+use std::net::{IpAddr, SocketAddr};
+
+use crate::config::{normalize_origin, AllowedHosts, Target};
+
+/// The host name of a `Host` value or request authority: lower-case, without port, IPv6 brackets
+/// or final dot. `None` when it is not an authority (then it is refused).
+pub fn host_name(authority: &str) -> Option<String> {
+    if authority.contains('@') {
+        return None;
+    }
+    let parsed: http::uri::Authority = authority.parse().ok()?;
+    let host = parsed.host();
+    // `http` takes `name:anything` as an authority; only a numeric port is one.
+    if parsed.as_str().len() > host.len() && parsed.port_u16().is_none() {
+        return None;
+    }
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+    (!host.is_empty()).then_some(host)
+}
+
+/// `allowedHosts`, with the names `'auto'` adds resolved once when the server starts.
+#[derive(Debug)]
+pub struct HostGuard {
+    allowed: AllowedHosts,
+    /// The listen `host` when it is a name, and the machine's host name.
+    own_names: Vec<String>,
+}
+
+impl HostGuard {
+    pub fn new(allowed: &AllowedHosts, listen_host: &str) -> HostGuard {
+        let machine = hostname::get().ok().map(|name| name.to_string_lossy().into_owned());
+        HostGuard::with_machine_name(allowed, listen_host, machine.as_deref())
+    }
+
+    fn with_machine_name(allowed: &AllowedHosts, listen_host: &str, machine: Option<&str>) -> HostGuard {
+        let own_names = [Some(listen_host), machine]
+            .into_iter()
+            .flatten()
+            .filter_map(|name| {
+                let name = name.trim().trim_end_matches('.').to_ascii_lowercase();
+                (!name.is_empty() && name.parse::<IpAddr>().is_err()).then_some(name)
+            })
+            .collect();
+        HostGuard { allowed: allowed.clone(), own_names }
+    }
+
+    /// Whether the proxy answers to this host name (as [`host_name`] returns it).
+    pub fn allows_name(&self, name: &str) -> bool {
+        let auto = || {
+            name == "localhost"
+                || name.ends_with(".localhost")
+                || name.parse::<IpAddr>().is_ok()
+                || self.own_names.iter().any(|own| own == name)
+        };
+        match &self.allowed {
+            AllowedHosts::All => true,
+            AllowedHosts::Auto => auto(),
+            AllowedHosts::List(patterns) => auto() || patterns.iter().any(|p| p.matches(name)),
+        }
+    }
+
+    /// Whether a `Host` value or request authority names a host the proxy answers to.
+    pub fn allows_authority(&self, authority: &str) -> bool {
+        matches!(self.allowed, AllowedHosts::All)
+            || host_name(authority).is_some_and(|name| self.allows_name(name.as_str()))
+    }
+}
+
+/// Whether a WebSocket upgrade with this `Origin` may go through: the page that opens it must be
+/// the proxy's own (the origin the request's `Host` names, or the listen address), the target's,
+/// or one listed in `allowedOrigins`. The proxy's own origin must also pass `allowedHosts`, since
+/// after DNS rebinding an attacker's page is "same-origin" with its own name.
+pub fn origin_allowed(
+    origin: &str,
+    request_host: Option<&str>,
+    local_addr: SocketAddr,
+    target: &Target,
+    allowed_origins: &[String],
+    guard: &HostGuard,
+) -> bool {
+    let Some(origin) = normalize_origin(origin) else { return false };
+    if origin == target.origin() || allowed_origins.contains(&origin) {
+        return true;
+    }
+    let Some((scheme, authority)) = origin.split_once("://") else { return false };
+    if !guard.allows_authority(authority) {
+        return false;
+    }
+    // The same scheme on the proxy's authority, serialised the same way.
+    let own = |authority: &str| normalize_origin(&format!("{scheme}://{authority}")).is_some_and(|o| o == origin);
+    request_host.is_some_and(own) || own(&local_addr.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::HostPattern;
+
+    #[test]
+    fn host_names_lose_port_brackets_case_and_final_dot() {
+        assert_eq!(host_name("LocalHost:3000").as_deref(), Some("localhost"));
+        assert_eq!(host_name("[::1]:3000").as_deref(), Some("::1"));
+        assert_eq!(host_name("example.com.").as_deref(), Some("example.com"));
+        for bad in ["", "a b", "user@localhost", "localhost:port", "[::1"] {
+            assert_eq!(host_name(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn auto_allows_local_names_ip_literals_and_own_names_only() {
+        let guard = HostGuard::with_machine_name(&AllowedHosts::Auto, "127.0.0.1", Some("DevBox"));
+        for ok in ["localhost:3000", "app.localhost", "127.0.0.1:3000", "[::1]:3000", "192.168.1.20", "devbox:3000"] {
+            assert!(guard.allows_authority(ok), "{ok}");
+        }
+        for refused in ["evil.example:3000", "localhost.evil.example", "devbox.evil", "127.0.0.1.nip.io", "x@localhost"]
+        {
+            assert!(!guard.allows_authority(refused), "{refused}");
+        }
+        let guard = HostGuard::with_machine_name(&AllowedHosts::Auto, "my-laptop.lan", None);
+        assert!(guard.allows_authority("my-laptop.lan:3000"));
+    }
+
+    #[test]
+    fn lists_add_to_auto_and_all_allows_anything() {
+        let list = AllowedHosts::List(vec![HostPattern::Exact("dev.test".into()), HostPattern::Domain("corp".into())]);
+        let guard = HostGuard::with_machine_name(&list, "127.0.0.1", None);
+        for ok in ["dev.test", "corp:8080", "a.b.corp", "localhost"] {
+            assert!(guard.allows_authority(ok), "{ok}");
+        }
+        for refused in ["a.dev.test", "evilcorp", "corp.evil"] {
+            assert!(!guard.allows_authority(refused), "{refused}");
+        }
+        let all = HostGuard::with_machine_name(&AllowedHosts::All, "127.0.0.1", None);
+        assert!(all.allows_authority("evil.example:3000"));
+    }
+
+    #[test]
+    fn websocket_origins() {
+        let guard = HostGuard::with_machine_name(&AllowedHosts::Auto, "127.0.0.1", None);
+        let target = Target::parse("https://example.com").unwrap();
+        let local: SocketAddr = "127.0.0.1:3000".parse().unwrap();
+        let listed = vec!["http://localhost:5173".to_string()];
+        let check = |origin: &str, host: Option<&str>| origin_allowed(origin, host, local, &target, &listed, &guard);
+        assert!(check("http://localhost:3000", Some("localhost:3000")), "the page the proxy served");
+        assert!(check("http://LOCALHOST:3000", Some("localhost:3000")));
+        assert!(check("http://127.0.0.1:3000", None), "the listen address");
+        assert!(check("https://example.com", Some("localhost:3000")), "the target");
+        assert!(check("http://localhost:5173", Some("localhost:3000")), "listed");
+        assert!(!check("http://localhost:5174", Some("localhost:3000")), "another local dev server");
+        assert!(!check("http://127.0.0.1:3001", Some("127.0.0.1:3000")), "another port");
+        assert!(!check("http://evil.example:3000", Some("evil.example:3000")), "same-origin after rebinding");
+        assert!(!check("null", Some("localhost:3000")));
+        assert!(!check("http://example.com", Some("localhost:3000")), "the target's origin is https");
+    }
+}
