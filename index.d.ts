@@ -83,6 +83,8 @@ export interface ProxyOptions {
    * The client gets a compressed page either way.
    */
   upstreamCompression?: 'auto' | 'always' | 'never'
+  /** Client connections served at once (default 1024); further ones wait until one closes. */
+  maxConnections?: number
   /**
    * Host names the proxy answers to; any other `Host` gets 403 (DNS rebinding). `'auto'`
    * (default): `localhost`, `*.localhost`, IP addresses, `host` and the machine's host name. An

@@ -208,14 +208,14 @@ test('request smuggling: ambiguous framings get 400 and never reach the upstream
   await new Promise((resolve) => upstream.listen(0, HOST, resolve))
   const target = `http://${HOST}:${upstream.address().port}`
   const refused = {
-    'TE xchunked': 'POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n',
-    'TE chunked, identity': 'POST /d HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n',
-    'TE chunked, chunked': 'POST /d2 HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n',
-    'TE twice': 'POST /e HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
-    'CL twice, different': 'POST /h HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nContent-Length: 4\r\n\r\nabcd',
-    'CL list': 'POST /i HTTP/1.1\r\nHost: h\r\nContent-Length: 2, 2\r\n\r\nab',
-    'CL signed': 'POST /j HTTP/1.1\r\nHost: h\r\nContent-Length: +2\r\n\r\nab',
-    'TE on HTTP/1.0': 'POST /k HTTP/1.0\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    'TE xchunked': 'POST /c HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n',
+    'TE chunked, identity': 'POST /d HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n',
+    'TE chunked, chunked': 'POST /d2 HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n',
+    'TE twice': 'POST /e HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    'CL twice, different': 'POST /h HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nContent-Length: 4\r\n\r\nabcd',
+    'CL list': 'POST /i HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2, 2\r\n\r\nab',
+    'CL signed': 'POST /j HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: +2\r\n\r\nab',
+    'TE on HTTP/1.0': 'POST /k HTTP/1.0\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
   }
   try {
     await withProxy({ proxy: target, port: 0 }, async (server) => {
@@ -227,8 +227,8 @@ test('request smuggling: ambiguous framings get 400 and never reach the upstream
       // CL+TE in either order (RFC 9112 §6.3): the upstream gets one request, chunked, without the length;
       // the byte after the chunked body ('G') is never read as the start of another request.
       for (const [name, bytes] of Object.entries({
-        'CL then TE': 'POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nG',
-        'TE then CL': 'POST /b HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nContent-Length: 6\r\n\r\n0\r\n\r\nG',
+        'CL then TE': 'POST /a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nG',
+        'TE then CL': 'POST /b HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 6\r\n\r\n0\r\n\r\nG',
       })) {
         received = ''
         const answer = await withTimeout(rawExchange(server.port, bytes, 500), 10000, name)
@@ -241,7 +241,7 @@ test('request smuggling: ambiguous framings get 400 and never reach the upstream
       }
       // Control: a plain chunked POST is forwarded with its body.
       received = ''
-      const answer = await rawExchange(server.port, 'POST /ok HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\nhi\r\n0\r\n\r\n')
+      const answer = await rawExchange(server.port, 'POST /ok HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\nhi\r\n0\r\n\r\n')
       assert.match(answer, /^HTTP\/1\.1 200 /)
       assert.match(received, /^POST \/ok HTTP\/1\.1/)
       assert.match(received, /hi/)
