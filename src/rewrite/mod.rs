@@ -23,7 +23,7 @@ use regex_automata::{meta, Anchored, MatchKind};
 use regex_syntax::hir::Hir;
 
 pub use crate::error::{ReplaceError, RuleError};
-pub use replacement::{ReplaceFn, Replacement, Template};
+pub use replacement::{ReplaceCall, ReplaceFn, Replacement, Template, Utf16Counter};
 pub use stream::{rewrite_bytes, Rewriter};
 
 /// Rules a server accepts at most; a body passes through each rule's stage in turn.
@@ -147,6 +147,11 @@ impl Rule {
                 engine: Engine::Links(Box::new(links::LinkMatcher::new(target_host))),
             }),
         }
+    }
+
+    /// Whether matches are replaced by calling a function (which JS also gives the rule's whole input).
+    pub fn calls_function(&self) -> bool {
+        matches!(&self.inner.engine, Engine::Regex(re) if matches!(re.replacement, Replacement::Function(_)))
     }
 
     /// How the rule is shown in errors and logs, e.g. `/foo/g`.
