@@ -4,17 +4,19 @@
 // `#[napi]` registers exports only outside `cfg(test)`.
 #![cfg_attr(test, allow(dead_code))]
 
+use std::cell::Cell;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunction;
-use napi::{sys, Env, JsValue, ValueType};
+use napi::{check_status, sys, Env, JsValue, ValueType};
 use napi_derive::napi;
 
 use crate::config::{ProxyConfig, Target, UpstreamCompression};
 use crate::error::{ConfigError, StartError};
-use crate::rewrite::{self, ReplaceFn, Rule, RuleReplacement, DEFAULT_MAX_MATCH_BYTES};
+use crate::rewrite::{self, ReplaceCall, ReplaceFn, Rule, RuleReplacement, DEFAULT_MAX_MATCH_BYTES};
 use crate::server;
 
 /// Where the proxy forwards to: a URL string, or an object with more settings.
@@ -51,8 +53,12 @@ pub struct RewriteRule {
     #[napi(ts_type = "RegExp | string")]
     pub r#match: String,
     /// A replacement string (`$&`, `$1`..`$99`, `$<name>`, `$$`) or a function called for each match
-    /// with `(match, ...groups, offset)`; function rules run in JS and are slower.
-    #[napi(ts_type = "string | ((match: string, ...groups: any[]) => string)")]
+    /// with JS's arguments `(match, p1, ..., pn, offset, string, groups)`: `offset` is the match's
+    /// UTF-16 index in the rule's input; `string` is that input for `rewrite()` of a string and
+    /// `undefined` on streamed bodies (the proxy, `rewrite()` of chunks), which are never held whole;
+    /// `groups` (only when the pattern has named groups) maps each name to its text or `undefined`.
+    /// Function rules run in JS and are slower.
+    #[napi(ts_type = "string | ((match: string, ...args: any[]) => string)")]
     pub replace: String,
 }
 
@@ -127,14 +133,82 @@ pub fn start<'env>(env: &'env Env, options: Unknown) -> Result<PromiseRaw<'env, 
     })
 }
 
-/// Applies `rules` to a whole string: the engine the proxy runs on bodies, for trying rules.
-/// Equal to `rules.reduce((s, r) => s.replace(r.match, r.replace), input)`.
-#[napi(ts_args_type = "input: string, rules: RewriteRule[]")]
-pub fn rewrite(env: Env, input: String, rules: Unknown) -> Result<String> {
-    let rules = parse_rules(&env, rules, "rules", CallMode::Direct)?;
-    let output = rewrite::rewrite_bytes(input.as_bytes(), &rules, "", usize::MAX / 4)
-        .map_err(|e| Error::new(Status::GenericFailure, e.to_string()))?;
-    String::from_utf8(output).map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
+/// Applies `rules` to a string with the engine the proxy runs on bodies, for trying rules. Equal to
+/// `rules.reduce((s, r) => s.replace(r.match, r.replace), input)`. An array of chunks (strings,
+/// Buffers or Uint8Arrays, cut anywhere, even inside a character) is streamed through the engine
+/// chunk by chunk as a proxied body is, and gives the same result as their concatenation; function
+/// rules then get `undefined` as `string`, as in the proxy. Bytes that are not UTF-8 come out as U+FFFD.
+#[napi(ts_args_type = "input: string | Array<string | Buffer | Uint8Array>, rules: RewriteRule[]")]
+pub fn rewrite(env: Env, input: Unknown, rules: Unknown) -> Result<String> {
+    // The input of the function rule being applied, given to it as `string` (null: none).
+    let current: RuleInput = Rc::new(Cell::new(std::ptr::null_mut()));
+    let chunks = match input.get_type()? {
+        ValueType::String => None,
+        ValueType::Object if input.is_array()? => Some(read_chunks(input)?),
+        _ => {
+            return Err(invalid(format!(
+                "input must be a string or an array of strings and Buffers, got {}",
+                type_name(&input)
+            )))
+        }
+    };
+    let rules = parse_rules(&env, rules, "rules", CallMode::Direct(&current))?;
+    let failed = |e: rewrite::ReplaceError| Error::new(Status::GenericFailure, e.to_string());
+    // The whole string is in hand: no match is ever too long to wait for.
+    let uncapped = usize::MAX / 4;
+    let Some(chunks) = chunks else {
+        let text = unsafe { input.cast::<String>()? };
+        // A function rule gets its own input as `string`: the rules before it are applied first.
+        // Runs of rules without functions go through the engine together.
+        let mut bytes = text.into_bytes();
+        let mut first = 0;
+        for end in 1..=rules.len() {
+            if end < rules.len() && !rules[end].calls_function() {
+                continue;
+            }
+            let run = &rules[first..end];
+            if run[0].calls_function() {
+                // Rule 0 sees the caller's own string, lone surrogates and all.
+                current.set(if first == 0 {
+                    input.raw()
+                } else {
+                    let text = std::str::from_utf8(&bytes).map_err(|e| invalid(e.to_string()))?;
+                    unsafe { <&str as ToNapiValue>::to_napi_value(env.raw(), text)? }
+                });
+            }
+            bytes = rewrite::rewrite_bytes(&bytes, run, "", uncapped).map_err(failed)?;
+            first = end;
+        }
+        return String::from_utf8(bytes).map_err(|e| Error::new(Status::GenericFailure, e.to_string()));
+    };
+    let mut rewriter = rewrite::Rewriter::new(&rules, "", uncapped);
+    let mut out = Vec::new();
+    for chunk in &chunks {
+        rewriter.push(chunk, &mut out).map_err(failed)?;
+    }
+    rewriter.finish(&mut out).map_err(failed)?;
+    Ok(String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+/// The chunks of `rewrite([...])`, as bytes; an element of another type is named by its index.
+fn read_chunks(input: Unknown) -> Result<Vec<Vec<u8>>> {
+    let array = unsafe { input.cast::<Object>()? };
+    let length = array.get_array_length()?;
+    (0..length)
+        .map(|i| {
+            let chunk: Unknown = array.get_element(i)?;
+            let wrong =
+                |what: &str| invalid(format!("input[{i}] must be a string, a Buffer or a Uint8Array, got {what}"));
+            match chunk.get_type()? {
+                ValueType::String => Ok(unsafe { chunk.cast::<String>()? }.into_bytes()),
+                ValueType::Object if chunk.is_typedarray()? => match unsafe { chunk.cast::<Uint8ArraySlice>() } {
+                    Ok(bytes) => Ok(bytes.to_vec()),
+                    Err(_) => Err(wrong("another typed array")),
+                },
+                _ => Err(wrong(type_name(&chunk))),
+            }
+        })
+        .collect()
 }
 
 /// A running proxy server. It keeps the Node process alive until `stop()` (or `unref()`).
@@ -365,12 +439,16 @@ fn parse_rules(env: &Env, rules: Unknown, option: &str, mode: CallMode) -> Resul
     (0..length).map(|i| parse_rule(env, array.get_element::<Unknown>(i)?, &format!("{option}[{i}]"), mode)).collect()
 }
 
+/// The `string` argument of the function rule `rewrite()` is applying: that rule's input as a JS
+/// string, or null while streaming. Only touched on the JS thread, within one `rewrite()` call.
+type RuleInput = Rc<Cell<sys::napi_value>>;
+
 #[derive(Clone, Copy)]
-enum CallMode {
+enum CallMode<'a> {
     /// Called from the proxy's threads, through a threadsafe function.
     Threadsafe,
     /// Called on the JS thread during `rewrite()`.
-    Direct,
+    Direct(&'a RuleInput),
 }
 
 fn parse_rule(env: &Env, rule: Unknown, name: &str, mode: CallMode) -> Result<Rule> {
@@ -415,25 +493,76 @@ fn is_regexp(env: &Env, value: &Unknown) -> Result<bool> {
     value.instanceof(constructor)
 }
 
-/// A replacement function's arguments, spread: `(match, ...groups, offset)`.
+/// A replacement function's arguments, spread as JS spreads them:
+/// `(match, p1, ..., pn, offset, string)`, then `groups` when the pattern has named groups.
 pub struct SpreadArgs {
     whole: String,
     groups: Vec<Option<String>>,
+    /// Each group's name, when any group has one.
+    names: Option<Vec<Option<String>>>,
+    /// UTF-16 index of the match in the rule's input.
     offset: f64,
+    /// The rule's input as a JS string (`rewrite()` of a string only); null: `undefined`.
+    input: RawValue,
+}
+
+/// A JS value handed from the JS thread to the same thread's call; never set for threadsafe calls.
+struct RawValue(sys::napi_value);
+
+// SAFETY: non-null only in `CallMode::Direct`, whose calls run synchronously on the JS thread.
+unsafe impl Send for RawValue {}
+
+/// A group that did not participate is `undefined`, as in JS.
+unsafe fn group_value(env: sys::napi_env, group: Option<String>) -> Result<sys::napi_value> {
+    match group {
+        Some(text) => String::to_napi_value(env, text),
+        None => Undefined::to_napi_value(env, ()),
+    }
+}
+
+/// JS's `groups` argument: an object without prototype, one property per named group, in order.
+unsafe fn groups_object(
+    env: sys::napi_env,
+    names: Vec<Option<String>>,
+    groups: &[Option<String>],
+) -> Result<sys::napi_value> {
+    let mut global = std::ptr::null_mut();
+    check_status!(sys::napi_get_global(env, &mut global))?;
+    let mut object = std::ptr::null_mut();
+    check_status!(sys::napi_get_named_property(env, global, c"Object".as_ptr(), &mut object))?;
+    let mut create = std::ptr::null_mut();
+    check_status!(sys::napi_get_named_property(env, object, c"create".as_ptr(), &mut create))?;
+    let mut null = std::ptr::null_mut();
+    check_status!(sys::napi_get_null(env, &mut null))?;
+    let mut result = std::ptr::null_mut();
+    check_status!(sys::napi_call_function(env, object, create, 1, &null, &mut result))?;
+    for (name, group) in names.into_iter().zip(groups) {
+        if let Some(name) = name {
+            let key = String::to_napi_value(env, name)?;
+            let value = group_value(env, group.clone())?;
+            check_status!(sys::napi_set_property(env, result, key, value))?;
+        }
+    }
+    Ok(result)
 }
 
 impl napi::bindgen_prelude::JsValuesTupleIntoVec for SpreadArgs {
     fn into_vec(self, env: sys::napi_env) -> Result<Vec<sys::napi_value>> {
-        let mut args = Vec::with_capacity(self.groups.len() + 2);
+        let mut args = Vec::with_capacity(self.groups.len() + 4);
         args.push(unsafe { String::to_napi_value(env, self.whole)? });
+        let groups_object = match self.names {
+            Some(names) => Some(unsafe { groups_object(env, names, &self.groups)? }),
+            None => None,
+        };
         for group in self.groups {
-            // A group that did not participate is `undefined`, as in JS.
-            args.push(match group {
-                Some(text) => unsafe { String::to_napi_value(env, text)? },
-                None => unsafe { Undefined::to_napi_value(env, ())? },
-            });
+            args.push(unsafe { group_value(env, group)? });
         }
         args.push(unsafe { f64::to_napi_value(env, self.offset)? });
+        args.push(match self.input.0 {
+            input if input.is_null() => unsafe { Undefined::to_napi_value(env, ())? },
+            input => input,
+        });
+        args.extend(groups_object);
         Ok(args)
     }
 }
@@ -447,6 +576,7 @@ enum JsReplace {
     Direct {
         env: Env,
         function: FunctionRef<SpreadArgs, Coerced>,
+        input: RuleInput,
     },
 }
 
@@ -465,7 +595,9 @@ impl JsReplace {
                     .weak::<true>()
                     .build_callback(|ctx| Ok(ctx.value))?,
             ),
-            CallMode::Direct => JsReplace::Direct { env: *env, function: function.create_ref()? },
+            CallMode::Direct(input) => {
+                JsReplace::Direct { env: *env, function: function.create_ref()?, input: input.clone() }
+            }
         };
         Ok(Arc::new(replace))
     }
@@ -486,14 +618,18 @@ impl FromNapiValue for Coerced {
 }
 
 impl ReplaceFn for JsReplace {
-    fn replace(&self, whole: &str, groups: &[Option<&str>], offset: usize) -> std::result::Result<String, String> {
-        let args = SpreadArgs {
-            whole: whole.to_string(),
-            groups: groups.iter().map(|g| g.map(str::to_string)).collect(),
-            offset: offset as f64,
+    fn replace(&self, call: &ReplaceCall) -> std::result::Result<String, String> {
+        let owned = |texts: &[Option<&str>]| texts.iter().map(|t| t.map(str::to_string)).collect();
+        let mut args = SpreadArgs {
+            whole: call.whole.to_string(),
+            groups: owned(call.groups),
+            names: call.names.map(owned),
+            offset: call.offset as f64,
+            input: RawValue(std::ptr::null_mut()),
         };
         match self {
-            JsReplace::Direct { env, function } => {
+            JsReplace::Direct { env, function, input } => {
+                args.input = RawValue(input.get());
                 let function = function.borrow_back(env).map_err(|e| e.reason.clone())?;
                 function.call(args).map(|c| c.0).map_err(|e| e.reason.clone())
             }
