@@ -125,10 +125,13 @@ export interface ProxyTargetOptions {
 }
 
 /**
- * Applies `rules` to a whole string: the engine the proxy runs on bodies, for trying rules.
- * Equal to `rules.reduce((s, r) => s.replace(r.match, r.replace), input)`.
+ * Applies `rules` to a string with the engine the proxy runs on bodies, for trying rules. Equal to
+ * `rules.reduce((s, r) => s.replace(r.match, r.replace), input)`. An array of chunks (strings,
+ * Buffers or Uint8Arrays, cut anywhere, even inside a character) is streamed through the engine
+ * chunk by chunk as a proxied body is, and gives the same result as their concatenation; function
+ * rules then get `undefined` as `string`, as in the proxy. Bytes that are not UTF-8 come out as U+FFFD.
  */
-export declare function rewrite(input: string, rules: RewriteRule[]): string
+export declare function rewrite(input: string | Array<string | Buffer | Uint8Array>, rules: RewriteRule[]): string
 
 /** A rewrite rule, as in Browsersync's `rewriteRules`. */
 export interface RewriteRule {
@@ -139,9 +142,13 @@ export interface RewriteRule {
   match: RegExp | string
   /**
    * A replacement string (`$&`, `$1`..`$99`, `$<name>`, `$$`) or a function called for each match
-   * with `(match, ...groups, offset)`; function rules run in JS and are slower.
+   * with JS's arguments `(match, p1, ..., pn, offset, string, groups)`: `offset` is the match's
+   * UTF-16 index in the rule's input; `string` is that input for `rewrite()` of a string and
+   * `undefined` on streamed bodies (the proxy, `rewrite()` of chunks), which are never held whole;
+   * `groups` (only when the pattern has named groups) maps each name to its text or `undefined`.
+   * Function rules run in JS and are slower.
    */
-  replace: string | ((match: string, ...groups: any[]) => string)
+  replace: string | ((match: string, ...args: any[]) => string)
 }
 
 /**

@@ -1,10 +1,14 @@
 'use strict'
 // rewrite(input, rules) must equal rules.reduce((s, r) => s.replace(r.match, r.replace), input):
 // a seeded differential test against String.prototype.replace, by feature, plus fixed edge cases.
+// Function replacements record their arguments, which must be JS's too (offset in UTF-16 units,
+// the rule's input as `string`, the named groups object). Every case also runs through the chunked
+// entry, rewrite([chunks], rules), the streaming engine of the proxy, with cuts anywhere.
 
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
-const { lib, mulberry32 } = require('./helpers')
+const util = require('node:util')
+const { lib, mulberry32, startUpstream, withProxy, request, writeChunks, ACCEPT_HTML } = require('./helpers')
 
 const SEED = Number(process.env.REWRITE_SEED || 0x5eed)
 
@@ -13,25 +17,28 @@ const ALPHABETS = {
   abNl: ['a', 'é', '\n'],
   html: ['<body>', '<BODY class="x">', 'x', 'a', ' ', '>'],
   digits: ['0', '1', '2', '7', '9', ' ', 'a'],
-  mixed: ['a', 'b', 'c', ' ', '\n', 'É', 'é', '€', 'ab', 'abc'],
+  mixed: ['a', 'b', 'c', ' ', '\n', 'É', 'é', '€', 'ab', 'abc', '中'],
   crlf: ['a', 'b', '\r', '\n', ' '],
+  // Astral characters (two UTF-16 units) and CRLF, only for patterns that cannot match half of a
+  // surrogate pair (README: without `u` the engine sees an emoji as one character, JS as two).
+  wide: ['a', 'b', 'ab', '😀', '🎉a', '中文', 'é', '€', '\r\n', ' '],
 }
 
 // Each template: [source, {alphabets, flags: extra flag choices, groups: count, named: [names]}]
 const CATEGORIES = {
   alternation: [
-    ['abc|a', { alphabets: ['ab', 'mixed'] }],
-    ['a|abc', { alphabets: ['ab', 'mixed'] }],
-    ['ab|a|b', { alphabets: ['ab', 'mixed'] }],
+    ['abc|a', { alphabets: ['ab', 'mixed', 'wide'] }],
+    ['a|abc', { alphabets: ['ab', 'mixed', 'wide'] }],
+    ['ab|a|b', { alphabets: ['ab', 'mixed', 'wide'] }],
     ['(a|ab)(c|bcd)?', { alphabets: ['mixed'], groups: 2 }],
     ['(?:b|ba)+', { alphabets: ['ab'] }],
-    ['é|éa', { alphabets: ['abNl', 'mixed'] }],
+    ['é|éa', { alphabets: ['abNl', 'mixed', 'wide'] }],
     ['a|', { alphabets: ['ab', 'mixed'] }],
     ['|a', { alphabets: ['ab'] }],
     ['<body|<body[^>]*>', { alphabets: ['html'] }],
   ],
   anchors: [
-    ['^a', { alphabets: ['ab', 'abNl', 'crlf'], flags: ['', 'm'] }],
+    ['^a', { alphabets: ['ab', 'abNl', 'crlf', 'wide'], flags: ['', 'm'] }],
     ['a$', { alphabets: ['ab', 'abNl', 'crlf'], flags: ['', 'm'] }],
     ['^', { alphabets: ['abNl', 'crlf'], flags: ['', 'm'] }],
     ['$', { alphabets: ['abNl', 'crlf'], flags: ['', 'm'] }],
@@ -65,7 +72,7 @@ const CATEGORIES = {
     ['\\d*', { alphabets: ['digits'] }],
   ],
   quantifiers: [
-    ['a+', { alphabets: ['ab', 'mixed'] }],
+    ['a+', { alphabets: ['ab', 'mixed', 'wide'] }],
     ['a+?', { alphabets: ['ab', 'mixed'] }],
     ['a*b', { alphabets: ['ab'] }],
     ['a*?b', { alphabets: ['ab'] }],
@@ -80,12 +87,13 @@ const CATEGORIES = {
     ['a??b', { alphabets: ['ab'] }],
     ['\\d{2,3}', { alphabets: ['digits'] }],
     ['<body[^>]*>', { alphabets: ['html'] }],
-    ['\\s+', { alphabets: ['mixed', 'crlf'] }],
+    ['\\s+', { alphabets: ['mixed', 'crlf', 'wide'] }],
   ],
   captures: [
-    ['(a)(b)?', { alphabets: ['ab', 'mixed'], groups: 2 }],
+    ['(a)(b)?', { alphabets: ['ab', 'mixed', 'wide'], groups: 2 }],
     ['(a+)(b*)', { alphabets: ['ab'], groups: 2 }],
-    ['(?<x>a)(?<y>b)?', { alphabets: ['ab', 'mixed'], groups: 2, named: ['x', 'y'] }],
+    ['(?<x>a)(?<y>b)?', { alphabets: ['ab', 'mixed', 'wide'], groups: 2, named: ['x', 'y'] }],
+    ['(?<x>a)|(b)|(?<z>中)', { alphabets: ['mixed', 'wide'], groups: 3, named: ['x', 'z'] }],
     ['((a)b)', { alphabets: ['ab'], groups: 2 }],
     ['(a)|(b)', { alphabets: ['ab'], groups: 2 }],
     ['(?<n>é+)', { alphabets: ['abNl', 'mixed'], groups: 1, named: ['n'] }],
@@ -109,8 +117,11 @@ const CATEGORIES = {
     ['.', { alphabets: ['abNl', 'mixed', 'crlf'], flags: ['', 's'] }],
     ['[^a]', { alphabets: ['abNl', 'mixed'] }],
     ['.é', { alphabets: ['abNl'] }],
-    ['€', { alphabets: ['mixed'] }],
-    ['[é€]+', { alphabets: ['mixed'] }],
+    ['€', { alphabets: ['mixed', 'wide'] }],
+    ['[é€]+', { alphabets: ['mixed', 'wide'] }],
+    ['中文?|\\r\\n', { alphabets: ['wide'] }],
+    ['😀|🎉', { alphabets: ['wide'], flags: ['', 'u'] }],
+    ['(?<e>\\u{1F600})|(?<c>\\u{1F389})', { alphabets: ['wide'], flags: ['u'], groups: 2, named: ['e', 'c'] }],
     ['.{2}', { alphabets: ['abNl', 'mixed'] }],
     ['\\W', { alphabets: ['mixed'] }],
     ['\\S+', { alphabets: ['mixed'] }],
@@ -122,6 +133,24 @@ function pick(rnd, arr) {
   return arr[Math.floor(rnd() * arr.length)]
 }
 
+// While a list, function replacements push [their id, their arguments] to it.
+let recording = null
+let nextId = 0
+
+/** A replacement function that records its arguments; its output depends on the match and the offset. */
+function recorded(fn) {
+  const id = nextId++
+  const f = (...args) => {
+    if (recording) recording.push([id, args])
+    return fn(...args)
+  }
+  f.toString = () => fn.toString()
+  return f
+}
+
+// JS passes (match, p1, ..., pn, offset, string[, groups]): the offset is the only number.
+const offsetOf = (args) => args.find((a) => typeof a === 'number')
+
 function replacementsFor(groups, named) {
   const list = [
     'X',
@@ -130,12 +159,13 @@ function replacementsFor(groups, named) {
     '$$',
     '<$&$&>',
     'é€',
-    (m) => `{${m.length}}`,
-    (m) => m.toUpperCase(),
+    recorded((m, ...a) => `{${m.length}@${offsetOf(a)}}`),
+    recorded((m) => m.toUpperCase()),
+    recorded((m, ...a) => `中${offsetOf(a) % 3}`),
   ]
-  if (groups >= 1) list.push('$1', '($1)', '$1$1', (m, g1) => `${g1}|`)
-  if (groups >= 2) list.push('$2$1', '[$1,$2]', (m, g1, g2) => `(${g1},${g2})`)
-  for (const n of named || []) list.push(`$<${n}>`, `<$<${n}>$$>`)
+  if (groups >= 1) list.push('$1', '($1)', '$1$1', recorded((m, g1, ...a) => `${g1}|${offsetOf(a)}`))
+  if (groups >= 2) list.push('$2$1', '[$1,$2]', recorded((m, g1, g2) => `(${g1},${g2})`))
+  for (const n of named || []) list.push(`$<${n}>`, `<$<${n}>$$>`, recorded((...a) => `<${a[a.length - 1][n]}:${offsetOf(a)}>`))
   return list
 }
 
@@ -170,25 +200,95 @@ function expected(input, rules) {
   return rules.reduce((s, r) => s.replace(r.match, r.replace), input)
 }
 
-/** Runs the cases, collecting every mismatch (or throw) so a failure lists the concrete cases. */
-function check(cases) {
+/**
+ * Ways to cut `input` into chunks for rewrite([chunks]): one byte each (cuts inside every character and
+ * every match), Buffers and Uint8Arrays cut at random bytes (empty chunks too), strings cut between
+ * code points.
+ */
+function chunkings(input, rnd) {
+  const bytes = Buffer.from(input)
+  // Tiny chunks cost a rescan of a long pending match each (README, Streaming): only on small inputs.
+  const fine = bytes.length <= 4096
+  const lists = fine ? [[...bytes.keys()].map((i) => bytes.subarray(i, i + 1))] : []
+  for (const asUint8Array of [false, true]) {
+    const cuts = Array.from({ length: 1 + Math.floor(rnd() * 4) }, () => Math.floor(rnd() * (bytes.length + 1)))
+    let at = 0
+    const list = []
+    for (const cut of [...cuts.sort((x, y) => x - y), bytes.length]) {
+      const piece = bytes.subarray(at, cut)
+      list.push(asUint8Array ? new Uint8Array(piece) : piece)
+      at = cut
+    }
+    lists.push(list)
+  }
+  const chars = [...input]
+  const strings = []
+  for (let at = 0; at < chars.length; ) {
+    const n = fine ? 1 + Math.floor(rnd() * 3) : Math.ceil(chars.length / 4)
+    strings.push(chars.slice(at, at + n).join(''))
+    at += n
+  }
+  lists.push(strings)
+  return lists
+}
+
+/** Calls grouped by function (so by rule: streaming interleaves the rules' calls), in order within each. */
+function byFunction(calls) {
+  return calls.map((call, i) => [call, i]).sort((x, y) => x[0][0] - y[0][0] || x[1] - y[1]).map(([call]) => call)
+}
+
+/** Runs `fn`, returning its result (or the error message) and the calls recorded meanwhile. */
+function run(fn) {
+  recording = []
+  try {
+    return { out: fn(), calls: byFunction(recording) }
+  } catch (err) {
+    return { out: `<threw ${err && err.message}>`, calls: byFunction(recording) }
+  } finally {
+    recording = null
+  }
+}
+
+/** JS's calls as the streaming engine makes them: `string` (after the offset) is undefined. */
+function streamed(calls) {
+  return calls.map(([id, args]) => [id, args.map((a, i) => (i > 0 && typeof args[i - 1] === 'number' ? undefined : a))])
+}
+
+/**
+ * Runs the cases, collecting every mismatch (or throw) so a failure lists the concrete cases. Each case runs
+ * on the whole string and through the chunked entry; both must give JS's output and JS's function calls.
+ */
+function check(cases, seed = SEED) {
   const { rewrite } = lib()
+  const rnd = mulberry32(seed)
   const failures = []
   for (const { input, rules } of cases) {
-    const want = expected(input, rules)
-    let got
-    try {
-      got = rewrite(input, rules)
-    } catch (err) {
-      got = `<threw ${err && err.message}>`
+    const want = run(() => expected(input, rules))
+    for (const [, args] of want.calls) {
+      const at = args.findIndex((a) => typeof a === 'number')
+      callsCompared++
+      if (Buffer.byteLength(args[at + 1].slice(0, args[at])) !== args[at]) callsAfterNonAscii++
     }
-    if (got !== want) failures.push(`${describe(input, rules)}\n    expected ${show(want)}\n    got      ${show(got)}`)
+    const whole = run(() => rewrite(input, rules))
+    const problems = []
+    if (whole.out !== want.out) problems.push(`expected ${show(want.out)}\n    got      ${show(whole.out)}`)
+    else if (!util.isDeepStrictEqual(whole.calls, want.calls)) problems.push(`calls ${util.inspect(whole.calls)}\n    JS's  ${util.inspect(want.calls)}`)
+    for (const chunks of chunkings(input, rnd)) {
+      const got = run(() => rewrite(chunks, rules))
+      const label = `chunks ${util.inspect(chunks)}`
+      if (got.out !== want.out) problems.push(`${label}: got ${show(got.out)}`)
+      else if (!util.isDeepStrictEqual(got.calls, streamed(want.calls))) problems.push(`${label}: calls ${util.inspect(got.calls)}\n    JS's  ${util.inspect(streamed(want.calls))}`)
+    }
+    if (problems.length) failures.push(`${describe(input, rules)}\n    ${problems.slice(0, 3).join('\n    ')}`)
   }
   assert.equal(failures.length, 0, `${failures.length}/${cases.length} cases differ from String.prototype.replace:\n  ${failures.slice(0, 12).join('\n  ')}`)
   return cases.length
 }
 
 let total = 0
+// Function calls whose arguments were compared, and those where UTF-16 and UTF-8 offsets differ.
+let callsCompared = 0
+let callsAfterNonAscii = 0
 for (const [i, category] of Object.keys(CATEGORIES).entries()) {
   test(`rewrite() differential vs String.prototype.replace: ${category} (seed ${SEED})`, () => {
     const rnd = mulberry32(SEED + i * 7919)
@@ -214,10 +314,13 @@ test(`rewrite() differential: chains of 2-3 rules from all categories (seed ${SE
       rules.push(r.rule)
       alphabet = alphabet || r.alphabet
     }
-    cases.push({ input: randomInput(rnd, ALPHABETS.mixed.concat(ALPHABETS[alphabet])), rules })
+    // Later rules may be any pattern: no astral characters (see ALPHABETS.wide).
+    const letters = ALPHABETS.mixed.concat(ALPHABETS[alphabet]).filter((s) => !/[\u{10000}-\u{10FFFF}]/u.test(s))
+    cases.push({ input: randomInput(rnd, letters), rules })
   }
   total += check(cases)
   assert.ok(total >= 200, `only ${total} differential cases ran`)
+  assert.ok(callsAfterNonAscii >= 100, `only ${callsAfterNonAscii} of ${callsCompared} function calls had non-ASCII text before the match`)
 })
 
 test('rewrite(): fixed edge cases of empty matches, alternation and replacement', () => {
@@ -342,4 +445,118 @@ test('rewrite(): large input equals String.prototype.replace', () => {
     { input: `<!--${'x'.repeat(100000)}-->tail`, rules: [{ match: /<!--[\s\S]*?-->/g, replace: '' }] },
     { input: 'a'.repeat(150000) + 'b', rules: [{ match: /a+b/, replace: '[$&]' }] },
   ])
+})
+
+test('rewrite(): issue 19, a function gets the UTF-16 offset of the match, as in JS', () => {
+  const { rewrite } = lib()
+  const rules = [{ match: /a/g, replace: (m, o) => '[' + o + ']' }]
+  assert.equal('éa€a'.replace(rules[0].match, rules[0].replace), 'é[1]€[3]', 'JS reference')
+  assert.equal(rewrite('éa€a', rules), 'é[1]€[3]')
+  // Cut inside é and inside €: the same offsets.
+  const bytes = Buffer.from('éa€a')
+  assert.equal(rewrite([bytes.subarray(0, 1), bytes.subarray(1, 4), bytes.subarray(4, 5), bytes.subarray(5)], rules), 'é[1]€[3]')
+})
+
+test('rewrite(): a function gets (match, ...groups, offset, string, groups) with string = its rule\'s input', () => {
+  const { rewrite } = lib()
+  const seen = []
+  const rules = [
+    { match: /€/g, replace: '😀😀' },
+    { match: /(?<word>[a-z]+)(\d)?|(?<mark>!)/g, replace: (...args) => (seen.push(args), `<${args.length}>`) },
+    { match: /<(\d)>/g, replace: (m, n, o, s) => (seen.push([m, n, o, s]), `${o}/${s.length}`) },
+  ]
+  const input = '€ab1 😀cd!'
+  const want = rules.reduce((str, r) => str.replace(r.match, r.replace), input)
+  const jsSeen = seen.splice(0)
+  assert.equal(rewrite(input, rules), want)
+  assert.deepStrictEqual(seen, jsSeen)
+  // Pinned, so that a change of JS's side would show too.
+  const group = (word, mark) => Object.assign(Object.create(null), { word, mark })
+  assert.deepStrictEqual(jsSeen, [
+    ['ab1', 'ab', '1', undefined, 4, '😀😀ab1 😀cd!', group('ab', undefined)],
+    ['cd', 'cd', undefined, undefined, 10, '😀😀ab1 😀cd!', group('cd', undefined)],
+    ['!', undefined, undefined, '!', 12, '😀😀ab1 😀cd!', group(undefined, '!')],
+    ['<7>', '7', 4, '😀😀<7> 😀<7><7>'],
+    ['<7>', '7', 10, '😀😀<7> 😀<7><7>'],
+    ['<7>', '7', 13, '😀😀<7> 😀<7><7>'],
+  ])
+  // The first function rule gets the caller's own string, even one that is not valid UTF-16.
+  const strings = []
+  rewrite('\ud800a', [{ match: /a/, replace: (m, o, str) => (strings.push(str), 'b') }])
+  assert.deepStrictEqual(strings, ['\ud800a'])
+})
+
+test('rewrite([chunks]): streams like the proxy: the function gets `string` undefined and the same offsets and groups', () => {
+  const { rewrite } = lib()
+  const seen = []
+  const rules = [{ match: /(?<x>[a-z])|中/g, replace: (...args) => (seen.push(args), '.') }]
+  const input = 'é😀a中\r\nb'
+  const bytes = Buffer.from(input)
+  const want = input.replace(rules[0].match, rules[0].replace)
+  const jsSeen = seen.splice(0).map((args) => args.map((a, i) => (i === 3 ? undefined : a)))
+  for (let cut = 0; cut <= bytes.length; cut++) {
+    assert.equal(rewrite([bytes.subarray(0, cut), bytes.subarray(cut)], rules), want, `cut at byte ${cut}`)
+    assert.deepStrictEqual(seen.splice(0), jsSeen, `cut at byte ${cut}`)
+  }
+})
+
+test('rewrite([chunks]): accepts strings, Buffers and Uint8Arrays, empty ones too; output is UTF-8 whatever the cuts', () => {
+  const { rewrite } = lib()
+  const rules = [{ match: /é+/g, replace: '<$&>' }]
+  const euro = Buffer.from('€')
+  assert.equal(rewrite([], rules), '')
+  assert.equal(rewrite(['', Buffer.alloc(0), new Uint8Array(0)], rules), '')
+  assert.equal(rewrite(['aé', euro.subarray(0, 1), new Uint8Array(euro.subarray(1, 2)), euro.subarray(2), 'éé'], rules), 'a<é>€<éé>')
+  // Bytes that are not UTF-8 are kept apart from matches and come out as U+FFFD.
+  assert.equal(rewrite([Buffer.from([0x61, 0xff]), Buffer.from('é'), Buffer.from([0xe2, 0x82])], rules), 'a\ufffd<é>\ufffd')
+})
+
+test('rewrite(): a bad input is rejected naming it', () => {
+  const { rewrite } = lib()
+  const rules = [{ match: /a/g, replace: 'b' }]
+  assert.throws(() => rewrite(5, rules), /input must be a string or an array/)
+  assert.throws(() => rewrite({ length: 1, 0: 'a' }, rules), /input must be a string or an array/)
+  assert.throws(() => rewrite(['a', 5], rules), /input\[1\] must be a string, a Buffer or a Uint8Array, got a number/)
+  assert.throws(() => rewrite(['a', 'b', null], rules), /input\[2\]/)
+  assert.throws(() => rewrite([new Float64Array(2)], rules), /input\[0\] must be .* got another typed array/)
+  assert.throws(() => rewrite([{}], rules), /input\[0\] .* got an object/)
+})
+
+test('proxy: a function rule gets UTF-16 offsets into the decoded body and `string` undefined, whatever the chunks', async () => {
+  // Multi-byte characters everywhere, and writes cut inside them and inside matches (`xy`).
+  const body = '<html><body>' + Array.from({ length: 40 }, (_, i) => `é${i} xy 😀x €€ 中文xy\r\n`).join('') + '</body></html>'
+  const bytes = Buffer.from(body)
+  const cuts = [1, 13, 14, 15, 17, 20, 29, 30, 31, 33, 500, 501, 502, 1000, bytes.length - 5]
+  assert.ok(cuts.every((cut, i) => i === 0 || cuts[i - 1] < cut), 'cuts in order')
+  const chunks = cuts.map((cut, i) => bytes.subarray(i ? cuts[i - 1] : 0, cut)).concat([bytes.subarray(cuts[cuts.length - 1])])
+  assert.ok(chunks.some((c) => c.length && (c[0] & 0xc0) === 0x80), 'the test needs a write that starts inside a character')
+  const up = await startUpstream({
+    '/page': (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+      return writeChunks(res, chunks)
+    },
+  })
+  const calls = []
+  const replace = (...args) => {
+    calls.push(args)
+    return `[${args[3]}]`
+  }
+  try {
+    await withProxy({ proxy: up.url, port: 0, quiet: true, rewriteRules: [{ match: /(?<x>x)(y)?/g, replace }] }, async (server) => {
+      const res = await request(server.url + '/page', { headers: { accept: ACCEPT_HTML } })
+      const jsCalls = []
+      const want = body.replace(/(?<x>x)(y)?/g, (...args) => (jsCalls.push(args), `[${args[3]}]`))
+      assert.equal(res.body.toString(), want)
+      assert.equal(calls.length, 40 * 3)
+      for (const [i, args] of calls.entries()) {
+        const js = jsCalls[i]
+        assert.equal(args.length, 6, `call ${i}: (match, x, y, offset, string, groups)`)
+        assert.equal(typeof args[4], 'undefined', `call ${i}: string`)
+        assert.deepStrictEqual([args[0], args[1], args[2], args[3], args[5]], [js[0], js[1], js[2], js[3], js[5]], `call ${i}`)
+        assert.equal(body.slice(args[3], args[3] + args[0].length), args[0], `call ${i}: offset ${args[3]} is a UTF-16 index of the match`)
+      }
+    })
+  } finally {
+    await up.close()
+  }
 })

@@ -4,17 +4,19 @@
 // `#[napi]` registers exports only outside `cfg(test)`.
 #![cfg_attr(test, allow(dead_code))]
 
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunction;
-use napi::{sys, Env, JsValue, ValueType};
+use napi::{check_status, sys, Env, JsValue, ValueType};
 use napi_derive::napi;
 
 use crate::config::{AllowedHosts, ProxyConfig, Target, UpstreamCompression};
 use crate::error::{ConfigError, StartError};
-use crate::rewrite::{self, ReplaceFn, Rule, RuleReplacement, DEFAULT_MAX_MATCH_BYTES};
+use crate::rewrite::{self, ReplaceCall, ReplaceFn, Rule, RuleReplacement, DEFAULT_MAX_MATCH_BYTES};
 use crate::server;
 
 /// Where the proxy forwards to: a URL string, or an object with more settings.
@@ -51,8 +53,12 @@ pub struct RewriteRule {
     #[napi(ts_type = "RegExp | string")]
     pub r#match: String,
     /// A replacement string (`$&`, `$1`..`$99`, `$<name>`, `$$`) or a function called for each match
-    /// with `(match, ...groups, offset)`; function rules run in JS and are slower.
-    #[napi(ts_type = "string | ((match: string, ...groups: any[]) => string)")]
+    /// with JS's arguments `(match, p1, ..., pn, offset, string, groups)`: `offset` is the match's
+    /// UTF-16 index in the rule's input; `string` is that input for `rewrite()` of a string and
+    /// `undefined` on streamed bodies (the proxy, `rewrite()` of chunks), which are never held whole;
+    /// `groups` (only when the pattern has named groups) maps each name to its text or `undefined`.
+    /// Function rules run in JS and are slower.
+    #[napi(ts_type = "string | ((match: string, ...args: any[]) => string)")]
     pub replace: String,
 }
 
@@ -141,17 +147,85 @@ pub fn start<'env>(env: &'env Env, options: Unknown) -> Result<PromiseRaw<'env, 
     })
 }
 
-/// Applies `rules` to a whole string: the engine the proxy runs on bodies, for trying rules.
-/// Equal to `rules.reduce((s, r) => s.replace(r.match, r.replace), input)`.
-#[napi(catch_unwind, ts_args_type = "input: string, rules: RewriteRule[]")]
-pub fn rewrite(env: Env, input: String, rules: Unknown) -> Result<String> {
+/// Applies `rules` to a string with the engine the proxy runs on bodies, for trying rules. Equal to
+/// `rules.reduce((s, r) => s.replace(r.match, r.replace), input)`. An array of chunks (strings,
+/// Buffers or Uint8Arrays, cut anywhere, even inside a character) is streamed through the engine
+/// chunk by chunk as a proxied body is, and gives the same result as their concatenation; function
+/// rules then get `undefined` as `string`, as in the proxy. Bytes that are not UTF-8 come out as U+FFFD.
+#[napi(catch_unwind, ts_args_type = "input: string | Array<string | Buffer | Uint8Array>, rules: RewriteRule[]")]
+pub fn rewrite(env: Env, input: Unknown, rules: Unknown) -> Result<String> {
+    // The functions of this call's rules, registered for the JS thread; freed however the call ends.
+    let scope = DirectScope::open();
+    let chunks = match input.get_type()? {
+        ValueType::String => None,
+        ValueType::Object if input.is_array()? => Some(read_chunks(input)?),
+        _ => {
+            return Err(invalid(format!(
+                "input must be a string or an array of strings and Buffers, got {}",
+                type_name(&input)
+            )))
+        }
+    };
     let rules = parse_rules(&env, rules, "rules", CallMode::Direct)?
         .into_iter()
         .map(RuleSpec::compile)
         .collect::<Result<Vec<_>>>()?;
-    let output = rewrite::rewrite_bytes(input.as_bytes(), &rules, "", usize::MAX / 4)
-        .map_err(|e| Error::new(Status::GenericFailure, e.to_string()))?;
-    String::from_utf8(output).map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
+    let failed = |e: rewrite::ReplaceError| Error::new(Status::GenericFailure, e.to_string());
+    // The whole string is in hand: no match is ever too long to wait for.
+    let uncapped = usize::MAX / 4;
+    let Some(chunks) = chunks else {
+        let text = String::from_unknown(input)?;
+        // A function rule gets its own input as `string`: the rules before it are applied first.
+        // Runs of rules without functions go through the engine together.
+        let mut bytes = text.into_bytes();
+        let mut first = 0;
+        for end in 1..=rules.len() {
+            if end < rules.len() && !rules[end].calls_function() {
+                continue;
+            }
+            let run = &rules[first..end];
+            if run[0].calls_function() {
+                // Rule 0 sees the caller's own string, lone surrogates and all.
+                scope.set_string(if first == 0 {
+                    input.raw()
+                } else {
+                    let text = std::str::from_utf8(&bytes).map_err(|e| invalid(e.to_string()))?;
+                    env.create_string(text)?.raw()
+                });
+            }
+            bytes = rewrite::rewrite_bytes(&bytes, run, "", uncapped).map_err(failed)?;
+            first = end;
+        }
+        return String::from_utf8(bytes).map_err(|e| Error::new(Status::GenericFailure, e.to_string()));
+    };
+    let mut rewriter = rewrite::Rewriter::new(&rules, "", uncapped);
+    let mut out = Vec::new();
+    for chunk in &chunks {
+        rewriter.push(chunk, &mut out).map_err(failed)?;
+    }
+    rewriter.finish(&mut out).map_err(failed)?;
+    Ok(String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+/// The chunks of `rewrite([...])`, as bytes; an element of another type is named by its index.
+fn read_chunks(input: Unknown) -> Result<Vec<Vec<u8>>> {
+    let array = Object::from_unknown(input)?;
+    let length = array.get_array_length()?;
+    (0..length)
+        .map(|i| {
+            let chunk: Unknown = array.get_element(i)?;
+            let wrong =
+                |what: &str| invalid(format!("input[{i}] must be a string, a Buffer or a Uint8Array, got {what}"));
+            match chunk.get_type()? {
+                ValueType::String => Ok(String::from_unknown(chunk)?.into_bytes()),
+                ValueType::Object if chunk.is_typedarray()? => match Uint8ArraySlice::from_unknown(chunk) {
+                    Ok(bytes) => Ok(bytes.to_vec()),
+                    Err(_) => Err(wrong("another typed array")),
+                },
+                _ => Err(wrong(type_name(&chunk))),
+            }
+        })
+        .collect()
 }
 
 /// Test hook, not part of the API: panics on the JS thread (`'sync'`) or inside the returned
@@ -514,10 +588,10 @@ fn parse_rule(env: &Env, rule: Unknown, name: &str, mode: CallMode) -> Result<Ru
         get(&rule, "replace")?.ok_or_else(|| invalid(format!("{name} has no `replace` (a string or a function)")))?;
     let replacement = match replace.get_type()? {
         ValueType::String => RuleReplacement::Text(String::from_unknown(replace)?),
-        ValueType::Function => {
-            let function = Function::<SpreadArgs, Coerced>::from_unknown(replace)?;
-            RuleReplacement::Function(JsReplace::replace_fn(env, &function, mode)?)
-        }
+        ValueType::Function => RuleReplacement::Function(match mode {
+            CallMode::Threadsafe => ThreadsafeReplace::register(Function::from_unknown(replace)?)?,
+            CallMode::Direct => DirectReplace::register(env, Function::from_unknown(replace)?)?,
+        }),
         _ => {
             return Err(invalid(format!("{name}.replace must be a string or a function, got {}", type_name(&replace))))
         }
@@ -538,61 +612,202 @@ fn is_regexp(env: &Env, value: &Unknown) -> Result<bool> {
     value.instanceof(constructor)
 }
 
-/// A replacement function's arguments, spread: `(match, ...groups, offset)`.
+/// A replacement function's arguments, spread as JS spreads them:
+/// `(match, p1, ..., pn, offset, string)`, then `groups` when the pattern has named groups.
 pub struct SpreadArgs {
     whole: String,
     groups: Vec<Option<String>>,
+    /// Each group's name, when any group has one.
+    names: Option<Vec<Option<String>>>,
+    /// UTF-16 index of the match in the rule's input.
     offset: f64,
 }
 
-impl napi::bindgen_prelude::JsValuesTupleIntoVec for SpreadArgs {
-    // SAFETY (each block below): napi calls `into_vec` on the JS thread with that thread's live `env`,
-    // which is all `to_napi_value` needs; the values are owned Rust strings and numbers.
-    fn into_vec(self, env: sys::napi_env) -> Result<Vec<sys::napi_value>> {
-        let mut args = Vec::with_capacity(self.groups.len() + 2);
-        args.push(unsafe { String::to_napi_value(env, self.whole)? });
-        for group in self.groups {
-            // A group that did not participate is `undefined`, as in JS.
-            args.push(match group {
-                Some(text) => unsafe { String::to_napi_value(env, text)? },
-                None => unsafe { Undefined::to_napi_value(env, ())? },
-            });
+impl SpreadArgs {
+    fn new(call: &ReplaceCall) -> SpreadArgs {
+        let owned = |texts: &[Option<&str>]| texts.iter().map(|t| t.map(str::to_string)).collect();
+        SpreadArgs {
+            whole: call.whole.to_string(),
+            groups: owned(call.groups),
+            names: call.names.map(owned),
+            offset: call.offset as f64,
         }
-        args.push(unsafe { f64::to_napi_value(env, self.offset)? });
+    }
+
+    /// The JS values, with `string` (null: `undefined`).
+    ///
+    /// # Safety
+    /// `env` is the live env of the JS thread this runs on, and `string` null or a value of it.
+    unsafe fn values(self, env: sys::napi_env, string: sys::napi_value) -> Result<Vec<sys::napi_value>> {
+        let mut args = Vec::with_capacity(self.groups.len() + 4);
+        args.push(String::to_napi_value(env, self.whole)?);
+        let groups_object = match self.names {
+            Some(names) => Some(groups_object(env, names, &self.groups)?),
+            None => None,
+        };
+        for group in self.groups {
+            args.push(group_value(env, group)?);
+        }
+        args.push(f64::to_napi_value(env, self.offset)?);
+        args.push(if string.is_null() { Undefined::to_napi_value(env, ())? } else { string });
+        args.extend(groups_object);
         Ok(args)
     }
 }
 
-type ReplaceTsfn = ThreadsafeFunction<SpreadArgs, Coerced, SpreadArgs, Status, false, true, 0>;
-
-/// A JS replacement function as the engine sees it.
-enum JsReplace {
-    Threadsafe(ReplaceTsfn),
-    /// Only used synchronously on the JS thread, inside `rewrite()`.
-    Direct {
-        env: Env,
-        function: FunctionRef<SpreadArgs, Coerced>,
-    },
+impl napi::bindgen_prelude::JsValuesTupleIntoVec for SpreadArgs {
+    fn into_vec(self, env: sys::napi_env) -> Result<Vec<sys::napi_value>> {
+        // SAFETY: napi calls `into_vec` on the JS thread with that thread's live `env`; no `string`.
+        unsafe { self.values(env, std::ptr::null_mut()) }
+    }
 }
 
-// SAFETY: the `Direct` variant never leaves the JS thread: it is created and dropped inside one
-// synchronous `rewrite()` call. The threadsafe variant is Send + Sync by construction.
-unsafe impl Send for JsReplace {}
-unsafe impl Sync for JsReplace {}
+/// `rewrite()`'s arguments: the spread ones and the rule's input as `string`. Holds a JS value, so it
+/// is not `Send`: it is built and used on the JS thread only.
+pub struct DirectArgs {
+    spread: SpreadArgs,
+    string: sys::napi_value,
+}
 
-impl JsReplace {
-    fn replace_fn(env: &Env, function: &Function<SpreadArgs, Coerced>, mode: CallMode) -> Result<Arc<dyn ReplaceFn>> {
-        let replace = match mode {
-            CallMode::Threadsafe => JsReplace::Threadsafe(
-                function
-                    .build_threadsafe_function::<SpreadArgs>()
-                    .callee_handled::<false>()
-                    .weak::<true>()
-                    .build_callback(|ctx| Ok(ctx.value))?,
-            ),
-            CallMode::Direct => JsReplace::Direct { env: *env, function: function.create_ref()? },
-        };
-        Ok(Arc::new(replace))
+impl napi::bindgen_prelude::JsValuesTupleIntoVec for DirectArgs {
+    fn into_vec(self, env: sys::napi_env) -> Result<Vec<sys::napi_value>> {
+        // SAFETY: as for `SpreadArgs`; `string` was made on this thread in the same `rewrite()` call.
+        unsafe { self.spread.values(env, self.string) }
+    }
+}
+
+/// A group that did not participate is `undefined`, as in JS.
+///
+/// # Safety
+/// `env` is the live env of the JS thread this runs on.
+unsafe fn group_value(env: sys::napi_env, group: Option<String>) -> Result<sys::napi_value> {
+    match group {
+        Some(text) => String::to_napi_value(env, text),
+        None => Undefined::to_napi_value(env, ()),
+    }
+}
+
+/// JS's `groups` argument: an object without prototype, one property per named group, in order.
+///
+/// # Safety
+/// `env` is the live env of the JS thread this runs on. Each napi call's status is checked before
+/// the value it wrote is used.
+unsafe fn groups_object(
+    env: sys::napi_env,
+    names: Vec<Option<String>>,
+    groups: &[Option<String>],
+) -> Result<sys::napi_value> {
+    let mut global = std::ptr::null_mut();
+    check_status!(sys::napi_get_global(env, &mut global))?;
+    let mut object = std::ptr::null_mut();
+    check_status!(sys::napi_get_named_property(env, global, c"Object".as_ptr(), &mut object))?;
+    let mut create = std::ptr::null_mut();
+    check_status!(sys::napi_get_named_property(env, object, c"create".as_ptr(), &mut create))?;
+    let mut null = std::ptr::null_mut();
+    check_status!(sys::napi_get_null(env, &mut null))?;
+    let mut result = std::ptr::null_mut();
+    check_status!(sys::napi_call_function(env, object, create, 1, &null, &mut result))?;
+    for (name, group) in names.into_iter().zip(groups) {
+        if let Some(name) = name {
+            let key = String::to_napi_value(env, name)?;
+            let value = group_value(env, group.clone())?;
+            check_status!(sys::napi_set_property(env, result, key, value))?;
+        }
+    }
+    Ok(result)
+}
+
+type ReplaceTsfn = ThreadsafeFunction<SpreadArgs, Coerced, SpreadArgs, Status, false, true, 0>;
+
+/// A JS replacement function the proxy calls from its threads. Send + Sync by napi's types.
+struct ThreadsafeReplace(ReplaceTsfn);
+
+impl ThreadsafeReplace {
+    fn register(function: Function<SpreadArgs, Coerced>) -> Result<Arc<dyn ReplaceFn>> {
+        let tsfn = function
+            .build_threadsafe_function::<SpreadArgs>()
+            .callee_handled::<false>()
+            .weak::<true>()
+            .build_callback(|ctx| Ok(ctx.value))?;
+        Ok(Arc::new(ThreadsafeReplace(tsfn)))
+    }
+}
+
+impl ReplaceFn for ThreadsafeReplace {
+    fn replace(&self, call: &ReplaceCall) -> std::result::Result<String, String> {
+        // Called on tokio's blocking pool (the body offloads every step of a rule set that calls JS),
+        // so this wait holds no runtime worker; the runtime handle is in context there.
+        let runtime = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
+        runtime.block_on(self.0.call_async_catch(SpreadArgs::new(call))).map(|c| c.0).map_err(|e| e.reason.clone())
+    }
+}
+
+/// A JS function registered by a running `rewrite()` call, with the `string` argument of the rule
+/// being applied (null: `undefined`).
+struct DirectFunction {
+    env: Env,
+    function: FunctionRef<DirectArgs, Coerced>,
+    string: Cell<sys::napi_value>,
+}
+
+thread_local! {
+    /// The functions of the `rewrite()` calls running on this thread (the JS thread), by slot. What
+    /// cannot leave the JS thread (an `Env`, a function reference) lives here, not in the rules, which
+    /// the engine needs `Send + Sync`.
+    static DIRECT_FUNCTIONS: RefCell<Vec<Rc<DirectFunction>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A JS function that `rewrite()` calls on the JS thread: only its slot in `DIRECT_FUNCTIONS`, so the
+/// rule is `Send + Sync` without any claim that the function is. On another thread the slot is
+/// empty and the call is an error, never a touch of JS.
+struct DirectReplace {
+    slot: usize,
+}
+
+impl DirectReplace {
+    fn register(env: &Env, function: Function<DirectArgs, Coerced>) -> Result<Arc<dyn ReplaceFn>> {
+        let entry =
+            DirectFunction { env: *env, function: function.create_ref()?, string: Cell::new(std::ptr::null_mut()) };
+        let slot = DIRECT_FUNCTIONS.with(|slots| {
+            let mut slots = slots.borrow_mut();
+            slots.push(Rc::new(entry));
+            slots.len() - 1
+        });
+        Ok(Arc::new(DirectReplace { slot }))
+    }
+}
+
+impl ReplaceFn for DirectReplace {
+    fn replace(&self, call: &ReplaceCall) -> std::result::Result<String, String> {
+        // The borrow ends before JS runs: a replace function may itself call `rewrite()`.
+        let entry = DIRECT_FUNCTIONS
+            .with(|slots| slots.borrow().get(self.slot).cloned())
+            .ok_or("a rewrite() replace function was called outside its rewrite() call")?;
+        let function = entry.function.borrow_back(&entry.env).map_err(|e| e.reason.clone())?;
+        let args = DirectArgs { spread: SpreadArgs::new(call), string: entry.string.get() };
+        function.call(args).map(|c| c.0).map_err(|e| e.reason.clone())
+    }
+}
+
+/// The slots one `rewrite()` call registers; freed when it ends, however it ends.
+struct DirectScope {
+    base: usize,
+}
+
+impl DirectScope {
+    fn open() -> DirectScope {
+        DirectScope { base: DIRECT_FUNCTIONS.with(|slots| slots.borrow().len()) }
+    }
+
+    /// Sets the `string` argument of this call's functions (only the rule being applied runs).
+    fn set_string(&self, string: sys::napi_value) {
+        DIRECT_FUNCTIONS.with(|slots| slots.borrow()[self.base..].iter().for_each(|f| f.string.set(string)));
+    }
+}
+
+impl Drop for DirectScope {
+    fn drop(&mut self) {
+        DIRECT_FUNCTIONS.with(|slots| slots.borrow_mut().truncate(self.base));
     }
 }
 
@@ -610,27 +825,5 @@ impl FromNapiValue for Coerced {
             return Err(Error::new(Status::StringExpected, "the replacement function's result cannot become a string"));
         }
         Ok(Coerced(String::from_napi_value(env, string)?))
-    }
-}
-
-impl ReplaceFn for JsReplace {
-    fn replace(&self, whole: &str, groups: &[Option<&str>], offset: usize) -> std::result::Result<String, String> {
-        let args = SpreadArgs {
-            whole: whole.to_string(),
-            groups: groups.iter().map(|g| g.map(str::to_string)).collect(),
-            offset: offset as f64,
-        };
-        match self {
-            JsReplace::Direct { env, function } => {
-                let function = function.borrow_back(env).map_err(|e| e.reason.clone())?;
-                function.call(args).map(|c| c.0).map_err(|e| e.reason.clone())
-            }
-            JsReplace::Threadsafe(tsfn) => {
-                // Called on tokio's blocking pool (the body offloads every step of a rule set that calls
-                // JS), so this wait holds no runtime worker; the runtime handle is in context there.
-                let runtime = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
-                runtime.block_on(tsfn.call_async_catch(args)).map(|c| c.0).map_err(|e| e.reason.clone())
-            }
-        }
     }
 }

@@ -23,7 +23,7 @@ use regex_automata::{meta, Anchored, MatchKind};
 use regex_syntax::hir::Hir;
 
 pub use crate::error::{ReplaceError, RuleError};
-pub use replacement::{ReplaceFn, Replacement, Template};
+pub use replacement::{ReplaceCall, ReplaceFn, Replacement, Template, Utf16Counter};
 pub use stream::{rewrite_bytes, Rewriter};
 
 /// Rules a server accepts at most; a body passes through each rule's stage in turn.

@@ -120,11 +120,94 @@ impl Template {
     }
 }
 
+/// What a replacement function is called with: JS's `(match, p1, ..., pn, offset, string, groups)`
+/// without `string`, which only the caller can know (a streamed body is never held whole).
+#[derive(Debug, Clone, Copy)]
+pub struct ReplaceCall<'a> {
+    /// The matched text.
+    pub whole: &'a str,
+    /// Each capture group, `None` when it did not participate.
+    pub groups: &'a [Option<&'a str>],
+    /// Each group's name (`names[i]` is the name of `groups[i]`); `None` when the pattern has no named
+    /// group, where JS passes no `groups` object either.
+    pub names: Option<&'a [Option<&'a str>]>,
+    /// Where the match starts in the rule's input, in UTF-16 code units as JS counts string indexes.
+    /// Bytes that are not UTF-8 count as the U+FFFD they decode to (see [`Utf16Counter`]).
+    pub offset: usize,
+}
+
 /// A replacement computed by user code (a JS function in the Node binding).
-/// Arguments mirror JS: the match, then each group (`None` when it did not participate),
-/// then the match's byte offset in the body.
 pub trait ReplaceFn: Send + Sync {
-    fn replace(&self, whole: &str, groups: &[Option<&str>], offset: usize) -> Result<String, String>;
+    fn replace(&self, call: &ReplaceCall) -> Result<String, String>;
+}
+
+/// Counts the UTF-16 code units of a byte stream fed in arbitrary pieces, as if it were decoded
+/// lossily: UTF-8 characters count 1 unit, or 2 from U+10000 on; every maximal invalid subpart counts
+/// as the one U+FFFD it decodes to (the WHATWG decoder browsers use, and `String::from_utf8_lossy`).
+/// So an offset is an index into the string a browser, or JS, would see.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Utf16Counter {
+    units: usize,
+    /// Continuation bytes the current character still needs (0: between characters).
+    needed: u8,
+    /// The range the next continuation byte must fall in (it excludes overlongs and surrogates).
+    lower: u8,
+    upper: u8,
+    /// Units the current character counts once complete.
+    pending: u8,
+}
+
+impl Utf16Counter {
+    /// Counts `bytes`, the continuation of everything fed before.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        let mut i = 0;
+        while i < bytes.len() {
+            let byte = bytes[i];
+            if self.needed == 0 {
+                // ASCII runs: the common case, one unit per byte.
+                let run = bytes[i..].iter().take_while(|b| b.is_ascii()).count();
+                self.units += run;
+                i += run;
+                let Some(&lead) = bytes.get(i) else { break };
+                let (needed, lower, upper, units) = match lead {
+                    0xC2..=0xDF => (1, 0x80, 0xBF, 1),
+                    0xE0 => (2, 0xA0, 0xBF, 1),
+                    0xED => (2, 0x80, 0x9F, 1),
+                    0xE1..=0xEF => (2, 0x80, 0xBF, 1),
+                    0xF0 => (3, 0x90, 0xBF, 2),
+                    0xF4 => (3, 0x80, 0x8F, 2),
+                    0xF1..=0xF3 => (3, 0x80, 0xBF, 2),
+                    // A byte that starts no character: one U+FFFD.
+                    _ => {
+                        self.units += 1;
+                        i += 1;
+                        continue;
+                    }
+                };
+                (self.needed, self.lower, self.upper, self.pending) = (needed, lower, upper, units);
+                i += 1;
+                continue;
+            }
+            if !(self.lower..=self.upper).contains(&byte) {
+                // The character is cut short: one U+FFFD, then this byte starts afresh.
+                self.units += 1;
+                self.needed = 0;
+                continue;
+            }
+            (self.lower, self.upper) = (0x80, 0xBF);
+            self.needed -= 1;
+            if self.needed == 0 {
+                self.units += usize::from(self.pending);
+            }
+            i += 1;
+        }
+    }
+
+    /// Units before the next character: an unfinished one counts as the U+FFFD it becomes when the
+    /// next byte does not continue it (a match never starts with a continuation byte).
+    pub fn units(&self) -> usize {
+        self.units + usize::from(self.needed > 0)
+    }
 }
 
 /// What a rule puts in place of a match.

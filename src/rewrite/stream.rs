@@ -9,10 +9,10 @@
 use regex_automata::dfa::Automaton;
 use regex_automata::util::captures::Captures;
 use regex_automata::util::start;
-use regex_automata::{Anchored, Input, Span};
+use regex_automata::{Anchored, Input, PatternID, Span};
 
 use super::sweep::Sweep;
-use super::{Candidates, Dfa, Engine, RegexRule, Replacement, Rule};
+use super::{Candidates, Dfa, Engine, RegexRule, ReplaceCall, Replacement, Rule, Utf16Counter};
 use crate::error::ReplaceError;
 
 /// A set of rules applied to one body, chunk by chunk.
@@ -140,8 +140,10 @@ struct Stage {
     skip_char: bool,
     /// A non-global rule that has replaced its one match, or a global one that can match no more.
     done: bool,
-    /// Body offset of the hay's first byte, for the offsets given to replacement functions.
-    offset: usize,
+    /// For a function replacement only (string rules never count): the UTF-16 units of the stage's
+    /// input up to `counted` in the hay, for the offsets the function is given.
+    utf16: Option<Utf16Counter>,
+    counted: usize,
     captures: Option<(Captures, regex_automata::meta::Cache)>,
     abandoned: u64,
 }
@@ -181,9 +183,12 @@ pub(super) enum Next {
 
 impl Stage {
     fn new(rule: Rule, local_host: &str, max_match: usize) -> Stage {
-        let captures = match &rule.inner.engine {
-            Engine::Regex(re) => re.captures.as_ref().map(|c| (c.create_captures(), c.create_cache())),
-            Engine::Links(_) => None,
+        let (captures, utf16) = match &rule.inner.engine {
+            Engine::Regex(re) => (
+                re.captures.as_ref().map(|c| (c.create_captures(), c.create_cache())),
+                matches!(re.replacement, Replacement::Function(_)).then(Utf16Counter::default),
+            ),
+            Engine::Links(_) => (None, None),
         };
         Stage {
             rule,
@@ -195,7 +200,8 @@ impl Stage {
             search_from: 0,
             skip_char: false,
             done: false,
-            offset: 0,
+            utf16,
+            counted: 0,
             captures,
             abandoned: 0,
         }
@@ -241,7 +247,10 @@ impl Stage {
         }
         out.extend_from_slice(&hay.bytes[self.emitted..held_from]);
         self.before = hay.look_behind(held_from);
-        self.offset += held_from;
+        if let Some(counter) = &mut self.utf16 {
+            counter.feed(&hay.bytes[self.counted..held_from]);
+        }
+        self.counted = 0;
         self.search_from -= held_from;
         if in_place {
             held.extend_from_slice(&input[held_from..]);
@@ -308,7 +317,7 @@ impl Stage {
     }
     /// Writes the replacement of `hay.bytes[start..end]`.
     fn replace(&mut self, hay: Hay, start: usize, end: usize, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
-        let Stage { rule, captures, local_host, offset, max_match, .. } = self;
+        let Stage { rule, captures, local_host, max_match, utf16, counted, .. } = self;
         let whole = &hay.bytes[start..end];
         let re = match &rule.inner.engine {
             Engine::Links(matcher) => {
@@ -350,9 +359,19 @@ impl Stage {
                 let text = |s: Span| String::from_utf8_lossy(&buf[s.range()]).into_owned();
                 let groups: Vec<Option<String>> = (1..caps.group_len()).map(|i| caps.get_group(i).map(text)).collect();
                 let group_refs: Vec<Option<&str>> = groups.iter().map(|g| g.as_deref()).collect();
-                let replaced = f
-                    .replace(&String::from_utf8_lossy(whole), &group_refs, *offset + start)
-                    .map_err(|message| ReplaceError { rule: rule.inner.label.clone(), message })?;
+                let names: Vec<Option<&str>> = caps.group_info().pattern_names(PatternID::ZERO).skip(1).collect();
+                // Bytes are counted once each, from where the last match (or chunk) left off.
+                let counter = utf16.as_mut().expect("function rules count UTF-16 units");
+                counter.feed(&hay.bytes[*counted..start]);
+                *counted = start;
+                let call = ReplaceCall {
+                    whole: &String::from_utf8_lossy(whole),
+                    groups: &group_refs,
+                    names: names.iter().any(Option::is_some).then_some(&names[..]),
+                    offset: counter.units(),
+                };
+                let replaced =
+                    f.replace(&call).map_err(|message| ReplaceError { rule: rule.inner.label.clone(), message })?;
                 out.extend_from_slice(replaced.as_bytes());
             }
         }

@@ -206,8 +206,8 @@ fn an_overlong_candidate_is_abandoned_and_counted() {
 
 struct Upper;
 impl ReplaceFn for Upper {
-    fn replace(&self, whole: &str, groups: &[Option<&str>], _offset: usize) -> Result<String, String> {
-        Ok(format!("{}{}", whole.to_uppercase(), groups.len()))
+    fn replace(&self, call: &ReplaceCall) -> Result<String, String> {
+        Ok(format!("{}{}", call.whole.to_uppercase(), call.groups.len()))
     }
 }
 
@@ -215,6 +215,125 @@ impl ReplaceFn for Upper {
 fn function_replacements_get_match_and_groups() {
     let rule = Rule::regex("(b)(x)?", "g", RuleReplacement::Function(std::sync::Arc::new(Upper))).unwrap();
     assert_eq!(whole("abcb", &[rule]), "aB2cB2");
+}
+
+/// A replacement function that records what it is called with and puts `with` in place of the match.
+#[derive(Default)]
+struct Recorder {
+    with: &'static str,
+    calls: std::sync::Mutex<Vec<Call>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Call {
+    whole: String,
+    offset: usize,
+    names: Option<Vec<Option<String>>>,
+}
+
+impl Recorder {
+    fn rule(source: &str, flags: &str, with: &'static str) -> (Rule, std::sync::Arc<Recorder>) {
+        let recorder = std::sync::Arc::new(Recorder { with, ..Recorder::default() });
+        let rule = Rule::regex(source, flags, RuleReplacement::Function(recorder.clone())).unwrap();
+        (rule, recorder)
+    }
+
+    fn take(&self) -> Vec<Call> {
+        std::mem::take(&mut self.calls.lock().unwrap())
+    }
+}
+
+impl ReplaceFn for Recorder {
+    fn replace(&self, call: &ReplaceCall) -> Result<String, String> {
+        let names = call.names.map(|names| names.iter().map(|n| n.map(str::to_string)).collect());
+        self.calls.lock().unwrap().push(Call { whole: call.whole.to_string(), offset: call.offset, names });
+        Ok(self.with.to_string())
+    }
+}
+
+/// JS's offset of each character of `input` that `is_match` selects: its UTF-16 index.
+fn utf16_offsets(input: &str, is_match: impl Fn(char) -> bool) -> Vec<(String, usize)> {
+    input
+        .char_indices()
+        .filter(|&(_, c)| is_match(c))
+        .map(|(i, c)| (c.to_string(), input[..i].encode_utf16().count()))
+        .collect()
+}
+
+/// Every chunking of `len` bytes worth trying: none, one cut anywhere, two cuts anywhere, 1-byte chunks.
+fn cut_lists(len: usize) -> Vec<Vec<usize>> {
+    let mut lists = vec![vec![], (0..len).collect()];
+    for a in 0..=len {
+        lists.push(vec![a]);
+        lists.extend((a..=len).map(|b| vec![a, b]));
+    }
+    lists
+}
+
+#[test]
+fn function_offsets_are_utf16_indexes_in_each_rules_input_whatever_the_chunking() {
+    // 1-, 2-, 3- and 4-byte characters (4 bytes: two UTF-16 units), CRLF, and replacements that
+    // change the length, so that the second rule's offsets are in the first rule's output.
+    let input = "aé€😀a\r\nxé😀€a 中文a😀z";
+    let (first, first_calls) = Recorder::rule("[a😀]", "gu", "ü😀x");
+    let (second, second_calls) = Recorder::rule("€|中|x", "g", "€€");
+    let rules = [first, second];
+    let between: String =
+        input.chars().map(|c| if matches!(c, 'a' | '😀') { "ü😀x".into() } else { c.to_string() }).collect();
+    let output: String =
+        between.chars().map(|c| if matches!(c, '€' | '中' | 'x') { "€€".into() } else { c.to_string() }).collect();
+    let want_first = utf16_offsets(input, |c| matches!(c, 'a' | '😀'));
+    let want_second = utf16_offsets(&between, |c| matches!(c, '€' | '中' | 'x'));
+    let byte_offsets: Vec<usize> =
+        input.char_indices().filter(|&(_, c)| matches!(c, 'a' | '😀')).map(|(i, _)| i).collect();
+    assert_ne!(
+        want_first.iter().map(|w| w.1).collect::<Vec<_>>(),
+        byte_offsets,
+        "offsets must differ from byte offsets"
+    );
+    let seen = |calls: Vec<Call>| calls.into_iter().map(|c| (c.whole, c.offset)).collect::<Vec<_>>();
+    assert_eq!(whole(input, &rules), output);
+    assert_eq!(seen(first_calls.take()), want_first, "whole input, first rule");
+    assert_eq!(seen(second_calls.take()), want_second, "whole input, second rule");
+    for cuts in cut_lists(input.len()) {
+        let out = chunked(input.as_bytes(), &rules, &cuts, DEFAULT_MAX_MATCH_BYTES);
+        assert_eq!(String::from_utf8(out).unwrap(), output, "cuts {cuts:?}");
+        assert_eq!(seen(first_calls.take()), want_first, "cuts {cuts:?}, first rule");
+        assert_eq!(seen(second_calls.take()), want_second, "cuts {cuts:?}, second rule");
+    }
+}
+
+#[test]
+fn function_offsets_count_invalid_utf8_as_the_replacement_characters_it_decodes_to() {
+    // A stray byte, a cut 3-byte and 4-byte character, an overlong, a surrogate, a lone continuation.
+    let input: &[u8] = b"a\xffa\xe2\x82a\xf0\x9f\x98a\xc0\x80a\xed\xa0\x80a\x80a\xe2\x82\xac\xf0\x9f\x98\x80a\xe2";
+    let (rule, calls) = Recorder::rule("a", "g", "b");
+    let want: Vec<usize> = (0..input.len())
+        .filter(|&i| input[i] == b'a')
+        .map(|i| String::from_utf8_lossy(&input[..i]).encode_utf16().count())
+        .collect();
+    assert_eq!(want.len(), 8);
+    for cuts in cut_lists(input.len()) {
+        chunked(input, std::slice::from_ref(&rule), &cuts, DEFAULT_MAX_MATCH_BYTES);
+        let offsets: Vec<usize> = calls.take().into_iter().map(|c| c.offset).collect();
+        assert_eq!(offsets, want, "cuts {cuts:?}");
+    }
+}
+
+#[test]
+fn function_calls_name_the_groups_when_the_pattern_names_any() {
+    let (named, named_calls) = Recorder::rule("(?<x>a)(?<y>b)?|(c)", "g", "");
+    let (plain, plain_calls) = Recorder::rule("(a)(b)?", "g", "");
+    whole("ac ab", &[named, plain]);
+    let names = Some(vec![Some("x".to_string()), Some("y".to_string()), None]);
+    let calls = named_calls.take();
+    assert_eq!(calls.len(), 3);
+    assert!(calls.iter().all(|c| c.names == names), "{calls:?}");
+    // The first rule removed every a: the second has nothing to match.
+    assert!(plain_calls.take().is_empty());
+    let (plain, plain_calls) = Recorder::rule("(a)(b)?", "g", "");
+    whole("ab", &[plain]);
+    assert_eq!(plain_calls.take(), vec![Call { whole: "ab".into(), offset: 0, names: None }]);
 }
 
 /// Reference: JS's replace loop driven by `meta::Regex` over the whole input (same translated pattern
@@ -410,6 +529,29 @@ proptest! {
         // A stage's own search (unanchored scan, prefix DFA at the end of the data) lands on the same
         // answer; it may skip counting starts that died after outgrowing the cap.
         prop_assert_eq!(&staged, &naive.0, "stage search: pattern {:?} input {:?} from {} last {} cap {}", PATTERNS[pattern], input, from, last, max_match);
+    }
+
+    #[test]
+    fn utf16_counter_agrees_with_lossy_decoding_at_every_cut(
+        parts in prop::collection::vec(prop_oneof![
+            prop::sample::select(vec!["a", "é", "€", "中", "😀", "\r\n"]).prop_map(|s| s.as_bytes().to_vec()),
+            prop::collection::vec(any::<u8>(), 1..3),
+            prop::sample::select(vec![0x80u8, 0xbf, 0xc0, 0xc2, 0xe0, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xff]).prop_map(|b| vec![b]),
+        ], 0..20),
+        cuts in prop::collection::vec(0usize..60, 0..8),
+    ) {
+        let input = parts.concat();
+        let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(input.len())).collect();
+        cuts.sort_unstable();
+        cuts.push(input.len());
+        let mut counter = Utf16Counter::default();
+        let mut at = 0;
+        for cut in cuts {
+            counter.feed(&input[at..cut]);
+            at = cut;
+            let want = String::from_utf8_lossy(&input[..at]).encode_utf16().count();
+            prop_assert_eq!(counter.units(), want, "input {:?} up to {}", input, at);
+        }
     }
 
     #[test]
