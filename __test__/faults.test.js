@@ -430,27 +430,34 @@ test('a client that disconnects mid-response cancels the upstream request (its s
   }
 })
 
+/**
+ * A raw upstream whose '/first' answers a page on a kept-alive connection and whose `path` closes a reused
+ * connection without answering (`how`: 'fin' or 'rst'), as an upstream's keep-alive timeout does; on a fresh
+ * connection `path` is answered by `fresh(socket, req)`.
+ */
+function closesReusedConnection(how, path, fresh) {
+  return rawUpstream({
+    '/first': (socket) => {
+      socket.write(`HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: ${OK_BODY.length}\r\n\r\n${OK_BODY}`)
+      return true
+    },
+    [path]: (socket, req) => {
+      if (req.seq === 0) return fresh(socket, req)
+      if (how === 'fin') socket.end()
+      else socket.resetAndDestroy()
+    },
+  })
+}
+
 test('an upstream that closes a kept-alive connection as the next request arrives (its keep-alive timeout): the request is retried on a new connection', async () => {
   // Node's http.Server closes idle connections after keepAliveTimeout (5 s by default); a request the proxy
   // sends on that connection at that moment reaches a closing socket. Nothing was answered, so a GET can be
   // retried on a new connection, as browsers and nginx do for a reused connection.
   const failures = []
   for (const how of ['fin', 'rst']) {
-    const ka = await rawUpstream({
-      '/first': (socket) => {
-        socket.write(`HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: ${OK_BODY.length}\r\n\r\n${OK_BODY}`)
-        return true
-      },
-      '/second': (socket, req) => {
-        if (req.seq > 0) {
-          // a reused connection: close it without answering
-          if (how === 'fin') socket.end()
-          else socket.resetAndDestroy()
-          return
-        }
-        socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nsecond')
-        return true
-      },
+    const ka = await closesReusedConnection(how, '/second', (socket) => {
+      socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nsecond')
+      return true
     })
     try {
       await withProxy({ proxy: ka.url, port: 0 }, async (server) => {
@@ -477,22 +484,11 @@ test('retry: a body-less HEAD or OPTIONS that meets a reused connection closed w
   const failures = []
   for (const method of ['HEAD', 'OPTIONS']) {
     for (const how of ['fin', 'rst']) {
-      const ka = await rawUpstream({
-        '/first': (socket) => {
-          socket.write(`HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: ${OK_BODY.length}\r\n\r\n${OK_BODY}`)
-          return true
-        },
-        '/second': (socket, req) => {
-          if (req.seq > 0) {
-            if (how === 'fin') socket.end()
-            else socket.resetAndDestroy()
-            return
-          }
-          // HEAD: the headers a GET would get, no body; OPTIONS: an Allow list
-          if (req.method === 'HEAD') socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 6\r\nX-Second: yes\r\n\r\n')
-          else socket.write('HTTP/1.1 204 No Content\r\nAllow: GET, HEAD, OPTIONS\r\nX-Second: yes\r\n\r\n')
-          return true
-        },
+      const ka = await closesReusedConnection(how, '/second', (socket, req) => {
+        // HEAD: the headers a GET would get, no body; OPTIONS: an Allow list
+        if (req.method === 'HEAD') socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 6\r\nX-Second: yes\r\n\r\n')
+        else socket.write('HTTP/1.1 204 No Content\r\nAllow: GET, HEAD, OPTIONS\r\nX-Second: yes\r\n\r\n')
+        return true
       })
       try {
         await withProxy({ proxy: ka.url, port: 0 }, async (server) => {
@@ -519,20 +515,9 @@ test('retry: a body-less HEAD or OPTIONS that meets a reused connection closed w
 
 test('no retry for a request with a body: a POST that meets a reused connection closed without an answer reaches the upstream once and gets a 502', async () => {
   for (const how of ['fin', 'rst']) {
-    const ka = await rawUpstream({
-      '/first': (socket) => {
-        socket.write(`HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: ${OK_BODY.length}\r\n\r\n${OK_BODY}`)
-        return true
-      },
-      '/post': (socket, req) => {
-        if (req.seq > 0) {
-          if (how === 'fin') socket.end()
-          else socket.resetAndDestroy()
-          return
-        }
-        socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 4\r\nConnection: close\r\n\r\nsent')
-        socket.end()
-      },
+    const ka = await closesReusedConnection(how, '/post', (socket) => {
+      socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 4\r\nConnection: close\r\n\r\nsent')
+      socket.end()
     })
     try {
       await withProxy({ proxy: ka.url, port: 0 }, async (server) => {

@@ -461,6 +461,29 @@ fn cut_positions(picks: &[prop::sample::Index], len: usize) -> Vec<usize> {
     cuts
 }
 
+/// The chunking properties: whole, cut at `cuts` and in one-byte chunks give the reference's result;
+/// with a small cap the result may differ from the reference, but never with the chunking.
+fn check_chunkings(
+    input: &str,
+    rule_picks: &[(usize, usize)],
+    cuts: &[prop::sample::Index],
+    max_match: usize,
+) -> Result<(), TestCaseError> {
+    let rules: Vec<Rule> = rule_picks.iter().map(|&(p, r)| cached_rule(p, r)).collect();
+    let cuts = cut_positions(cuts, input.len());
+    let big = DEFAULT_MAX_MATCH_BYTES;
+    let whole_out = rewrite_bytes(input.as_bytes(), &rules, "l", big).unwrap();
+    prop_assert_eq!(&chunked(input.as_bytes(), &rules, &cuts, big), &whole_out);
+    prop_assert_eq!(&one_byte_chunks(input.as_bytes(), &rules), &whole_out);
+    let expected = rule_picks
+        .iter()
+        .fold(input.to_string(), |s, &(p, r)| reference(&s, PATTERNS[p].0, PATTERNS[p].1, REPLACEMENTS[r]));
+    prop_assert_eq!(String::from_utf8(whole_out).unwrap(), expected);
+    let capped = rewrite_bytes(input.as_bytes(), &rules, "l", max_match).unwrap();
+    prop_assert_eq!(chunked(input.as_bytes(), &rules, &cuts, max_match), capped);
+    Ok(())
+}
+
 proptest! {
     // PROPTEST_CASES=N runs a longer search locally.
     #![proptest_config(ProptestConfig {
@@ -475,17 +498,7 @@ proptest! {
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
         max_match in prop::sample::select(vec![4usize, 64, DEFAULT_MAX_MATCH_BYTES]),
     ) {
-        let rules: Vec<Rule> = rule_picks.iter().map(|&(p, r)| cached_rule(p, r)).collect();
-        let cuts = cut_positions(&cuts, input.len());
-        let big = DEFAULT_MAX_MATCH_BYTES;
-        let whole_out = rewrite_bytes(input.as_bytes(), &rules, "l", big).unwrap();
-        prop_assert_eq!(&chunked(input.as_bytes(), &rules, &cuts, big), &whole_out);
-        prop_assert_eq!(&one_byte_chunks(input.as_bytes(), &rules), &whole_out);
-        let expected = rule_picks.iter().fold(input.clone(), |s, &(p, r)| reference(&s, PATTERNS[p].0, PATTERNS[p].1, REPLACEMENTS[r]));
-        prop_assert_eq!(String::from_utf8(whole_out).unwrap(), expected);
-        // With a small cap the result may differ from the reference, but never with the chunking.
-        let capped = rewrite_bytes(input.as_bytes(), &rules, "l", max_match).unwrap();
-        prop_assert_eq!(chunked(input.as_bytes(), &rules, &cuts, max_match), capped);
+        check_chunkings(&input, &rule_picks, &cuts, max_match)?;
     }
 
     /// Inputs of a few kilobytes cut anywhere, one-byte chunks included, against the reference.
@@ -496,16 +509,7 @@ proptest! {
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..40),
         max_match in prop::sample::select(vec![4usize, 64, DEFAULT_MAX_MATCH_BYTES]),
     ) {
-        let rules: Vec<Rule> = rule_picks.iter().map(|&(p, r)| cached_rule(p, r)).collect();
-        let cuts = cut_positions(&cuts, input.len());
-        let big = DEFAULT_MAX_MATCH_BYTES;
-        let whole_out = rewrite_bytes(input.as_bytes(), &rules, "l", big).unwrap();
-        prop_assert_eq!(&chunked(input.as_bytes(), &rules, &cuts, big), &whole_out);
-        prop_assert_eq!(&one_byte_chunks(input.as_bytes(), &rules), &whole_out);
-        let expected = rule_picks.iter().fold(input.clone(), |s, &(p, r)| reference(&s, PATTERNS[p].0, PATTERNS[p].1, REPLACEMENTS[r]));
-        prop_assert_eq!(String::from_utf8(whole_out).unwrap(), expected);
-        let capped = rewrite_bytes(input.as_bytes(), &rules, "l", max_match).unwrap();
-        prop_assert_eq!(chunked(input.as_bytes(), &rules, &cuts, max_match), capped);
+        check_chunkings(&input, &rule_picks, &cuts, max_match)?;
     }
 
     /// The one-pass sweep settles starts exactly as trying each one in turn does, abandoned ones
