@@ -390,18 +390,16 @@ fn spawn_step(mut pipeline: Pipeline, data: Option<Bytes>, mut out: Vec<u8>) -> 
 /// Rewrites the decoded start of a page before the headers go out; on the blocking pool when a rule
 /// calls JS (see [`RewriteState`]).
 pub async fn rewrite_prefix(mut pipeline: Pipeline, prefix: Vec<u8>) -> Result<StepOutcome, String> {
-    if !pipeline.calls_functions() {
-        let mut out = Vec::new();
-        let result = pipeline.push_decoded(&prefix, &mut out);
-        return Ok(StepOutcome { pipeline, out, result });
-    }
-    tokio::task::spawn_blocking(move || {
+    let offload = pipeline.calls_functions();
+    let step = move || {
         let mut out = Vec::new();
         let result = pipeline.push_decoded(&prefix, &mut out);
         StepOutcome { pipeline, out, result }
-    })
-    .await
-    .map_err(join_failure)
+    };
+    if !offload {
+        return Ok(step());
+    }
+    tokio::task::spawn_blocking(step).await.map_err(join_failure)
 }
 
 /// Why a blocking step did not come back (a panic in it, a bug).
