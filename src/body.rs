@@ -270,6 +270,43 @@ impl Pipeline {
     }
 }
 
+pub enum Sniffed {
+    /// Decoded bytes read so far, to be rewritten first.
+    Html(Vec<u8>),
+    /// Raw bytes read so far, to be sent first, untouched.
+    NotHtml(Vec<u8>),
+}
+
+pub enum SniffError {
+    Upstream(BodyError),
+    Decode(PipelineError),
+}
+
+/// Reads just enough of the body to tell whether it starts like HTML.
+pub async fn sniff_html(
+    upstream: &mut UpstreamBody,
+    pipeline: &mut Pipeline,
+    limit: usize,
+) -> Result<Sniffed, SniffError> {
+    let mut raw = Vec::new();
+    let mut decoded = Vec::new();
+    loop {
+        let Some(data) = upstream.next_data().await.transpose().map_err(SniffError::Upstream)? else {
+            let html = looks_like_html(&decoded) == Some(true);
+            return Ok(if html { Sniffed::Html(decoded) } else { Sniffed::NotHtml(raw) });
+        };
+        raw.extend_from_slice(&data);
+        // Nothing has been sent yet, so a body we cannot decode becomes a 502 that says why.
+        pipeline.decode(&data, &mut decoded).map_err(SniffError::Decode)?;
+        match looks_like_html(&decoded) {
+            Some(true) => return Ok(Sniffed::Html(decoded)),
+            Some(false) => return Ok(Sniffed::NotHtml(raw)),
+            None if decoded.len() > limit => return Ok(Sniffed::NotHtml(raw)),
+            None => {}
+        }
+    }
+}
+
 /// Output is handed to hyper once this much is ready, even if the upstream has more.
 const OUTPUT_BATCH: usize = 64 * 1024;
 
@@ -405,7 +442,7 @@ pub async fn rewrite_prefix(mut pipeline: Pipeline, prefix: Vec<u8>) -> Result<S
 /// Why a blocking step did not come back (a panic in it, a bug).
 fn join_failure(error: tokio::task::JoinError) -> String {
     match error.try_into_panic() {
-        Ok(panic) => format!("internal error (panic): {}", crate::server::panic_message(panic.as_ref())),
+        Ok(panic) => format!("internal error (panic): {}", crate::error::panic_message(panic.as_ref())),
         Err(error) => format!("internal error: {error}"),
     }
 }
@@ -576,7 +613,7 @@ impl Body for ProxyBody {
                     Ok(poll) => poll,
                     Err(panic) => {
                         state.work = Work::Lost;
-                        state.abort(format!("internal error (panic): {}", crate::server::panic_message(panic.as_ref())))
+                        state.abort(format!("internal error (panic): {}", crate::error::panic_message(panic.as_ref())))
                     }
                 }
             }

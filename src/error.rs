@@ -54,3 +54,12 @@ pub enum StartError {
     #[error("cannot listen on host '{host}': {reason}")]
     BadHost { host: String, reason: String },
 }
+
+/// The text of a panic's payload, for the log line and page of the request it cost.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}

@@ -1,7 +1,18 @@
-//! The upstream side: a pooled HTTP/1.1 and HTTP/2 client (h2 when the upstream offers it via
-//! ALPN), TLS through rustls, and upstream failures described for the 502 page.
+//! The upstream side: the request as the target gets it, sent on a pooled HTTP/1.1 and HTTP/2 client
+//! (h2 when the upstream offers it via ALPN) with its timeout and one retry, TLS through rustls, the
+//! raw connection a WebSocket tunnel dials, and upstream failures described for the 502 page.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Method, Request, Response, Uri};
+use http_body::Body as _;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
 
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -10,6 +21,10 @@ use hyper_util::rt::TokioExecutor;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
+
+use crate::config::{ProxyConfig, Scheme, Target};
+use crate::headers;
+use crate::pages::ProxyError;
 
 /// What we send upstream: the client's streamed body, or nothing when a request is retried.
 pub type RequestBody = http_body_util::combinators::BoxBody<bytes::Bytes, hyper::Error>;
@@ -50,6 +65,74 @@ pub fn client(verify_tls: bool) -> UpstreamClient {
         .pool_idle_timeout(std::time::Duration::from_secs(30))
         .pool_max_idle_per_host(256)
         .build(https)
+}
+
+/// Phase "upstream request": the client's request as the target gets it at `url` (URI, version,
+/// headers; `identity`: the page is asked for uncompressed).
+pub fn upstream_request(
+    mut parts: http::request::Parts,
+    url: &str,
+    local_host: &str,
+    identity: bool,
+    config: &ProxyConfig,
+) -> Result<http::request::Parts, ProxyError> {
+    parts.uri = Uri::try_from(url)
+        .map_err(|e| ProxyError::Upstream { url: url.to_string(), reason: format!("invalid upstream URL: {e}") })?;
+    parts.version = http::Version::HTTP_11;
+    headers::to_upstream(&mut parts.headers, config, local_host, false);
+    if identity {
+        parts.headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+    }
+    Ok(parts)
+}
+
+/// Phase "send": the request to the target, waiting at most `timeout` for its answer's headers. A
+/// body-less GET/HEAD/OPTIONS that fails before any answer is tried once more, on a fresh connection.
+pub async fn send(
+    client: &UpstreamClient,
+    parts: http::request::Parts,
+    body: Incoming,
+    timeout: Duration,
+) -> Result<Response<Incoming>, String> {
+    let retryable = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) && body.is_end_stream();
+    let request = Request::from_parts(parts.clone(), body.boxed());
+    let exchange = async {
+        match client.request(request).await {
+            // Typically a pooled connection the upstream closed just as we reused it: like nginx,
+            // try a request without a body once more, on a fresh connection.
+            Err(e) if retryable && !e.is_connect() => {
+                let empty = Empty::<Bytes>::new().map_err(|never| match never {}).boxed();
+                client.request(Request::from_parts(parts, empty)).await
+            }
+            other => other,
+        }
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(Ok(response)) => Ok(response),
+        Ok(Err(e)) => Err(describe(&e)),
+        Err(_) => Err(format!("no response within {} ms (upstreamTimeoutMs)", timeout.as_millis())),
+    }
+}
+
+/// A byte stream to the target, plain or TLS.
+pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+/// A connection of its own to the target, for a WebSocket tunnel (never pooled).
+pub async fn dial(target: &Target, tls: &Arc<ClientConfig>) -> Result<Box<dyn Stream>, String> {
+    let host = target.host.trim_start_matches('[').trim_end_matches(']');
+    let tcp = TcpStream::connect((host, target.port)).await.map_err(|e| format!("connect failed: {e}"))?;
+    let _ = tcp.set_nodelay(true);
+    if target.scheme == Scheme::Http {
+        return Ok(Box::new(tcp));
+    }
+    let name =
+        rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| format!("invalid TLS name: {e}"))?;
+    let tls = tokio_rustls::TlsConnector::from(tls.clone())
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS handshake failed: {}", describe(&e)))?;
+    Ok(Box::new(tls))
 }
 
 /// Why the upstream could not be reached, with the underlying causes (refused, DNS, certificate...).

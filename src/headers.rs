@@ -137,6 +137,26 @@ pub fn to_client(headers: &mut HeaderMap, status: StatusCode, config: &ProxyConf
     }
 }
 
+/// The headers of a response whose body is rewritten here: its length, ranges and digest no longer
+/// hold, and it goes out in `encoding` (varying with `Accept-Encoding` when compressed).
+pub fn for_rewritten_body(headers: &mut HeaderMap, encoding: codec::Encoding) {
+    headers.remove(header::CONTENT_LENGTH);
+    headers.remove(header::ACCEPT_RANGES);
+    headers.remove("content-md5");
+    if encoding == codec::Encoding::Identity {
+        headers.remove(header::CONTENT_ENCODING);
+        return;
+    }
+    headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding.token()));
+    let varies = headers
+        .get_all(header::VARY)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.to_ascii_lowercase().contains("accept-encoding") || v.contains('*')));
+    if !varies {
+        headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    }
+}
+
 /// A URL on the target (absolute or protocol-relative) moved to the proxy's origin.
 fn target_url_to_local(url: &str, target: &Target, local_host: &str) -> Option<String> {
     let rest =

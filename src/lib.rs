@@ -13,9 +13,12 @@ pub mod config;
 pub mod error;
 pub mod forward;
 pub mod headers;
+pub mod pages;
+mod proxy;
 pub mod rewrite;
 pub mod security;
 pub mod server;
+mod state;
 pub mod stats;
 pub mod websocket;
 

@@ -3,7 +3,11 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use crate::config::{normalize_origin, AllowedHosts, Target};
+use http::header::{self, HeaderValue};
+use http::{Method, Request};
+
+use crate::config::{normalize_origin, AllowedHosts, ProxyConfig, Target};
+use crate::pages::ProxyError;
 
 /// The host name of a `Host` value or request authority: lower-case, without port, IPv6 brackets
 /// or final dot. `None` when it is not an authority (then it is refused).
@@ -93,6 +97,79 @@ pub fn origin_allowed(
     // The same scheme on the proxy's authority, serialised the same way.
     let own = |authority: &str| normalize_origin(&format!("{scheme}://{authority}")).is_some_and(|o| o == origin);
     request_host.is_some_and(own) || own(&local_addr.to_string())
+}
+
+/// Phase "request filter": what the proxy refuses before anything is forwarded. Ambiguous framings
+/// (request smuggling), `CONNECT`, absolute-form requests for other hosts (no open proxy), HTTP/1.1
+/// without `Host`, and a `Host` not in `allowedHosts` (DNS rebinding).
+pub(crate) fn request_filter<B>(req: &Request<B>, local_addr: SocketAddr, hosts: &HostGuard) -> Result<(), ProxyError> {
+    if let Some(reason) = smuggling_risk(req.headers()) {
+        return Err(ProxyError::AmbiguousFraming(reason));
+    }
+    if req.method() == Method::CONNECT {
+        return Err(ProxyError::Connect);
+    }
+    if let Some(authority) = req.uri().authority() {
+        // Absolute-form is only accepted for the proxy itself: it is no forward proxy.
+        let own = [local_addr.to_string(), format!("localhost:{}", local_addr.port())];
+        if !own.iter().any(|name| authority.as_str().eq_ignore_ascii_case(name)) {
+            return Err(ProxyError::ForeignAuthority);
+        }
+    }
+    // DNS rebinding: a page whose name now resolves here sends its own name as Host. Browsers always
+    // send Host, so a request without one cannot be such a page: HTTP/1.0 tools are let through,
+    // HTTP/1.1 requires Host (RFC 9112 §3.2), which hyper does not enforce.
+    if req.version() == http::Version::HTTP_11
+        && req.uri().authority().is_none()
+        && !req.headers().contains_key(header::HOST)
+    {
+        return Err(ProxyError::MissingHost);
+    }
+    let authority = req.uri().authority().map(|a| a.as_str().to_string());
+    let names = req.headers().get_all(header::HOST).iter().map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned());
+    match authority.into_iter().chain(names).find(|h| !hosts.allows_authority(h)) {
+        Some(host) => Err(ProxyError::HostNotAllowed { name: host_name(&host).unwrap_or_else(|| host.clone()), host }),
+        None => Ok(()),
+    }
+}
+
+/// Cross-site WebSocket hijacking: WebSockets are not bound by CORS, so an upgrade's `Origin` is
+/// checked here (see [`origin_allowed`]). No `Origin`: not a browser page.
+pub(crate) fn websocket_filter<B>(
+    req: &Request<B>,
+    local_addr: SocketAddr,
+    config: &ProxyConfig,
+    hosts: &HostGuard,
+) -> Result<(), ProxyError> {
+    let request_host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok());
+    let refused = req.headers().get_all(header::ORIGIN).iter().find(|origin| {
+        !origin.to_str().is_ok_and(|origin| {
+            origin_allowed(origin, request_host, local_addr, &config.target, &config.allowed_origins, hosts)
+        })
+    });
+    match refused {
+        Some(origin) => Err(ProxyError::OriginNotAllowed(String::from_utf8_lossy(origin.as_bytes()).into_owned())),
+        None => Ok(()),
+    }
+}
+
+/// Request framings that two HTTP parsers may read differently (request smuggling), refused rather
+/// than forwarded. hyper has already refused a Transfer-Encoding that does not end in `chunked` and
+/// differing Content-Lengths; it resolves Content-Length + Transfer-Encoding as RFC 9112 §6.3 says
+/// (chunked wins, the length is dropped, the connection closes after the answer). What is left to
+/// catch here is what it passes on as it came.
+fn smuggling_risk(headers: &http::HeaderMap) -> Option<&'static str> {
+    let codings = headers.get_all(header::TRANSFER_ENCODING).iter().count();
+    if codings > 1 || headers.get(header::TRANSFER_ENCODING).is_some_and(|v| v.as_bytes() != b"chunked") {
+        return Some("a Transfer-Encoding other than exactly one `chunked`\n");
+    }
+    let mut lengths = headers.get_all(header::CONTENT_LENGTH).iter();
+    let digits_only = |v: &HeaderValue| !v.is_empty() && v.as_bytes().iter().all(u8::is_ascii_digit);
+    match (lengths.next(), lengths.next()) {
+        (Some(_), Some(_)) => Some("more than one Content-Length header\n"),
+        (Some(length), None) if !digits_only(length) => Some("a Content-Length that is not a plain number\n"),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

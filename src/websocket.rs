@@ -10,13 +10,12 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Empty;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpStream;
 
 use crate::body::{ProxyBody, UpstreamBody};
-use crate::config::Scheme;
+use crate::forward;
 use crate::headers;
-use crate::server::{bad_gateway, Phase, Shared};
+use crate::pages::ProxyError;
+use crate::state::{Phase, Shared};
 
 pub fn is_upgrade<B>(req: &Request<B>) -> bool {
     let has_token = |name: header::HeaderName, token: &str| {
@@ -29,27 +28,13 @@ pub fn is_upgrade<B>(req: &Request<B>) -> bool {
     has_token(header::CONNECTION, "upgrade") && has_token(header::UPGRADE, "websocket")
 }
 
-trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
-
-async fn connect(shared: &Shared) -> Result<Box<dyn Stream>, String> {
-    let target = &shared.config.target;
-    let host = target.host.trim_start_matches('[').trim_end_matches(']');
-    let tcp = TcpStream::connect((host, target.port)).await.map_err(|e| format!("connect failed: {e}"))?;
-    let _ = tcp.set_nodelay(true);
-    if target.scheme == Scheme::Http {
-        return Ok(Box::new(tcp));
-    }
-    let name =
-        rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| format!("invalid TLS name: {e}"))?;
-    let tls = tokio_rustls::TlsConnector::from(shared.websocket_tls.clone())
-        .connect(name, tcp)
-        .await
-        .map_err(|e| format!("TLS handshake failed: {}", crate::forward::describe(&e)))?;
-    Ok(Box::new(tls))
-}
-
-pub(crate) async fn tunnel(shared: Arc<Shared>, mut req: Request<Incoming>, local_host: &str) -> Response<ProxyBody> {
+/// Phase "send" for an upgrade: the handshake to the target on a connection of its own, then the
+/// tunnel. A failure before the target answers is an error page, like any other request's.
+pub(crate) async fn tunnel(
+    shared: Arc<Shared>,
+    mut req: Request<Incoming>,
+    local_host: &str,
+) -> Result<Response<ProxyBody>, ProxyError> {
     let config = &shared.config;
     let url = format!("{}{}", config.target.origin(), req.uri().path_and_query().map_or("/", |p| p.as_str()));
     let client_upgrade = hyper::upgrade::on(&mut req);
@@ -60,27 +45,24 @@ pub(crate) async fn tunnel(shared: Arc<Shared>, mut req: Request<Incoming>, loca
         Some(parts.uri.path_and_query().cloned().unwrap_or_else(|| PathAndQuery::from_static("/")));
     parts.uri = match http::Uri::from_parts(origin_form) {
         Ok(uri) => uri,
-        Err(e) => return bad_gateway(&shared, &url, &format!("invalid upstream URL: {e}")),
+        Err(e) => return Err(ProxyError::Upstream { url, reason: format!("invalid upstream URL: {e}") }),
     };
-    let io = match connect(&shared).await {
-        Ok(io) => io,
-        Err(reason) => return bad_gateway(&shared, &url, &reason),
-    };
-    let (mut sender, conn) = match hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(io)).await {
-        Ok(pair) => pair,
-        Err(e) => return bad_gateway(&shared, &url, &crate::forward::describe(&e)),
-    };
+    let failed = |reason: String| ProxyError::Upstream { url: url.clone(), reason };
+    let io = forward::dial(&config.target, &shared.websocket_tls).await.map_err(failed)?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(io))
+        .await
+        .map_err(|e| failed(forward::describe(&e)))?;
     tokio::spawn(conn.with_upgrades());
-    let mut response = match sender.send_request(Request::from_parts(parts, Empty::new())).await {
-        Ok(response) => response,
-        Err(e) => return bad_gateway(&shared, &url, &crate::forward::describe(&e)),
-    };
+    let mut response = sender
+        .send_request(Request::from_parts(parts, Empty::new()))
+        .await
+        .map_err(|e| failed(forward::describe(&e)))?;
     if response.status() != StatusCode::SWITCHING_PROTOCOLS {
         // The upstream refused the upgrade: pass its answer on as is.
         let (mut head, body) = response.into_parts();
         headers::to_client(&mut head.headers, head.status, config, local_host);
         let upstream = UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), url);
-        return Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream });
+        return Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }));
     }
     let upstream_upgrade = hyper::upgrade::on(&mut response);
     let (mut head, _) = response.into_parts();
@@ -100,5 +82,5 @@ pub(crate) async fn tunnel(shared: Arc<Shared>, mut req: Request<Incoming>, loca
             _ = phase.wait_for(|&p| p == Phase::Cut) => {}
         }
     });
-    Response::from_parts(head, ProxyBody::Full(None))
+    Ok(Response::from_parts(head, ProxyBody::Full(None)))
 }
