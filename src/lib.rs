@@ -1,11 +1,11 @@
 //! devproxy-native: a streaming, rewriting dev reverse proxy.
 //!
 //! The core (everything but `binding`) knows nothing about Node: it is tested with `cargo test
-//! --no-default-features` and benchmarked with criterion. Request flow, one module per step:
-//! [`server`] accepts → [`headers`] rewrites request headers → [`forward`] sends upstream →
-//! [`headers`] rewrites response headers → [`body`] decides and runs the body pipeline
-//! ([`codec`] decode → [`rewrite`] rules → [`codec`] encode). [`websocket`] tunnels upgrades; [`security`] decides
-//! which `Host` and WebSocket `Origin` the proxy accepts.
+//! --no-default-features` and benchmarked with criterion. [`server`] accepts; `proxy` runs each
+//! request through the phases, one module each: request filter ([`security`]) → upstream request and
+//! send ([`forward`]) → response headers ([`headers`]) → body plan and pipeline ([`body`]: [`codec`]
+//! decode → [`rewrite`] rules → [`codec`] encode) → respond. [`websocket`] tunnels upgrades; a failure
+//! is a [`pages::ProxyError`], rendered in [`pages`]; `state` holds what a server's requests share.
 
 pub mod body;
 pub mod codec;
