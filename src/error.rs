@@ -2,7 +2,20 @@
 
 use std::net::SocketAddr;
 
-use crate::rewrite::js_regex::JsRegexError;
+/// A JavaScript `RegExp` that the translator rejects: invalid in JavaScript, or a feature the engine cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsRegexError {
+    /// A feature a non-backtracking engine cannot run, or that we do not support.
+    #[error("unsupported regex feature: {feature} at offset {offset}{hint}")]
+    Unsupported { feature: String, offset: usize, hint: String },
+    #[error("unsupported regex flag `{0}`")]
+    UnsupportedFlag(char),
+    /// Unknown or repeated flag letters.
+    #[error("invalid regex flags `{0}`")]
+    InvalidFlags(String),
+    #[error("invalid regex: {message} at offset {offset}")]
+    Syntax { message: String, offset: usize },
+}
 
 /// A rule that cannot be compiled.
 #[derive(Debug, thiserror::Error)]

@@ -14,7 +14,7 @@
 
 use memchr::memmem;
 
-use super::stream::{utf8_width, Next};
+use super::hay::{utf8_width, Next};
 
 /// Bytes that may stand before the host in a match: `https:\/\/` is the longest.
 const MAX_LEAD: usize = 10;

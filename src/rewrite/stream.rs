@@ -11,9 +11,15 @@ use regex_automata::util::captures::Captures;
 use regex_automata::util::start;
 use regex_automata::{Anchored, Input, PatternID, Span};
 
+use super::hay::{is_continuation, utf8_width, Hay, Next};
+use super::replacement::{ReplaceCall, Replacement, Utf16Counter};
+use super::rule::{Dfa, Engine, Rule};
+use super::search::{Attempt, RegexSearch};
 use super::sweep::Sweep;
-use super::{Candidates, Dfa, Engine, RegexRule, ReplaceCall, Replacement, Rule, Utf16Counter};
 use crate::error::ReplaceError;
+
+/// Default cap on the bytes one pending match may hold back (`maxMatchBytes`).
+pub const DEFAULT_MAX_MATCH_BYTES: usize = 64 * 1024;
 
 /// A set of rules applied to one body, chunk by chunk.
 pub struct Rewriter {
@@ -106,23 +112,6 @@ pub fn rewrite_bytes(
     Ok(out)
 }
 
-/// The bytes a stage searches, and the byte before them (`None` at the start of the body), which
-/// `\b` and `^` look at.
-#[derive(Clone, Copy)]
-pub(super) struct Hay<'a> {
-    pub(super) bytes: &'a [u8],
-    pub(super) before: Option<u8>,
-}
-
-impl Hay<'_> {
-    pub(super) fn look_behind(&self, at: usize) -> Option<u8> {
-        match at.checked_sub(1) {
-            Some(i) => Some(self.bytes[i]),
-            None => self.before,
-        }
-    }
-}
-
 /// One rule's streaming state.
 struct Stage {
     rule: Rule,
@@ -148,16 +137,6 @@ struct Stage {
     abandoned: u64,
 }
 
-enum Attempt {
-    /// A final match ending here.
-    Match(usize),
-    NoMatch,
-    /// Still alive at the end of the data: more input decides.
-    Alive,
-    /// Alive after `max_match` bytes: given up on, its bytes stay as they are.
-    Abandoned,
-}
-
 enum Scan {
     /// The leftmost match is final and ends at `end`; the scan stopped at `died`.
     Match {
@@ -167,18 +146,6 @@ enum Scan {
     NoMatch,
     /// The data ends while a match may still start or grow.
     Undecided,
-}
-
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Next {
-    Match {
-        start: usize,
-        end: usize,
-    },
-    /// No match can start before this position; bytes from it on are held back.
-    Pending(usize),
-    /// No match in the data seen so far can start anywhere (or, at the end, no match at all).
-    Exhausted,
 }
 
 impl Stage {
@@ -379,15 +346,8 @@ impl Stage {
     }
 }
 
-/// One search of a regex rule over a stage's hay.
-#[derive(Clone, Copy)]
-pub(super) struct RegexSearch<'a> {
-    pub(super) re: &'a RegexRule,
-    pub(super) hay: Hay<'a>,
-    pub(super) last: bool,
-    pub(super) max_match: usize,
-}
-
+// The stage's own search: an unanchored scan, then the reverse DFA for the start, and for data that ends
+// inside a possible match the prefix DFA, single attempts or the sweep.
 impl RegexSearch<'_> {
     fn next_match(&self, from: usize, abandoned: &mut u64) -> Next {
         let hay = self.hay;
@@ -552,73 +512,6 @@ impl RegexSearch<'_> {
     fn sweep(&self, from: usize, abandoned: &mut u64) -> Next {
         Sweep::default().first_viable(self, from, abandoned)
     }
-
-    /// The smallest position at or after `from` where a match may start, given the data so far.
-    pub(super) fn next_candidate(&self, from: usize) -> Option<usize> {
-        let hay = self.hay.bytes;
-        let len = hay.len();
-        match &self.re.candidates {
-            Candidates::Every => Some(from),
-            Candidates::Prefix(pre) => {
-                // A literal cut by the end of the data shows only as a partial prefix.
-                let tail = len.saturating_sub(pre.max_needle_len().saturating_sub(1)).max(from);
-                let hit = (from < len).then(|| pre.find(hay, Span::from(from..len))).flatten().map(|s| s.start);
-                match hit {
-                    Some(h) => Some(h.min(tail)),
-                    None => (tail < len).then_some(tail),
-                }
-            }
-        }
-    }
-
-    /// Runs the anchored DFA from `at` over the data held.
-    fn attempt(&self, at: usize, steps: &mut usize) -> Attempt {
-        let (re, last) = (self.re, self.last);
-        let dfa = &re.dfa;
-        let Some(mut state) = re.anchored_starts.get(self.hay.look_behind(at)) else { return Attempt::NoMatch };
-        let hay = self.hay.bytes;
-        // One byte past the cap: DFA matches are reported a byte late.
-        let limit = at.saturating_add(self.max_match).saturating_add(1);
-        let end = hay.len().min(limit);
-        let mut found = None;
-        for (i, &byte) in hay[at..end].iter().enumerate() {
-            state = dfa.next_state(state, byte);
-            if dfa.is_special_state(state) {
-                if dfa.is_match_state(state) {
-                    found = Some(at + i);
-                } else if dfa.is_dead_state(state) || dfa.is_quit_state(state) {
-                    *steps += i + 1;
-                    return found.map_or(Attempt::NoMatch, Attempt::Match);
-                }
-            }
-        }
-        *steps += end - at;
-        if end == limit {
-            return Attempt::Abandoned;
-        }
-        if !last {
-            return Attempt::Alive;
-        }
-        state = dfa.next_eoi_state(state);
-        if dfa.is_match_state(state) {
-            found = Some(hay.len());
-        }
-        found.map_or(Attempt::NoMatch, Attempt::Match)
-    }
-}
-
-pub(super) fn is_continuation(byte: u8) -> bool {
-    (0x80..0xC0).contains(&byte)
-}
-
-/// Bytes in the UTF-8 character starting with `byte` (1 for bytes that start none).
-pub(super) fn utf8_width(byte: u8) -> usize {
-    match byte {
-        0xC2..=0xDF => 2,
-        0xE0..=0xEF => 3,
-        0xF0..=0xF4 => 4,
-        _ => 1,
-    }
 }
 
 /// The first viable start from `from`, found three ways: by trying every candidate in turn (the
@@ -626,7 +519,7 @@ pub(super) fn utf8_width(byte: u8) -> usize {
 /// (unanchored scan, then the prefix DFA or the sweep at the end of the data).
 #[cfg(test)]
 pub(super) fn first_viable_three_ways(
-    re: &RegexRule,
+    re: &super::rule::RegexRule,
     bytes: &[u8],
     before: Option<u8>,
     from: usize,

@@ -7,7 +7,7 @@
 //! same future, so they are merged into one group and stepped once: each byte costs one step per
 //! distinct live state, not one per start.
 //!
-//! A start's outcome is the anchored run's, as [`super::stream`] defines it: a match (the last match
+//! A start's outcome is the anchored run's, as [`super::search`] defines it: a match (the last match
 //! state seen before the run died, or at the end of the body), no match, still alive at the end of the
 //! data, or abandoned once alive after `max_match + 1` bytes. The answer is the first start, in order,
 //! that matches or is still alive; abandoned starts before it are counted.
@@ -17,8 +17,9 @@ use std::collections::VecDeque;
 use regex_automata::dfa::Automaton;
 use regex_automata::util::primitives::StateID;
 
-use super::stream::{is_continuation, Next, RegexSearch};
-use super::RegexRule;
+use super::hay::{is_continuation, Next};
+use super::rule::RegexRule;
+use super::search::RegexSearch;
 
 /// Runs merged because they reached the same state: a node of a union-find forest. Only a root is
 /// stepped; a member's run is its group's root's run from the time its group joined it.

@@ -6,6 +6,7 @@
 use proptest::prelude::*;
 use regex_automata::{meta, Input};
 
+use super::rule::{group_info, parse, Engine};
 use super::*;
 
 fn text_rule(source: &str, flags: &str, replace: &str) -> Rule {

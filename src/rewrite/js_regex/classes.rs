@@ -1,0 +1,325 @@
+//! Character sets: `[…]` classes, `.`, `\d \s \w`, JavaScript's case folding with and without `u`, and
+//! how a set is written out. Every character matcher becomes an explicit set of code points here, so the
+//! engine's own idea of `\s`, `\w` or `(?i)` never leaks in.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, HirKind};
+
+use super::escapes::{scalar, Escape};
+use super::parser::{syntax, unsupported, Parser, UTF16_HINT};
+use crate::error::JsRegexError;
+
+/// A class the engine accepts that contains no character: matches nothing.
+pub(super) const NEVER: &str = r"[^\x{0}-\x{10FFFF}]";
+
+enum ClassAtom {
+    Char(char),
+    Set(ClassUnicode),
+}
+
+impl Parser<'_> {
+    pub(super) fn class(&mut self) -> Result<(), JsRegexError> {
+        let start = self.pos;
+        self.bump();
+        let negated = self.eat('^');
+        let mut set = ClassUnicode::empty();
+        loop {
+            let atom_start = self.pos;
+            match self.peek() {
+                None => return Err(syntax("unterminated character class", start)),
+                Some(']') => {
+                    self.bump();
+                    break;
+                }
+                Some(_) => {}
+            }
+            let first = self.class_atom()?;
+            if self.peek() != Some('-') || matches!(self.peek_at(1), None | Some(']')) {
+                add_atom(&mut set, first);
+                continue;
+            }
+            let dash = self.pos;
+            self.bump();
+            match (first, self.class_atom()?) {
+                (ClassAtom::Char(a), ClassAtom::Char(b)) => {
+                    if a > b {
+                        return Err(syntax("range out of order in character class", atom_start));
+                    }
+                    set.push(ClassUnicodeRange::new(a, b));
+                }
+                (first, second) => {
+                    if self.flags.unicode {
+                        return Err(syntax("invalid character class", dash));
+                    }
+                    // Annex B: a class escape cannot bound a range, so the
+                    // `-` is a literal.
+                    add_atom(&mut set, first);
+                    add_atom(&mut set, ClassAtom::Char('-'));
+                    add_atom(&mut set, second);
+                }
+            }
+        }
+        // JS folds the members, then inverts (the matcher negates the
+        // case-insensitive membership test).
+        self.apply_ignore_case(&mut set, start)?;
+        if negated {
+            set.negate();
+        }
+        self.emit_set(&set);
+        Ok(())
+    }
+
+    fn class_atom(&mut self) -> Result<ClassAtom, JsRegexError> {
+        let start = self.pos;
+        let c = self.peek().expect("caller checked for end of pattern");
+        if c == '\\' {
+            return Ok(match self.escape(true)? {
+                Escape::Char(cp) => ClassAtom::Char(scalar(cp, start)?),
+                Escape::Set(set) => ClassAtom::Set(set),
+                Escape::Backslash => ClassAtom::Char('\\'),
+            });
+        }
+        self.bump();
+        if !self.flags.unicode && is_astral(c) {
+            // JS would put each UTF-16 half in the class on its own.
+            return Err(unsupported("astral character in a character class without the `u` flag", start, UTF16_HINT));
+        }
+        Ok(ClassAtom::Char(c))
+    }
+
+    /// `\d \D \s \S \w \W` with JavaScript's (ASCII, explicit) meaning.
+    pub(super) fn class_escape_set(&self, c: char) -> ClassUnicode {
+        let mut set = match c.to_ascii_lowercase() {
+            'd' => ranges(&[('0', '9')]),
+            's' => ranges(JS_WHITESPACE),
+            _ => {
+                let mut word = ranges(&[('0', '9'), ('A', 'Z'), ('_', '_'), ('a', 'z')]);
+                // With `iu`, JS adds the characters whose case folding is an
+                // ASCII word character: ſ (U+017F) and K (U+212A).
+                if self.flags.unicode && self.flags.ignore_case {
+                    word.union(&ranges(&[('\u{17F}', '\u{17F}'), ('\u{212A}', '\u{212A}')]));
+                }
+                word
+            }
+        };
+        if c.is_ascii_uppercase() {
+            set.negate();
+        }
+        set
+    }
+
+    pub(super) fn dot_set(&self) -> ClassUnicode {
+        let mut set = ranges(JS_LINE_TERMINATORS);
+        if self.flags.dot_all {
+            set = ClassUnicode::empty();
+        }
+        set.negate();
+        set
+    }
+
+    /// With the `i` flag, widens `set` to every character JS would consider
+    /// equal to a member (JS Canonicalize; differs with and without `u`).
+    pub(super) fn apply_ignore_case(&self, set: &mut ClassUnicode, offset: usize) -> Result<(), JsRegexError> {
+        if !self.flags.ignore_case {
+            return Ok(());
+        }
+        if self.flags.unicode {
+            // `u` mode canonicalizes with simple case folding, which is what
+            // the engine's tables hold.
+            set.try_case_fold_simple().map_err(|_| {
+                unsupported(
+                    "case-insensitive matching",
+                    offset,
+                    " (regex-syntax was built without Unicode case tables)",
+                )
+            })
+        } else {
+            legacy_case_closure(set);
+            Ok(())
+        }
+    }
+
+    pub(super) fn emit_char(&mut self, c: char, offset: usize) -> Result<(), JsRegexError> {
+        if self.flags.ignore_case {
+            let mut set = ranges(&[(c, c)]);
+            self.apply_ignore_case(&mut set, offset)?;
+            self.emit_set(&set);
+        } else {
+            push_literal(&mut self.out, c);
+        }
+        Ok(())
+    }
+
+    /// Emits a set as a single engine atom, writing every class member as
+    /// `\x{…}` so the engine's class syntax (`&&`, `--`, `~~`, `[`) never
+    /// applies.
+    pub(super) fn emit_set(&mut self, set: &ClassUnicode) {
+        let ranges = set.ranges();
+        match ranges {
+            [] => self.out.push_str(NEVER),
+            [r] if r.start() == r.end() => push_literal(&mut self.out, r.start()),
+            [r] if r.start() == '\0' && r.end() == char::MAX => self.out.push_str("(?s:.)"),
+            _ => {
+                let mut complement = set.clone();
+                complement.negate();
+                let (open, body) =
+                    if complement.ranges().len() < ranges.len() { ("[^", complement.ranges()) } else { ("[", ranges) };
+                self.out.push_str(open);
+                for r in body {
+                    push_hex(&mut self.out, r.start());
+                    if r.end() as u32 > r.start() as u32 + 1 {
+                        self.out.push('-');
+                    }
+                    if r.end() != r.start() {
+                        push_hex(&mut self.out, r.end());
+                    }
+                }
+                self.out.push(']');
+            }
+        }
+    }
+}
+
+fn add_atom(set: &mut ClassUnicode, atom: ClassAtom) {
+    match atom {
+        ClassAtom::Char(c) => set.push(ClassUnicodeRange::new(c, c)),
+        ClassAtom::Set(other) => set.union(&other),
+    }
+}
+
+pub(super) fn is_astral(c: char) -> bool {
+    c as u32 > 0xFFFF
+}
+
+fn ranges(pairs: &[(char, char)]) -> ClassUnicode {
+    ClassUnicode::new(pairs.iter().map(|&(a, b)| ClassUnicodeRange::new(a, b)))
+}
+
+pub(super) fn class_contains(set: &ClassUnicode, c: char) -> bool {
+    set.ranges()
+        .binary_search_by(|r| {
+            if r.end() < c {
+                std::cmp::Ordering::Less
+            } else if r.start() > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// The class the engine builds for `pattern` (a lone `\p{…}`), if any.
+pub(super) fn parse_class(pattern: &str) -> Option<ClassUnicode> {
+    match regex_syntax::Parser::new().parse(pattern).ok()?.into_kind() {
+        HirKind::Class(Class::Unicode(set)) => Some(set),
+        // A one-character property such as `Zl` comes back as a literal.
+        HirKind::Literal(lit) => {
+            let mut chars = std::str::from_utf8(&lit.0).ok()?.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) => Some(ranges(&[(c, c)])),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// A literal outside a class: meta characters escaped, anything invisible or
+/// unusual as `\x{…}` so the emitted pattern stays readable.
+fn push_literal(out: &mut String, c: char) {
+    if regex_syntax::is_meta_character(c) {
+        out.push('\\');
+        out.push(c);
+    } else if c.is_ascii_graphic() || c == ' ' || (!c.is_ascii() && c.is_alphanumeric()) {
+        out.push(c);
+    } else {
+        push_hex(out, c);
+    }
+}
+
+fn push_hex(out: &mut String, c: char) {
+    out.push_str(&format!("\\x{{{:X}}}", c as u32));
+}
+
+/// JS LineTerminator: what `.` (without `s`) does not match.
+const JS_LINE_TERMINATORS: &[(char, char)] = &[('\n', '\n'), ('\r', '\r'), ('\u{2028}', '\u{2029}')];
+
+/// JS WhiteSpace and LineTerminator, i.e. `\s`. Not the engine's `\s`, which
+/// lacks U+FEFF and has U+0085.
+const JS_WHITESPACE: &[(char, char)] = &[
+    ('\t', '\r'),
+    (' ', ' '),
+    ('\u{A0}', '\u{A0}'),
+    ('\u{1680}', '\u{1680}'),
+    ('\u{2000}', '\u{200A}'),
+    ('\u{2028}', '\u{2029}'),
+    ('\u{202F}', '\u{202F}'),
+    ('\u{205F}', '\u{205F}'),
+    ('\u{3000}', '\u{3000}'),
+    ('\u{FEFF}', '\u{FEFF}'),
+];
+
+/// JS Canonicalize without `u` (ES2024 22.2.2.7.3): the upper case if it is a
+/// single UTF-16 code unit, except that nothing non-ASCII maps into ASCII
+/// (so `ſ` and the Kelvin sign stay apart from `s` and `k`).
+fn legacy_canonicalize(c: char) -> char {
+    if is_astral(c) {
+        // Seen as two surrogates, which have no case.
+        return c;
+    }
+    let mut upper = c.to_uppercase();
+    match (upper.next(), upper.next()) {
+        (Some(u), None) if !is_astral(u) && (c.is_ascii() || !u.is_ascii()) => u,
+        _ => c,
+    }
+}
+
+/// Groups of BMP characters that share a non-`u` canonical form (only groups
+/// of two or more), and each member's group.
+struct LegacyCaseTable {
+    groups: Vec<Vec<char>>,
+    group_of: HashMap<char, usize>,
+}
+
+fn legacy_case_table() -> &'static LegacyCaseTable {
+    static TABLE: OnceLock<LegacyCaseTable> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut by_canon: HashMap<char, Vec<char>> = HashMap::new();
+        for c in (0..=0xFFFF).filter_map(char::from_u32) {
+            by_canon.entry(legacy_canonicalize(c)).or_default().push(c);
+        }
+        let mut groups: Vec<Vec<char>> = by_canon.into_values().filter(|g| g.len() > 1).collect();
+        groups.sort();
+        let group_of = groups.iter().enumerate().flat_map(|(i, g)| g.iter().map(move |&c| (c, i))).collect();
+        LegacyCaseTable { groups, group_of }
+    })
+}
+
+/// Adds to `set` every character with the same non-`u` canonical form as a
+/// member.
+fn legacy_case_closure(set: &mut ClassUnicode) {
+    let table = legacy_case_table();
+    let size: u64 = set.ranges().iter().map(|r| u64::from(r.end() as u32 - r.start() as u32) + 1).sum();
+    let mut hits = Vec::new();
+    if size <= table.groups.len() as u64 {
+        for r in set.ranges() {
+            for c in (r.start() as u32..=r.end() as u32).filter_map(char::from_u32) {
+                hits.extend(table.group_of.get(&c).copied());
+            }
+        }
+    } else {
+        hits.extend((0..table.groups.len()).filter(|&i| table.groups[i].iter().any(|&c| class_contains(set, c))));
+    }
+    let extra: Vec<ClassUnicodeRange> = hits
+        .into_iter()
+        .flat_map(|i| &table.groups[i])
+        .filter(|&&c| !class_contains(set, c))
+        .map(|&c| ClassUnicodeRange::new(c, c))
+        .collect();
+    if !extra.is_empty() {
+        set.union(&ClassUnicode::new(extra));
+    }
+}

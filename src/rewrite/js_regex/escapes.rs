@@ -1,0 +1,310 @@
+//! Escape sequences (`\n`, `\x41`, `\u{…}`, `\d`, `\p{…}`, octal and identity escapes), with the Annex B
+//! readings JavaScript gives them without the `u` flag, and the property names `\p{…}` accepts.
+
+use regex_syntax::hir::ClassUnicode;
+
+use super::classes::{is_astral, parse_class};
+use super::groups::parse_group_name;
+use super::parser::{syntax, unsupported, Parser, ENGINE_HINT, SURROGATE_HINT};
+use crate::error::JsRegexError;
+
+/// What an escape sequence stands for.
+pub(super) enum Escape {
+    /// One code point; may be a lone surrogate, which callers must reject.
+    Char(u32),
+    /// A set of characters (`\d`, `\p{L}`, …).
+    Set(ClassUnicode),
+    /// Annex B: `\c` not followed by a control letter is a literal `\`, and
+    /// the `c` is parsed again as what follows.
+    Backslash,
+}
+
+impl Parser<'_> {
+    /// An escape outside a class (`\b`/`\B` are handled by the caller).
+    /// Returns whether it produced an astral character in non-`u` mode.
+    pub(super) fn atom_escape(&mut self) -> Result<bool, JsRegexError> {
+        let start = self.pos;
+        match self.escape(false)? {
+            Escape::Char(cp) => {
+                let c = scalar(cp, start)?;
+                self.emit_char(c, start)?;
+                Ok(!self.flags.unicode && is_astral(c))
+            }
+            Escape::Set(mut set) => {
+                self.apply_ignore_case(&mut set, start)?;
+                self.emit_set(&set);
+                Ok(false)
+            }
+            Escape::Backslash => {
+                self.emit_char('\\', start)?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// Parses the escape at the current `\`.
+    pub(super) fn escape(&mut self, in_class: bool) -> Result<Escape, JsRegexError> {
+        let start = self.pos;
+        let unicode = self.flags.unicode;
+        self.bump();
+        let Some(c) = self.peek() else {
+            return Err(syntax("`\\` at end of pattern", start));
+        };
+        let simple = |value: char| Ok(Escape::Char(value as u32));
+        match c {
+            'd' | 'D' | 's' | 'S' | 'w' | 'W' => {
+                self.bump();
+                Ok(Escape::Set(self.class_escape_set(c)))
+            }
+            'p' | 'P' if unicode => {
+                self.bump();
+                self.property_escape(start, c == 'P').map(Escape::Set)
+            }
+            'f' | 'n' | 'r' | 't' | 'v' => {
+                self.bump();
+                let value = match c {
+                    'f' => 0x0C,
+                    'n' => 0x0A,
+                    'r' => 0x0D,
+                    't' => 0x09,
+                    _ => 0x0B,
+                };
+                Ok(Escape::Char(value))
+            }
+            // Inside a class `\b` is backspace.
+            'b' if in_class => {
+                self.bump();
+                Ok(Escape::Char(0x08))
+            }
+            'c' => match self.peek_at(1) {
+                Some(l) if l.is_ascii_alphabetic() => {
+                    self.pos += 2;
+                    Ok(Escape::Char(l as u32 % 32))
+                }
+                // Annex B ClassControlLetter.
+                Some(l) if in_class && !unicode && (l.is_ascii_digit() || l == '_') => {
+                    self.pos += 2;
+                    Ok(Escape::Char(l as u32 % 32))
+                }
+                _ if unicode => Err(syntax("invalid unicode escape", start)),
+                _ => Ok(Escape::Backslash),
+            },
+            '0' if !self.peek_at(1).is_some_and(|d| d.is_ascii_digit()) => {
+                self.bump();
+                Ok(Escape::Char(0))
+            }
+            '0'..='9' => self.decimal_escape(start, in_class),
+            'x' => {
+                self.bump();
+                match self.hex_digits(2) {
+                    Some(value) => Ok(Escape::Char(value)),
+                    None if unicode => Err(syntax("invalid escape", start)),
+                    // Annex B identity escape.
+                    None => simple('x'),
+                }
+            }
+            'u' => {
+                self.bump();
+                match self.unicode_escape(in_class) {
+                    Some(value) => Ok(Escape::Char(value)),
+                    None if unicode => Err(syntax("invalid unicode escape", start)),
+                    // Annex B: `\u` without four hex digits is `u`, so
+                    // `/\u{2}/` is `uu`.
+                    None => simple('u'),
+                }
+            }
+            'k' if unicode || !self.group_names.is_empty() => {
+                if in_class {
+                    return Err(syntax("invalid escape", start));
+                }
+                self.bump();
+                let name = self
+                    .eat('<')
+                    .then(|| parse_group_name(self.src, self.pos))
+                    .flatten()
+                    .ok_or_else(|| syntax("invalid named reference", start))?
+                    .0;
+                if !self.group_names.contains(&name) {
+                    return Err(syntax("invalid named capture referenced", start));
+                }
+                Err(unsupported(format!("backreference \\k<{name}>"), start, ENGINE_HINT))
+            }
+            '-' if in_class && unicode => {
+                self.bump();
+                simple('-')
+            }
+            '^' | '$' | '\\' | '.' | '*' | '+' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|' | '/' => {
+                self.bump();
+                simple(c)
+            }
+            _ if unicode => Err(syntax("invalid escape", start)),
+            // Annex B identity escape: any other character stands for itself.
+            _ => {
+                self.bump();
+                simple(c)
+            }
+        }
+    }
+
+    /// `\1`…`\9…` and `\0` followed by a digit.
+    fn decimal_escape(&mut self, start: usize, in_class: bool) -> Result<Escape, JsRegexError> {
+        let digits_len = self.src[self.pos..].find(|c: char| !c.is_ascii_digit()).unwrap_or(self.src.len() - self.pos);
+        let digits = &self.src[self.pos..self.pos + digits_len];
+        let first = digits.as_bytes()[0];
+        if self.flags.unicode {
+            if first == b'0' {
+                return Err(syntax("invalid decimal escape", start));
+            }
+            if in_class {
+                return Err(syntax("invalid class escape", start));
+            }
+        }
+        if !in_class && first != b'0' {
+            let number = digits.bytes().fold(0u64, |n, d| n.saturating_mul(10).saturating_add(u64::from(d - b'0')));
+            if number <= self.capture_count as u64 {
+                return Err(unsupported(format!("backreference \\{digits}"), start, ENGINE_HINT));
+            }
+            if self.flags.unicode {
+                return Err(syntax("invalid escape", start));
+            }
+        }
+        // Annex B: `\8` and `\9` are identity escapes, the rest legacy octal
+        // (at most three digits, at most 0o377).
+        self.bump();
+        if first >= b'8' {
+            return Ok(Escape::Char(u32::from(first)));
+        }
+        let mut value = u32::from(first - b'0');
+        let max_digits = if first <= b'3' { 3 } else { 2 };
+        for _ in 1..max_digits {
+            match self.peek() {
+                Some(d @ '0'..='7') => {
+                    self.bump();
+                    value = value * 8 + (d as u32 - '0' as u32);
+                }
+                _ => break,
+            }
+        }
+        Ok(Escape::Char(value))
+    }
+
+    /// After `\u`: `\uHHHH` (joining a surrogate pair written as two escapes)
+    /// or, in `u` mode, `\u{H…}`. `None` if no valid escape follows.
+    fn unicode_escape(&mut self, in_class: bool) -> Option<u32> {
+        if self.flags.unicode && self.peek() == Some('{') {
+            let start = self.pos;
+            self.bump();
+            let len = self.src[self.pos..].find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(self.src.len() - self.pos);
+            let value = u32::from_str_radix(&self.src[self.pos..self.pos + len], 16).ok().filter(|&v| v <= 0x10FFFF);
+            self.pos += len;
+            return match value {
+                Some(value) if self.eat('}') => Some(value),
+                _ => {
+                    self.pos = start;
+                    None
+                }
+            };
+        }
+        let high = self.hex_digits(4)?;
+        // In a non-`u` class each escape is one UTF-16 code unit of its own.
+        let pairs = self.flags.unicode || !in_class;
+        if pairs && (0xD800..0xDC00).contains(&high) && self.src[self.pos..].starts_with("\\u") {
+            let save = self.pos;
+            self.pos += 2;
+            match self.hex_digits(4) {
+                Some(low) if (0xDC00..0xE000).contains(&low) => {
+                    return Some(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00));
+                }
+                _ => self.pos = save,
+            }
+        }
+        Some(high)
+    }
+
+    /// Exactly `n` hex digits, consumed only if all are there.
+    fn hex_digits(&mut self, n: usize) -> Option<u32> {
+        let text = self.src.get(self.pos..self.pos + n)?;
+        if !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        self.pos += n;
+        u32::from_str_radix(text, 16).ok()
+    }
+
+    /// `\p{…}` / `\P{…}` in `u` mode, validated against the names JS accepts
+    /// and resolved with the engine's Unicode tables.
+    fn property_escape(&mut self, start: usize, negated: bool) -> Result<ClassUnicode, JsRegexError> {
+        let invalid = || syntax("invalid property name", start);
+        if !self.eat('{') {
+            return Err(invalid());
+        }
+        let len = self.src[self.pos..].find('}').ok_or_else(invalid)?;
+        let body = &self.src[self.pos..self.pos + len];
+        self.pos += len + 1;
+        let word = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        let valid = match body.split_once('=') {
+            Some((name, value)) => match name {
+                "General_Category" | "gc" => GENERAL_CATEGORIES.contains(&value),
+                // Script names are left to the engine's (looser) lookup.
+                "Script" | "sc" | "Script_Extensions" | "scx" => word(value),
+                _ => false,
+            },
+            None => GENERAL_CATEGORIES.contains(&body) || BINARY_PROPERTIES.contains(&body),
+        };
+        if !valid {
+            return Err(invalid());
+        }
+        let general_category = body.strip_prefix("gc=").or(body.strip_prefix("General_Category="));
+        let surrogates = matches!(general_category.unwrap_or(body), "Cs" | "Surrogate");
+        // UTF-8 text has no surrogates, and the engine has no name for them.
+        let mut set = if surrogates { Some(ClassUnicode::empty()) } else { parse_class(&format!("\\p{{{body}}}")) }
+            .ok_or_else(|| {
+                unsupported(
+                    format!("Unicode property \\p{{{body}}}"),
+                    start,
+                    " (the engine's Unicode tables do not have it)",
+                )
+            })?;
+        if negated {
+            set.negate();
+        }
+        Ok(set)
+    }
+}
+
+/// A code point from an escape as a `char`; lone surrogates have no UTF-8 form.
+pub(super) fn scalar(cp: u32, offset: usize) -> Result<char, JsRegexError> {
+    char::from_u32(cp).ok_or_else(|| unsupported(format!("lone surrogate \\u{cp:04X}"), offset, SURROGATE_HINT))
+}
+
+/// General_Category values and aliases JS accepts in `\p{…}`.
+#[rustfmt::skip]
+const GENERAL_CATEGORIES: &[&str] = &[
+    "C", "Cased_Letter", "Cc", "Cf", "Close_Punctuation", "Cn", "Co", "Combining_Mark", "Connector_Punctuation",
+    "Control", "Cs", "Currency_Symbol", "Dash_Punctuation", "Decimal_Number", "Enclosing_Mark", "Final_Punctuation",
+    "Format", "Initial_Punctuation", "L", "LC", "Letter", "Letter_Number", "Line_Separator", "Ll", "Lm", "Lo",
+    "Lowercase_Letter", "Lt", "Lu", "M", "Mark", "Math_Symbol", "Mc", "Me", "Mn", "Modifier_Letter",
+    "Modifier_Symbol", "N", "Nd", "Nl", "No", "Nonspacing_Mark", "Number", "Open_Punctuation", "Other",
+    "Other_Letter", "Other_Number", "Other_Punctuation", "Other_Symbol", "P", "Paragraph_Separator", "Pc", "Pd",
+    "Pe", "Pf", "Pi", "Po", "Private_Use", "Ps", "Punctuation", "S", "Sc", "Separator", "Sk", "Sm", "So",
+    "Space_Separator", "Spacing_Mark", "Surrogate", "Symbol", "Titlecase_Letter", "Unassigned",
+    "Uppercase_Letter", "Z", "Zl", "Zp", "Zs", "cntrl", "digit", "punct",
+];
+
+/// Binary Unicode properties (and aliases) JS accepts in `\p{…}` without `v`.
+#[rustfmt::skip]
+const BINARY_PROPERTIES: &[&str] = &[
+    "ASCII", "ASCII_Hex_Digit", "AHex", "Alphabetic", "Alpha", "Any", "Assigned", "Bidi_Control", "Bidi_C",
+    "Bidi_Mirrored", "Bidi_M", "Case_Ignorable", "CI", "Cased", "Changes_When_Casefolded", "CWCF",
+    "Changes_When_Casemapped", "CWCM", "Changes_When_Lowercased", "CWL", "Changes_When_NFKC_Casefolded", "CWKCF",
+    "Changes_When_Titlecased", "CWT", "Changes_When_Uppercased", "CWU", "Dash", "Default_Ignorable_Code_Point",
+    "DI", "Deprecated", "Dep", "Diacritic", "Dia", "Emoji", "Emoji_Component", "EComp", "Emoji_Modifier", "EMod",
+    "Emoji_Modifier_Base", "EBase", "Emoji_Presentation", "EPres", "Extended_Pictographic", "ExtPict", "Extender",
+    "Ext", "Grapheme_Base", "Gr_Base", "Grapheme_Extend", "Gr_Ext", "Hex_Digit", "Hex", "IDS_Binary_Operator",
+    "IDSB", "IDS_Trinary_Operator", "IDST", "ID_Continue", "IDC", "ID_Start", "IDS", "Ideographic", "Ideo",
+    "Join_Control", "Join_C", "Logical_Order_Exception", "LOE", "Lowercase", "Lower", "Math",
+    "Noncharacter_Code_Point", "NChar", "Pattern_Syntax", "Pat_Syn", "Pattern_White_Space", "Pat_WS",
+    "Quotation_Mark", "QMark", "Radical", "Regional_Indicator", "RI", "Sentence_Terminal", "STerm", "Soft_Dotted",
+    "SD", "Terminal_Punctuation", "Term", "Unified_Ideograph", "UIdeo", "Uppercase", "Upper", "Variation_Selector",
+    "VS", "White_Space", "space", "XID_Continue", "XIDC", "XID_Start", "XIDS",
+];

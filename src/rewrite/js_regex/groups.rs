@@ -1,0 +1,192 @@
+//! Groups: parsing `(…)`, `(?:…)` and `(?<name>…)` (lookarounds and modifiers are refused), and the scan
+//! before parsing that counts groups and collects names, since JavaScript lets `\2` and `\k<name>` refer
+//! forward.
+
+use std::sync::OnceLock;
+
+use regex_syntax::hir::ClassUnicode;
+
+use super::classes::{class_contains, parse_class};
+use super::parser::{syntax, unsupported, Parser, ENGINE_HINT, MAX_NESTING};
+use super::semantics::Shape;
+use crate::error::JsRegexError;
+
+impl Parser<'_> {
+    pub(super) fn group(&mut self) -> Result<Shape, JsRegexError> {
+        let start = self.pos;
+        self.bump();
+        if self.depth == MAX_NESTING {
+            return Err(unsupported(format!("nesting deeper than {MAX_NESTING}"), start, ""));
+        }
+        let capturing = !self.src[self.pos..].starts_with("?:");
+        if self.eat('?') {
+            let lookaround = match (self.peek(), self.peek_at(1)) {
+                (Some(':'), _) => {
+                    self.bump();
+                    self.out.push_str("(?:");
+                    None
+                }
+                (Some('='), _) => Some("lookahead (?="),
+                (Some('!'), _) => Some("negative lookahead (?!"),
+                (Some('<'), Some('=')) => Some("lookbehind (?<="),
+                (Some('<'), Some('!')) => Some("negative lookbehind (?<!"),
+                (Some('<'), _) => {
+                    self.bump();
+                    self.named_group_open(start)?;
+                    None
+                }
+                _ => return Err(self.bad_group(start)),
+            };
+            if let Some(feature) = lookaround {
+                return Err(unsupported(feature, start, ENGINE_HINT));
+            }
+        } else {
+            self.out.push('(');
+        }
+        self.depth += 1;
+        if self.depth > self.deepest.1 {
+            self.deepest = (start, self.depth);
+        }
+        let mut shape = self.disjunction()?;
+        self.depth -= 1;
+        if !self.eat(')') {
+            return Err(syntax("unterminated group", start));
+        }
+        self.out.push(')');
+        shape.captures |= capturing;
+        Ok(shape)
+    }
+
+    fn named_group_open(&mut self, start: usize) -> Result<(), JsRegexError> {
+        let (name, end) =
+            parse_group_name(self.src, self.pos).ok_or_else(|| syntax("invalid capture group name", self.pos))?;
+        if self.defined_names.contains(&name) {
+            return Err(syntax("duplicate capture group name", start));
+        }
+        // The engine takes fewer names than JS (no `$`, no ZWJ/ZWNJ, no
+        // marks); renaming would break `$<name>`, so refuse.
+        let mut chars = name.chars();
+        let engine_ok = chars.next().is_some_and(|c| c == '_' || c.is_alphabetic())
+            && chars.all(|c| c == '_' || c.is_alphanumeric());
+        if !engine_ok {
+            return Err(unsupported(
+                format!("capture group name <{name}>"),
+                start,
+                " (the engine only accepts letters, digits and `_` in names)",
+            ));
+        }
+        self.pos = end;
+        self.out.push_str("(?P<");
+        self.out.push_str(&name);
+        self.out.push('>');
+        self.defined_names.push(name);
+        Ok(())
+    }
+
+    /// `(?` followed by something that is not a JS group. ES2025 modifier
+    /// groups such as `(?i:…)` get their own message.
+    fn bad_group(&self, start: usize) -> JsRegexError {
+        let rest = &self.src[self.pos..];
+        let len = rest.find(|c: char| !matches!(c, 'i' | 'm' | 's' | '-')).unwrap_or(rest.len());
+        let modifiers = &rest[..len];
+        if !modifiers.is_empty() && modifiers.matches('-').count() <= 1 && rest[len..].starts_with(':') {
+            return unsupported(
+                format!("modifiers group (?{modifiers}:"),
+                start,
+                " (ES2025 modifiers are not supported)",
+            );
+        }
+        syntax("invalid group", start)
+    }
+}
+
+/// Counts capture groups and collects group names before parsing, since JS
+/// lets `\2` and `\k<name>` refer forward.
+pub(super) fn scan_groups(src: &str) -> (usize, Vec<String>) {
+    // Byte scanning is safe: every syntax character is ASCII, and UTF-8
+    // continuation bytes never look like ASCII.
+    let bytes = src.as_bytes();
+    let (mut count, mut names, mut in_class) = (0, Vec::new(), false);
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 1,
+            b'[' => in_class = true,
+            b']' => in_class = false,
+            b'(' if !in_class => {
+                if bytes.get(i + 1) != Some(&b'?') {
+                    count += 1;
+                } else if bytes.get(i + 2) == Some(&b'<') && !matches!(bytes.get(i + 3), Some(b'=' | b'!')) {
+                    count += 1;
+                    if let Some((name, _)) = parse_group_name(src, i + 3) {
+                        names.push(name);
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    (count, names)
+}
+
+/// Parses a JS GroupName body starting at byte `pos` (just after `<`) up to
+/// and including `>`: the decoded name and the position after `>`.
+pub(super) fn parse_group_name(src: &str, mut pos: usize) -> Option<(String, usize)> {
+    let mut name = String::new();
+    loop {
+        let c = src[pos..].chars().next()?;
+        pos += c.len_utf8();
+        let c = match c {
+            '>' => break,
+            '\\' => {
+                let (c, end) = name_escape(src, pos)?;
+                pos = end;
+                c
+            }
+            c => c,
+        };
+        let ok = if name.is_empty() {
+            c == '$' || c == '_' || class_contains(id_start(), c)
+        } else {
+            matches!(c, '$' | '\u{200C}' | '\u{200D}') || class_contains(id_continue(), c)
+        };
+        if !ok {
+            return None;
+        }
+        name.push(c);
+    }
+    (!name.is_empty()).then_some((name, pos))
+}
+
+/// `\uHHHH` (with surrogate pairs) or `\u{H…}` inside a group name; `pos` is
+/// just after the backslash.
+fn name_escape(src: &str, pos: usize) -> Option<(char, usize)> {
+    let rest = src.get(pos..)?.strip_prefix('u')?;
+    let pos = pos + 1;
+    if let Some(braced) = rest.strip_prefix('{') {
+        let end = braced.find('}')?;
+        let value = u32::from_str_radix(&braced[..end], 16).ok()?;
+        return Some((char::from_u32(value)?, pos + end + 2));
+    }
+    let hex4 = |s: &str| {
+        s.get(..4).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit())).and_then(|h| u32::from_str_radix(h, 16).ok())
+    };
+    let high = hex4(rest)?;
+    if (0xD800..0xDC00).contains(&high) {
+        let low = rest.get(4..)?.strip_prefix("\\u").and_then(hex4)?;
+        let c = char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low.checked_sub(0xDC00)?))?;
+        return Some((c, pos + 10));
+    }
+    Some((char::from_u32(high)?, pos + 4))
+}
+
+fn id_start() -> &'static ClassUnicode {
+    static SET: OnceLock<ClassUnicode> = OnceLock::new();
+    SET.get_or_init(|| parse_class(r"\p{ID_Start}").unwrap_or_else(ClassUnicode::empty))
+}
+
+fn id_continue() -> &'static ClassUnicode {
+    static SET: OnceLock<ClassUnicode> = OnceLock::new();
+    SET.get_or_init(|| parse_class(r"\p{ID_Continue}").unwrap_or_else(ClassUnicode::empty))
+}

@@ -1,0 +1,332 @@
+//! The translator's entry points and its recursive descent: the parser's cursor, alternatives, terms and
+//! quantifiers. Groups, escapes and classes are parsed by the `impl Parser` blocks of their own files.
+
+use super::classes::is_astral;
+use super::groups::scan_groups;
+use super::semantics::Shape;
+use crate::error::JsRegexError;
+
+/// Longest accepted pattern source, in bytes.
+const MAX_PATTERN_BYTES: usize = 65_536;
+/// Deepest accepted group nesting; keeps the parser's recursion shallow (the
+/// engine's own, differently counted limit is checked separately).
+pub(super) const MAX_NESTING: usize = 128;
+
+pub(super) const ENGINE_HINT: &str = " (a non-backtracking engine cannot run it)";
+pub(super) const SURROGATE_HINT: &str = " (UTF-8 text cannot contain a lone surrogate)";
+pub(super) const UTF16_HINT: &str = " (without the `u` flag JavaScript treats it as two UTF-16 code units)";
+
+/// Flags of a JavaScript regular expression literal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JsFlags {
+    pub global: bool,
+    pub ignore_case: bool,
+    pub multiline: bool,
+    pub dot_all: bool,
+    pub unicode: bool,
+}
+
+pub(super) fn unsupported(feature: impl Into<String>, offset: usize, hint: &str) -> JsRegexError {
+    JsRegexError::Unsupported { feature: feature.into(), offset, hint: hint.to_string() }
+}
+
+pub(super) fn syntax(message: impl Into<String>, offset: usize) -> JsRegexError {
+    JsRegexError::Syntax { message: message.into(), offset }
+}
+
+/// Parses JavaScript flag letters. `d` (hasIndices) is accepted and ignored.
+pub fn parse_flags(flags: &str) -> Result<JsFlags, JsRegexError> {
+    // JavaScript rejects unknown and repeated letters before anything else,
+    // so check the whole string first.
+    let mut seen = Vec::new();
+    for c in flags.chars() {
+        if !"dgimsuvy".contains(c) || seen.contains(&c) {
+            return Err(JsRegexError::InvalidFlags(flags.to_string()));
+        }
+        seen.push(c);
+    }
+    let mut out = JsFlags::default();
+    for c in seen {
+        match c {
+            'g' => out.global = true,
+            'i' => out.ignore_case = true,
+            'm' => out.multiline = true,
+            's' => out.dot_all = true,
+            'u' => out.unicode = true,
+            'd' => {}
+            _ => return Err(JsRegexError::UnsupportedFlag(c)),
+        }
+    }
+    Ok(out)
+}
+
+/// Translates JS RegExp `source` (as `RegExp.prototype.source` gives it) with
+/// `flags` into a pattern for regex-syntax / regex-automata with their default
+/// syntax configuration. Capture groups keep their number, order and names.
+pub fn translate(source: &str, flags: &JsFlags) -> Result<String, JsRegexError> {
+    if source.len() > MAX_PATTERN_BYTES {
+        return Err(unsupported(format!("pattern longer than {MAX_PATTERN_BYTES} bytes"), MAX_PATTERN_BYTES, ""));
+    }
+    let mut parser = Parser::new(source, *flags);
+    parser.pattern()?;
+    Ok(parser.out)
+}
+
+/// A literal string match (like `String.prototype.replace` with a string
+/// pattern) as a pattern.
+pub fn literal(text: &str) -> String {
+    regex_syntax::escape(text)
+}
+
+pub(super) struct Parser<'s> {
+    pub(super) src: &'s str,
+    pub(super) pos: usize,
+    pub(super) flags: JsFlags,
+    pub(super) out: String,
+    /// Capture groups in the whole pattern: decides whether a non-`u` `\N` is
+    /// a backreference or an Annex B octal escape.
+    pub(super) capture_count: usize,
+    /// Names of all named groups; once there is one, `\k` must be a reference.
+    pub(super) group_names: Vec<String>,
+    /// Names defined so far, to reject duplicates.
+    pub(super) defined_names: Vec<String>,
+    pub(super) depth: usize,
+    /// Offset of the group opened at the greatest depth, and that depth.
+    pub(super) deepest: (usize, usize),
+}
+
+impl<'s> Parser<'s> {
+    fn new(src: &'s str, flags: JsFlags) -> Self {
+        let (capture_count, group_names) = scan_groups(src);
+        Parser {
+            src,
+            pos: 0,
+            flags,
+            out: String::with_capacity(src.len() * 2),
+            capture_count,
+            group_names,
+            defined_names: Vec::new(),
+            depth: 0,
+            deepest: (0, 0),
+        }
+    }
+
+    pub(super) fn peek(&self) -> Option<char> {
+        self.src[self.pos..].chars().next()
+    }
+
+    pub(super) fn peek_at(&self, n: usize) -> Option<char> {
+        self.src[self.pos..].chars().nth(n)
+    }
+
+    pub(super) fn bump(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.pos += c.len_utf8();
+        Some(c)
+    }
+
+    pub(super) fn eat(&mut self, c: char) -> bool {
+        if self.peek() == Some(c) {
+            self.pos += c.len_utf8();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn pattern(&mut self) -> Result<(), JsRegexError> {
+        self.disjunction()?;
+        if self.pos < self.src.len() {
+            // disjunction only stops early at a `)`
+            return Err(syntax("unmatched `)`", self.pos));
+        }
+        if self.out.is_empty() {
+            self.out.push_str("(?:)");
+        }
+        self.check_engine_nesting()
+    }
+
+    /// The engine counts nesting its own way (groups, repetitions,
+    /// alternations, concatenations, classes) and refuses more than 250
+    /// levels. Each JS group adds at most four, so only deep patterns need
+    /// the check.
+    fn check_engine_nesting(&self) -> Result<(), JsRegexError> {
+        if self.deepest.1 <= 40 {
+            return Ok(());
+        }
+        match regex_syntax::ast::parse::Parser::new().parse(&self.out) {
+            Err(e) if matches!(e.kind(), regex_syntax::ast::ErrorKind::NestLimitExceeded(_)) => Err(unsupported(
+                "nesting deeper than the engine allows",
+                self.deepest.0,
+                " (each group, repetition and alternative counts)",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) fn disjunction(&mut self) -> Result<Shape, JsRegexError> {
+        let mut shape = self.alternative()?;
+        while self.eat('|') {
+            self.out.push('|');
+            shape = shape.or(self.alternative()?);
+        }
+        Ok(shape)
+    }
+
+    fn alternative(&mut self) -> Result<Shape, JsRegexError> {
+        let mut shape = Shape::EMPTY;
+        while let Some(c) = self.peek() {
+            if c == '|' || c == ')' {
+                break;
+            }
+            shape = shape.then(self.term()?);
+        }
+        Ok(shape)
+    }
+
+    fn term(&mut self) -> Result<Shape, JsRegexError> {
+        let start = self.pos;
+        let Some(c) = self.peek() else {
+            return Ok(Shape::EMPTY);
+        };
+        let unicode = self.flags.unicode;
+        // Assertions return early: a quantifier after one then fails as
+        // "nothing to repeat", like JavaScript.
+        let (shape, astral) = match c {
+            '^' => {
+                self.bump();
+                // CRLF mode is the nearest the engine offers to JS line
+                // terminators; it misses \u2028/\u2029 and never matches
+                // between \r and \n (JavaScript does).
+                self.out.push_str(if self.flags.multiline { "(?mR:^)" } else { r"\A" });
+                return Ok(Shape::ASSERTION);
+            }
+            '$' => {
+                self.bump();
+                // Without `m`, JS `$` is only the very end (no final-newline
+                // allowance), which is `\z`.
+                self.out.push_str(if self.flags.multiline { "(?mR:$)" } else { r"\z" });
+                return Ok(Shape::ASSERTION);
+            }
+            '\\' if matches!(self.peek_at(1), Some('b' | 'B')) => {
+                let negated = self.peek_at(1) == Some('B');
+                self.pos += 2;
+                // JS word characters are ASCII only.
+                self.out.push_str(if negated { r"(?-u:\B)" } else { r"(?-u:\b)" });
+                return Ok(Shape::ASSERTION);
+            }
+            '\\' => (Shape::CHAR, self.atom_escape()?),
+            '(' => (self.group()?, false),
+            '.' => {
+                self.bump();
+                let set = self.dot_set();
+                self.emit_set(&set);
+                (Shape::CHAR, false)
+            }
+            '[' => {
+                self.class()?;
+                (Shape::CHAR, false)
+            }
+            '*' | '+' | '?' => return Err(syntax("nothing to repeat", start)),
+            '{' => {
+                if self.braced_quantifier().is_some() {
+                    return Err(syntax("nothing to repeat", start));
+                }
+                if unicode {
+                    return Err(syntax("lone quantifier brackets", start));
+                }
+                // Annex B: a `{` that starts no quantifier is a literal.
+                self.bump();
+                self.emit_char(c, start)?;
+                (Shape::CHAR, false)
+            }
+            '}' | ']' if unicode => return Err(syntax("lone quantifier brackets", start)),
+            _ => {
+                self.bump();
+                self.emit_char(c, start)?;
+                (Shape::CHAR, !unicode && is_astral(c))
+            }
+        };
+        self.quantifier(start, shape, astral)
+    }
+
+    /// Parses an optional quantifier after the atom at `atom_start`, which
+    /// has `shape`. `astral` says the atom is an astral character in non-`u`
+    /// mode, where JavaScript would repeat only its second UTF-16 code unit.
+    fn quantifier(&mut self, atom_start: usize, shape: Shape, astral: bool) -> Result<Shape, JsRegexError> {
+        let start = self.pos;
+        let (text, min, max) = match self.peek() {
+            Some(c @ ('*' | '+' | '?')) => {
+                self.bump();
+                let (min, max) = match c {
+                    '*' => (0, None),
+                    '+' => (1, None),
+                    _ => (0, Some(1)),
+                };
+                (c.to_string(), min, max)
+            }
+            Some('{') => match self.braced_quantifier() {
+                Some((min, max, end)) => {
+                    if max.is_some_and(|max| max < min) {
+                        return Err(syntax("numbers out of order in {} quantifier", start));
+                    }
+                    self.pos = end;
+                    let limit = u64::from(u32::MAX);
+                    if min > limit {
+                        return Err(unsupported(
+                            format!("repetition count {min} (the engine's limit is {limit})"),
+                            start,
+                            "",
+                        ));
+                    }
+                    // An upper bound beyond any haystack length is no bound.
+                    let max = max.filter(|&max| max <= limit);
+                    let text = match max {
+                        Some(max) if max == min => format!("{{{min}}}"),
+                        Some(max) => format!("{{{min},{max}}}"),
+                        None => format!("{{{min},}}"),
+                    };
+                    (text, min, max)
+                }
+                None if self.flags.unicode => return Err(syntax("incomplete quantifier", start)),
+                // Annex B: not a quantifier; the `{` is the next literal.
+                None => return Ok(shape),
+            },
+            _ => return Ok(shape),
+        };
+        if astral {
+            return Err(unsupported("quantifier on an astral character without the `u` flag", atom_start, UTF16_HINT));
+        }
+        let lazy = self.eat('?');
+        self.check_repetition(atom_start, shape, min, max)?;
+        self.out.push_str(&text);
+        if lazy {
+            self.out.push('?');
+        }
+        Ok(shape.repeat(min, max, lazy))
+    }
+
+    /// Reads `{n}`, `{n,}` or `{n,m}` at the current position without
+    /// consuming it: `(min, max, end)`, where `max` is `None` if unbounded.
+    fn braced_quantifier(&self) -> Option<(u64, Option<u64>, usize)> {
+        let bytes = self.src.as_bytes();
+        let mut i = self.pos + 1;
+        let digits = |i: &mut usize| {
+            let begin = *i;
+            let mut value: u64 = 0;
+            while let Some(d) = bytes.get(*i).filter(|b| b.is_ascii_digit()) {
+                value = value.saturating_mul(10).saturating_add(u64::from(d - b'0'));
+                *i += 1;
+            }
+            (*i > begin).then_some(value)
+        };
+        let min = digits(&mut i)?;
+        let max = if bytes.get(i) == Some(&b',') {
+            i += 1;
+            digits(&mut i)
+        } else {
+            Some(min)
+        };
+        (bytes.get(i) == Some(&b'}')).then_some((min, max, i + 1))
+    }
+}

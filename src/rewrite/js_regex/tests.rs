@@ -1,0 +1,461 @@
+//! The translator's tests: matches compared with what Node 20 yields, the emitted patterns, and the errors
+//! for what JavaScript rejects or the engine cannot run.
+
+use super::classes::NEVER;
+use super::parser::{ENGINE_HINT, SURROGATE_HINT, UTF16_HINT};
+use super::*;
+use regex_automata::meta::Regex;
+use regex_automata::util::primitives::PatternID;
+use regex_automata::Input;
+
+type Groups<'a> = &'a [Option<&'a str>];
+
+/// (source, flags, haystack, number of capture groups, every match JS's
+/// `matchAll` yields: the whole match, then each group).
+/// Expectations came from Node 20:
+/// `[...hay.matchAll(new RegExp(src, flags + "g"))]`.
+#[rustfmt::skip]
+const MATCH_CASES: &[(&str, &str, &str, usize, &[Groups])] = &[
+(r"\n\r\t\v\f", "", "x\u{a}\u{d}\u{9}\u{b}\u{c}y", 0, &[&[Some("\u{a}\u{d}\u{9}\u{b}\u{c}")]]),
+(r"a\0b", "", "a\u{0}b a0b", 0, &[&[Some("a\u{0}b")]]),
+(r"\0", "u", "\u{0}", 0, &[&[Some("\u{0}")]]),
+(r"\cA\cz\cJ", "", "\u{1}\u{1a}\u{a}", 0, &[&[Some("\u{1}\u{1a}\u{a}")]]),
+(r"\x41\x7e\xe9", "", r"A~é", 0, &[&[Some(r"A~é")]]),
+(r"\u00e9\u0041", "", r"caféA", 0, &[&[Some(r"éA")]]),
+(r"\uD83D\uDE00", "", r"x😀y", 0, &[&[Some(r"😀")]]),
+(r"\uD83D\uDE00", "u", r"x😀y", 0, &[&[Some(r"😀")]]),
+(r"\u{1F600}+", "u", r"😀😀!", 0, &[&[Some(r"😀😀")]]),
+(r"\u{41}", "u", r"A", 0, &[&[Some(r"A")]]),
+(r"\u{2}", "", r"uuu u", 0, &[&[Some(r"uu")]]),
+(r"\x4", "", r"x4", 0, &[&[Some(r"x4")]]),
+(r"\u12", "", r"u12", 0, &[&[Some(r"u12")]]),
+(r"a\/b", "", r"a/b", 0, &[&[Some(r"a/b")]]),
+(r"\^\$\.\*\+\?\(\)\[\]\{\}\|\\", "", r"x^$.*+?()[]{}|\y", 0, &[&[Some(r"^$.*+?()[]{}|\")]]),
+(r"\^\$\.\*\+\?\(\)\[\]\{\}\|\/", "u", r"^$.*+?()[]{}|/", 0, &[&[Some(r"^$.*+?()[]{}|/")]]),
+(r"\a\e\q\-\_", "", r"aeq-_", 0, &[&[Some(r"aeq-_")]]),
+(r"\101\12\0101", "", "A\u{a}\u{8}1", 0, &[&[Some("A\u{a}\u{8}1")]]),
+(r"\400", "", r" 0", 0, &[&[Some(r" 0")]]),
+(r"\08", "", "\u{0}8", 0, &[&[Some("\u{0}8")]]),
+(r"\8\9", "", r"89", 0, &[&[Some(r"89")]]),
+(r"(a)\2", "", "a\u{2}", 1, &[&[Some("a\u{2}"), Some(r"a")]]),
+(r"(a)\10", "", "a\u{8}", 1, &[&[Some("a\u{8}"), Some(r"a")]]),
+(r"\c1", "", r"\c1", 0, &[&[Some(r"\c1")]]),
+(r"\c", "", r"\c", 0, &[&[Some(r"\c")]]),
+(r"\k", "", r"k", 0, &[&[Some(r"k")]]),
+(r"\k<x>", "", r"k<x>", 0, &[&[Some(r"k<x>")]]),
+(r"\p{L}", "", r"p{L}", 0, &[&[Some(r"p{L}")]]),
+(r"\d+", "", r"a123٣b", 0, &[&[Some(r"123")]]),
+(r"\D+", "", r"12ab٣3", 0, &[&[Some(r"ab٣")]]),
+(r"\w+", "", r"ab_9 é", 0, &[&[Some(r"ab_9")]]),
+(r"\W+", "", r"ab é!c", 0, &[&[Some(r" é!")]]),
+(r"\s+", "", "a \u{9}\u{a}\u{b}\u{c}\u{d}\u{a0}\u{1680}\u{2000}\u{200a}\u{2028}\u{2029}\u{202f}\u{205f}\u{3000}\u{feff}b\u{85}c\u{200b}d", 0, &[&[Some(" \u{9}\u{a}\u{b}\u{c}\u{d}\u{a0}\u{1680}\u{2000}\u{200a}\u{2028}\u{2029}\u{202f}\u{205f}\u{3000}\u{feff}")]]),
+(r"\S+", "", "ab\u{feff}c\u{85}d", 0, &[&[Some(r"ab")], &[Some("c\u{85}d")]]),
+(r"[abc]+", "", r"xabcay", 0, &[&[Some(r"abca")]]),
+(r"[^abc]+", "", r"abxyzc", 0, &[&[Some(r"xyz")]]),
+(r"[a-c0-2]+", "", r"zab12d", 0, &[&[Some(r"ab12")]]),
+(r"[\d_]+", "", r"x1_2y", 0, &[&[Some(r"1_2")]]),
+(r"[\w-]+", "", r"a-b c", 0, &[&[Some(r"a-b")], &[Some(r"c")]]),
+(r"[\s]", "", "a\u{feff}b", 0, &[&[Some("\u{feff}")]]),
+(r"[\D]", "", r"1a", 0, &[&[Some(r"a")]]),
+(r"[\W\d]+", "", r"ab 1!c", 0, &[&[Some(r" 1!")]]),
+(r"[\b]", "", "a\u{8}b", 0, &[&[Some("\u{8}")]]),
+(r"[\-a]+", "", r"x-a-", 0, &[&[Some(r"-a-")]]),
+(r"[-a]+", "", r"x-a-", 0, &[&[Some(r"-a-")]]),
+(r"[a-]+", "", r"x-a-", 0, &[&[Some(r"-a-")]]),
+(r"[a-c-e]+", "", r"xb-ed", 0, &[&[Some(r"b-e")]]),
+(r"[^]", "", "a\u{a}b", 0, &[&[Some(r"a")], &[Some("\u{a}")], &[Some(r"b")]]),
+(r"[^]+", "s", "a\u{a}\u{2028}b", 0, &[&[Some("a\u{a}\u{2028}b")]]),
+(r"[]", "", r"abc", 0, &[]),
+(r"a[]", "", r"a", 0, &[]),
+(r"[^]*", "", r"", 0, &[&[Some(r"")]]),
+(r"[]]", "", r"]", 0, &[]),
+(r"[\]]", "", r"]", 0, &[&[Some(r"]")]]),
+(r"[[a]+", "", r"[a]", 0, &[&[Some(r"[a")]]),
+(r"[&&~~-]+", "", r"a&&~~--b", 0, &[&[Some(r"&&~~--")]]),
+(r"[a&&b]+", "", r"ab&", 0, &[&[Some(r"ab&")]]),
+(r"[\d-a]+", "", r"5-a", 0, &[&[Some(r"5-a")]]),
+(r"[a-\d]+", "", r"a-5b", 0, &[&[Some(r"a-5")]]),
+(r"[\B\8]+", "", r"B8", 0, &[&[Some(r"B8")]]),
+(r"[\1\12]+", "", "\u{1}\u{a}", 0, &[&[Some("\u{1}\u{a}")]]),
+(r"[\c1\c_]+", "", "\u{11}\u{1f}", 0, &[&[Some("\u{11}\u{1f}")]]),
+(r"[\c*]+", "", r"\c*", 0, &[&[Some(r"\c*")]]),
+(r"[\x41-\x43]+", "", r"ABCD", 0, &[&[Some(r"ABC")]]),
+(r"[\u00e0-\u00ff]+", "", r"aéÿ", 0, &[&[Some(r"éÿ")]]),
+(r"[\u{1F600}-\u{1F64F}]+", "u", r"a😀😃b", 0, &[&[Some(r"😀😃")]]),
+(r"[😀a]", "u", r"😀a", 0, &[&[Some(r"😀")], &[Some(r"a")]]),
+(r"[\/]", "", r"/", 0, &[&[Some(r"/")]]),
+(r".", "", "a\u{d}b\u{a}c\u{2028}d\u{2029}e\u{85}", 0, &[&[Some(r"a")], &[Some(r"b")], &[Some(r"c")], &[Some(r"d")], &[Some(r"e")], &[Some("\u{85}")]]),
+(r".", "s", "a\u{d}\u{a}\u{2028}", 0, &[&[Some(r"a")], &[Some("\u{d}")], &[Some("\u{a}")], &[Some("\u{2028}")]]),
+(r"a.c", "", "abc a\u{a}c a\u{d}c", 0, &[&[Some(r"abc")]]),
+(r".+", "u", r"😀x", 0, &[&[Some(r"😀x")]]),
+(r"\b\w+\b", "", r"café au lait", 0, &[&[Some(r"caf")], &[Some(r"au")], &[Some(r"lait")]]),
+(r"\bé", "", r"é xé", 0, &[&[Some(r"é")]]),
+(r"\B", "", r"ab cd é", 0, &[&[Some(r"")], &[Some(r"")], &[Some(r"")], &[Some(r"")]]),
+(r"a\B", "", r"ab a aé", 0, &[&[Some(r"a")]]),
+(r"^a", "", "a\u{a}a", 0, &[&[Some(r"a")]]),
+(r"^a", "m", "a\u{a}a", 0, &[&[Some(r"a")], &[Some(r"a")]]),
+(r"a$", "", "a\u{a}a", 0, &[&[Some(r"a")]]),
+(r"a$", "m", "a\u{a}a", 0, &[&[Some(r"a")], &[Some(r"a")]]),
+(r"a$", "", "a\u{a}", 0, &[]),
+(r"a$", "m", "a\u{a}", 0, &[&[Some(r"a")]]),
+(r"^\w$", "m", "a\u{a}b\u{a}", 0, &[&[Some(r"a")], &[Some(r"b")]]),
+(r"^$", "", r"", 0, &[&[Some(r"")]]),
+(r"^b", "m", "a\u{d}b", 0, &[&[Some(r"b")]]),
+(r"a$", "m", "a\u{d}\u{a}b", 0, &[&[Some(r"a")]]),
+(r"^b", "m", "a\u{d}\u{a}b", 0, &[&[Some(r"b")]]),
+(r"abc", "i", r"ABC aBc abd", 0, &[&[Some(r"ABC")], &[Some(r"aBc")]]),
+(r"é", "i", r"É é e", 0, &[&[Some(r"É")], &[Some(r"é")]]),
+(r"É", "i", r"é", 0, &[&[Some(r"é")]]),
+(r"s", "i", "sS\u{17f}", 0, &[&[Some(r"s")], &[Some(r"S")]]),
+("\u{17f}", "i", "sS\u{17f}", 0, &[&[Some("\u{17f}")]]),
+("\u{17f}", "iu", "sS\u{17f}", 0, &[&[Some(r"s")], &[Some(r"S")], &[Some("\u{17f}")]]),
+(r"k", "i", "kK\u{212a}", 0, &[&[Some(r"k")], &[Some(r"K")]]),
+(r"k", "iu", "kK\u{212a}", 0, &[&[Some(r"k")], &[Some(r"K")], &[Some("\u{212a}")]]),
+("\u{212a}", "i", "kK\u{212a}", 0, &[&[Some("\u{212a}")]]),
+(r"ß", "i", "ß\u{1e9e}", 0, &[&[Some(r"ß")]]),
+(r"ß", "iu", "ß\u{1e9e}", 0, &[&[Some(r"ß")], &[Some("\u{1e9e}")]]),
+(r"σ", "i", r"σΣς", 0, &[&[Some(r"σ")], &[Some(r"Σ")], &[Some(r"ς")]]),
+(r"ω", "i", "ωΩ\u{2126}", 0, &[&[Some(r"ω")], &[Some(r"Ω")]]),
+(r"ω", "iu", "ωΩ\u{2126}", 0, &[&[Some(r"ω")], &[Some(r"Ω")], &[Some("\u{2126}")]]),
+(r"𐐀", "i", r"𐐨𐐀", 0, &[&[Some(r"𐐀")]]),
+(r"𐐀", "iu", r"𐐨𐐀", 0, &[&[Some(r"𐐨")], &[Some(r"𐐀")]]),
+(r"[a-z]+", "i", r"1aBc2", 0, &[&[Some(r"aBc")]]),
+(r"[^a-z]+", "i", r"aB1!c", 0, &[&[Some(r"1!")]]),
+(r"[^a]", "i", r"aAb", 0, &[&[Some(r"b")]]),
+(r"\w+", "i", "s\u{17f}K\u{212a}K_", 0, &[&[Some(r"s")], &[Some(r"K")], &[Some(r"K_")]]),
+(r"\w+", "iu", "s\u{17f}K\u{212a}K_ é", 0, &[&[Some("s\u{17f}K\u{212a}K_")]]),
+(r"\W", "iu", "s\u{17f}K\u{212a}K ", 0, &[&[Some(r" ")]]),
+(r"[^\W]+", "iu", "s\u{17f}K\u{212a}K ", 0, &[&[Some("s\u{17f}K\u{212a}K")]]),
+(r"\W", "i", "s\u{17f}K\u{212a}K ", 0, &[&[Some("\u{17f}")], &[Some("\u{212a}")], &[Some(r" ")]]),
+(r"[\u00c0-\u00c5]+", "i", r"àÁâx", 0, &[&[Some(r"àÁâ")]]),
+(r"\x41", "i", r"aA", 0, &[&[Some(r"a")], &[Some(r"A")]]),
+(r"(?<year>\d{4})-(?<month>\d\d)", "", r"on 2024-05 and 1999-12", 2, &[&[Some(r"2024-05"), Some(r"2024"), Some(r"05")], &[Some(r"1999-12"), Some(r"1999"), Some(r"12")]]),
+(r"(a)(?:b)(?<c>c)?(d)", "", r"abd abcd", 3, &[&[Some(r"abd"), Some(r"a"), None, Some(r"d")], &[Some(r"abcd"), Some(r"a"), Some(r"c"), Some(r"d")]]),
+(r"(?<\u0061b>x)", "", r"x", 1, &[&[Some(r"x"), Some(r"x")]]),
+(r"(?<é>x)", "", r"x", 1, &[&[Some(r"x"), Some(r"x")]]),
+(r"(a)|b", "", r"b a", 1, &[&[Some(r"b"), None], &[Some(r"a"), Some(r"a")]]),
+(r"a+?", "", r"aaa", 0, &[&[Some(r"a")], &[Some(r"a")], &[Some(r"a")]]),
+(r"a+", "", r"aaa", 0, &[&[Some(r"aaa")]]),
+(r"a*?b", "", r"aab", 0, &[&[Some(r"aab")]]),
+(r"a{2,}?", "", r"aaaaa", 0, &[&[Some(r"aa")], &[Some(r"aa")]]),
+(r"a{2,3}", "", r"aaaaaaa", 0, &[&[Some(r"aaa")], &[Some(r"aaa")]]),
+(r"a{2}", "", r"aaaaa", 0, &[&[Some(r"aa")], &[Some(r"aa")]]),
+(r"a{0}b", "", r"ab", 0, &[&[Some(r"b")]]),
+(r"<.*>", "", r"<a><b>", 0, &[&[Some(r"<a><b>")]]),
+(r"<.*?>", "", r"<a><b>", 0, &[&[Some(r"<a>")], &[Some(r"<b>")]]),
+(r"a??b", "", r"ab b", 0, &[&[Some(r"ab")], &[Some(r"b")]]),
+(r"(?:ab)+", "", r"ababx", 0, &[&[Some(r"abab")]]),
+(r"a{1,99999999999999}", "", r"aaa", 0, &[&[Some(r"aaa")]]),
+(r"a{", "", r"a{", 0, &[&[Some(r"a{")]]),
+(r"{", "", r"x{y", 0, &[&[Some(r"{")]]),
+(r"a{,2}", "", r"a{,2}", 0, &[&[Some(r"a{,2}")]]),
+(r"x{1,2", "", r"x{1,2", 0, &[&[Some(r"x{1,2")]]),
+(r"}", "", r"}", 0, &[&[Some(r"}")]]),
+(r"]", "", r"]", 0, &[&[Some(r"]")]]),
+(r"a{b}", "", r"a{b}", 0, &[&[Some(r"a{b}")]]),
+(r"{1", "", r"{1", 0, &[&[Some(r"{1")]]),
+(r"a|", "", r"ba", 0, &[&[Some(r"")], &[Some(r"a")], &[Some(r"")]]),
+(r"|b", "", r"ab", 0, &[&[Some(r"")], &[Some(r"")], &[Some(r"")]]),
+(r"(?:)", "", r"ab", 0, &[&[Some(r"")], &[Some(r"")], &[Some(r"")]]),
+(r"", "", r"ab", 0, &[&[Some(r"")], &[Some(r"")], &[Some(r"")]]),
+(r"a||b", "", r"ab", 0, &[&[Some(r"a")], &[Some(r"")], &[Some(r"")]]),
+(r"(|a)", "", r"a", 1, &[&[Some(r""), Some(r"")], &[Some(r""), Some(r"")]]),
+(r"\p{L}+", "u", r"héllo 123 мир", 0, &[&[Some(r"héllo")], &[Some(r"мир")]]),
+(r"\P{L}+", "u", r"ab12 c", 0, &[&[Some(r"12 ")]]),
+(r"[\p{Nd}x]+", "u", r"a1٣x", 0, &[&[Some(r"1٣x")]]),
+(r"\p{Script=Greek}+", "u", r"abc αβγ", 0, &[&[Some(r"αβγ")]]),
+(r"\p{sc=Cyrillic}", "u", r"aж", 0, &[&[Some(r"ж")]]),
+(r"\p{Lu}", "iu", r"aB", 0, &[&[Some(r"a")], &[Some(r"B")]]),
+(r"\p{gc=Lu}", "u", r"aB", 0, &[&[Some(r"B")]]),
+(r"\p{ASCII_Hex_Digit}+", "u", r"xbeefz", 0, &[&[Some(r"beef")]]),
+(r"\p{Any}", "u", r"😀", 0, &[&[Some(r"😀")]]),
+(r"\p{Zl}", "u", "a\u{2028}", 0, &[&[Some("\u{2028}")]]),
+(r"[\p{Cs}a]", "u", r"ab", 0, &[&[Some(r"a")]]),
+(r"\P{Cs}", "u", r"a", 0, &[&[Some(r"a")]]),
+(r"(?:a|)*b", "", r"aab b", 0, &[&[Some(r"aab")], &[Some(r"b")]]),
+(r"(a*)+", "", r"aa b", 1, &[&[Some(r"aa"), Some(r"aa")], &[Some(r""), Some(r"")], &[Some(r""), Some(r"")], &[Some(r""), Some(r"")]]),
+(r"(\w+\s?)*", "", r"ab cd", 1, &[&[Some(r"ab cd"), Some(r"cd")], &[Some(r""), None]]),
+(r"(?:(a)b)+", "", r"abab", 1, &[&[Some(r"abab"), Some(r"a")]]),
+(r"a*", "", r"baaa", 0, &[&[Some(r"")], &[Some(r"aaa")], &[Some(r"")]]),
+(r"(?:a*)*?b", "", r"aab", 0, &[&[Some(r"aab")]]),
+(r"(b?){2}", "", r"b", 1, &[&[Some(r"b"), Some(r"")], &[Some(r""), Some(r"")]]),
+(r"a", "dg", r"aa", 0, &[&[Some(r"a")], &[Some(r"a")]]),
+];
+
+fn compile(src: &str, flags: &str) -> Regex {
+    let flags = parse_flags(flags).unwrap();
+    let pattern = translate(src, &flags).unwrap_or_else(|e| panic!("/{src}/: {e}"));
+    Regex::new(&pattern).unwrap_or_else(|e| panic!("/{src}/ as {pattern:?}: {e}"))
+}
+
+/// Every match, iterated like JS `matchAll`: after an empty match the
+/// search resumes one character later.
+fn match_all(re: &Regex, hay: &str) -> Vec<Vec<Option<String>>> {
+    let mut caps = re.create_captures();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at <= hay.len() {
+        re.search_captures(&Input::new(hay).range(at..), &mut caps);
+        let Some(m) = caps.get_match() else { break };
+        out.push((0..caps.group_len()).map(|i| caps.get_group(i).map(|s| hay[s.range()].to_string())).collect());
+        at = m.end();
+        if m.is_empty() {
+            at += hay[at..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    out
+}
+
+#[test]
+fn matches_agree_with_node() {
+    let mut failures = Vec::new();
+    for &(src, flags, hay, groups, want) in MATCH_CASES {
+        let re = compile(src, flags);
+        let got = match_all(&re, hay);
+        let want: Vec<Vec<Option<String>>> =
+            want.iter().map(|m| m.iter().map(|g| g.map(str::to_string)).collect()).collect();
+        let got_groups = re.group_info().group_len(PatternID::ZERO) - 1;
+        if got != want || got_groups != groups {
+            failures.push(format!(
+                "/{src}/{flags} on {hay:?}: got {got:?} ({got_groups} groups), want {want:?} ({groups} groups)"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn emitted_patterns() {
+    let plain = JsFlags::default();
+    let m = JsFlags { multiline: true, ..plain };
+    let cases = [
+        ("^a$", plain, r"\Aa\z"),
+        ("^a$", m, "(?mR:^)a(?mR:$)"),
+        (r"\b\B", plain, r"(?-u:\b)(?-u:\B)"),
+        (".", plain, r"[^\x{A}\x{D}\x{2028}\x{2029}]"),
+        ("[]", plain, NEVER),
+        ("[^]", plain, "(?s:.)"),
+        ("(?:)", plain, "(?:)"),
+        ("", plain, "(?:)"),
+        ("(?<n>a)(b)", plain, "(?P<n>a)(b)"),
+        ("[&&]", plain, r"\&"),
+        ("[a-c&]", plain, r"[\x{26}\x{61}-\x{63}]"),
+        (r"a{2,}?b*", plain, "a{2,}?b*"),
+    ];
+    for (src, flags, want) in cases {
+        assert_eq!(translate(src, &flags).unwrap(), want, "/{src}/");
+    }
+    assert_eq!(literal("a.b(c)*"), r"a\.b\(c\)\*");
+}
+
+#[test]
+fn named_groups_keep_names_and_numbers() {
+    let re = compile(r"(?<year>\d{4})-(?<month>\d\d)(x)?(?<\u0064ay>\d\d)", "");
+    let names: Vec<_> = re.group_info().pattern_names(PatternID::ZERO).collect();
+    assert_eq!(names, [None, Some("year"), Some("month"), None, Some("day")]);
+    let mut caps = re.create_captures();
+    re.captures("2024-0531", &mut caps);
+    assert_eq!(caps.get_group_by_name("day").map(|s| s.range()), Some(7..9));
+}
+
+#[test]
+fn literal_matches_text() {
+    let re = Regex::new(&literal("1+1=[2]")).unwrap();
+    assert_eq!(re.find("x 1+1=[2]").map(|m| m.range()), Some(2..9));
+}
+
+fn err(src: &str, flags: &str) -> JsRegexError {
+    match translate(src, &parse_flags(flags).unwrap()) {
+        Ok(pattern) => panic!("/{src}/{flags} translated to {pattern:?}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn syntax_errors() {
+    // All of these throw a SyntaxError in Node 20 too.
+    let cases = [
+        ("(?i)a", "", "invalid group", 0),
+        ("(?P<a>x)", "", "invalid group", 0),
+        ("(?", "", "invalid group", 0),
+        ("a**", "", "nothing to repeat", 2),
+        ("*a", "", "nothing to repeat", 0),
+        ("a|?", "", "nothing to repeat", 2),
+        ("a*??", "", "nothing to repeat", 3),
+        ("x{1}{2}", "", "nothing to repeat", 4),
+        ("{1}", "", "nothing to repeat", 0),
+        ("^*", "", "nothing to repeat", 1),
+        ("$+", "", "nothing to repeat", 1),
+        (r"\b+", "", "nothing to repeat", 2),
+        (r"\B{2}", "", "nothing to repeat", 2),
+        ("x{2,1}", "", "numbers out of order in {} quantifier", 1),
+        ("a{2,1}?", "", "numbers out of order in {} quantifier", 1),
+        ("[b-a]", "", "range out of order in character class", 1),
+        ("(a", "", "unterminated group", 0),
+        ("a)", "", "unmatched `)`", 1),
+        ("[a", "", "unterminated character class", 0),
+        ("a\\", "", "`\\` at end of pattern", 1),
+        ("(?<a>x)(?<a>y)", "", "duplicate capture group name", 7),
+        ("(?<1a>x)", "", "invalid capture group name", 3),
+        ("(?<>x)", "", "invalid capture group name", 3),
+        (r"(?<a>x)\k", "", "invalid named reference", 7),
+        (r"(?<a>x)\k<b>", "", "invalid named capture referenced", 7),
+        (r"(?<a>x)[\k]", "", "invalid escape", 8),
+        (r"\a", "u", "invalid escape", 0),
+        (r"a\-", "u", "invalid escape", 1),
+        (r"\_", "u", "invalid escape", 0),
+        (r"[\B]", "u", "invalid escape", 1),
+        ("{", "u", "lone quantifier brackets", 0),
+        ("}", "u", "lone quantifier brackets", 0),
+        ("]", "u", "lone quantifier brackets", 0),
+        ("a{2", "u", "incomplete quantifier", 1),
+        ("a{,2}", "u", "incomplete quantifier", 1),
+        (r"[\d-a]", "u", "invalid character class", 3),
+        (r"[a-\d]", "u", "invalid character class", 2),
+        (r"\1", "u", "invalid escape", 0),
+        (r"\00", "u", "invalid decimal escape", 0),
+        (r"[\1]", "u", "invalid class escape", 1),
+        (r"\c1", "u", "invalid unicode escape", 0),
+        (r"[\c1]", "u", "invalid unicode escape", 1),
+        (r"\u{110000}", "u", "invalid unicode escape", 0),
+        (r"\u12", "u", "invalid unicode escape", 0),
+        (r"\x4", "u", "invalid escape", 0),
+        (r"\p{Greek}", "u", "invalid property name", 0),
+        (r"\p{letter}", "u", "invalid property name", 0),
+        (r"\p{Foo=Bar}", "u", "invalid property name", 0),
+        (r"\p{L", "u", "invalid property name", 0),
+        (r"\pL", "u", "invalid property name", 0),
+        (r"\k", "u", "invalid named reference", 0),
+        (r"\k<a>", "u", "invalid named capture referenced", 0),
+    ];
+    for (src, flags, message, offset) in cases {
+        let want = JsRegexError::Syntax { message: message.into(), offset };
+        assert_eq!(err(src, flags), want, "/{src}/{flags}");
+    }
+}
+
+#[test]
+fn unsupported_features() {
+    const EMPTY_FIRST: &str = "repetition of something that prefers to match empty";
+    const EMPTY_FIRST_HINT: &str = " (JavaScript skips empty iterations; the engine takes them)";
+    const STALE: &str = "capture group in a repetition that can skip it or match empty";
+    const STALE_HINT: &str = " (JavaScript resets the group on every iteration; the engine keeps earlier values)";
+    let long = "a".repeat(70 * 1024);
+    let deep = format!("{}a{}", "(".repeat(129), ")".repeat(129));
+    let engine_deep = format!("{}a{}", "(?:b|".repeat(100), ")+".repeat(100));
+    // Node 20 accepts all of these except the modifier groups (ES2025)
+    // and the unknown script.
+    let cases = [
+        ("(?=a)", "", "lookahead (?=", 0, ENGINE_HINT),
+        ("(?=a)*", "", "lookahead (?=", 0, ENGINE_HINT),
+        ("a(?!b)", "", "negative lookahead (?!", 1, ENGINE_HINT),
+        ("(?<=a)b", "", "lookbehind (?<=", 0, ENGINE_HINT),
+        ("x(?<!a)b", "", "negative lookbehind (?<!", 1, ENGINE_HINT),
+        (r"(a)\1", "", r"backreference \1", 3, ENGINE_HINT),
+        (r"(a)\1", "u", r"backreference \1", 3, ENGINE_HINT),
+        (r"(a)(b)(c)(d)(e)(f)(g)(h)(i)(j)\10", "", r"backreference \10", 30, ENGINE_HINT),
+        (r"\2(a)(b)", "", r"backreference \2", 0, ENGINE_HINT),
+        (r"(?<n>a)\k<n>", "", r"backreference \k<n>", 7, ENGINE_HINT),
+        (r"(?<n>a)\k<n>", "u", r"backreference \k<n>", 7, ENGINE_HINT),
+        (r"\k<n>(?<n>a)", "", r"backreference \k<n>", 0, ENGINE_HINT),
+        (r"\uD800", "", r"lone surrogate \uD800", 0, SURROGATE_HINT),
+        (r"a\uDE00", "u", r"lone surrogate \uDE00", 1, SURROGATE_HINT),
+        (r"\u{D800}", "u", r"lone surrogate \uD800", 0, SURROGATE_HINT),
+        (r"[\uD83D\uDE00]", "", r"lone surrogate \uD83D", 1, SURROGATE_HINT),
+        (r"[a-\uD800]", "u", r"lone surrogate \uD800", 3, SURROGATE_HINT),
+        ("\u{1F600}+", "", "quantifier on an astral character without the `u` flag", 0, UTF16_HINT),
+        ("\u{1F600}{2}", "", "quantifier on an astral character without the `u` flag", 0, UTF16_HINT),
+        (r"x\uD83D\uDE00*", "", "quantifier on an astral character without the `u` flag", 1, UTF16_HINT),
+        ("[\u{1F600}]", "", "astral character in a character class without the `u` flag", 1, UTF16_HINT),
+        ("(?i:a)", "", "modifiers group (?i:", 0, " (ES2025 modifiers are not supported)"),
+        ("(?-i:a)", "", "modifiers group (?-i:", 0, " (ES2025 modifiers are not supported)"),
+        ("(?i-s:a)", "", "modifiers group (?i-s:", 0, " (ES2025 modifiers are not supported)"),
+        ("(?<a$>x)", "", "capture group name <a$>", 0, " (the engine only accepts letters, digits and `_` in names)"),
+        ("(?:|a)*", "", EMPTY_FIRST, 0, EMPTY_FIRST_HINT),
+        ("x(?:a??)+", "", EMPTY_FIRST, 1, EMPTY_FIRST_HINT),
+        ("(?:a?|b){2,3}", "", EMPTY_FIRST, 0, EMPTY_FIRST_HINT),
+        ("((a)|(b))+", "", STALE, 0, STALE_HINT),
+        ("x(?:a(b)?)*", "", STALE, 1, STALE_HINT),
+        ("(a?){1,3}", "", STALE, 0, STALE_HINT),
+        ("(?:(a)|b){2}", "", STALE, 0, STALE_HINT),
+        ("a{4294967296}", "", "repetition count 4294967296 (the engine's limit is 4294967295)", 1, ""),
+        (
+            r"\p{Script=Foo}",
+            "u",
+            r"Unicode property \p{Script=Foo}",
+            0,
+            " (the engine's Unicode tables do not have it)",
+        ),
+        (&long, "", "pattern longer than 65536 bytes", 65536, ""),
+        (
+            &engine_deep,
+            "",
+            "nesting deeper than the engine allows",
+            495,
+            " (each group, repetition and alternative counts)",
+        ),
+        (&deep, "", "nesting deeper than 128", 128, ""),
+    ];
+    for (src, flags, feature, offset, hint) in cases {
+        let want = JsRegexError::Unsupported { feature: feature.into(), offset, hint: hint.into() };
+        assert_eq!(err(src, flags), want, "/{}/{flags}", &src[..src.len().min(40)]);
+    }
+}
+
+#[test]
+fn limits_that_pass() {
+    let deep = format!("{}a{}", "(".repeat(128), ")".repeat(128));
+    let re = compile(&deep, "");
+    assert_eq!(re.group_info().group_len(PatternID::ZERO), 129);
+    assert!(re.is_match("a"));
+    // The longest pattern translates; compiling it is the engine's
+    // business (and slow in debug builds), so compile a shorter one.
+    let long = "ab".repeat(32 * 1024);
+    assert!(translate(&long, &parse_flags("i").unwrap()).is_ok());
+    let short = &long[..4096];
+    assert!(compile(short, "i").is_match(&short.to_uppercase()));
+}
+
+#[test]
+fn error_messages_name_feature_and_offset() {
+    assert_eq!(
+        err("a(?=b)", "").to_string(),
+        "unsupported regex feature: lookahead (?= at offset 1 (a non-backtracking engine cannot run it)"
+    );
+    assert_eq!(err("a)", "").to_string(), "invalid regex: unmatched `)` at offset 1");
+    assert_eq!(parse_flags("y").unwrap_err().to_string(), "unsupported regex flag `y`");
+    assert_eq!(parse_flags("gg").unwrap_err().to_string(), "invalid regex flags `gg`");
+}
+
+#[test]
+fn flags() {
+    let all = JsFlags { global: true, ignore_case: true, multiline: true, dot_all: true, unicode: true };
+    assert_eq!(parse_flags("dgimsu"), Ok(all));
+    assert_eq!(parse_flags(""), Ok(JsFlags::default()));
+    assert_eq!(parse_flags("y"), Err(JsRegexError::UnsupportedFlag('y')));
+    assert_eq!(parse_flags("gv"), Err(JsRegexError::UnsupportedFlag('v')));
+    for bad in ["gg", "x", "yy", "gy x", "G"] {
+        assert_eq!(parse_flags(bad), Err(JsRegexError::InvalidFlags(bad.into())), "{bad:?}");
+    }
+}
+
+/// Where the engine cannot follow JS, pin down what we do instead.
+#[test]
+fn documented_differences() {
+    let starts = |src: &str, flags: &str, hay: &str| -> Vec<usize> {
+        compile(src, flags).find_iter(hay).map(|m| m.start()).collect()
+    };
+    // JS /^/gm also matches between \r and \n (index 2) and after \u2028.
+    assert_eq!(starts("^", "m", "a\r\nb\rc\u{2028}d"), [0, 3, 5]);
+    // JS /\bſ/iu matches after a space, since ſ is a word character there.
+    assert_eq!(starts("\\b\u{17F}", "iu", " \u{17F} a\u{17F}"), [5]);
+    // JS leaves a group unset (undefined) when the only iteration of its
+    // `?` would be empty; the engine reports an empty match. Both replace
+    // `$1` with nothing.
+    let re = compile("(a?)?b", "");
+    let mut caps = re.create_captures();
+    re.captures("b", &mut caps);
+    assert_eq!(caps.get_group(1).map(|s| s.range()), Some(0..0));
+    // Without `u`, JS `.` matches half of an astral character.
+    assert_eq!(starts("^.$", "", "\u{1F600}"), [0]);
+}

@@ -1,0 +1,275 @@
+//! Rules: what a user rule (or a built-in one) is, and how it is compiled once into the automata the
+//! stages run: a forward and a reverse dense DFA, the start states by look-behind byte, the prefilter that
+//! finds candidate starts, the prefix automaton for held-back data, and the captures regex when the
+//! replacement needs groups.
+
+use std::sync::Arc;
+
+use regex_automata::dfa::{dense, Automaton, StartKind};
+use regex_automata::nfa::thompson;
+use regex_automata::util::prefilter::Prefilter;
+use regex_automata::util::primitives::StateID;
+use regex_automata::util::start;
+use regex_automata::{meta, Anchored, MatchKind};
+use regex_syntax::hir::Hir;
+
+use super::replacement::{ReplaceFn, Replacement, Template};
+use super::{js_regex, links, prefixes};
+use crate::error::RuleError;
+
+/// Rules a server accepts at most; a body passes through each rule's stage in turn.
+pub const MAX_RULES: usize = 256;
+
+const NFA_SIZE_LIMIT: usize = 8 << 20;
+const DFA_SIZE_LIMIT: usize = 16 << 20;
+
+pub(super) type Dfa = dense::DFA<Vec<u32>>;
+
+/// A compiled rewrite rule, cheap to clone and share between requests.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    pub(super) inner: Arc<CompiledRule>,
+}
+
+/// How the stage finds the positions where a match may start, so that most bytes are skipped
+/// without running the automaton (the "Prexy trick", done exactly).
+#[derive(Debug)]
+pub(super) enum Candidates {
+    /// Every position (patterns with no usable literal).
+    Every,
+    /// A match starts with one of the prefilter's literals.
+    Prefix(Prefilter),
+}
+
+#[derive(Debug)]
+pub(super) struct CompiledRule {
+    pub(super) label: String,
+    pub(super) global: bool,
+    pub(super) engine: Engine,
+}
+
+/// How a rule finds its matches and what it puts in their place.
+#[derive(Debug)]
+pub(super) enum Engine {
+    Regex(Box<RegexRule>),
+    /// Browsersync's link rewrite: a dedicated matcher, and a replacement that depends on the
+    /// request's Host.
+    Links(Box<links::LinkMatcher>),
+}
+
+/// A DFA's start states by the byte before the start (`None`: the start of the body). Asking the DFA
+/// classifies the byte and checks the configuration each time: too slow for once per candidate.
+#[derive(Debug)]
+pub(super) struct StartStates {
+    /// Index 256 is the start of the body.
+    table: Box<[Option<StateID>; 257]>,
+}
+
+impl StartStates {
+    fn new(dfa: &Dfa, anchored: Anchored) -> StartStates {
+        let mut table = Box::new([None; 257]);
+        for (index, slot) in table.iter_mut().enumerate() {
+            let look_behind = u8::try_from(index).ok();
+            *slot = dfa.start_state(&start::Config::new().anchored(anchored).look_behind(look_behind)).ok();
+        }
+        StartStates { table }
+    }
+
+    pub(super) fn get(&self, look_behind: Option<u8>) -> Option<StateID> {
+        self.table[look_behind.map_or(256, usize::from)]
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct RegexRule {
+    /// Forward DFA, anchored and unanchored starts, leftmost-first.
+    pub(super) dfa: Dfa,
+    /// Reverse anchored DFA: from a match's end back to its start.
+    pub(super) reverse: Dfa,
+    /// Only built when the replacement needs capture groups.
+    pub(super) captures: Option<meta::Regex>,
+    pub(super) candidates: Candidates,
+    pub(super) replacement: Replacement,
+    pub(super) anchored_starts: StartStates,
+    pub(super) unanchored_starts: StartStates,
+    /// Reads back from the end of the data to where a pending match may start; `None` when too big.
+    pub(super) prefix_reverse: Option<Dfa>,
+}
+
+/// The replacement side of a user rule.
+#[derive(Clone)]
+pub enum RuleReplacement {
+    /// A JS replacement string (`$&`, `$1`, `$<name>`, `$$`).
+    Text(String),
+    /// A function called for each match.
+    Function(Arc<dyn ReplaceFn>),
+}
+
+impl Rule {
+    /// A rule from a JS `RegExp`'s `source` and `flags`.
+    pub fn regex(source: &str, flags: &str, replacement: RuleReplacement) -> Result<Rule, RuleError> {
+        let parsed = js_regex::parse_flags(flags)?;
+        let pattern = js_regex::translate(source, &parsed)?;
+        let label = format!("/{source}/{flags}");
+        Rule::compile(label, &pattern, parsed.global, replacement)
+    }
+
+    /// A rule whose match is a plain string: like `String.prototype.replace` with a string
+    /// pattern, it replaces the first occurrence only.
+    pub fn literal(text: &str, replacement: RuleReplacement) -> Result<Rule, RuleError> {
+        let label = format!("{text:?}");
+        Rule::compile(label, &js_regex::literal(text), false, replacement)
+    }
+
+    /// Browsersync's snippet rule: `snippet` right after the first `<body ...>` tag.
+    pub fn snippet(snippet: &str) -> Rule {
+        let replacement = Replacement::Template(Template::match_then(snippet));
+        Rule::build("snippet".into(), r"(?i:<body[^>]*>)", false, replacement).expect("the snippet rule compiles")
+    }
+
+    /// Browsersync's link rewrite for a target `host` (`hostname` or `hostname:port`).
+    pub fn links(target_host: &str) -> Rule {
+        Rule {
+            inner: Arc::new(CompiledRule {
+                label: "link rewrite".into(),
+                global: true,
+                engine: Engine::Links(Box::new(links::LinkMatcher::new(target_host))),
+            }),
+        }
+    }
+
+    /// Whether matches are replaced by a function (which may wait on another thread, e.g. Node's).
+    pub fn calls_function(&self) -> bool {
+        matches!(&self.inner.engine, Engine::Regex(re) if matches!(re.replacement, Replacement::Function(_)))
+    }
+
+    /// How the rule is shown in errors and logs, e.g. `/foo/g`.
+    pub fn label(&self) -> &str {
+        &self.inner.label
+    }
+
+    fn compile(label: String, pattern: &str, global: bool, replacement: RuleReplacement) -> Result<Rule, RuleError> {
+        let replacement = match replacement {
+            RuleReplacement::Function(f) => Replacement::Function(f),
+            RuleReplacement::Text(text) => {
+                let hir = parse(pattern)?;
+                let (count, named) = group_info(&hir);
+                Replacement::Template(Template::parse(&text, count, named)?)
+            }
+        };
+        Rule::build(label, pattern, global, replacement)
+    }
+
+    fn build(label: String, pattern: &str, global: bool, replacement: Replacement) -> Result<Rule, RuleError> {
+        let hir = parse(pattern)?;
+        let candidates = match Prefilter::from_hir_prefix(MatchKind::LeftmostFirst, &hir) {
+            Some(pre) if pre.is_fast() => Candidates::Prefix(pre),
+            _ => Candidates::Every,
+        };
+        // Start states only need checking where a prefilter can skip ahead from them.
+        let (dfa, reverse) = build_dfas(&hir, !matches!(candidates, Candidates::Every))?;
+        let prefix_reverse = build_prefix_reverse(&hir);
+        let needs_captures = match &replacement {
+            Replacement::Template(t) => t.needs_groups(),
+            Replacement::Function(_) => true,
+        };
+        let captures = if needs_captures {
+            Some(
+                meta::Builder::new()
+                    .configure(meta::Config::new().nfa_size_limit(Some(NFA_SIZE_LIMIT)))
+                    .build_from_hir(&hir)
+                    .map_err(|e| RuleError::TooComplex(e.to_string()))?,
+            )
+        } else {
+            None
+        };
+        Ok(Rule {
+            inner: Arc::new(CompiledRule {
+                label,
+                global,
+                engine: Engine::Regex(Box::new(RegexRule {
+                    anchored_starts: StartStates::new(&dfa, Anchored::Yes),
+                    unanchored_starts: StartStates::new(&dfa, Anchored::No),
+                    dfa,
+                    reverse,
+                    captures,
+                    candidates,
+                    replacement,
+                    prefix_reverse,
+                })),
+            }),
+        })
+    }
+}
+
+pub(super) fn parse(pattern: &str) -> Result<Hir, RuleError> {
+    regex_syntax::ParserBuilder::new()
+        .utf8(true)
+        .nest_limit(256)
+        .build()
+        .parse(pattern)
+        .map_err(|e| RuleError::TooComplex(format!("translated pattern rejected: {e}")))
+}
+
+fn build_dfas(hir: &Hir, skip_from_start_states: bool) -> Result<(Dfa, Dfa), RuleError> {
+    let build = |reverse: bool| {
+        let nfa = thompson::Compiler::new()
+            .configure(
+                thompson::Config::new()
+                    .nfa_size_limit(Some(NFA_SIZE_LIMIT))
+                    .shrink(!reverse)
+                    .reverse(reverse)
+                    .which_captures(thompson::WhichCaptures::None),
+            )
+            .build_from_hir(hir)
+            .map_err(|e| RuleError::TooComplex(e.to_string()))?;
+        let config =
+            dense::Config::new().dfa_size_limit(Some(DFA_SIZE_LIMIT)).determinize_size_limit(Some(DFA_SIZE_LIMIT));
+        let config = if reverse {
+            config.match_kind(MatchKind::All).start_kind(StartKind::Anchored)
+        } else {
+            config
+                .match_kind(MatchKind::LeftmostFirst)
+                .start_kind(StartKind::Both)
+                .specialize_start_states(skip_from_start_states)
+        };
+        dense::Builder::new().configure(config).build_from_nfa(&nfa).map_err(|e| RuleError::TooComplex(e.to_string()))
+    };
+    Ok((build(false)?, build(true)?))
+}
+
+/// The reverse DFA of the rule's non-empty prefixes (see `prefixes`). It only saves time, so a rule
+/// whose prefix automaton would be large does without it.
+fn build_prefix_reverse(hir: &Hir) -> Option<Dfa> {
+    const LIMIT: usize = 2 << 20;
+    let prefixes = prefixes::live_runs(hir);
+    let nfa = thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .nfa_size_limit(Some(LIMIT))
+                .reverse(true)
+                .which_captures(thompson::WhichCaptures::None),
+        )
+        .build_from_hir(&prefixes)
+        .ok()?;
+    let config = dense::Config::new()
+        .dfa_size_limit(Some(LIMIT))
+        .determinize_size_limit(Some(LIMIT))
+        .match_kind(MatchKind::All)
+        .start_kind(StartKind::Anchored);
+    dense::Builder::new().configure(config).build_from_nfa(&nfa).ok()
+}
+
+/// The number of capture groups (without group 0) and whether any has a name.
+pub(super) fn group_info(hir: &Hir) -> (usize, bool) {
+    fn named(hir: &Hir) -> bool {
+        use regex_syntax::hir::HirKind;
+        match hir.kind() {
+            HirKind::Capture(c) => c.name.is_some() || named(&c.sub),
+            HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().any(named),
+            HirKind::Repetition(r) => named(&r.sub),
+            _ => false,
+        }
+    }
+    (hir.properties().explicit_captures_len(), named(hir))
+}

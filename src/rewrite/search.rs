@@ -1,0 +1,84 @@
+//! One search of a regex rule over a stage's hay: its inputs, the positions where a match may start, and
+//! the anchored DFA run from one start, whose outcome both the stage's own search (in [`super::stream`])
+//! and the one-pass [`super::sweep`] settle starts by.
+
+use regex_automata::dfa::Automaton;
+use regex_automata::Span;
+
+use super::hay::Hay;
+use super::rule::{Candidates, RegexRule};
+
+/// One search of a regex rule over a stage's hay.
+#[derive(Clone, Copy)]
+pub(super) struct RegexSearch<'a> {
+    pub(super) re: &'a RegexRule,
+    pub(super) hay: Hay<'a>,
+    pub(super) last: bool,
+    pub(super) max_match: usize,
+}
+
+/// How the anchored run from one start ends.
+pub(super) enum Attempt {
+    /// A final match ending here.
+    Match(usize),
+    NoMatch,
+    /// Still alive at the end of the data: more input decides.
+    Alive,
+    /// Alive after `max_match` bytes: given up on, its bytes stay as they are.
+    Abandoned,
+}
+
+impl RegexSearch<'_> {
+    /// The smallest position at or after `from` where a match may start, given the data so far.
+    pub(super) fn next_candidate(&self, from: usize) -> Option<usize> {
+        let hay = self.hay.bytes;
+        let len = hay.len();
+        match &self.re.candidates {
+            Candidates::Every => Some(from),
+            Candidates::Prefix(pre) => {
+                // A literal cut by the end of the data shows only as a partial prefix.
+                let tail = len.saturating_sub(pre.max_needle_len().saturating_sub(1)).max(from);
+                let hit = (from < len).then(|| pre.find(hay, Span::from(from..len))).flatten().map(|s| s.start);
+                match hit {
+                    Some(h) => Some(h.min(tail)),
+                    None => (tail < len).then_some(tail),
+                }
+            }
+        }
+    }
+
+    /// Runs the anchored DFA from `at` over the data held.
+    pub(super) fn attempt(&self, at: usize, steps: &mut usize) -> Attempt {
+        let (re, last) = (self.re, self.last);
+        let dfa = &re.dfa;
+        let Some(mut state) = re.anchored_starts.get(self.hay.look_behind(at)) else { return Attempt::NoMatch };
+        let hay = self.hay.bytes;
+        // One byte past the cap: DFA matches are reported a byte late.
+        let limit = at.saturating_add(self.max_match).saturating_add(1);
+        let end = hay.len().min(limit);
+        let mut found = None;
+        for (i, &byte) in hay[at..end].iter().enumerate() {
+            state = dfa.next_state(state, byte);
+            if dfa.is_special_state(state) {
+                if dfa.is_match_state(state) {
+                    found = Some(at + i);
+                } else if dfa.is_dead_state(state) || dfa.is_quit_state(state) {
+                    *steps += i + 1;
+                    return found.map_or(Attempt::NoMatch, Attempt::Match);
+                }
+            }
+        }
+        *steps += end - at;
+        if end == limit {
+            return Attempt::Abandoned;
+        }
+        if !last {
+            return Attempt::Alive;
+        }
+        state = dfa.next_eoi_state(state);
+        if dfa.is_match_state(state) {
+            found = Some(hay.len());
+        }
+        found.map_or(Attempt::NoMatch, Attempt::Match)
+    }
+}
