@@ -87,3 +87,36 @@ impl<T: Reusable> Drop for Pooled<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pools_take_back_only_finished_states_and_only_a_few() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        struct Counted(u32);
+        impl Reusable for Counted {
+            fn reset(&mut self) -> bool {
+                self.0 != 0 // state 0 stands for one that cannot be reset
+            }
+        }
+        static POOL: Pool<Counted> = Pool::new();
+        static MADE: AtomicU32 = AtomicU32::new(0);
+        let make = || Counted(MADE.fetch_add(1, Ordering::Relaxed) + 1);
+        let finished = |mut state: Pooled<Counted>| state.stream_finished();
+        finished(POOL.take(make));
+        finished(POOL.take(make));
+        assert_eq!(MADE.load(Ordering::Relaxed), 1, "the second response reuses the first one's state");
+        drop(POOL.take(make));
+        assert_eq!(POOL.idle(), 0, "a stream cut off mid-way does not give its state back");
+        let busy: Vec<_> = (0..IDLE_STATES + 3).map(|_| POOL.take(make)).collect();
+        busy.into_iter().for_each(finished);
+        assert_eq!(POOL.idle(), IDLE_STATES, "only a few states wait");
+        let busy: Vec<_> = (0..IDLE_STATES).map(|_| POOL.take(make)).collect();
+        finished(POOL.take(|| Counted(0)));
+        assert_eq!(POOL.idle(), 0, "a state that cannot be reset is not kept");
+        busy.into_iter().for_each(finished);
+        assert_eq!(POOL.idle(), IDLE_STATES);
+    }
+}

@@ -1,0 +1,217 @@
+//! Streaming decoders for every coding we speak, whose memory stays bounded whatever the compression
+//! ratio: each call produces at most [`DECODED_PIECE`] bytes, so a decompression bomb costs nothing
+//! more than an ordinary body.
+
+use flate2::{Decompress, FlushDecompress, Status};
+
+use super::{CodecError, Encoding};
+
+/// Largest piece of decoded output produced at once: a decompression bomb costs nothing more.
+pub const DECODED_PIECE: usize = 32 * 1024;
+
+/// A streaming decoder. [`Decoder::decode`] produces at most [`DECODED_PIECE`] bytes per call.
+pub struct Decoder {
+    state: DecoderState,
+    finished: bool,
+}
+
+enum DecoderState {
+    Identity,
+    /// Deflate waits for its first two bytes to tell zlib-wrapped from raw streams (holding the
+    /// first one if it comes alone).
+    DeflateUnknown(Option<u8>),
+    Flate(Box<Decompress>, Vec<u8>, &'static str),
+    Brotli(
+        Box<brotli::BrotliState<brotli::enc::StandardAlloc, brotli::enc::StandardAlloc, brotli::enc::StandardAlloc>>,
+        Box<[u8]>,
+    ),
+    Zstd(Box<zstd::stream::raw::Decoder<'static>>, Box<[u8]>),
+}
+
+impl Decoder {
+    pub fn new(encoding: Encoding) -> Decoder {
+        let state = match encoding {
+            Encoding::Identity => DecoderState::Identity,
+            Encoding::Gzip => {
+                DecoderState::Flate(Box::new(Decompress::new_gzip(15)), Vec::with_capacity(DECODED_PIECE), "gzip")
+            }
+            Encoding::Deflate => DecoderState::DeflateUnknown(None),
+            Encoding::Brotli => DecoderState::Brotli(
+                Box::new(brotli::BrotliState::new(Default::default(), Default::default(), Default::default())),
+                vec![0; DECODED_PIECE].into_boxed_slice(),
+            ),
+            Encoding::Zstd => DecoderState::Zstd(
+                // Fails only when zstd cannot allocate its context, where Rust would abort anyway.
+                Box::new(zstd::stream::raw::Decoder::new().expect("zstd decoder allocates")),
+                vec![0; DECODED_PIECE].into_boxed_slice(),
+            ),
+        };
+        Decoder { state, finished: matches!(encoding, Encoding::Identity) }
+    }
+
+    /// Decodes from `input` into `out` (at most [`DECODED_PIECE`] new bytes); returns the input bytes
+    /// consumed. Call again while input remains or while a call filled its piece.
+    pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, CodecError> {
+        if let DecoderState::DeflateUnknown(held) = self.state {
+            let mut first_two = held.into_iter().chain(input.iter().copied());
+            let (Some(b0), Some(b1)) = (first_two.next(), first_two.next()) else {
+                self.state = DecoderState::DeflateUnknown(held.or(input.first().copied()));
+                return Ok(input.len());
+            };
+            // RFC 9110's "deflate" is zlib-wrapped, but some servers send raw deflate.
+            let zlib = b0 & 0x0F == 8 && (u16::from(b0) << 8 | u16::from(b1)) % 31 == 0;
+            self.state =
+                DecoderState::Flate(Box::new(Decompress::new(zlib)), Vec::with_capacity(DECODED_PIECE), "deflate");
+            if let Some(byte) = held {
+                // The held byte is the start of a header: it decodes to nothing.
+                self.decode(&[byte], out)?;
+            }
+        }
+        match &mut self.state {
+            DecoderState::Identity => {
+                let n = input.len().min(DECODED_PIECE);
+                out.extend_from_slice(&input[..n]);
+                Ok(n)
+            }
+            DecoderState::DeflateUnknown(_) => unreachable!("resolved above"),
+            DecoderState::Flate(inflate, piece, name) => {
+                if self.finished {
+                    return Ok(input.len()); // bytes after the end of the stream are ignored, as browsers do
+                }
+                piece.clear();
+                let before = inflate.total_in();
+                let result = inflate.decompress_vec(input, piece, FlushDecompress::None);
+                out.extend_from_slice(piece);
+                let consumed = (inflate.total_in() - before) as usize;
+                match result {
+                    Ok(Status::StreamEnd) => {
+                        self.finished = true;
+                        Ok(consumed)
+                    }
+                    Ok(_) => Ok(consumed),
+                    Err(e) => Err(CodecError::Corrupt(name, e.to_string())),
+                }
+            }
+            DecoderState::Brotli(state, buffer) => {
+                if self.finished {
+                    return Ok(input.len());
+                }
+                let (mut available_in, mut input_offset) = (input.len(), 0);
+                let (mut available_out, mut output_offset, mut total_out) = (buffer.len(), 0, 0);
+                let result = brotli::BrotliDecompressStream(
+                    &mut available_in,
+                    &mut input_offset,
+                    input,
+                    &mut available_out,
+                    &mut output_offset,
+                    buffer,
+                    &mut total_out,
+                    state,
+                );
+                out.extend_from_slice(&buffer[..output_offset]);
+                match result {
+                    brotli::BrotliResult::ResultFailure => {
+                        Err(CodecError::Corrupt("br", "invalid brotli stream".into()))
+                    }
+                    brotli::BrotliResult::ResultSuccess => {
+                        self.finished = true;
+                        Ok(input_offset)
+                    }
+                    _ => Ok(input_offset),
+                }
+            }
+            DecoderState::Zstd(decoder, buffer) => {
+                use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+                let mut src = InBuffer::around(input);
+                let mut dst = OutBuffer::around(&mut buffer[..]);
+                let hint = decoder.run(&mut src, &mut dst).map_err(|e| CodecError::Corrupt("zstd", e.to_string()))?;
+                let produced = dst.pos();
+                out.extend_from_slice(&buffer[..produced]);
+                // A hint of 0 means a frame just ended; more frames may follow. A call that moved
+                // nothing says nothing (it asks for the next frame's header).
+                if src.pos() > 0 || produced > 0 {
+                    self.finished = hint == 0;
+                }
+                Ok(src.pos())
+            }
+        }
+    }
+
+    /// Checks at the end of the body that the compressed stream was complete.
+    pub fn finish(&self) -> Result<(), CodecError> {
+        match &self.state {
+            DecoderState::Identity => Ok(()),
+            DecoderState::DeflateUnknown(_) => Err(CodecError::Truncated("deflate")),
+            DecoderState::Flate(_, _, name) if !self.finished => Err(CodecError::Truncated(name)),
+            DecoderState::Brotli(..) if !self.finished => Err(CodecError::Truncated("br")),
+            DecoderState::Zstd(..) if !self.finished => Err(CodecError::Truncated("zstd")),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Decodes a whole buffer (tests and fixtures).
+pub fn decode_all(encoding: Encoding, mut input: &[u8]) -> Result<Vec<u8>, CodecError> {
+    let mut decoder = Decoder::new(encoding);
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        let consumed = decoder.decode(input, &mut out)?;
+        input = &input[consumed..];
+        let produced = out.len() - before;
+        if consumed == 0 && produced == 0 && !input.is_empty() {
+            return Err(CodecError::Corrupt(encoding.token(), "decoder made no progress".into()));
+        }
+        if input.is_empty() && produced < DECODED_PIECE && consumed == 0 {
+            break;
+        }
+    }
+    decoder.finish()?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+    use crate::codec::encode_all;
+
+    #[test]
+    fn deflate_fed_one_byte_at_a_time() {
+        for raw in [false, true] {
+            let compressed = if raw {
+                let mut w = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+                w.write_all(b"one byte at a time").unwrap();
+                w.finish().unwrap()
+            } else {
+                encode_all(Encoding::Deflate, b"one byte at a time")
+            };
+            let mut decoder = Decoder::new(Encoding::Deflate);
+            let mut out = Vec::new();
+            for byte in &compressed {
+                assert_eq!(decoder.decode(std::slice::from_ref(byte), &mut out).unwrap(), 1);
+            }
+            decoder.finish().unwrap();
+            assert_eq!(out, b"one byte at a time");
+        }
+    }
+
+    #[test]
+    fn raw_deflate_is_accepted_too() {
+        let mut w = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        w.write_all(b"hello raw deflate").unwrap();
+        let raw = w.finish().unwrap();
+        assert_eq!(decode_all(Encoding::Deflate, &raw).unwrap(), b"hello raw deflate");
+    }
+
+    #[test]
+    fn corrupt_and_truncated_streams_are_errors() {
+        for encoding in [Encoding::Gzip, Encoding::Brotli, Encoding::Zstd] {
+            let good = encode_all(encoding, &[b'x'; 10_000]);
+            assert!(decode_all(encoding, &good[..good.len() / 2]).is_err(), "{encoding:?} truncated");
+            let garbage: Vec<u8> = (0..200u8).map(|i| i.wrapping_mul(37)).collect();
+            assert!(decode_all(encoding, &garbage).is_err(), "{encoding:?} garbage");
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! Content codings: which ones we speak, how they are negotiated, and streaming decoders and encoders
+//! whose memory stays bounded whatever the compression ratio (decoded output comes out in pieces).
+//!
+//! `negotiate` reads `Accept-Encoding` and picks the output coding; `decode` holds
+//! the bounded-output decoders; `encode` the encoders, their gzip/zlib framing and the pools their
+//! states return to (`pool`); `deflate` is our DEFLATE encoder behind gzip and deflate.
+
+mod decode;
+mod deflate;
+mod encode;
+mod error;
+mod negotiate;
+mod pool;
+#[cfg(test)]
+mod tests;
+
+pub use decode::{decode_all, Decoder, DECODED_PIECE};
+pub use encode::{encode_all, Encoder};
+pub use error::CodecError;
+pub use negotiate::{accepted, choose_output, upstream_accept_encoding, Encoding};
