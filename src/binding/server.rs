@@ -1,0 +1,130 @@
+//! The `ProxyServer` class JS gets from `start()`: a running core server, its stats, and the
+//! handle that keeps Node's event loop alive until `stop()` or `unref()`.
+
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::ThreadsafeFunction;
+use napi::Env;
+use napi_derive::napi;
+
+use super::invalid;
+use super::options::{compile_off_thread, parse_rule, CallMode};
+use crate::server;
+
+/// What the server has done so far.
+#[napi(object)]
+pub struct ProxyStats {
+    pub requests: f64,
+    pub rewritten: f64,
+    pub passed_through: f64,
+    pub upstream_errors: f64,
+    /// Match candidates longer than `maxMatchBytes`, left unreplaced.
+    pub abandoned_matches: f64,
+    pub websockets: f64,
+}
+
+/// A running proxy server. It keeps the Node process alive until `stop()` (or `unref()`).
+#[napi(js_name = "ProxyServer")]
+pub struct JsProxyServer {
+    inner: Arc<server::ProxyServer>,
+    url: String,
+    port: u32,
+    keep_alive: Mutex<Option<KeepAlive>>,
+}
+
+impl JsProxyServer {
+    /// Wraps a started server; `keep_alive` (none if making it failed) holds the event loop.
+    pub(super) fn new(server: server::ProxyServer, keep_alive: Option<KeepAlive>) -> JsProxyServer {
+        let url = server.url();
+        let port = u32::from(server.local_addr().port());
+        JsProxyServer { inner: Arc::new(server), url, port, keep_alive: Mutex::new(keep_alive) }
+    }
+}
+
+#[napi]
+impl JsProxyServer {
+    /// `http://host:port` of the proxy.
+    #[napi(getter, catch_unwind)]
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// The port the proxy listens on.
+    #[napi(getter, catch_unwind)]
+    pub fn port(&self) -> u32 {
+        self.port
+    }
+
+    /// Adds a rule after the others, for requests that start from now on; returns its id.
+    /// Throws on a bad rule, leaving the running rules as they were.
+    /// Compiles on the JS thread: a large pattern blocks the event loop while its automaton is built
+    /// (up to seconds near the 16 MiB cap); `addRuleAsync` does not.
+    #[napi(catch_unwind, ts_args_type = "rule: RewriteRule")]
+    pub fn add_rule(&self, env: Env, rule: Unknown) -> Result<u32> {
+        let rule = parse_rule(&env, rule, "rule", CallMode::Threadsafe)?.compile()?;
+        self.inner.add_rule(rule).map_err(|e| invalid(format!("rule: {e}")))
+    }
+
+    /// Like `addRule`, but the rule is compiled off the JS thread; resolves to its id, rejects on a
+    /// bad rule (the running rules stay as they were).
+    #[napi(catch_unwind, ts_args_type = "rule: RewriteRule", ts_return_type = "Promise<number>")]
+    pub fn add_rule_async<'env>(&self, env: &'env Env, rule: Unknown) -> Result<PromiseRaw<'env, u32>> {
+        let spec = parse_rule(env, rule, "rule", CallMode::Threadsafe);
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let rule = compile_off_thread(vec![spec?]).await?.pop();
+            let rule = rule.ok_or_else(|| Error::new(Status::GenericFailure, "rule: compilation gave no rule"))?;
+            inner.add_rule(rule).map_err(|e| invalid(format!("rule: {e}")))
+        })
+    }
+
+    /// Removes a rule by the id `addRule` returned (the rules of `rewriteRules` have ids 0, 1, 2...);
+    /// false if there is no such rule.
+    #[napi(catch_unwind)]
+    pub fn remove_rule(&self, id: u32) -> bool {
+        self.inner.remove_rule(id)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn stats(&self) -> ProxyStats {
+        let s = self.inner.stats();
+        ProxyStats {
+            requests: s.requests as f64,
+            rewritten: s.rewritten as f64,
+            passed_through: s.passed_through as f64,
+            upstream_errors: s.upstream_errors as f64,
+            abandoned_matches: s.abandoned_matches as f64,
+            websockets: s.websockets as f64,
+        }
+    }
+
+    /// Lets the Node process exit while the server still runs (like `net.Server#unref`).
+    #[napi(catch_unwind)]
+    pub fn unref(&self) {
+        // Poisoning policy: recover; the Option is replaced whole, never left half-updated.
+        self.keep_alive.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+    }
+
+    /// Stops accepting connections (the port is free when the Promise resolves), lets in-flight
+    /// responses finish within the grace period, then closes the rest.
+    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
+    pub fn stop<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        self.unref();
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            inner.stop().await;
+            Ok(())
+        })
+    }
+}
+
+/// Holds a strong threadsafe function, which is what keeps Node's event loop alive.
+pub(super) struct KeepAlive(#[allow(dead_code)] ThreadsafeFunction<(), (), (), Status, false, false, 0>);
+
+impl KeepAlive {
+    pub(super) fn new(env: &Env) -> Result<KeepAlive> {
+        let noop = env.create_function_from_closure::<(), (), _>("devproxyKeepAlive", |_| Ok(()))?;
+        Ok(KeepAlive(noop.build_threadsafe_function::<()>().callee_handled::<false>().weak::<false>().build()?))
+    }
+}
