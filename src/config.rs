@@ -263,6 +263,15 @@ pub const PANIC_PROBE_PREFIX: &str = "/__devproxy_panic_probe";
 /// but a proxy holds an upstream connection per client connection, so it needs a ceiling.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
+/// Largest `maxMatchBytes` accepted: each response being rewritten may hold this much back.
+pub const MAX_MATCH_BYTES_LIMIT: u32 = 64 << 20;
+
+/// Largest `maxConnections` accepted.
+pub const MAX_CONNECTIONS_LIMIT: u32 = 1 << 20;
+
+/// Largest `upstreamTimeoutMs` and `gracePeriodMs` accepted (about 49 days: the options are u32).
+pub const MAX_DURATION_MS: u32 = u32::MAX;
+
 impl ProxyConfig {
     pub fn new(target: Target) -> ProxyConfig {
         ProxyConfig {

@@ -10,9 +10,12 @@ use napi_derive::napi;
 
 use super::replace::{DirectReplace, ThreadsafeReplace};
 use super::{config_error, get, invalid, type_name};
-use crate::config::{AllowedHosts, ProxyConfig, Target, UpstreamCompression};
+use crate::config::{
+    AllowedHosts, ProxyConfig, Target, UpstreamCompression, MAX_CONNECTIONS_LIMIT, MAX_DURATION_MS,
+    MAX_MATCH_BYTES_LIMIT,
+};
 use crate::error::ConfigError;
-use crate::rewrite::{self, Rule, RuleReplacement, DEFAULT_MAX_MATCH_BYTES};
+use crate::rewrite::{self, Rule, RuleReplacement};
 
 /// Where the proxy forwards to: a URL string, or an object with more settings.
 // Declared for index.d.ts; parse_options reads options field by field to name the bad one.
@@ -175,7 +178,7 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
         }
     };
     if let Some(port) = get(&options, "port")? {
-        config.port = expect_u32(port, "port", 65535)? as u16;
+        config.port = expect_u32(port, "port", u32::from(u16::MAX))? as u16;
     }
     if let Some(host) = get(&options, "host")? {
         config.host = expect_string(host, "host")?;
@@ -196,16 +199,14 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
         })?;
     }
     if let Some(max) = get(&options, "maxMatchBytes")? {
-        config.max_match_bytes = expect_u32(max, "maxMatchBytes", 64 << 20)?.max(1) as usize;
-    } else {
-        config.max_match_bytes = DEFAULT_MAX_MATCH_BYTES;
+        config.max_match_bytes = expect_u32(max, "maxMatchBytes", MAX_MATCH_BYTES_LIMIT)?.max(1) as usize;
     }
     if let Some(ms) = get(&options, "upstreamTimeoutMs")? {
         config.upstream_timeout =
-            Duration::from_millis(u64::from(expect_u32(ms, "upstreamTimeoutMs", u32::MAX)?.max(1)));
+            Duration::from_millis(u64::from(expect_u32(ms, "upstreamTimeoutMs", MAX_DURATION_MS)?.max(1)));
     }
     if let Some(ms) = get(&options, "gracePeriodMs")? {
-        config.grace_period = Duration::from_millis(u64::from(expect_u32(ms, "gracePeriodMs", u32::MAX)?));
+        config.grace_period = Duration::from_millis(u64::from(expect_u32(ms, "gracePeriodMs", MAX_DURATION_MS)?));
     }
     if let Some(hosts) = get(&options, "allowedHosts")? {
         config.allowed_hosts = parse_allowed_hosts(hosts)?;
@@ -218,7 +219,7 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
         }
     }
     if let Some(max) = get(&options, "maxConnections")? {
-        config.max_connections = expect_u32(max, "maxConnections", 1 << 20)?.max(1) as usize;
+        config.max_connections = expect_u32(max, "maxConnections", MAX_CONNECTIONS_LIMIT)?.max(1) as usize;
     }
     // Undocumented test hook: requests under /__devproxy_panic_probe/ panic (see config.rs).
     if let Some(flag) = get(&options, "__panicProbes")? {
