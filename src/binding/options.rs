@@ -2,6 +2,7 @@
 //! give index.d.ts its types and docs) and the parser that turns JS values into a `ProxyConfig` and
 //! uncompiled `RuleSpec`s, with errors that name the bad option or rule.
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use napi::bindgen_prelude::*;
@@ -104,6 +105,63 @@ pub struct ProxyOptions {
     pub allowed_origins: Option<Vec<String>>,
 }
 
+/// The keys of each options object, as JS spells them. The structs above declare them for
+/// index.d.ts (types and docs); the parser reads an object only through its list (`Fields`), and the
+/// test below checks each list against the matching interface of index.d.ts, so a key cannot be
+/// declared in one place and missing from the other.
+const PROXY_OPTION_NAMES: &[&str] = &[
+    "proxy",
+    "port",
+    "host",
+    "rewriteRules",
+    "snippet",
+    "rewriteTextTypes",
+    "maxMatchBytes",
+    "upstreamTimeoutMs",
+    "gracePeriodMs",
+    "quiet",
+    "upstreamCompression",
+    "maxConnections",
+    "allowedHosts",
+    "allowedOrigins",
+];
+const PROXY_TARGET_OPTION_NAMES: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure"];
+const COOKIE_OPTION_NAMES: &[&str] = &["stripDomain"];
+const RULE_NAMES: &[&str] = &["match", "replace"];
+
+/// An options object read through its declared keys. Reading a key that is not in the list, or
+/// parsing it whole without reading every key of the list, is a bug in this file: debug builds (the
+/// ones the tests run) panic, which `catch_unwind` turns into a JS error. Keys outside the list are
+/// ignored, not rejected: Browsersync configs carry options this proxy does not handle.
+struct Fields<'env> {
+    object: Object<'env>,
+    names: &'static [&'static str],
+    /// Bit `i`: `names[i]` was read.
+    read: Cell<u64>,
+}
+
+impl<'env> Fields<'env> {
+    fn new(object: Object<'env>, names: &'static [&'static str]) -> Fields<'env> {
+        debug_assert!(names.len() <= 64, "Fields tracks at most 64 keys");
+        Fields { object, names, read: Cell::new(0) }
+    }
+
+    fn get(&self, name: &str) -> Result<Option<Unknown<'env>>> {
+        match self.names.iter().position(|n| *n == name) {
+            Some(i) => self.read.set(self.read.get() | 1 << i),
+            None => debug_assert!(false, "option key `{name}` is read but not declared in its name list"),
+        }
+        get(&self.object, name)
+    }
+
+    /// Checks that the parser read every declared key.
+    fn finish(&self) {
+        let unread: Vec<_> =
+            self.names.iter().enumerate().filter(|(i, _)| self.read.get() & 1 << i == 0).map(|(_, n)| *n).collect();
+        debug_assert!(unread.is_empty(), "option keys {unread:?} are declared but never read");
+    }
+}
+
 fn expect_string(value: Unknown, option: &str) -> Result<String> {
     match value.get_type()? {
         ValueType::String => String::from_unknown(value),
@@ -138,28 +196,29 @@ fn expect_object<'env>(value: Unknown<'env>, option: &str) -> Result<Object<'env
 
 /// Reads `start()`'s options; the rules come back uncompiled (see `compile_off_thread`).
 pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig, Vec<RuleSpec>)> {
-    let options = expect_object(options, "options")?;
-    let proxy = get(&options, "proxy")?.ok_or_else(|| config_error(ConfigError::MissingTarget))?;
+    let options = Fields::new(expect_object(options, "options")?, PROXY_OPTION_NAMES);
+    let proxy = options.get("proxy")?.ok_or_else(|| config_error(ConfigError::MissingTarget))?;
     let mut config = match proxy.get_type()? {
         ValueType::String => ProxyConfig::new(Target::parse(&expect_string(proxy, "proxy")?).map_err(config_error)?),
         ValueType::Object => {
-            let proxy = expect_object(proxy, "proxy")?;
-            let target = get(&proxy, "target")?.ok_or_else(|| config_error(ConfigError::MissingTarget))?;
+            let proxy = Fields::new(expect_object(proxy, "proxy")?, PROXY_TARGET_OPTION_NAMES);
+            let target = proxy.get("target")?.ok_or_else(|| config_error(ConfigError::MissingTarget))?;
             let mut config =
                 ProxyConfig::new(Target::parse(&expect_string(target, "proxy.target")?).map_err(config_error)?);
-            if let Some(ws) = get(&proxy, "ws")? {
+            if let Some(ws) = proxy.get("ws")? {
                 config.ws = expect_bool(ws, "proxy.ws")?;
             }
-            if let Some(secure) = get(&proxy, "secure")? {
+            if let Some(secure) = proxy.get("secure")? {
                 config.verify_tls = expect_bool(secure, "proxy.secure")?;
             }
-            if let Some(cookies) = get(&proxy, "cookies")? {
-                let cookies = expect_object(cookies, "proxy.cookies")?;
-                if let Some(strip) = get(&cookies, "stripDomain")? {
+            if let Some(cookies) = proxy.get("cookies")? {
+                let cookies = Fields::new(expect_object(cookies, "proxy.cookies")?, COOKIE_OPTION_NAMES);
+                if let Some(strip) = cookies.get("stripDomain")? {
                     config.strip_cookie_domain = expect_bool(strip, "proxy.cookies.stripDomain")?;
                 }
+                cookies.finish();
             }
-            if let Some(headers) = get(&proxy, "reqHeaders")? {
+            if let Some(headers) = proxy.get("reqHeaders")? {
                 let headers = expect_object(headers, "proxy.reqHeaders")?;
                 for name in Object::keys(&headers)? {
                     let value =
@@ -168,6 +227,7 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
                     config.add_req_header(&name, &value).map_err(config_error)?;
                 }
             }
+            proxy.finish();
             config
         }
         _ => {
@@ -177,58 +237,59 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
             )))
         }
     };
-    if let Some(port) = get(&options, "port")? {
+    if let Some(port) = options.get("port")? {
         config.port = expect_u32(port, "port", u32::from(u16::MAX))? as u16;
     }
-    if let Some(host) = get(&options, "host")? {
+    if let Some(host) = options.get("host")? {
         config.host = expect_string(host, "host")?;
     }
-    if let Some(snippet) = get(&options, "snippet")? {
+    if let Some(snippet) = options.get("snippet")? {
         config.snippet = Some(expect_string(snippet, "snippet")?);
     }
-    if let Some(flag) = get(&options, "rewriteTextTypes")? {
+    if let Some(flag) = options.get("rewriteTextTypes")? {
         config.rewrite_text_types = expect_bool(flag, "rewriteTextTypes")?;
     }
-    if let Some(quiet) = get(&options, "quiet")? {
+    if let Some(quiet) = options.get("quiet")? {
         config.quiet = expect_bool(quiet, "quiet")?;
     }
-    if let Some(value) = get(&options, "upstreamCompression")? {
+    if let Some(value) = options.get("upstreamCompression")? {
         let value = expect_string(value, "upstreamCompression")?;
         config.upstream_compression = UpstreamCompression::parse(&value).ok_or_else(|| {
             invalid(format!("option `upstreamCompression` must be 'auto', 'always' or 'never', got '{value}'"))
         })?;
     }
-    if let Some(max) = get(&options, "maxMatchBytes")? {
+    if let Some(max) = options.get("maxMatchBytes")? {
         config.max_match_bytes = expect_u32(max, "maxMatchBytes", MAX_MATCH_BYTES_LIMIT)?.max(1) as usize;
     }
-    if let Some(ms) = get(&options, "upstreamTimeoutMs")? {
+    if let Some(ms) = options.get("upstreamTimeoutMs")? {
         config.upstream_timeout =
             Duration::from_millis(u64::from(expect_u32(ms, "upstreamTimeoutMs", MAX_DURATION_MS)?.max(1)));
     }
-    if let Some(ms) = get(&options, "gracePeriodMs")? {
+    if let Some(ms) = options.get("gracePeriodMs")? {
         config.grace_period = Duration::from_millis(u64::from(expect_u32(ms, "gracePeriodMs", MAX_DURATION_MS)?));
     }
-    if let Some(hosts) = get(&options, "allowedHosts")? {
+    if let Some(hosts) = options.get("allowedHosts")? {
         config.allowed_hosts = parse_allowed_hosts(hosts)?;
     }
-    if let Some(origins) = get(&options, "allowedOrigins")? {
+    if let Some(origins) = options.get("allowedOrigins")? {
         for (index, origin) in
             string_array(origins, "allowedOrigins", "origins such as 'http://localhost:5173'")?.iter().enumerate()
         {
             config.add_allowed_origin(index, origin).map_err(config_error)?;
         }
     }
-    if let Some(max) = get(&options, "maxConnections")? {
+    if let Some(max) = options.get("maxConnections")? {
         config.max_connections = expect_u32(max, "maxConnections", MAX_CONNECTIONS_LIMIT)?.max(1) as usize;
     }
     // Undocumented test hook: requests under /__devproxy_panic_probe/ panic (see config.rs).
-    if let Some(flag) = get(&options, "__panicProbes")? {
+    if let Some(flag) = get(&options.object, "__panicProbes")? {
         config.panic_probes = expect_bool(flag, "__panicProbes")?;
     }
-    let specs = match get(&options, "rewriteRules")? {
+    let specs = match options.get("rewriteRules")? {
         Some(rules) => parse_rules(env, rules, "rewriteRules", CallMode::Threadsafe)?,
         None => Vec::new(),
     };
+    options.finish();
     Ok((config, specs))
 }
 
@@ -320,16 +381,15 @@ pub(super) fn parse_rule(env: &Env, rule: Unknown, name: &str, mode: CallMode) -
     if rule.get_type()? != ValueType::Object {
         return Err(invalid(format!("{name} must be an object {{ match, replace }}, got {}", type_name(&rule))));
     }
-    let rule = Object::from_unknown(rule)?;
-    if get(&rule, "fn")?.is_some() && get(&rule, "replace")?.is_none() {
+    let rule = Fields::new(Object::from_unknown(rule)?, RULE_NAMES);
+    if get(&rule.object, "fn")?.is_some() && rule.get("replace")?.is_none() {
         return Err(invalid(format!(
             "{name}: Browsersync's `fn(req, res, match)` form is not supported; use `replace: (match, ...groups) => string`"
         )));
     }
-    let matcher =
-        get(&rule, "match")?.ok_or_else(|| invalid(format!("{name} has no `match` (a RegExp or a string)")))?;
+    let matcher = rule.get("match")?.ok_or_else(|| invalid(format!("{name} has no `match` (a RegExp or a string)")))?;
     let replace =
-        get(&rule, "replace")?.ok_or_else(|| invalid(format!("{name} has no `replace` (a string or a function)")))?;
+        rule.get("replace")?.ok_or_else(|| invalid(format!("{name} has no `replace` (a string or a function)")))?;
     let replacement = match replace.get_type()? {
         ValueType::String => RuleReplacement::Text(String::from_unknown(replace)?),
         ValueType::Function => RuleReplacement::Function(match mode {
@@ -348,10 +408,47 @@ pub(super) fn parse_rule(env: &Env, rule: Unknown, name: &str, mode: CallMode) -
         }
         _ => return Err(invalid(format!("{name}.match must be a RegExp or a string, got {}", type_name(&matcher)))),
     };
+    rule.finish();
     Ok(RuleSpec { name: name.to_string(), pattern, replacement })
 }
 
 fn is_regexp(env: &Env, value: &Unknown) -> Result<bool> {
     let constructor: Function<Unknown, Unknown> = env.get_global()?.get_named_property("RegExp")?;
     value.instanceof(constructor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The property names of `export interface <name> { ... }` in index.d.ts, which napi generates
+    /// from the `#[napi(object)]` structs.
+    fn interface_keys(dts: &str, name: &str) -> Vec<String> {
+        let open = format!("export interface {name} {{");
+        let start = dts.find(&open).unwrap_or_else(|| panic!("index.d.ts has no `{open}`")) + open.len();
+        let end = start + dts[start..].find("\n}").expect("the interface ends");
+        dts[start..end]
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with('/') && !line.starts_with('*'))
+            .map(|line| line.split(':').next().unwrap().trim_end_matches('?').to_string())
+            .collect()
+    }
+
+    #[test]
+    fn the_parsers_keys_are_the_declared_ones() {
+        let dts = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/index.d.ts")).unwrap();
+        for (interface, names) in [
+            ("ProxyOptions", PROXY_OPTION_NAMES),
+            ("ProxyTargetOptions", PROXY_TARGET_OPTION_NAMES),
+            ("CookieOptions", COOKIE_OPTION_NAMES),
+            ("RewriteRule", RULE_NAMES),
+        ] {
+            let mut declared = interface_keys(&dts, interface);
+            let mut parsed: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            declared.sort();
+            parsed.sort();
+            assert_eq!(parsed, declared, "the keys the parser reads differ from index.d.ts's `{interface}`");
+        }
+    }
 }
