@@ -81,6 +81,7 @@ static DEFLATE_STATES: Pool<FastDeflate> = Pool::new();
 static ZSTD_STATES: Pool<zstd::stream::raw::Encoder<'static>> = Pool::new();
 
 impl Encoder {
+    /// An encoder for one body in `encoding`; its compressor state comes from a pool when one is idle.
     pub fn new(encoding: Encoding) -> Encoder {
         let state = match encoding {
             Encoding::Identity => EncoderState::Identity,

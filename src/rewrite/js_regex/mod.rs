@@ -40,8 +40,7 @@ mod groups;
 mod parser;
 mod semantics;
 
-pub use crate::error::JsRegexError;
-pub use parser::{literal, parse_flags, translate, JsFlags};
+pub(crate) use parser::{literal, parse_flags, translate};
 
 #[cfg(test)]
 mod tests;

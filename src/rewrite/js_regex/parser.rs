@@ -18,7 +18,7 @@ pub(super) const UTF16_HINT: &str = " (without the `u` flag JavaScript treats it
 
 /// Flags of a JavaScript regular expression literal.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct JsFlags {
+pub(crate) struct JsFlags {
     pub global: bool,
     pub ignore_case: bool,
     pub multiline: bool,
@@ -35,7 +35,7 @@ pub(super) fn syntax(message: impl Into<String>, offset: usize) -> JsRegexError 
 }
 
 /// Parses JavaScript flag letters. `d` (hasIndices) is accepted and ignored.
-pub fn parse_flags(flags: &str) -> Result<JsFlags, JsRegexError> {
+pub(crate) fn parse_flags(flags: &str) -> Result<JsFlags, JsRegexError> {
     // JavaScript rejects unknown and repeated letters before anything else,
     // so check the whole string first.
     let mut seen = Vec::new();
@@ -63,7 +63,7 @@ pub fn parse_flags(flags: &str) -> Result<JsFlags, JsRegexError> {
 /// Translates JS RegExp `source` (as `RegExp.prototype.source` gives it) with
 /// `flags` into a pattern for regex-syntax / regex-automata with their default
 /// syntax configuration. Capture groups keep their number, order and names.
-pub fn translate(source: &str, flags: &JsFlags) -> Result<String, JsRegexError> {
+pub(crate) fn translate(source: &str, flags: &JsFlags) -> Result<String, JsRegexError> {
     if source.len() > MAX_PATTERN_BYTES {
         return Err(unsupported(format!("pattern longer than {MAX_PATTERN_BYTES} bytes"), MAX_PATTERN_BYTES, ""));
     }
@@ -74,7 +74,7 @@ pub fn translate(source: &str, flags: &JsFlags) -> Result<String, JsRegexError> 
 
 /// A literal string match (like `String.prototype.replace` with a string
 /// pattern) as a pattern.
-pub fn literal(text: &str) -> String {
+pub(crate) fn literal(text: &str) -> String {
     regex_syntax::escape(text)
 }
 

@@ -2,8 +2,9 @@
 //! for what JavaScript rejects or the engine cannot run.
 
 use super::classes::NEVER;
-use super::parser::{ENGINE_HINT, SURROGATE_HINT, UTF16_HINT};
+use super::parser::{JsFlags, ENGINE_HINT, SURROGATE_HINT, UTF16_HINT};
 use super::*;
+use crate::error::JsRegexError;
 use regex_automata::meta::Regex;
 use regex_automata::util::primitives::PatternID;
 use regex_automata::Input;
