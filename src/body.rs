@@ -19,7 +19,7 @@ use crate::stats::Stats;
 
 /// Errors that end a response body early; hyper then aborts the connection, so the client never
 /// mistakes a cut body for a complete one.
-pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BodyError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Extensions Browsersync never rewrites (resp-modifier's `defaultIgnoreTypes`), matched as
 /// `\.ext(\?.*)?$` on the request URL.
@@ -54,7 +54,7 @@ fn is_text_type(content_type: &str) -> bool {
 }
 
 /// Whether a response is text that compresses well (what servers usually compress).
-pub fn is_compressible(headers: &HeaderMap) -> bool {
+pub(crate) fn is_compressible(headers: &HeaderMap) -> bool {
     headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|content_type| {
         content_type.trim_start().get(..5).is_some_and(|t| t.eq_ignore_ascii_case("text/"))
             || is_text_type(content_type)
@@ -63,7 +63,7 @@ pub fn is_compressible(headers: &HeaderMap) -> bool {
 
 /// What to do with a response body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Bytes go through untouched, still compressed.
     Passthrough,
     /// Decode, rewrite, re-encode. With `sniff`, only if the decoded body starts like HTML.
@@ -71,7 +71,7 @@ pub enum Plan {
 }
 
 /// The request facts the decision needs.
-pub struct RequestFacts<'a> {
+pub(crate) struct RequestFacts<'a> {
     pub method: &'a Method,
     pub path_and_query: &'a str,
     pub accept: Option<&'a str>,
@@ -81,13 +81,13 @@ pub struct RequestFacts<'a> {
 }
 
 /// Browsersync's request side of the choice: `Accept` mentions html and the URL is not an asset.
-pub fn is_page_request(accept: Option<&str>, path_and_query: &str) -> bool {
+pub(crate) fn is_page_request(accept: Option<&str>, path_and_query: &str) -> bool {
     accept.is_some_and(|a| a.contains("html")) && !ignored_url(path_and_query)
 }
 
 /// Browsersync's choice (Accept mentions html, URL not an asset, body looks like HTML), plus the
 /// text types when `rewrite_text_types` is on.
-pub fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, rewrite_text_types: bool) -> Plan {
+pub(crate) fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, rewrite_text_types: bool) -> Plan {
     // No body, or a byte range of one: rewriting a range would corrupt the whole.
     let untouchable = req.method == Method::HEAD
         || status.is_informational()
@@ -114,7 +114,7 @@ pub fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, rewrite
 
 /// Whether decoded bytes start like HTML: `/^(\uFEFF|\uFFFE)?\s*<[^>]+>/i`. `None`: need more bytes.
 /// Only the leading characters are decoded; the tag's end is found with `memchr`.
-pub fn looks_like_html(prefix: &[u8]) -> Option<bool> {
+pub(crate) fn looks_like_html(prefix: &[u8]) -> Option<bool> {
     const MARKS: [&[u8]; 2] = ["\u{FEFF}".as_bytes(), "\u{FFFE}".as_bytes()];
     let mut at = 0;
     for mark in MARKS {
@@ -158,10 +158,13 @@ fn is_js_whitespace(c: char) -> bool {
     )
 }
 
+/// Why a body could not go through the pipeline.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
+    /// Decoding the upstream's body, or encoding ours, failed.
     #[error(transparent)]
     Codec(#[from] CodecError),
+    /// A replacement function threw.
     #[error(transparent)]
     Replace(#[from] ReplaceError),
 }
@@ -183,6 +186,7 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// Decodes from `decode`, rewrites with `rewriter`, encodes to `encode`.
     pub fn new(decode: Encoding, encode: Encoding, rewriter: Rewriter) -> Pipeline {
         Pipeline {
             identity: decode == Encoding::Identity,
@@ -250,6 +254,8 @@ impl Pipeline {
         Ok(self.encoder.flush(out)?)
     }
 
+    /// Ends the body: checks the compressed stream was complete, releases what the rewriter held back and
+    /// closes the encoding.
     pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), PipelineError> {
         self.push(&[], out)?;
         self.decoder.finish()?;
@@ -260,6 +266,7 @@ impl Pipeline {
         Ok(())
     }
 
+    /// Match candidates left unreplaced because they grew past `max_match_bytes` (counted in the stats).
     pub fn abandoned_matches(&self) -> u64 {
         self.rewriter.abandoned_matches()
     }
@@ -270,20 +277,20 @@ impl Pipeline {
     }
 }
 
-pub enum Sniffed {
+pub(crate) enum Sniffed {
     /// Decoded bytes read so far, to be rewritten first.
     Html(Vec<u8>),
     /// Raw bytes read so far, to be sent first, untouched.
     NotHtml(Vec<u8>),
 }
 
-pub enum SniffError {
+pub(crate) enum SniffError {
     Upstream(BodyError),
     Decode(PipelineError),
 }
 
 /// Reads just enough of the body to tell whether it starts like HTML.
-pub async fn sniff_html(
+pub(crate) async fn sniff_html(
     upstream: &mut UpstreamBody,
     pipeline: &mut Pipeline,
     limit: usize,
@@ -312,7 +319,7 @@ const OUTPUT_BATCH: usize = 64 * 1024;
 
 /// An upstream body with an idle timeout: a stalled upstream becomes an error, not a hung client.
 /// Its failure is logged once, with the URL, whatever the body goes through afterwards.
-pub struct UpstreamBody {
+pub(crate) struct UpstreamBody {
     inner: hyper::body::Incoming,
     idle: Duration,
     deadline: Pin<Box<Sleep>>,
@@ -321,7 +328,7 @@ pub struct UpstreamBody {
 }
 
 impl UpstreamBody {
-    pub fn new(inner: hyper::body::Incoming, idle: Duration, stats: Arc<Stats>, url: String) -> UpstreamBody {
+    pub(crate) fn new(inner: hyper::body::Incoming, idle: Duration, stats: Arc<Stats>, url: String) -> UpstreamBody {
         UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url }
     }
 
@@ -357,7 +364,7 @@ impl UpstreamBody {
         }
     }
 
-    pub async fn next_data(&mut self) -> Option<Result<Bytes, BodyError>> {
+    pub(crate) async fn next_data(&mut self) -> Option<Result<Bytes, BodyError>> {
         std::future::poll_fn(|cx| self.poll_data(cx)).await
     }
 
@@ -373,13 +380,13 @@ impl UpstreamBody {
 use std::future::Future;
 
 /// The body the proxy answers with.
-pub enum ProxyBody {
+pub(crate) enum ProxyBody {
     Full(Option<Bytes>),
     Passthrough { prefix: Option<Bytes>, upstream: UpstreamBody },
     Rewrite(Box<RewriteState>),
 }
 
-pub struct RewriteState {
+pub(crate) struct RewriteState {
     upstream: UpstreamBody,
     work: Work,
     /// Some rule calls a JS function: steps run on tokio's blocking pool, so that a response waiting
@@ -407,7 +414,7 @@ enum Work {
 }
 
 /// What a step on the blocking pool gives back.
-pub struct StepOutcome {
+pub(crate) struct StepOutcome {
     pub pipeline: Pipeline,
     pub out: Vec<u8>,
     pub result: Result<(), PipelineError>,
@@ -426,7 +433,7 @@ fn spawn_step(mut pipeline: Pipeline, data: Option<Bytes>, mut out: Vec<u8>) -> 
 
 /// Rewrites the decoded start of a page before the headers go out; on the blocking pool when a rule
 /// calls JS (see [`RewriteState`]).
-pub async fn rewrite_prefix(mut pipeline: Pipeline, prefix: Vec<u8>) -> Result<StepOutcome, String> {
+pub(crate) async fn rewrite_prefix(mut pipeline: Pipeline, prefix: Vec<u8>) -> Result<StepOutcome, String> {
     let offload = pipeline.calls_functions();
     let step = move || {
         let mut out = Vec::new();
@@ -448,13 +455,13 @@ fn join_failure(error: tokio::task::JoinError) -> String {
 }
 
 impl ProxyBody {
-    pub fn full(bytes: impl Into<Bytes>) -> ProxyBody {
+    pub(crate) fn full(bytes: impl Into<Bytes>) -> ProxyBody {
         ProxyBody::Full(Some(bytes.into()))
     }
 }
 
 impl RewriteState {
-    pub fn new(
+    pub(crate) fn new(
         upstream: UpstreamBody,
         pipeline: Pipeline,
         out: Vec<u8>,

@@ -7,18 +7,23 @@ use http::{HeaderName, HeaderValue};
 use crate::error::ConfigError;
 use crate::rewrite::{Rule, DEFAULT_MAX_MATCH_BYTES};
 
+/// How the proxy talks to the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
+    /// Plain HTTP.
     Http,
+    /// HTTP over TLS.
     Https,
 }
 
 /// The upstream site: only `scheme://host[:port]` of the URL counts, as in Browsersync.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// `http` or `https`.
     pub scheme: Scheme,
     /// Host name or IP literal (IPv6 with brackets), lower-case.
     pub host: String,
+    /// The URL's port, or the scheme's default.
     pub port: u16,
 }
 
@@ -107,6 +112,7 @@ pub enum UpstreamCompression {
 }
 
 impl UpstreamCompression {
+    /// The option's JS value (`"auto"`, `"always"`, `"never"`); `None` for anything else.
     pub fn parse(value: &str) -> Option<UpstreamCompression> {
         match value {
             "auto" => Some(UpstreamCompression::Auto),
@@ -217,6 +223,7 @@ pub fn normalize_origin(raw: &str) -> Option<String> {
 /// Everything a running proxy needs, validated.
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
+    /// The site being proxied.
     pub target: Target,
     /// Address to listen on; loopback unless the user asks otherwise.
     pub host: String,
@@ -232,9 +239,11 @@ pub struct ProxyConfig {
     pub verify_tls: bool,
     /// User rules, applied after the snippet and before the link rewrite.
     pub rules: Vec<Rule>,
+    /// HTML inserted right after the first `<body ...>` tag of each page (Browsersync's snippet).
     pub snippet: Option<String>,
     /// Also rewrite CSS, JS, JSON, SVG and XML bodies, not only HTML.
     pub rewrite_text_types: bool,
+    /// Most bytes one pending match may hold back at a chunk edge; a longer candidate is left unreplaced.
     pub max_match_bytes: usize,
     /// Longest wait for the upstream's response headers, and between two body chunks.
     pub upstream_timeout: Duration,
@@ -242,6 +251,7 @@ pub struct ProxyConfig {
     pub grace_period: Duration,
     /// No log lines on stderr.
     pub quiet: bool,
+    /// Whether pages are fetched compressed from the target.
     pub upstream_compression: UpstreamCompression,
     /// Most client connections served at once; further ones wait in the listen backlog.
     pub max_connections: usize,
@@ -273,6 +283,7 @@ pub const MAX_CONNECTIONS_LIMIT: u32 = 1 << 20;
 pub const MAX_DURATION_MS: u32 = u32::MAX;
 
 impl ProxyConfig {
+    /// The defaults for `target`: `127.0.0.1:3000`, Browsersync's behaviour, nothing rewritten but links.
     pub fn new(target: Target) -> ProxyConfig {
         ProxyConfig {
             target,

@@ -7,25 +7,43 @@ use std::net::SocketAddr;
 pub enum JsRegexError {
     /// A feature a non-backtracking engine cannot run, or that we do not support.
     #[error("unsupported regex feature: {feature} at offset {offset}{hint}")]
-    Unsupported { feature: String, offset: usize, hint: String },
+    Unsupported {
+        /// The construct, as the user would name it (e.g. "lookbehind").
+        feature: String,
+        /// Offset in the pattern source, so the message points at the culprit.
+        offset: usize,
+        /// What to write instead, or which limit applies; may be empty.
+        hint: String,
+    },
+    /// A valid JavaScript flag the engine cannot honour (`y`, `v`).
     #[error("unsupported regex flag `{0}`")]
     UnsupportedFlag(char),
     /// Unknown or repeated flag letters.
     #[error("invalid regex flags `{0}`")]
     InvalidFlags(String),
+    /// A pattern JavaScript itself would reject with a `SyntaxError`.
     #[error("invalid regex: {message} at offset {offset}")]
-    Syntax { message: String, offset: usize },
+    Syntax {
+        /// What is wrong, in the words of JavaScript's own error where possible.
+        message: String,
+        /// Offset in the pattern source.
+        offset: usize,
+    },
 }
 
 /// A rule that cannot be compiled.
 #[derive(Debug, thiserror::Error)]
 pub enum RuleError {
+    /// The pattern did not translate.
     #[error(transparent)]
     Regex(#[from] JsRegexError),
+    /// The replacement string asks for what a streaming engine does not hold (the text around the match).
     #[error("invalid replacement: {0}")]
     Replacement(String),
+    /// The automaton would exceed its size limit, or the engine rejected the translation; the text says which.
     #[error("pattern too complex for a linear-time engine ({0})")]
     TooComplex(String),
+    /// More rules than a server accepts; carries the limit ([`crate::rewrite::MAX_RULES`]).
     #[error("too many rules: at most {0} are allowed")]
     TooMany(usize),
 }
@@ -34,42 +52,98 @@ pub enum RuleError {
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("replacement function of rule {rule} failed: {message}")]
 pub struct ReplaceError {
+    /// The failing rule's label, so the user can tell which rule threw.
     pub rule: String,
+    /// What the callback threw, as text.
     pub message: String,
 }
 
 /// Options that do not describe a proxy we can run.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// No target URL was given (or it was blank).
     #[error("option `proxy` is required: the target site's URL, e.g. 'https://example.com'")]
     MissingTarget,
+    /// The target does not parse as a URL, or has no host.
     #[error("proxy target '{url}' is not a valid URL: {reason}")]
-    InvalidTarget { url: String, reason: String },
+    InvalidTarget {
+        /// The target as the user wrote it.
+        url: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// The target is a URL, but not one we can forward to.
     #[error("proxy target '{url}' has unsupported scheme '{scheme}': use http or https")]
-    UnsupportedScheme { url: String, scheme: String },
+    UnsupportedScheme {
+        /// The target as the user wrote it.
+        url: String,
+        /// The scheme found in it.
+        scheme: String,
+    },
+    /// An option whose value is out of range or of the wrong form.
     #[error("option `{name}` is invalid: {reason}")]
-    InvalidOption { name: &'static str, reason: String },
+    InvalidOption {
+        /// The option's name as the JS caller spells it.
+        name: &'static str,
+        /// Why the value was rejected.
+        reason: String,
+    },
+    /// One entry of a list option (e.g. `allowedHosts`) is unusable.
     #[error("option `{option}[{index}]` is invalid: {reason}")]
-    InvalidEntry { option: &'static str, index: usize, reason: String },
+    InvalidEntry {
+        /// The list option's name as the JS caller spells it.
+        option: &'static str,
+        /// The entry's position in the list.
+        index: usize,
+        /// Why the entry was rejected.
+        reason: String,
+    },
+    /// A user rewrite rule failed to compile.
     #[error("rewriteRules[{index}] ({label}): {source}")]
-    Rule { index: usize, label: String, source: RuleError },
+    Rule {
+        /// The rule's position in `rewriteRules`.
+        index: usize,
+        /// The rule's label (`/source/flags`).
+        label: String,
+        /// Why it failed.
+        source: RuleError,
+    },
 }
 
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The options were rejected before any socket was opened.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// Something else listens on the requested port: the common case gets its own advice.
     #[error("port {port} is already in use on {host}: pick another port, or 0 for any free one")]
-    PortInUse { host: String, port: u16 },
+    PortInUse {
+        /// The host the proxy was to listen on.
+        host: String,
+        /// The port that is taken.
+        port: u16,
+    },
+    /// Any other failure to bind or listen.
     #[error("cannot listen on {addr}: {source}")]
-    Bind { addr: SocketAddr, source: std::io::Error },
+    Bind {
+        /// The address we tried.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The listen host is neither `localhost` nor an IP address.
     #[error("cannot listen on host '{host}': {reason}")]
-    BadHost { host: String, reason: String },
+    BadHost {
+        /// The host as the user wrote it.
+        host: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
 }
 
 /// The text of a panic's payload, for the log line and page of the request it cost.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

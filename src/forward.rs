@@ -27,13 +27,13 @@ use crate::headers;
 use crate::pages::ProxyError;
 
 /// What we send upstream: the client's streamed body, or nothing when a request is retried.
-pub type RequestBody = http_body_util::combinators::BoxBody<bytes::Bytes, hyper::Error>;
+pub(crate) type RequestBody = http_body_util::combinators::BoxBody<bytes::Bytes, hyper::Error>;
 
-pub type UpstreamClient = Client<HttpsConnector<HttpConnector>, RequestBody>;
+pub(crate) type UpstreamClient = Client<HttpsConnector<HttpConnector>, RequestBody>;
 
 /// The TLS settings for upstream connections: verified against the web PKI roots unless
 /// `verify` is false (self-signed dev certificates).
-pub fn tls_config(verify: bool, alpn: &[&[u8]]) -> Arc<ClientConfig> {
+pub(crate) fn tls_config(verify: bool, alpn: &[&[u8]]) -> Arc<ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -51,7 +51,7 @@ pub fn tls_config(verify: bool, alpn: &[&[u8]]) -> Arc<ClientConfig> {
     Arc::new(config)
 }
 
-pub fn client(verify_tls: bool) -> UpstreamClient {
+pub(crate) fn client(verify_tls: bool) -> UpstreamClient {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
@@ -69,7 +69,7 @@ pub fn client(verify_tls: bool) -> UpstreamClient {
 
 /// Phase "upstream request": the client's request as the target gets it at `url` (URI, version,
 /// headers; `identity`: the page is asked for uncompressed).
-pub fn upstream_request(
+pub(crate) fn upstream_request(
     mut parts: http::request::Parts,
     url: &str,
     local_host: &str,
@@ -88,7 +88,7 @@ pub fn upstream_request(
 
 /// Phase "send": the request to the target, waiting at most `timeout` for its answer's headers. A
 /// body-less GET/HEAD/OPTIONS that fails before any answer is tried once more, on a fresh connection.
-pub async fn send(
+pub(crate) async fn send(
     client: &UpstreamClient,
     parts: http::request::Parts,
     body: Incoming,
@@ -115,11 +115,11 @@ pub async fn send(
 }
 
 /// A byte stream to the target, plain or TLS.
-pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
 /// A connection of its own to the target, for a WebSocket tunnel (never pooled).
-pub async fn dial(target: &Target, tls: &Arc<ClientConfig>) -> Result<Box<dyn Stream>, String> {
+pub(crate) async fn dial(target: &Target, tls: &Arc<ClientConfig>) -> Result<Box<dyn Stream>, String> {
     let host = target.host.trim_start_matches('[').trim_end_matches(']');
     let tcp = TcpStream::connect((host, target.port)).await.map_err(|e| format!("connect failed: {e}"))?;
     let _ = tcp.set_nodelay(true);
@@ -136,7 +136,7 @@ pub async fn dial(target: &Target, tls: &Arc<ClientConfig>) -> Result<Box<dyn St
 }
 
 /// Why the upstream could not be reached, with the underlying causes (refused, DNS, certificate...).
-pub fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
     let mut parts = vec![error.to_string()];
     let mut source = error.source();
     while let Some(cause) = source {

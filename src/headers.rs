@@ -20,7 +20,7 @@ const HOP_BY_HOP: [&str; 8] = [
 
 /// Removes hop-by-hop headers, including those the `Connection` header names. `Upgrade` goes too
 /// unless the request is being tunnelled.
-pub fn remove_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
+pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
     let listed: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -45,7 +45,7 @@ pub fn remove_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
 /// The request as the upstream should see it: Host is the target's, Origin and Referer point at
 /// the target instead of the proxy (Browsersync leaves them, breaking origin checks), and only
 /// content codings we can decode are offered.
-pub fn to_upstream(headers: &mut HeaderMap, config: &ProxyConfig, local_host: &str, websocket: bool) {
+pub(crate) fn to_upstream(headers: &mut HeaderMap, config: &ProxyConfig, local_host: &str, websocket: bool) {
     remove_hop_by_hop(headers, websocket);
     let target = &config.target;
     if let Ok(host) = HeaderValue::from_str(&target.authority()) {
@@ -89,7 +89,7 @@ fn local_url_to_target(value: &str, local_host: &str, target: &Target) -> Option
 
 /// The response as the client should see it: redirects to the target come back to the proxy and
 /// cookies lose their `Domain` (keeping every other attribute, unlike Browsersync).
-pub fn to_client(headers: &mut HeaderMap, status: StatusCode, config: &ProxyConfig, local_host: &str) {
+pub(crate) fn to_client(headers: &mut HeaderMap, status: StatusCode, config: &ProxyConfig, local_host: &str) {
     remove_hop_by_hop(headers, status == StatusCode::SWITCHING_PROTOCOLS);
     if matches!(status.as_u16(), 201 | 301 | 302 | 303 | 307 | 308) {
         if let Some(location) = headers.get(header::LOCATION).and_then(|v| v.to_str().ok()) {
@@ -139,7 +139,7 @@ pub fn to_client(headers: &mut HeaderMap, status: StatusCode, config: &ProxyConf
 
 /// The headers of a response whose body is rewritten here: its length, ranges and digest no longer
 /// hold, and it goes out in `encoding` (varying with `Accept-Encoding` when compressed).
-pub fn for_rewritten_body(headers: &mut HeaderMap, encoding: codec::Encoding) {
+pub(crate) fn for_rewritten_body(headers: &mut HeaderMap, encoding: codec::Encoding) {
     headers.remove(header::CONTENT_LENGTH);
     headers.remove(header::ACCEPT_RANGES);
     headers.remove("content-md5");
@@ -169,7 +169,7 @@ fn target_url_to_local(url: &str, target: &Target, local_host: &str) -> Option<S
 }
 
 /// `Set-Cookie` without its `Domain` attribute; every other attribute stays as it was.
-pub fn strip_cookie_domain(cookie: &str) -> String {
+pub(crate) fn strip_cookie_domain(cookie: &str) -> String {
     cookie
         .split(';')
         .enumerate()

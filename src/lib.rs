@@ -1,31 +1,39 @@
 //! devproxy-native: a streaming, rewriting dev reverse proxy.
 //!
 //! The core (everything but `binding`) knows nothing about Node: it is tested with `cargo test
-//! --no-default-features` and benchmarked with criterion. [`server`] accepts; `proxy` runs each
-//! request through the phases, one module each: request filter ([`security`]) → upstream request and
-//! send ([`forward`]) → response headers ([`headers`]) → body plan and pipeline ([`body`]: [`codec`]
-//! decode → [`rewrite`] rules → [`codec`] encode) → respond. [`websocket`] tunnels upgrades; a failure
-//! is a [`pages::ProxyError`], rendered in [`pages`]; `state` holds what a server's requests share.
+//! --no-default-features` and benchmarked with criterion. `server` accepts; `proxy` runs each
+//! request through the phases, one module each: request filter (`security`) → upstream request and
+//! send (`forward`) → response headers (`headers`) → body plan and pipeline ([`body`]: [`codec`]
+//! decode → [`rewrite`] rules → [`codec`] encode) → respond. `websocket` tunnels upgrades; a failure
+//! is a `pages::ProxyError`, rendered in `pages`; `state` holds what a server's requests share.
+//!
+//! The public face is what the binding, the tests, benches and fuzz targets need: the server and its
+//! configuration, the rewrite engine, the codecs and the body pipeline. Every other module is private.
+
+#![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 pub mod body;
 pub mod codec;
 pub mod config;
-pub mod error;
-pub mod forward;
-pub mod headers;
-pub mod pages;
+mod error;
+mod forward;
+mod headers;
+mod pages;
 mod proxy;
 pub mod rewrite;
-pub mod security;
-pub mod server;
+mod security;
+mod server;
 mod state;
-pub mod stats;
-pub mod websocket;
+mod stats;
+mod websocket;
 
 pub use config::{ProxyConfig, Target};
-pub use error::{ConfigError, ReplaceError, RuleError, StartError};
+pub use error::{ConfigError, JsRegexError, ReplaceError, RuleError, StartError};
 pub use rewrite::{rewrite_bytes, Rule, RuleReplacement};
 pub use server::ProxyServer;
 pub use stats::StatsSnapshot;
+// napi-rs exports are `pub` items the macros reach, not Rust API: neither lint applies there.
 #[cfg(feature = "napi")]
+#[allow(missing_docs, unreachable_pub)]
 mod binding;

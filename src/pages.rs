@@ -8,7 +8,7 @@ use crate::body::ProxyBody;
 
 /// Why the proxy answers a request itself instead of with the target's answer.
 #[derive(Debug)]
-pub enum ProxyError {
+pub(crate) enum ProxyError {
     /// A framing two HTTP parsers may read differently (request smuggling); the reason is the page.
     AmbiguousFraming(&'static str),
     /// `CONNECT`: this is no forward proxy.
@@ -33,12 +33,12 @@ pub enum ProxyError {
 
 impl ProxyError {
     /// Whether `stats().upstreamErrors` counts it.
-    pub fn is_upstream_error(&self) -> bool {
+    pub(crate) fn is_upstream_error(&self) -> bool {
         matches!(self, ProxyError::Upstream { .. })
     }
 
     /// The log line, for the failures worth one.
-    pub fn log_line(&self) -> Option<String> {
+    pub(crate) fn log_line(&self) -> Option<String> {
         match self {
             ProxyError::HostNotAllowed { host, .. } => {
                 Some(format!("refused a request for Host '{host}': not in allowedHosts"))
@@ -55,7 +55,7 @@ impl ProxyError {
     }
 
     /// The answer the client gets; `target` is the target's origin, named on 502 pages.
-    pub fn page(&self, target: &str) -> Response<ProxyBody> {
+    pub(crate) fn page(&self, target: &str) -> Response<ProxyBody> {
         match self {
             ProxyError::AmbiguousFraming(reason) => {
                 let mut response = plain(StatusCode::BAD_REQUEST, reason);

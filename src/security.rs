@@ -11,7 +11,7 @@ use crate::pages::ProxyError;
 
 /// The host name of a `Host` value or request authority: lower-case, without port, IPv6 brackets
 /// or final dot. `None` when it is not an authority (then it is refused).
-pub fn host_name(authority: &str) -> Option<String> {
+pub(crate) fn host_name(authority: &str) -> Option<String> {
     if authority.contains('@') {
         return None;
     }
@@ -28,14 +28,14 @@ pub fn host_name(authority: &str) -> Option<String> {
 
 /// `allowedHosts`, with the names `'auto'` adds resolved once when the server starts.
 #[derive(Debug)]
-pub struct HostGuard {
+pub(crate) struct HostGuard {
     allowed: AllowedHosts,
     /// The listen `host` when it is a name, and the machine's host name.
     own_names: Vec<String>,
 }
 
 impl HostGuard {
-    pub fn new(allowed: &AllowedHosts, listen_host: &str) -> HostGuard {
+    pub(crate) fn new(allowed: &AllowedHosts, listen_host: &str) -> HostGuard {
         let machine = hostname::get().ok().map(|name| name.to_string_lossy().into_owned());
         HostGuard::with_machine_name(allowed, listen_host, machine.as_deref())
     }
@@ -53,7 +53,7 @@ impl HostGuard {
     }
 
     /// Whether the proxy answers to this host name (as [`host_name`] returns it).
-    pub fn allows_name(&self, name: &str) -> bool {
+    pub(crate) fn allows_name(&self, name: &str) -> bool {
         let auto = || {
             name == "localhost"
                 || name.ends_with(".localhost")
@@ -68,7 +68,7 @@ impl HostGuard {
     }
 
     /// Whether a `Host` value or request authority names a host the proxy answers to.
-    pub fn allows_authority(&self, authority: &str) -> bool {
+    pub(crate) fn allows_authority(&self, authority: &str) -> bool {
         matches!(self.allowed, AllowedHosts::All)
             || host_name(authority).is_some_and(|name| self.allows_name(name.as_str()))
     }
@@ -78,7 +78,7 @@ impl HostGuard {
 /// the proxy's own (the origin the request's `Host` names, or the listen address), the target's,
 /// or one listed in `allowedOrigins`. The proxy's own origin must also pass `allowedHosts`, since
 /// after DNS rebinding an attacker's page is "same-origin" with its own name.
-pub fn origin_allowed(
+pub(crate) fn origin_allowed(
     origin: &str,
     request_host: Option<&str>,
     local_addr: SocketAddr,

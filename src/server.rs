@@ -81,6 +81,7 @@ impl ProxyServer {
         })
     }
 
+    /// The address actually bound (the real port when 0 was asked for).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
@@ -90,14 +91,17 @@ impl ProxyServer {
         format!("http://{}", self.local_addr)
     }
 
+    /// Adds a rule after the others, for requests that start from now on; returns the id that removes it.
     pub fn add_rule(&self, rule: Rule) -> Result<u32, RuleError> {
         self.shared.rules.add(rule)
     }
 
+    /// Removes the rule with this id, for requests that start from now on; false if there was none.
     pub fn remove_rule(&self, id: u32) -> bool {
         self.shared.rules.remove(id)
     }
 
+    /// The counters so far.
     pub fn stats(&self) -> StatsSnapshot {
         self.shared.stats.snapshot()
     }

@@ -22,7 +22,7 @@ use crate::stats::Stats;
 
 /// The user rules of a running server; a request takes a snapshot when it starts.
 #[derive(Default)]
-pub struct RuleStore {
+pub(crate) struct RuleStore {
     rules: RwLock<Arc<Vec<(u32, Rule)>>>,
     next_id: AtomicU32,
 }
@@ -33,7 +33,7 @@ impl RuleStore {
     }
 
     /// Adds a rule after the others; returns its id.
-    pub fn add(&self, rule: Rule) -> Result<u32, RuleError> {
+    pub(crate) fn add(&self, rule: Rule) -> Result<u32, RuleError> {
         let mut rules = self.rules.write().unwrap_or_else(PoisonError::into_inner);
         if rules.len() >= MAX_RULES {
             return Err(RuleError::TooMany(MAX_RULES));
@@ -46,7 +46,7 @@ impl RuleStore {
     }
 
     /// Removes the rule with this id; false if there was none.
-    pub fn remove(&self, id: u32) -> bool {
+    pub(crate) fn remove(&self, id: u32) -> bool {
         let mut rules = self.rules.write().unwrap_or_else(PoisonError::into_inner);
         let next: Vec<(u32, Rule)> = rules.iter().filter(|(i, _)| *i != id).cloned().collect();
         let removed = next.len() != rules.len();
@@ -72,7 +72,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Snippet, then user rules, then the link rewrite: Browsersync's order.
-    pub fn rules_for_request(&self) -> Vec<Rule> {
+    pub(crate) fn rules_for_request(&self) -> Vec<Rule> {
         let user = self.rules.snapshot();
         let mut rules = Vec::with_capacity(user.len() + 2);
         rules.extend(self.snippet.iter().cloned());
@@ -109,7 +109,7 @@ pub(crate) struct RequestCtx {
 }
 
 impl RequestCtx {
-    pub fn new<B>(shared: &Shared, req: &Request<B>) -> RequestCtx {
+    pub(crate) fn new<B>(shared: &Shared, req: &Request<B>) -> RequestCtx {
         let config = &shared.config;
         let headers = req.headers();
         let path_and_query = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
@@ -131,7 +131,7 @@ impl RequestCtx {
     }
 
     /// What the body plan looks at.
-    pub fn facts(&self) -> RequestFacts<'_> {
+    pub(crate) fn facts(&self) -> RequestFacts<'_> {
         RequestFacts {
             method: &self.method,
             path_and_query: &self.path_and_query,

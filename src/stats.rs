@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Debug, Default)]
-pub struct Stats {
+pub(crate) struct Stats {
     requests: AtomicU64,
     rewritten: AtomicU64,
     passed_through: AtomicU64,
@@ -16,39 +16,45 @@ pub struct Stats {
 /// A copy of the counters at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StatsSnapshot {
+    /// Requests received (WebSocket upgrades included).
     pub requests: u64,
+    /// Responses whose body went through the rewrite pipeline.
     pub rewritten: u64,
+    /// Responses whose body was passed on untouched.
     pub passed_through: u64,
+    /// Upstream failures: no connection, no response headers in time, or a body cut off.
     pub upstream_errors: u64,
+    /// Match candidates left unreplaced because they grew past `maxMatchBytes`.
     pub abandoned_matches: u64,
+    /// WebSocket tunnels opened.
     pub websockets: u64,
 }
 
 impl Stats {
-    pub fn new(quiet: bool) -> Stats {
+    pub(crate) fn new(quiet: bool) -> Stats {
         Stats { quiet, ..Stats::default() }
     }
 
-    pub fn add_request(&self) {
+    pub(crate) fn add_request(&self) {
         self.requests.fetch_add(1, Ordering::Relaxed);
     }
-    pub fn add_rewritten(&self) {
+    pub(crate) fn add_rewritten(&self) {
         self.rewritten.fetch_add(1, Ordering::Relaxed);
     }
-    pub fn add_passed_through(&self) {
+    pub(crate) fn add_passed_through(&self) {
         self.passed_through.fetch_add(1, Ordering::Relaxed);
     }
-    pub fn add_upstream_error(&self) {
+    pub(crate) fn add_upstream_error(&self) {
         self.upstream_errors.fetch_add(1, Ordering::Relaxed);
     }
-    pub fn add_abandoned(&self, count: u64) {
+    pub(crate) fn add_abandoned(&self, count: u64) {
         self.abandoned_matches.fetch_add(count, Ordering::Relaxed);
     }
-    pub fn add_websocket(&self) {
+    pub(crate) fn add_websocket(&self) {
         self.websockets.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn snapshot(&self) -> StatsSnapshot {
+    pub(crate) fn snapshot(&self) -> StatsSnapshot {
         StatsSnapshot {
             requests: self.requests.load(Ordering::Relaxed),
             rewritten: self.rewritten.load(Ordering::Relaxed),
@@ -62,7 +68,7 @@ impl Stats {
     /// One line on stderr, unless the server was started with `quiet`. Every log line of the proxy goes
     /// through here. A failed write is ignored: `eprintln!` would panic on a closed stderr, and a log line
     /// is not worth a request.
-    pub fn log_error(&self, message: &str) {
+    pub(crate) fn log_error(&self, message: &str) {
         if !self.quiet {
             use std::io::Write;
             let _ = writeln!(std::io::stderr().lock(), "[devproxy] {message}");

@@ -17,7 +17,7 @@ use crate::headers;
 use crate::pages::ProxyError;
 use crate::state::{Phase, Shared};
 
-pub fn is_upgrade<B>(req: &Request<B>) -> bool {
+pub(crate) fn is_upgrade<B>(req: &Request<B>) -> bool {
     let has_token = |name: header::HeaderName, token: &str| {
         req.headers()
             .get_all(name)

@@ -29,6 +29,7 @@ enum DecoderState {
 }
 
 impl Decoder {
+    /// A decoder for one body in `encoding`.
     pub fn new(encoding: Encoding) -> Decoder {
         let state = match encoding {
             Encoding::Identity => DecoderState::Identity,

@@ -89,7 +89,7 @@ fn read_u32(bytes: &[u8], at: usize) -> u32 {
 }
 
 /// A raw DEFLATE stream in the making. Framing (gzip, zlib) is the caller's.
-pub struct FastDeflate {
+pub(super) struct FastDeflate {
     /// Up to a window of history, then the piece being compressed.
     buf: Vec<u8>,
     /// Stream position of `buf[0]`. It keeps growing across [`FastDeflate::reset`], so the hash table
@@ -106,7 +106,7 @@ pub struct FastDeflate {
 }
 
 impl FastDeflate {
-    pub fn new() -> FastDeflate {
+    pub(super) fn new() -> FastDeflate {
         // An empty table entry reads as position 0: streams start after it.
         FastDeflate::starting_at(1)
     }
@@ -125,7 +125,7 @@ impl FastDeflate {
 
     /// Readies the state for a new stream; what it writes then is what a new state would write (until
     /// positions pass 4 GiB and old entries may alias: verified like any other, they cost a probe).
-    pub fn reset(&mut self) {
+    pub(super) fn reset(&mut self) {
         self.base += self.buf.len() as u64;
         self.buf.clear();
         self.bits = 0;
@@ -135,11 +135,11 @@ impl FastDeflate {
     }
 
     /// Uncompressed bytes taken since the stream began.
-    pub fn total_in(&self) -> u64 {
+    pub(super) fn total_in(&self) -> u64 {
         self.total_in
     }
 
-    pub fn compress(&mut self, input: &[u8], out: &mut Vec<u8>) {
+    pub(super) fn compress(&mut self, input: &[u8], out: &mut Vec<u8>) {
         for piece in input.chunks(PIECE) {
             if !self.block_open {
                 self.put(0b010, 3, out); // BFINAL 0, BTYPE 01: static Huffman codes
@@ -161,14 +161,14 @@ impl FastDeflate {
 
     /// Ends the current block and writes an empty stored block (a zlib sync flush): the client can
     /// decode everything given so far.
-    pub fn sync_flush(&mut self, out: &mut Vec<u8>) {
+    pub(super) fn sync_flush(&mut self, out: &mut Vec<u8>) {
         self.end_block(out);
         self.put(0b000, 3, out); // BFINAL 0, BTYPE 00: stored
         self.align(out);
         out.extend_from_slice(&[0, 0, 0xFF, 0xFF]); // LEN 0, NLEN !0
     }
 
-    pub fn finish(&mut self, out: &mut Vec<u8>) {
+    pub(super) fn finish(&mut self, out: &mut Vec<u8>) {
         self.end_block(out);
         self.put(0b011, 3, out); // BFINAL 1, static Huffman codes
         self.put(0, 7, out); // end of block
@@ -266,17 +266,17 @@ fn common_prefix(a: &[u8], b: &[u8], max: usize) -> usize {
 
 /// Adler-32 (RFC 1950), for the zlib framing of the `deflate` coding.
 #[derive(Clone, Copy)]
-pub struct Adler32 {
+pub(super) struct Adler32 {
     a: u32,
     b: u32,
 }
 
 impl Adler32 {
-    pub fn new() -> Adler32 {
+    pub(super) fn new() -> Adler32 {
         Adler32 { a: 1, b: 0 }
     }
 
-    pub fn update(&mut self, bytes: &[u8]) {
+    pub(super) fn update(&mut self, bytes: &[u8]) {
         const MOD: u32 = 65521;
         // 5552 bytes is the most that can be summed before `b` could overflow 32 bits.
         for block in bytes.chunks(5552) {
@@ -289,7 +289,7 @@ impl Adler32 {
         }
     }
 
-    pub fn finish(self) -> u32 {
+    pub(super) fn finish(self) -> u32 {
         self.b << 16 | self.a
     }
 }

@@ -9,7 +9,7 @@ use super::pool::{Pool, Pooled};
 use super::{CodecError, Encoding};
 
 /// A streaming encoder tuned for speed: a dev proxy re-encodes every rewritten page. Compressed
-/// bytes go straight into the caller's buffer, and compressor states come from [`pool`](super::pool)s.
+/// bytes go straight into the caller's buffer, and compressor states come from `pool`s.
 pub struct Encoder {
     state: EncoderState,
     /// Input went in since the last flush (a flush without new input would add an empty block).
@@ -81,6 +81,7 @@ static DEFLATE_STATES: Pool<FastDeflate> = Pool::new();
 static ZSTD_STATES: Pool<zstd::stream::raw::Encoder<'static>> = Pool::new();
 
 impl Encoder {
+    /// An encoder for one body in `encoding`; its compressor state comes from a pool when one is idle.
     pub fn new(encoding: Encoding) -> Encoder {
         let state = match encoding {
             Encoding::Identity => EncoderState::Identity,

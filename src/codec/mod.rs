@@ -17,4 +17,5 @@ mod tests;
 pub use decode::{decode_all, Decoder, DECODED_PIECE};
 pub use encode::{encode_all, Encoder};
 pub use error::CodecError;
-pub use negotiate::{accepted, choose_output, upstream_accept_encoding, Encoding};
+pub use negotiate::Encoding;
+pub(crate) use negotiate::{accepted, choose_output, upstream_accept_encoding};

@@ -2,12 +2,18 @@
 //! upstream for, and which coding a rewritten body goes out in. Kept apart from the decoders and
 //! encoders because it is pure header logic, with its own trade-off (the preference order).
 
+/// A content coding we can decode and encode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
+    /// No coding: bytes pass as they are.
     Identity,
+    /// `gzip` (and `x-gzip`): DEFLATE with a CRC-32 trailer.
     Gzip,
+    /// `deflate`, which HTTP means as zlib-wrapped DEFLATE.
     Deflate,
+    /// `br`.
     Brotli,
+    /// `zstd`.
     Zstd,
 }
 
@@ -25,6 +31,7 @@ impl Encoding {
         }
     }
 
+    /// The coding's name in `Content-Encoding` and `Accept-Encoding`.
     pub fn token(self) -> &'static str {
         match self {
             Encoding::Identity => "identity",
@@ -43,7 +50,7 @@ impl Encoding {
 }
 
 /// The codings of a client's `Accept-Encoding` that we also speak, with q > 0, in the client's order.
-pub fn accepted(accept_encoding: Option<&str>) -> Vec<Encoding> {
+pub(crate) fn accepted(accept_encoding: Option<&str>) -> Vec<Encoding> {
     let Some(header) = accept_encoding else { return Vec::new() };
     let mut accepted = Vec::new();
     for item in header.split(',') {
@@ -72,7 +79,7 @@ pub fn accepted(accept_encoding: Option<&str>) -> Vec<Encoding> {
 }
 
 /// The `Accept-Encoding` to send upstream: the client's, limited to codings we can decode.
-pub fn upstream_accept_encoding(accept_encoding: Option<&str>) -> Option<String> {
+pub(crate) fn upstream_accept_encoding(accept_encoding: Option<&str>) -> Option<String> {
     let tokens: Vec<&str> = accepted(accept_encoding).into_iter().map(Encoding::token).collect();
     (!tokens.is_empty()).then(|| tokens.join(", "))
 }
@@ -80,7 +87,7 @@ pub fn upstream_accept_encoding(accept_encoding: Option<&str>) -> Option<String>
 /// How to re-encode a rewritten body: the upstream's coding if the client takes it (the client asked
 /// for it in the first place), else our preferred one among the client's, else identity. An
 /// uncompressed body stays so unless `compress_identity` (we asked for it uncompressed ourselves).
-pub fn choose_output(upstream: Encoding, client_accepts: &[Encoding], compress_identity: bool) -> Encoding {
+pub(crate) fn choose_output(upstream: Encoding, client_accepts: &[Encoding], compress_identity: bool) -> Encoding {
     if upstream == Encoding::Identity && !compress_identity {
         return Encoding::Identity;
     }

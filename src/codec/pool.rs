@@ -6,10 +6,10 @@
 
 use std::sync::Mutex;
 
-pub const IDLE_STATES: usize = 4;
+pub(super) const IDLE_STATES: usize = 4;
 
 /// A compressor state that can start a new stream.
-pub trait Reusable: Send + 'static {
+pub(super) trait Reusable: Send + 'static {
     /// Makes the state ready for a new stream; `false` if it cannot be reused.
     fn reset(&mut self) -> bool;
 }
@@ -27,29 +27,29 @@ impl Reusable for zstd::stream::raw::Encoder<'static> {
     }
 }
 
-pub struct Pool<T> {
+pub(super) struct Pool<T> {
     idle: Mutex<Vec<T>>,
 }
 
 impl<T: Reusable> Pool<T> {
-    pub const fn new() -> Pool<T> {
+    pub(super) const fn new() -> Pool<T> {
         Pool { idle: Mutex::new(Vec::new()) }
     }
 
-    pub fn take(&'static self, make: impl FnOnce() -> T) -> Pooled<T> {
+    pub(super) fn take(&'static self, make: impl FnOnce() -> T) -> Pooled<T> {
         let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         Pooled { state: Some(idle.unwrap_or_else(make)), home: self, stream_finished: false }
     }
 
     #[cfg(test)]
-    pub fn idle(&self) -> usize {
+    pub(super) fn idle(&self) -> usize {
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 }
 
 /// A state on loan from a pool; dropping it after [`Pooled::stream_finished`] resets it and gives
 /// it back.
-pub struct Pooled<T: Reusable> {
+pub(super) struct Pooled<T: Reusable> {
     state: Option<T>,
     home: &'static Pool<T>,
     stream_finished: bool,
@@ -57,7 +57,7 @@ pub struct Pooled<T: Reusable> {
 
 impl<T: Reusable> Pooled<T> {
     /// The stream ended cleanly: the state may serve another one.
-    pub fn stream_finished(&mut self) {
+    pub(super) fn stream_finished(&mut self) {
         self.stream_finished = true;
     }
 }

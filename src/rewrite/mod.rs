@@ -2,17 +2,17 @@
 //! same result as `String.prototype.replace` applied rule after rule to the whole body.
 //!
 //! Each rule is a JS regex translated to `regex-syntax` and compiled into a dense DFA (linear time, no
-//! backtracking). The streaming stage in [`stream`] drives the DFA's transition function by hand so that
+//! backtracking). The streaming stage in `stream` drives the DFA's transition function by hand so that
 //! it knows, at every chunk edge, which bytes can still belong to a match and must be held back.
 //!
-//! Files: [`rule`] compiles rules (with [`js_regex`] translating the patterns, [`prefixes`] building the
-//! automaton of held-back data); [`hay`] holds what every search works on and answers with; [`search`] is
-//! one regex search's candidates and anchored runs; [`sweep`] settles many pending starts in one pass;
-//! [`stream`] runs the rules' stages over a body in chunks, with [`replacement`] and [`links`] writing
+//! Files: `rule` compiles rules (with `js_regex` translating the patterns, `prefixes` building the
+//! automaton of held-back data); `hay` holds what every search works on and answers with; `search` is
+//! one regex search's candidates and anchored runs; `sweep` settles many pending starts in one pass;
+//! `stream` runs the rules' stages over a body in chunks, with `replacement` and `links` writing
 //! what replaces a match.
 
 mod hay;
-pub mod js_regex;
+mod js_regex;
 mod links;
 mod prefixes;
 mod replacement;
@@ -22,7 +22,7 @@ mod stream;
 mod sweep;
 
 pub use crate::error::{ReplaceError, RuleError};
-pub use replacement::{ReplaceCall, ReplaceFn, Replacement, Template, Utf16Counter};
+pub use replacement::{ReplaceCall, ReplaceFn, Utf16Counter};
 pub use rule::{Rule, RuleReplacement, MAX_RULES};
 pub use stream::{rewrite_bytes, Rewriter, DEFAULT_MAX_MATCH_BYTES};
 

@@ -15,14 +15,14 @@ enum Part {
 
 /// A replacement string parsed once, when the rule is created (ECMAScript `GetSubstitution`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Template {
+pub(super) struct Template {
     parts: Vec<Part>,
 }
 
 impl Template {
     /// `group_count` excludes group 0; `has_named` says whether the regex has named groups
     /// (without them `$<` is literal, as in JS).
-    pub fn parse(text: &str, group_count: usize, has_named: bool) -> Result<Self, RuleError> {
+    pub(super) fn parse(text: &str, group_count: usize, has_named: bool) -> Result<Self, RuleError> {
         let bytes = text.as_bytes();
         let mut parts = Vec::new();
         let mut literal = Vec::new();
@@ -85,24 +85,19 @@ impl Template {
         Ok(Template { parts })
     }
 
-    /// A template that inserts `text` verbatim.
-    pub fn literal(text: &str) -> Self {
-        Template { parts: vec![Part::Literal(text.as_bytes().to_vec())] }
-    }
-
     /// `$&` followed by `text` verbatim: the snippet rule's replacement.
-    pub fn match_then(text: &str) -> Self {
+    pub(super) fn match_then(text: &str) -> Self {
         Template { parts: vec![Part::WholeMatch, Part::Literal(text.as_bytes().to_vec())] }
     }
 
     /// Whether expanding needs capture groups (not just the match span).
-    pub fn needs_groups(&self) -> bool {
+    pub(super) fn needs_groups(&self) -> bool {
         self.parts.iter().any(|p| matches!(p, Part::Group(_) | Part::Named(_)))
     }
 
     /// Appends the expansion to `out`. `group` gives a capture group's bytes by index,
     /// `named` by name; a group that did not participate expands to nothing, as in JS.
-    pub fn expand<'h>(
+    pub(super) fn expand<'h>(
         &self,
         whole: &[u8],
         group: impl Fn(usize) -> Option<&'h [u8]>,
@@ -138,6 +133,7 @@ pub struct ReplaceCall<'a> {
 
 /// A replacement computed by user code (a JS function in the Node binding).
 pub trait ReplaceFn: Send + Sync {
+    /// The text that replaces this match, or the error message to fail the body with.
     fn replace(&self, call: &ReplaceCall) -> Result<String, String>;
 }
 
@@ -212,7 +208,7 @@ impl Utf16Counter {
 
 /// What a rule puts in place of a match.
 #[derive(Clone)]
-pub enum Replacement {
+pub(super) enum Replacement {
     Template(Template),
     Function(Arc<dyn ReplaceFn>),
 }

@@ -6,6 +6,7 @@
 use proptest::prelude::*;
 use regex_automata::{meta, Input};
 
+use super::replacement::Template;
 use super::rule::{group_info, parse, Engine};
 use super::*;
 

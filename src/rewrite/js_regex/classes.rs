@@ -1,6 +1,6 @@
-//! Character sets: `[…]` classes, `.`, `\d \s \w`, JavaScript's case folding with and without `u`, and
-//! how a set is written out. Every character matcher becomes an explicit set of code points here, so the
-//! engine's own idea of `\s`, `\w` or `(?i)` never leaks in.
+//! Character sets: `[…]` classes, `.`, `\d \s \w`, JavaScript's case folding with and without `u`, and how a
+//! set is written out. Every character matcher becomes an explicit set of code points here, so the engine's
+//! own idea of `\s`, `\w` or `(?i)` never leaks in.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -53,16 +53,14 @@ impl Parser<'_> {
                     if self.flags.unicode {
                         return Err(syntax("invalid character class", dash));
                     }
-                    // Annex B: a class escape cannot bound a range, so the
-                    // `-` is a literal.
+                    // Annex B: a class escape cannot bound a range, so the `-` is a literal.
                     add_atom(&mut set, first);
                     add_atom(&mut set, ClassAtom::Char('-'));
                     add_atom(&mut set, second);
                 }
             }
         }
-        // JS folds the members, then inverts (the matcher negates the
-        // case-insensitive membership test).
+        // JS folds the members, then inverts (the matcher negates the case-insensitive membership test).
         self.apply_ignore_case(&mut set, start)?;
         if negated {
             set.negate();
@@ -96,8 +94,8 @@ impl Parser<'_> {
             's' => ranges(JS_WHITESPACE),
             _ => {
                 let mut word = ranges(&[('0', '9'), ('A', 'Z'), ('_', '_'), ('a', 'z')]);
-                // With `iu`, JS adds the characters whose case folding is an
-                // ASCII word character: ſ (U+017F) and K (U+212A).
+                // With `iu`, JS adds the characters whose case folding is an ASCII word character: ſ (U+017F)
+                // and K (U+212A).
                 if self.flags.unicode && self.flags.ignore_case {
                     word.union(&ranges(&[('\u{17F}', '\u{17F}'), ('\u{212A}', '\u{212A}')]));
                 }
@@ -119,15 +117,14 @@ impl Parser<'_> {
         set
     }
 
-    /// With the `i` flag, widens `set` to every character JS would consider
-    /// equal to a member (JS Canonicalize; differs with and without `u`).
+    /// With the `i` flag, widens `set` to every character JS would consider equal to a member (JS
+    /// Canonicalize; differs with and without `u`).
     pub(super) fn apply_ignore_case(&self, set: &mut ClassUnicode, offset: usize) -> Result<(), JsRegexError> {
         if !self.flags.ignore_case {
             return Ok(());
         }
         if self.flags.unicode {
-            // `u` mode canonicalizes with simple case folding, which is what
-            // the engine's tables hold.
+            // `u` mode canonicalizes with simple case folding, which is what the engine's tables hold.
             set.try_case_fold_simple().map_err(|_| {
                 unsupported(
                     "case-insensitive matching",
@@ -152,9 +149,8 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// Emits a set as a single engine atom, writing every class member as
-    /// `\x{…}` so the engine's class syntax (`&&`, `--`, `~~`, `[`) never
-    /// applies.
+    /// Emits a set as a single engine atom, writing every class member as `\x{…}` so the engine's class
+    /// syntax (`&&`, `--`, `~~`, `[`) never applies.
     pub(super) fn emit_set(&mut self, set: &ClassUnicode) {
         let ranges = set.ranges();
         match ranges {
@@ -227,8 +223,8 @@ pub(super) fn parse_class(pattern: &str) -> Option<ClassUnicode> {
     }
 }
 
-/// A literal outside a class: meta characters escaped, anything invisible or
-/// unusual as `\x{…}` so the emitted pattern stays readable.
+/// A literal outside a class: meta characters escaped, anything invisible or unusual as `\x{…}` so the
+/// emitted pattern stays readable.
 fn push_literal(out: &mut String, c: char) {
     if regex_syntax::is_meta_character(c) {
         out.push('\\');
@@ -247,8 +243,7 @@ fn push_hex(out: &mut String, c: char) {
 /// JS LineTerminator: what `.` (without `s`) does not match.
 const JS_LINE_TERMINATORS: &[(char, char)] = &[('\n', '\n'), ('\r', '\r'), ('\u{2028}', '\u{2029}')];
 
-/// JS WhiteSpace and LineTerminator, i.e. `\s`. Not the engine's `\s`, which
-/// lacks U+FEFF and has U+0085.
+/// JS WhiteSpace and LineTerminator, i.e. `\s`. Not the engine's `\s`, which lacks U+FEFF and has U+0085.
 const JS_WHITESPACE: &[(char, char)] = &[
     ('\t', '\r'),
     (' ', ' '),
@@ -262,9 +257,8 @@ const JS_WHITESPACE: &[(char, char)] = &[
     ('\u{FEFF}', '\u{FEFF}'),
 ];
 
-/// JS Canonicalize without `u` (ES2024 22.2.2.7.3): the upper case if it is a
-/// single UTF-16 code unit, except that nothing non-ASCII maps into ASCII
-/// (so `ſ` and the Kelvin sign stay apart from `s` and `k`).
+/// JS Canonicalize without `u` (ES2024 22.2.2.7.3): the upper case if it is a single UTF-16 code unit, except
+/// that nothing non-ASCII maps into ASCII (so `ſ` and the Kelvin sign stay apart from `s` and `k`).
 fn legacy_canonicalize(c: char) -> char {
     if is_astral(c) {
         // Seen as two surrogates, which have no case.
@@ -277,8 +271,8 @@ fn legacy_canonicalize(c: char) -> char {
     }
 }
 
-/// Groups of BMP characters that share a non-`u` canonical form (only groups
-/// of two or more), and each member's group.
+/// Groups of BMP characters that share a non-`u` canonical form (only groups of two or more), and each
+/// member's group.
 struct LegacyCaseTable {
     groups: Vec<Vec<char>>,
     group_of: HashMap<char, usize>,
@@ -298,8 +292,7 @@ fn legacy_case_table() -> &'static LegacyCaseTable {
     })
 }
 
-/// Adds to `set` every character with the same non-`u` canonical form as a
-/// member.
+/// Adds to `set` every character with the same non-`u` canonical form as a member.
 fn legacy_case_closure(set: &mut ClassUnicode) {
     let table = legacy_case_table();
     let size: u64 = set.ranges().iter().map(|r| u64::from(r.end() as u32 - r.start() as u32) + 1).sum();

@@ -14,14 +14,14 @@ pub(super) enum Escape {
     Char(u32),
     /// A set of characters (`\d`, `\p{L}`, …).
     Set(ClassUnicode),
-    /// Annex B: `\c` not followed by a control letter is a literal `\`, and
-    /// the `c` is parsed again as what follows.
+    /// Annex B: `\c` not followed by a control letter is a literal `\`, and the `c` is parsed again as what
+    /// follows.
     Backslash,
 }
 
 impl Parser<'_> {
-    /// An escape outside a class (`\b`/`\B` are handled by the caller).
-    /// Returns whether it produced an astral character in non-`u` mode.
+    /// An escape outside a class (`\b`/`\B` are handled by the caller). Returns whether it produced an astral
+    /// character in non-`u` mode.
     pub(super) fn atom_escape(&mut self) -> Result<bool, JsRegexError> {
         let start = self.pos;
         match self.escape(false)? {
@@ -108,8 +108,7 @@ impl Parser<'_> {
                 match self.unicode_escape(in_class) {
                     Some(value) => Ok(Escape::Char(value)),
                     None if unicode => Err(syntax("invalid unicode escape", start)),
-                    // Annex B: `\u` without four hex digits is `u`, so
-                    // `/\u{2}/` is `uu`.
+                    // Annex B: `\u` without four hex digits is `u`, so `/\u{2}/` is `uu`.
                     None => simple('u'),
                 }
             }
@@ -168,8 +167,8 @@ impl Parser<'_> {
                 return Err(syntax("invalid escape", start));
             }
         }
-        // Annex B: `\8` and `\9` are identity escapes, the rest legacy octal
-        // (at most three digits, at most 0o377).
+        // Annex B: `\8` and `\9` are identity escapes, the rest legacy octal (at most three digits, at most
+        // 0o377).
         self.bump();
         if first >= b'8' {
             return Ok(Escape::Char(u32::from(first)));
@@ -188,8 +187,8 @@ impl Parser<'_> {
         Ok(Escape::Char(value))
     }
 
-    /// After `\u`: `\uHHHH` (joining a surrogate pair written as two escapes)
-    /// or, in `u` mode, `\u{H…}`. `None` if no valid escape follows.
+    /// After `\u`: `\uHHHH` (joining a surrogate pair written as two escapes) or, in `u` mode, `\u{H…}`.
+    /// `None` if no valid escape follows.
     fn unicode_escape(&mut self, in_class: bool) -> Option<u32> {
         if self.flags.unicode && self.peek() == Some('{') {
             let start = self.pos;
@@ -231,8 +230,8 @@ impl Parser<'_> {
         u32::from_str_radix(text, 16).ok()
     }
 
-    /// `\p{…}` / `\P{…}` in `u` mode, validated against the names JS accepts
-    /// and resolved with the engine's Unicode tables.
+    /// `\p{…}` / `\P{…}` in `u` mode, validated against the names JS accepts and resolved with the engine's
+    /// Unicode tables.
     fn property_escape(&mut self, start: usize, negated: bool) -> Result<ClassUnicode, JsRegexError> {
         let invalid = || syntax("invalid property name", start);
         if !self.eat('{') {

@@ -63,8 +63,8 @@ impl Parser<'_> {
         if self.defined_names.contains(&name) {
             return Err(syntax("duplicate capture group name", start));
         }
-        // The engine takes fewer names than JS (no `$`, no ZWJ/ZWNJ, no
-        // marks); renaming would break `$<name>`, so refuse.
+        // The engine takes fewer names than JS (no `$`, no ZWJ/ZWNJ, no marks); renaming would break
+        // `$<name>`, so refuse.
         let mut chars = name.chars();
         let engine_ok = chars.next().is_some_and(|c| c == '_' || c.is_alphabetic())
             && chars.all(|c| c == '_' || c.is_alphanumeric());
@@ -83,8 +83,8 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// `(?` followed by something that is not a JS group. ES2025 modifier
-    /// groups such as `(?i:…)` get their own message.
+    /// `(?` followed by something that is not a JS group. ES2025 modifier groups such as `(?i:…)` get their
+    /// own message.
     fn bad_group(&self, start: usize) -> JsRegexError {
         let rest = &self.src[self.pos..];
         let len = rest.find(|c: char| !matches!(c, 'i' | 'm' | 's' | '-')).unwrap_or(rest.len());
@@ -100,11 +100,11 @@ impl Parser<'_> {
     }
 }
 
-/// Counts capture groups and collects group names before parsing, since JS
-/// lets `\2` and `\k<name>` refer forward.
+/// Counts capture groups and collects group names before parsing, since JS lets `\2` and `\k<name>` refer
+/// forward.
 pub(super) fn scan_groups(src: &str) -> (usize, Vec<String>) {
-    // Byte scanning is safe: every syntax character is ASCII, and UTF-8
-    // continuation bytes never look like ASCII.
+    // Byte scanning is safe: every syntax character is ASCII, and UTF-8 continuation bytes never look like
+    // ASCII.
     let bytes = src.as_bytes();
     let (mut count, mut names, mut in_class) = (0, Vec::new(), false);
     let mut i = 0;
@@ -130,8 +130,8 @@ pub(super) fn scan_groups(src: &str) -> (usize, Vec<String>) {
     (count, names)
 }
 
-/// Parses a JS GroupName body starting at byte `pos` (just after `<`) up to
-/// and including `>`: the decoded name and the position after `>`.
+/// Parses a JS GroupName body starting at byte `pos` (just after `<`) up to and including `>`: the decoded
+/// name and the position after `>`.
 pub(super) fn parse_group_name(src: &str, mut pos: usize) -> Option<(String, usize)> {
     let mut name = String::new();
     loop {
@@ -159,8 +159,7 @@ pub(super) fn parse_group_name(src: &str, mut pos: usize) -> Option<(String, usi
     (!name.is_empty()).then_some((name, pos))
 }
 
-/// `\uHHHH` (with surrogate pairs) or `\u{H…}` inside a group name; `pos` is
-/// just after the backslash.
+/// `\uHHHH` (with surrogate pairs) or `\u{H…}` inside a group name; `pos` is just after the backslash.
 fn name_escape(src: &str, pos: usize) -> Option<(char, usize)> {
     let rest = src.get(pos..)?.strip_prefix('u')?;
     let pos = pos + 1;

@@ -1,38 +1,35 @@
-//! Translation of JavaScript `RegExp` patterns (ECMAScript 2024, with the
-//! Annex B web-compatibility grammar when the `u` flag is absent) into patterns
-//! for `regex-syntax` / `regex-automata`, which are non-backtracking.
+//! Translation of JavaScript `RegExp` patterns (ECMAScript 2024, with the Annex B web-compatibility grammar
+//! when the `u` flag is absent) into patterns for `regex-syntax` / `regex-automata`, which are
+//! non-backtracking.
 //!
-//! The translator is a small recursive-descent parser that emits the Rust
-//! pattern as it goes. It never relies on the engine's own flags or class
-//! syntax for meaning: every character matcher (literal, escape, class, `.`)
-//! is turned into an explicit set of code points, with JavaScript's case
-//! folding applied by us, so the engine's idea of `\s`, `\w` or `(?i)` never
-//! leaks in. Capture groups are emitted one-for-one, so `$1` and `$<name>`
-//! keep their meaning.
+//! The translator is a small recursive-descent parser that emits the Rust pattern as it goes. It never relies
+//! on the engine's own flags or class syntax for meaning: every character matcher (literal, escape, class,
+//! `.`) is turned into an explicit set of code points, with JavaScript's case folding applied by us, so the
+//! engine's idea of `\s`, `\w` or `(?i)` never leaks in. Capture groups are emitted one-for-one, so `$1` and
+//! `$<name>` keep their meaning.
 //!
 //! What cannot be reproduced exactly (see also the comments at each place):
-//! - multi-line `^`/`$` use the engine's CRLF-aware anchors: `\u2028` and
-//!   `\u2029` do not end lines, and no anchor matches between `\r` and `\n`;
-//! - without `u`, JavaScript works on UTF-16 code units: here `.`, `\S`,
-//!   `[^…]` and friends consume a whole astral character instead of half of
-//!   it, and patterns whose meaning depends on surrogate halves are rejected;
-//! - with `iu`, JavaScript counts `ſ` (U+017F) and `K` (U+212A) as word
-//!   characters for `\b`/`\B`; the engine's ASCII boundaries do not;
-//! - a group whose `?` takes an empty iteration is unset in JavaScript but
-//!   empty here (`$1` becomes the empty string either way); repetitions where
-//!   the two engines' iteration rules give different results are rejected;
-//! - with `u`, case folding and `\p{…}` follow the engine's Unicode tables,
-//!   which may be older than the JavaScript engine's.
+//! - multi-line `^`/`$` use the engine's CRLF-aware anchors: `\u2028` and `\u2029` do not end lines, and no
+//!   anchor matches between `\r` and `\n`;
+//! - without `u`, JavaScript works on UTF-16 code units: here `.`, `\S`, `[^…]` and friends consume a whole
+//!   astral character instead of half of it, and patterns whose meaning depends on surrogate halves are
+//!   rejected;
+//! - with `iu`, JavaScript counts `ſ` (U+017F) and `K` (U+212A) as word characters for `\b`/`\B`; the
+//!   engine's ASCII boundaries do not;
+//! - a group whose `?` takes an empty iteration is unset in JavaScript but empty here (`$1` becomes the empty
+//!   string either way); repetitions where the two engines' iteration rules give different results are
+//!   rejected;
+//! - with `u`, case folding and `\p{…}` follow the engine's Unicode tables, which may be older than the
+//!   JavaScript engine's.
 //!
-//! Callers that loop over matches must step like JavaScript: resume at the
-//! end of the previous match, and after an empty match one character later.
-//! (The engine's own iterators also skip an empty match right after a
-//! non-empty one, which JavaScript does not.)
+//! Callers that loop over matches must step like JavaScript: resume at the end of the previous match, and
+//! after an empty match one character later. (The engine's own iterators also skip an empty match right after
+//! a non-empty one, which JavaScript does not.)
 //!
-//! The translator's files, by concern: [`parser`] holds the entry points and the recursive descent over
-//! terms and quantifiers; [`semantics`] the repetition rules that JavaScript and the engine read
-//! differently; [`groups`] the groups and their names; [`escapes`] the `\` sequences; [`classes`] the
-//! character sets, JavaScript's character tables and case folding, and how a set is written out.
+//! The translator's files, by concern: [`parser`] holds the entry points and the recursive descent over terms
+//! and quantifiers; [`semantics`] the repetition rules that JavaScript and the engine read differently;
+//! [`groups`] the groups and their names; [`escapes`] the `\` sequences; [`classes`] the character sets,
+//! JavaScript's character tables and case folding, and how a set is written out.
 
 mod classes;
 mod escapes;
@@ -40,8 +37,7 @@ mod groups;
 mod parser;
 mod semantics;
 
-pub use crate::error::JsRegexError;
-pub use parser::{literal, parse_flags, translate, JsFlags};
+pub(crate) use parser::{literal, parse_flags, translate};
 
 #[cfg(test)]
 mod tests;

@@ -8,8 +8,8 @@ use crate::error::JsRegexError;
 
 /// Longest accepted pattern source, in bytes.
 const MAX_PATTERN_BYTES: usize = 65_536;
-/// Deepest accepted group nesting; keeps the parser's recursion shallow (the
-/// engine's own, differently counted limit is checked separately).
+/// Deepest accepted group nesting; keeps the parser's recursion shallow (the engine's own, differently
+/// counted limit is checked separately).
 pub(super) const MAX_NESTING: usize = 128;
 
 pub(super) const ENGINE_HINT: &str = " (a non-backtracking engine cannot run it)";
@@ -18,7 +18,7 @@ pub(super) const UTF16_HINT: &str = " (without the `u` flag JavaScript treats it
 
 /// Flags of a JavaScript regular expression literal.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct JsFlags {
+pub(crate) struct JsFlags {
     pub global: bool,
     pub ignore_case: bool,
     pub multiline: bool,
@@ -35,9 +35,8 @@ pub(super) fn syntax(message: impl Into<String>, offset: usize) -> JsRegexError 
 }
 
 /// Parses JavaScript flag letters. `d` (hasIndices) is accepted and ignored.
-pub fn parse_flags(flags: &str) -> Result<JsFlags, JsRegexError> {
-    // JavaScript rejects unknown and repeated letters before anything else,
-    // so check the whole string first.
+pub(crate) fn parse_flags(flags: &str) -> Result<JsFlags, JsRegexError> {
+    // JavaScript rejects unknown and repeated letters before anything else, so check the whole string first.
     let mut seen = Vec::new();
     for c in flags.chars() {
         if !"dgimsuvy".contains(c) || seen.contains(&c) {
@@ -60,10 +59,10 @@ pub fn parse_flags(flags: &str) -> Result<JsFlags, JsRegexError> {
     Ok(out)
 }
 
-/// Translates JS RegExp `source` (as `RegExp.prototype.source` gives it) with
-/// `flags` into a pattern for regex-syntax / regex-automata with their default
-/// syntax configuration. Capture groups keep their number, order and names.
-pub fn translate(source: &str, flags: &JsFlags) -> Result<String, JsRegexError> {
+/// Translates JS RegExp `source` (as `RegExp.prototype.source` gives it) with `flags` into a pattern for
+/// regex-syntax / regex-automata with their default syntax configuration. Capture groups keep their number,
+/// order and names.
+pub(crate) fn translate(source: &str, flags: &JsFlags) -> Result<String, JsRegexError> {
     if source.len() > MAX_PATTERN_BYTES {
         return Err(unsupported(format!("pattern longer than {MAX_PATTERN_BYTES} bytes"), MAX_PATTERN_BYTES, ""));
     }
@@ -72,9 +71,8 @@ pub fn translate(source: &str, flags: &JsFlags) -> Result<String, JsRegexError> 
     Ok(parser.out)
 }
 
-/// A literal string match (like `String.prototype.replace` with a string
-/// pattern) as a pattern.
-pub fn literal(text: &str) -> String {
+/// A literal string match (like `String.prototype.replace` with a string pattern) as a pattern.
+pub(crate) fn literal(text: &str) -> String {
     regex_syntax::escape(text)
 }
 
@@ -83,8 +81,8 @@ pub(super) struct Parser<'s> {
     pub(super) pos: usize,
     pub(super) flags: JsFlags,
     pub(super) out: String,
-    /// Capture groups in the whole pattern: decides whether a non-`u` `\N` is
-    /// a backreference or an Annex B octal escape.
+    /// Capture groups in the whole pattern: decides whether a non-`u` `\N` is a backreference or an Annex B
+    /// octal escape.
     pub(super) capture_count: usize,
     /// Names of all named groups; once there is one, `\k` must be a reference.
     pub(super) group_names: Vec<String>,
@@ -146,10 +144,8 @@ impl<'s> Parser<'s> {
         self.check_engine_nesting()
     }
 
-    /// The engine counts nesting its own way (groups, repetitions,
-    /// alternations, concatenations, classes) and refuses more than 250
-    /// levels. Each JS group adds at most four, so only deep patterns need
-    /// the check.
+    /// The engine counts nesting its own way (groups, repetitions, alternations, concatenations, classes) and
+    /// refuses more than 250 levels. Each JS group adds at most four, so only deep patterns need the check.
     fn check_engine_nesting(&self) -> Result<(), JsRegexError> {
         if self.deepest.1 <= 40 {
             return Ok(());
@@ -190,21 +186,18 @@ impl<'s> Parser<'s> {
             return Ok(Shape::EMPTY);
         };
         let unicode = self.flags.unicode;
-        // Assertions return early: a quantifier after one then fails as
-        // "nothing to repeat", like JavaScript.
+        // Assertions return early: a quantifier after one then fails as "nothing to repeat", like JavaScript.
         let (shape, astral) = match c {
             '^' => {
                 self.bump();
-                // CRLF mode is the nearest the engine offers to JS line
-                // terminators; it misses \u2028/\u2029 and never matches
-                // between \r and \n (JavaScript does).
+                // CRLF mode is the nearest the engine offers to JS line terminators; it misses \u2028/\u2029
+                // and never matches between \r and \n (JavaScript does).
                 self.out.push_str(if self.flags.multiline { "(?mR:^)" } else { r"\A" });
                 return Ok(Shape::ASSERTION);
             }
             '$' => {
                 self.bump();
-                // Without `m`, JS `$` is only the very end (no final-newline
-                // allowance), which is `\z`.
+                // Without `m`, JS `$` is only the very end (no final-newline allowance), which is `\z`.
                 self.out.push_str(if self.flags.multiline { "(?mR:$)" } else { r"\z" });
                 return Ok(Shape::ASSERTION);
             }
@@ -250,9 +243,9 @@ impl<'s> Parser<'s> {
         self.quantifier(start, shape, astral)
     }
 
-    /// Parses an optional quantifier after the atom at `atom_start`, which
-    /// has `shape`. `astral` says the atom is an astral character in non-`u`
-    /// mode, where JavaScript would repeat only its second UTF-16 code unit.
+    /// Parses an optional quantifier after the atom at `atom_start`, which has `shape`. `astral` says the
+    /// atom is an astral character in non-`u` mode, where JavaScript would repeat only its second UTF-16 code
+    /// unit.
     fn quantifier(&mut self, atom_start: usize, shape: Shape, astral: bool) -> Result<Shape, JsRegexError> {
         let start = self.pos;
         let (text, min, max) = match self.peek() {
@@ -306,8 +299,8 @@ impl<'s> Parser<'s> {
         Ok(shape.repeat(min, max, lazy))
     }
 
-    /// Reads `{n}`, `{n,}` or `{n,m}` at the current position without
-    /// consuming it: `(min, max, end)`, where `max` is `None` if unbounded.
+    /// Reads `{n}`, `{n,}` or `{n,m}` at the current position without consuming it: `(min, max, end)`, where
+    /// `max` is `None` if unbounded.
     fn braced_quantifier(&self) -> Option<(u64, Option<u64>, usize)> {
         let bytes = self.src.as_bytes();
         let mut i = self.pos + 1;

@@ -6,19 +6,18 @@ use crate::error::JsRegexError;
 
 /// What the repetition checks need to know about a parsed piece.
 ///
-/// JavaScript and the engine repeat differently: JS refuses an optional
-/// iteration that matches empty (and backtracks into the other ways the body
-/// could match), and clears the groups inside the body at every iteration;
-/// the engine accepts one empty iteration and keeps group values from earlier
-/// iterations. These fields say when that can change a result.
+/// JavaScript and the engine repeat differently: JS refuses an optional iteration that matches empty (and
+/// backtracks into the other ways the body could match), and clears the groups inside the body at every
+/// iteration; the engine accepts one empty iteration and keeps group values from earlier iterations. These
+/// fields say when that can change a result.
 #[derive(Clone, Copy)]
 pub(super) struct Shape {
     /// Can match the empty string.
     nullable: bool,
     /// Can match a non-empty string.
     consumes: bool,
-    /// No way of matching empty is preferred over a way of matching
-    /// non-empty, so an empty match is only taken when nothing else fits.
+    /// No way of matching empty is preferred over a way of matching non-empty, so an empty match is only
+    /// taken when nothing else fits.
     empty_last: bool,
     /// Contains an assertion (whose empty matches may or may not succeed).
     assertion: bool,
@@ -48,8 +47,8 @@ impl Shape {
         Shape {
             nullable: self.nullable && next.nullable,
             consumes: self.consumes || next.consumes,
-            // Two empty ways through `self` that differ in an assertion could
-            // put an empty match ahead of a longer one through `next`.
+            // Two empty ways through `self` that differ in an assertion could put an empty match ahead of a
+            // longer one through `next`.
             empty_last: !(self.nullable && next.nullable)
                 || (self.empty_last && next.empty_last && !(self.assertion && next.consumes)),
             assertion: self.assertion || next.assertion,
@@ -94,8 +93,8 @@ impl Shape {
 }
 
 impl Parser<'_> {
-    /// Rejects repetitions where JavaScript's iteration rules (see [`Shape`])
-    /// would give a different match or different group values.
+    /// Rejects repetitions where JavaScript's iteration rules (see [`Shape`]) would give a different match or
+    /// different group values.
     pub(super) fn check_repetition(
         &self,
         atom_start: usize,
@@ -111,8 +110,8 @@ impl Parser<'_> {
                 " (JavaScript skips empty iterations; the engine takes them)",
             ));
         }
-        // An unbounded loop drops a repeated empty iteration like JS does, so
-        // only bounded ones can overwrite a group with an empty match.
+        // An unbounded loop drops a repeated empty iteration like JS does, so only bounded ones can overwrite
+        // a group with an empty match.
         let repeats = max.is_none_or(|max| max > 1);
         let bounded_empty = shape.nullable && max.is_some_and(|max| max > min);
         if shape.captures && repeats && (shape.skippable_captures || bounded_empty) {

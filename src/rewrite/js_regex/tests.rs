@@ -2,18 +2,17 @@
 //! for what JavaScript rejects or the engine cannot run.
 
 use super::classes::NEVER;
-use super::parser::{ENGINE_HINT, SURROGATE_HINT, UTF16_HINT};
+use super::parser::{JsFlags, ENGINE_HINT, SURROGATE_HINT, UTF16_HINT};
 use super::*;
+use crate::error::JsRegexError;
 use regex_automata::meta::Regex;
 use regex_automata::util::primitives::PatternID;
 use regex_automata::Input;
 
 type Groups<'a> = &'a [Option<&'a str>];
 
-/// (source, flags, haystack, number of capture groups, every match JS's
-/// `matchAll` yields: the whole match, then each group).
-/// Expectations came from Node 20:
-/// `[...hay.matchAll(new RegExp(src, flags + "g"))]`.
+/// (source, flags, haystack, number of capture groups, every match JS's `matchAll` yields: the whole match,
+/// then each group). Expectations came from Node 20: `[...hay.matchAll(new RegExp(src, flags + "g"))]`.
 #[rustfmt::skip]
 const MATCH_CASES: &[(&str, &str, &str, usize, &[Groups])] = &[
 (r"\n\r\t\v\f", "", "x\u{a}\u{d}\u{9}\u{b}\u{c}y", 0, &[&[Some("\u{a}\u{d}\u{9}\u{b}\u{c}")]]),
@@ -188,8 +187,7 @@ fn compile(src: &str, flags: &str) -> Regex {
     Regex::new(&pattern).unwrap_or_else(|e| panic!("/{src}/ as {pattern:?}: {e}"))
 }
 
-/// Every match, iterated like JS `matchAll`: after an empty match the
-/// search resumes one character later.
+/// Every match, iterated like JS `matchAll`: after an empty match the search resumes one character later.
 fn match_all(re: &Regex, hay: &str) -> Vec<Vec<Option<String>>> {
     let mut caps = re.create_captures();
     let mut out = Vec::new();
@@ -343,8 +341,7 @@ fn unsupported_features() {
     let long = "a".repeat(70 * 1024);
     let deep = format!("{}a{}", "(".repeat(129), ")".repeat(129));
     let engine_deep = format!("{}a{}", "(?:b|".repeat(100), ")+".repeat(100));
-    // Node 20 accepts all of these except the modifier groups (ES2025)
-    // and the unknown script.
+    // Node 20 accepts all of these except the modifier groups (ES2025) and the unknown script.
     let cases = [
         ("(?=a)", "", "lookahead (?=", 0, ENGINE_HINT),
         ("(?=a)*", "", "lookahead (?=", 0, ENGINE_HINT),
@@ -408,8 +405,8 @@ fn limits_that_pass() {
     let re = compile(&deep, "");
     assert_eq!(re.group_info().group_len(PatternID::ZERO), 129);
     assert!(re.is_match("a"));
-    // The longest pattern translates; compiling it is the engine's
-    // business (and slow in debug builds), so compile a shorter one.
+    // The longest pattern translates; compiling it is the engine's business (and slow in debug builds), so
+    // compile a shorter one.
     let long = "ab".repeat(32 * 1024);
     assert!(translate(&long, &parse_flags("i").unwrap()).is_ok());
     let short = &long[..4096];
@@ -449,9 +446,8 @@ fn documented_differences() {
     assert_eq!(starts("^", "m", "a\r\nb\rc\u{2028}d"), [0, 3, 5]);
     // JS /\bſ/iu matches after a space, since ſ is a word character there.
     assert_eq!(starts("\\b\u{17F}", "iu", " \u{17F} a\u{17F}"), [5]);
-    // JS leaves a group unset (undefined) when the only iteration of its
-    // `?` would be empty; the engine reports an empty match. Both replace
-    // `$1` with nothing.
+    // JS leaves a group unset (undefined) when the only iteration of its `?` would be empty; the engine
+    // reports an empty match. Both replace `$1` with nothing.
     let re = compile("(a?)?b", "");
     let mut caps = re.create_captures();
     re.captures("b", &mut caps);
