@@ -343,6 +343,33 @@ impl ProxyConfig {
     }
 }
 
+/// The keys of each `start()` options object, as JS spells them. The binding's `#[napi(object)]` structs
+/// declare them for index.d.ts (types and docs); its parser reads an object only through these lists, and
+/// the test below checks each list against the matching interface of index.d.ts, so a key cannot be
+/// declared in one place and missing from the other.
+#[cfg_attr(not(feature = "napi"), allow(dead_code))]
+pub(crate) mod option_names {
+    pub(crate) const PROXY: &[&str] = &[
+        "proxy",
+        "port",
+        "host",
+        "rewriteRules",
+        "snippet",
+        "rewriteTextTypes",
+        "maxMatchBytes",
+        "upstreamTimeoutMs",
+        "gracePeriodMs",
+        "quiet",
+        "upstreamCompression",
+        "maxConnections",
+        "allowedHosts",
+        "allowedOrigins",
+    ];
+    pub(crate) const PROXY_TARGET: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure"];
+    pub(crate) const COOKIE: &[&str] = &["stripDomain"];
+    pub(crate) const RULE: &[&str] = &["match", "replace"];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,5 +442,36 @@ mod tests {
         assert!(Target::parse("ftp://example.com").unwrap_err().to_string().contains("'ftp'"));
         assert!(matches!(Target::parse(""), Err(ConfigError::MissingTarget)));
         assert!(Target::parse("http://exa mple.com").unwrap_err().to_string().contains("not a valid URL"));
+    }
+
+    /// The property names of `export interface <name> { ... }` in index.d.ts, which napi generates
+    /// from the binding's `#[napi(object)]` structs.
+    fn interface_keys(dts: &str, name: &str) -> Vec<String> {
+        let open = format!("export interface {name} {{");
+        let start = dts.find(&open).unwrap_or_else(|| panic!("index.d.ts has no `{open}`")) + open.len();
+        let end = start + dts[start..].find("\n}").expect("the interface ends");
+        dts[start..end]
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with('/') && !line.starts_with('*'))
+            .map(|line| line.split(':').next().unwrap().trim_end_matches('?').to_string())
+            .collect()
+    }
+
+    #[test]
+    fn the_parsers_keys_are_the_declared_ones() {
+        let dts = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/index.d.ts")).unwrap();
+        for (interface, names) in [
+            ("ProxyOptions", option_names::PROXY),
+            ("ProxyTargetOptions", option_names::PROXY_TARGET),
+            ("CookieOptions", option_names::COOKIE),
+            ("RewriteRule", option_names::RULE),
+        ] {
+            let mut declared = interface_keys(&dts, interface);
+            let mut parsed: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            declared.sort();
+            parsed.sort();
+            assert_eq!(parsed, declared, "the keys the parser reads differ from index.d.ts's `{interface}`");
+        }
     }
 }

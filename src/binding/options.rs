@@ -105,29 +105,11 @@ pub struct ProxyOptions {
     pub allowed_origins: Option<Vec<String>>,
 }
 
-/// The keys of each options object, as JS spells them. The structs above declare them for
-/// index.d.ts (types and docs); the parser reads an object only through its list (`Fields`), and the
-/// test below checks each list against the matching interface of index.d.ts, so a key cannot be
-/// declared in one place and missing from the other.
-const PROXY_OPTION_NAMES: &[&str] = &[
-    "proxy",
-    "port",
-    "host",
-    "rewriteRules",
-    "snippet",
-    "rewriteTextTypes",
-    "maxMatchBytes",
-    "upstreamTimeoutMs",
-    "gracePeriodMs",
-    "quiet",
-    "upstreamCompression",
-    "maxConnections",
-    "allowedHosts",
-    "allowedOrigins",
-];
-const PROXY_TARGET_OPTION_NAMES: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure"];
-const COOKIE_OPTION_NAMES: &[&str] = &["stripDomain"];
-const RULE_NAMES: &[&str] = &["match", "replace"];
+// The keys of each options object live in config.rs, where a napi-free test checks them against index.d.ts.
+use crate::config::option_names::{
+    COOKIE as COOKIE_OPTION_NAMES, PROXY as PROXY_OPTION_NAMES, PROXY_TARGET as PROXY_TARGET_OPTION_NAMES,
+    RULE as RULE_NAMES,
+};
 
 /// An options object read through its declared keys. Reading a key that is not in the list, or
 /// parsing it whole without reading every key of the list, is a bug in this file: debug builds (the
@@ -415,40 +397,4 @@ pub(super) fn parse_rule(env: &Env, rule: Unknown, name: &str, mode: CallMode) -
 fn is_regexp(env: &Env, value: &Unknown) -> Result<bool> {
     let constructor: Function<Unknown, Unknown> = env.get_global()?.get_named_property("RegExp")?;
     value.instanceof(constructor)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The property names of `export interface <name> { ... }` in index.d.ts, which napi generates
-    /// from the `#[napi(object)]` structs.
-    fn interface_keys(dts: &str, name: &str) -> Vec<String> {
-        let open = format!("export interface {name} {{");
-        let start = dts.find(&open).unwrap_or_else(|| panic!("index.d.ts has no `{open}`")) + open.len();
-        let end = start + dts[start..].find("\n}").expect("the interface ends");
-        dts[start..end]
-            .lines()
-            .map(str::trim)
-            .filter(|line| !line.is_empty() && !line.starts_with('/') && !line.starts_with('*'))
-            .map(|line| line.split(':').next().unwrap().trim_end_matches('?').to_string())
-            .collect()
-    }
-
-    #[test]
-    fn the_parsers_keys_are_the_declared_ones() {
-        let dts = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/index.d.ts")).unwrap();
-        for (interface, names) in [
-            ("ProxyOptions", PROXY_OPTION_NAMES),
-            ("ProxyTargetOptions", PROXY_TARGET_OPTION_NAMES),
-            ("CookieOptions", COOKIE_OPTION_NAMES),
-            ("RewriteRule", RULE_NAMES),
-        ] {
-            let mut declared = interface_keys(&dts, interface);
-            let mut parsed: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-            declared.sort();
-            parsed.sort();
-            assert_eq!(parsed, declared, "the keys the parser reads differ from index.d.ts's `{interface}`");
-        }
-    }
 }
