@@ -13,4 +13,4 @@ fi
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 $SUDO apt-get update
-$SUDO apt-get install -y chromium
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
