@@ -420,30 +420,32 @@ pub(crate) struct StepOutcome {
     pub result: Result<(), PipelineError>,
 }
 
-/// Runs one pipeline step (`Some(data)`: push, `None`: finish) on the blocking pool.
-fn spawn_step(mut pipeline: Pipeline, data: Option<Bytes>, mut out: Vec<u8>) -> tokio::task::JoinHandle<StepOutcome> {
-    tokio::task::spawn_blocking(move || {
-        let result = match data {
-            Some(data) => pipeline.push(&data, &mut out),
-            None => pipeline.finish(&mut out),
+/// One pipeline step: the decoded start of a page, raw upstream bytes, or the body's end.
+enum Step {
+    Decoded(Vec<u8>),
+    Raw(Bytes),
+    Finish,
+}
+
+impl Step {
+    fn run(self, mut pipeline: Pipeline, mut out: Vec<u8>) -> StepOutcome {
+        let result = match &self {
+            Step::Decoded(decoded) => pipeline.push_decoded(decoded, &mut out),
+            Step::Raw(raw) => pipeline.push(raw, &mut out),
+            Step::Finish => pipeline.finish(&mut out),
         };
         StepOutcome { pipeline, out, result }
-    })
+    }
 }
 
 /// Rewrites the decoded start of a page before the headers go out; on the blocking pool when a rule
 /// calls JS (see [`RewriteState`]).
-pub(crate) async fn rewrite_prefix(mut pipeline: Pipeline, prefix: Vec<u8>) -> Result<StepOutcome, String> {
-    let offload = pipeline.calls_functions();
-    let step = move || {
-        let mut out = Vec::new();
-        let result = pipeline.push_decoded(&prefix, &mut out);
-        StepOutcome { pipeline, out, result }
-    };
-    if !offload {
-        return Ok(step());
+pub(crate) async fn rewrite_prefix(pipeline: Pipeline, prefix: Vec<u8>) -> Result<StepOutcome, String> {
+    let step = Step::Decoded(prefix);
+    if !pipeline.calls_functions() {
+        return Ok(step.run(pipeline, Vec::new()));
     }
-    tokio::task::spawn_blocking(step).await.map_err(join_failure)
+    tokio::task::spawn_blocking(move || step.run(pipeline, Vec::new())).await.map_err(join_failure)
 }
 
 /// Why a blocking step did not come back (a panic in it, a bug).
@@ -576,8 +578,10 @@ impl RewriteState {
             };
             if self.offload {
                 let Work::Ready(pipeline) = std::mem::replace(&mut self.work, Work::Lost) else { continue };
-                let last = data.is_none();
-                self.work = Work::Running(spawn_step(pipeline, data, std::mem::take(&mut self.out)), last);
+                let step = data.map_or(Step::Finish, Step::Raw);
+                let last = matches!(step, Step::Finish);
+                let out = std::mem::take(&mut self.out);
+                self.work = Work::Running(tokio::task::spawn_blocking(move || step.run(pipeline, out)), last);
                 continue;
             }
             match data {
