@@ -328,7 +328,14 @@ impl Stage {
                 let group_refs: Vec<Option<&str>> = groups.iter().map(|g| g.as_deref()).collect();
                 let names: Vec<Option<&str>> = caps.group_info().pattern_names(PatternID::ZERO).skip(1).collect();
                 // Bytes are counted once each, from where the last match (or chunk) left off.
-                let counter = utf16.as_mut().expect("function rules count UTF-16 units");
+                let label = &rule.inner.label;
+                // `Stage::new` gives every function rule a counter; were one missing, the body fails, not the process.
+                let Some(counter) = utf16.as_mut() else {
+                    return Err(ReplaceError {
+                        rule: label.clone(),
+                        message: "internal error: no offset counter".into(),
+                    });
+                };
                 counter.feed(&hay.bytes[*counted..start]);
                 *counted = start;
                 let call = ReplaceCall {
@@ -337,8 +344,7 @@ impl Stage {
                     names: names.iter().any(Option::is_some).then_some(&names[..]),
                     offset: counter.units(),
                 };
-                let replaced =
-                    f.replace(&call).map_err(|message| ReplaceError { rule: rule.inner.label.clone(), message })?;
+                let replaced = f.replace(&call).map_err(|message| ReplaceError { rule: label.clone(), message })?;
                 out.extend_from_slice(replaced.as_bytes());
             }
         }
