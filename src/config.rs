@@ -344,8 +344,8 @@ impl ProxyConfig {
 }
 
 /// The keys of each `start()` options object, as JS spells them. The binding's `#[napi(object)]` structs
-/// declare them for index.d.ts (types and docs); its parser reads an object only through these lists, and
-/// the test below checks each list against the matching interface of index.d.ts, so a key cannot be
+/// declare them for binding.d.ts (types and docs); its parser reads an object only through these lists, and
+/// the test below checks each list against the matching interface of binding.d.ts, so a key cannot be
 /// declared in one place and missing from the other.
 #[cfg_attr(not(feature = "napi"), allow(dead_code))]
 pub(crate) mod option_names {
@@ -444,11 +444,11 @@ mod tests {
         assert!(Target::parse("http://exa mple.com").unwrap_err().to_string().contains("not a valid URL"));
     }
 
-    /// The property names of `export interface <name> { ... }` in index.d.ts, which napi generates
+    /// The property names of `export interface <name> { ... }` in binding.d.ts, which napi generates
     /// from the binding's `#[napi(object)]` structs.
     fn interface_keys(dts: &str, name: &str) -> Vec<String> {
         let open = format!("export interface {name} {{");
-        let start = dts.find(&open).unwrap_or_else(|| panic!("index.d.ts has no `{open}`")) + open.len();
+        let start = dts.find(&open).unwrap_or_else(|| panic!("binding.d.ts has no `{open}`")) + open.len();
         let end = start + dts[start..].find("\n}").expect("the interface ends");
         dts[start..end]
             .lines()
@@ -460,7 +460,7 @@ mod tests {
 
     #[test]
     fn the_parsers_keys_are_the_declared_ones() {
-        let dts = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/index.d.ts")).unwrap();
+        let dts = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/binding.d.ts")).unwrap();
         for (interface, names) in [
             ("ProxyOptions", option_names::PROXY),
             ("ProxyTargetOptions", option_names::PROXY_TARGET),
@@ -471,7 +471,7 @@ mod tests {
             let mut parsed: Vec<String> = names.iter().map(|n| n.to_string()).collect();
             declared.sort();
             parsed.sort();
-            assert_eq!(parsed, declared, "the keys the parser reads differ from index.d.ts's `{interface}`");
+            assert_eq!(parsed, declared, "the keys the parser reads differ from binding.d.ts's `{interface}`");
         }
     }
 }

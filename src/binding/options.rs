@@ -1,5 +1,5 @@
 //! `start()`'s options and rewrite rules: their declaration (the `#[napi(object)]` structs, which
-//! give index.d.ts its types and docs) and the parser that turns JS values into a `ProxyConfig` and
+//! give binding.d.ts its types and docs) and the parser that turns JS values into a `ProxyConfig` and
 //! uncompiled `RuleSpec`s, with errors that name the bad option or rule.
 
 use std::cell::Cell;
@@ -19,7 +19,7 @@ use crate::error::ConfigError;
 use crate::rewrite::{self, Rule, RuleReplacement};
 
 /// Where the proxy forwards to: a URL string, or an object with more settings.
-// Declared for index.d.ts; parse_options reads options field by field to name the bad one.
+// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
 #[allow(dead_code)]
 #[napi(object)]
 pub struct ProxyTargetOptions {
@@ -35,7 +35,7 @@ pub struct ProxyTargetOptions {
     pub secure: Option<bool>,
 }
 
-// Declared for index.d.ts; parse_options reads options field by field to name the bad one.
+// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
 #[allow(dead_code)]
 #[napi(object)]
 pub struct CookieOptions {
@@ -43,7 +43,7 @@ pub struct CookieOptions {
 }
 
 /// A rewrite rule, as in Browsersync's `rewriteRules`.
-// Declared for index.d.ts; parse_options reads options field by field to name the bad one.
+// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
 #[allow(dead_code)]
 #[napi(object)]
 pub struct RewriteRule {
@@ -62,7 +62,7 @@ pub struct RewriteRule {
 }
 
 /// Options of `start()`; names follow Browsersync's.
-// Declared for index.d.ts; parse_options reads options field by field to name the bad one.
+// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
 #[allow(dead_code)]
 #[napi(object)]
 pub struct ProxyOptions {
@@ -105,7 +105,7 @@ pub struct ProxyOptions {
     pub allowed_origins: Option<Vec<String>>,
 }
 
-// The keys of each options object live in config.rs, where a napi-free test checks them against index.d.ts.
+// The keys of each options object live in config.rs, where a napi-free test checks them against binding.d.ts.
 use crate::config::option_names::{
     COOKIE as COOKIE_OPTION_NAMES, PROXY as PROXY_OPTION_NAMES, PROXY_TARGET as PROXY_TARGET_OPTION_NAMES,
     RULE as RULE_NAMES,

@@ -1,0 +1,56 @@
+'use strict'
+// The `ProxyServer` that `start()` resolves to: the native server, plus what the JS side started
+// for it (closed by `stop()`).
+
+class ProxyServer {
+  #native
+  #cleanups
+
+  /**
+   * @param native the `ProxyServer` of binding.js
+   * @param cleanups async functions run once by `stop()`, after the native server has stopped
+   */
+  constructor(native, cleanups) {
+    this.#native = native
+    this.#cleanups = cleanups
+  }
+
+  get url() {
+    return this.#native.url
+  }
+
+  get port() {
+    return this.#native.port
+  }
+
+  addRule(rule) {
+    return this.#native.addRule(rule)
+  }
+
+  addRuleAsync(rule) {
+    return this.#native.addRuleAsync(rule)
+  }
+
+  removeRule(id) {
+    return this.#native.removeRule(id)
+  }
+
+  stats() {
+    return this.#native.stats()
+  }
+
+  unref() {
+    this.#native.unref()
+  }
+
+  async stop() {
+    try {
+      await this.#native.stop()
+    } finally {
+      const cleanups = this.#cleanups.splice(0)
+      for (const cleanup of cleanups) await cleanup()
+    }
+  }
+}
+
+module.exports = { ProxyServer }
