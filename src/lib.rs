@@ -18,6 +18,8 @@ pub mod codec;
 pub mod config;
 mod error;
 mod forward;
+pub mod globs;
+pub mod warnings;
 mod headers;
 mod pages;
 mod proxy;
