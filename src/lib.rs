@@ -19,7 +19,6 @@ pub mod config;
 mod error;
 mod forward;
 pub mod globs;
-pub mod warnings;
 mod headers;
 mod pages;
 mod proxy;
@@ -28,6 +27,7 @@ mod security;
 mod server;
 mod state;
 mod stats;
+pub mod warnings;
 mod websocket;
 
 pub use config::{ProxyConfig, Target};

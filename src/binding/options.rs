@@ -17,8 +17,8 @@ use crate::config::{
 };
 use crate::error::ConfigError;
 use crate::globs::UrlGlobs;
-use crate::warnings;
 use crate::rewrite::{self, Rule, RuleReplacement};
+use crate::warnings;
 
 /// Where the proxy forwards to: a URL string, or an object with more settings.
 // Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
@@ -64,7 +64,10 @@ pub struct RewriteRule {
     #[napi(ts_type = "string | ((req: RuleRequest, res: RuleResponse, match: string, ...args: any[]) => string)")]
     pub replace: Option<String>,
     /// Browsersync's name for a function `replace` (or a replacement string); give one of the two.
-    #[napi(js_name = "fn", ts_type = "string | ((req: RuleRequest, res: RuleResponse, match: string, ...args: any[]) => string)")]
+    #[napi(
+        js_name = "fn",
+        ts_type = "string | ((req: RuleRequest, res: RuleResponse, match: string, ...args: any[]) => string)"
+    )]
     pub func: Option<String>,
     /// Globs (minimatch syntax, matched against the request URL: path and query) limiting the rule to
     /// those URLs; there it runs on any response type, and the rules without `paths`, the snippet and
@@ -311,9 +314,8 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     }
     if let Some(level) = options.get("logLevel")? {
         let level = expect_string(level, "logLevel")?;
-        config.log_level = LogLevel::parse(&level).ok_or_else(|| {
-            invalid(format!("option `logLevel` must be 'silent', 'info' or 'debug', got '{level}'"))
-        })?;
+        config.log_level = LogLevel::parse(&level)
+            .ok_or_else(|| invalid(format!("option `logLevel` must be 'silent', 'info' or 'debug', got '{level}'")))?;
     }
     if let Some(prefix) = options.get("logPrefix")? {
         config.log_prefix = expect_string(prefix, "logPrefix")?;
@@ -591,9 +593,7 @@ pub(super) fn parse_rule(env: &Env, rule: Unknown, name: &str, mode: CallMode) -
             CallMode::Threadsafe => ThreadsafeReplace::register(Function::from_unknown(replace)?)?,
             CallMode::Direct => DirectReplace::register(env, Function::from_unknown(replace)?)?,
         }),
-        _ => {
-            return Err(invalid(format!("{name}.{key} must be a string or a function, got {}", type_name(&replace))))
-        }
+        _ => return Err(invalid(format!("{name}.{key} must be a string or a function, got {}", type_name(&replace)))),
     };
     let pattern = match matcher.get_type()? {
         ValueType::String => Pattern::Literal(String::from_unknown(matcher)?),

@@ -86,7 +86,8 @@ impl JsProxyServer {
     /// bad rule (the running rules stay as they were) and after `stop()`.
     #[napi(catch_unwind, ts_args_type = "rule: RewriteRule", ts_return_type = "Promise<number>")]
     pub fn add_rule_async<'env>(&self, env: &'env Env, rule: Unknown) -> Result<PromiseRaw<'env, u32>> {
-        let spec = self.check_running("addRuleAsync").and_then(|()| parse_rule(env, rule, "rule", CallMode::Threadsafe));
+        let spec =
+            self.check_running("addRuleAsync").and_then(|()| parse_rule(env, rule, "rule", CallMode::Threadsafe));
         let inner = self.inner.clone();
         env.spawn_future(async move {
             let rule = compile_off_thread(vec![spec?]).await?.pop();
