@@ -15,21 +15,23 @@ export declare class ProxyServer {
   get url(): string
   /** The port the proxy listens on. */
   get port(): number
+  /** The path to open first: `startPath`, or the path of the `proxy` URL; `null` when neither. */
+  get startPath(): string | null
   /**
    * Adds a rule after the others, for requests that start from now on; returns its id.
-   * Throws on a bad rule, leaving the running rules as they were.
+   * Throws on a bad rule, leaving the running rules as they were, and after `stop()`.
    * Compiles on the JS thread: a large pattern blocks the event loop while its automaton is built
    * (up to seconds near the 16 MiB cap); `addRuleAsync` does not.
    */
   addRule(rule: RewriteRule): number
   /**
    * Like `addRule`, but the rule is compiled off the JS thread; resolves to its id, rejects on a
-   * bad rule (the running rules stay as they were).
+   * bad rule (the running rules stay as they were) and after `stop()`.
    */
   addRuleAsync(rule: RewriteRule): Promise<number>
   /**
    * Removes a rule by the id `addRule` returned (the rules of `rewriteRules` have ids 0, 1, 2...);
-   * false if there is no such rule.
+   * false if there is no such rule. Throws after `stop()`.
    */
   removeRule(id: number): boolean
   stats(): ProxyStats
@@ -65,8 +67,11 @@ export interface ProxyOptions {
   host?: string
   /** User rules, applied in order after the snippet and before the link rewrite. */
   rewriteRules?: Array<RewriteRule>
-  /** HTML placed right after the first `<body ...>` tag of rewritten pages. */
-  snippet?: string
+  /**
+   * HTML placed right after the first `<body ...>` tag of rewritten pages (see `snippetOptions`).
+   * `false`: no snippet; `true` (Browsersync's default): nothing to inject.
+   */
+  snippet?: string | boolean
   /** Also rewrite CSS, JS, JSON, SVG and XML responses (Browsersync only rewrites HTML). */
   rewriteTextTypes?: boolean
   /** Longest text one pending match may hold back (default 65536). */
@@ -75,7 +80,7 @@ export interface ProxyOptions {
   upstreamTimeoutMs?: number
   /** How long `stop()` lets in-flight responses finish (default 5000). */
   gracePeriodMs?: number
-  /** No log lines on stderr (default false). */
+  /** No log lines on stderr (default false); the same as `logLevel: 'silent'`. */
   quiet?: boolean
   /**
    * Whether pages are fetched compressed from the target: `'auto'` (default) fetches them
@@ -97,6 +102,16 @@ export interface ProxyOptions {
    * proxy, e.g. `['http://localhost:5173']`; others get 403 (cross-site WebSocket hijacking).
    */
   allowedOrigins?: Array<string>
+  /** Where the snippet goes and which URLs are rewritten (Browsersync's `snippetOptions`). */
+  snippetOptions?: SnippetOptions
+  /** `'info'` (default: warnings and failures), `'debug'` (also a line per request) or `'silent'`. */
+  logLevel?: 'silent' | 'info' | 'debug' | 'warn'
+  /** What log lines start with, in brackets (default `devproxy`). */
+  logPrefix?: string
+  /** The path to open first, exposed as `server.startPath` (default: the `proxy` URL's path). */
+  startPath?: string
+  /** Browsersync's top-level form of `proxy.ws`. */
+  ws?: boolean
 }
 
 /** What the server has done so far. */
@@ -130,6 +145,8 @@ export interface ProxyTargetOptions {
  * Buffers or Uint8Arrays, cut anywhere, even inside a character) is streamed through the engine
  * chunk by chunk as a proxied body is, and gives the same result as their concatenation; function
  * rules then get `undefined` as `string`, as in the proxy. Bytes that are not UTF-8 come out as U+FFFD.
+ * Rule functions are called as in the proxy, `(req, res, match, ...)`; this native function passes
+ * `undefined` for `req` and `res`, which the package's `rewrite` (lib/rules.js) fills in.
  */
 export declare function rewrite(input: string | Array<string | Buffer | Uint8Array>, rules: RewriteRule[]): string
 
@@ -142,13 +159,96 @@ export interface RewriteRule {
   match: RegExp | string
   /**
    * A replacement string (`$&`, `$1`..`$99`, `$<name>`, `$$`) or a function called for each match
-   * with JS's arguments `(match, p1, ..., pn, offset, string, groups)`: `offset` is the match's
-   * UTF-16 index in the rule's input; `string` is that input for `rewrite()` of a string and
-   * `undefined` on streamed bodies (the proxy, `rewrite()` of chunks), which are never held whole;
-   * `groups` (only when the pattern has named groups) maps each name to its text or `undefined`.
-   * Function rules run in JS and are slower.
+   * as Browsersync calls it: `(req, res, match, p1, ..., pn, offset, string, groups)`. `req` and `res`
+   * are the request and response of the body (`RuleRequest`, `RuleResponse`; for `rewrite()`, those
+   * it is given or its defaults); then JS's replace arguments: `offset` is the match's UTF-16 index in
+   * the rule's input; `string` is that input for `rewrite()` of a string and `undefined` on streamed
+   * bodies (the proxy, `rewrite()` of chunks), which are never held whole; `groups` (only when the
+   * pattern has named groups) maps each name to its text or `undefined`. Function rules run in JS
+   * and are slower.
    */
-  replace: string | ((match: string, ...args: any[]) => string)
+  replace?: string | ((req: RuleRequest, res: RuleResponse, match: string, ...args: any[]) => string)
+  /** Browsersync's name for a function `replace` (or a replacement string); give one of the two. */
+  fn?: string | ((req: RuleRequest, res: RuleResponse, match: string, ...args: any[]) => string)
+  /**
+   * Globs (minimatch syntax, matched against the request URL: path and query) limiting the rule to
+   * those URLs; there it runs on any response type, and the rules without `paths`, the snippet and
+   * the link rewrite do not (Browsersync's behaviour).
+   */
+  paths?: string | string[]
+}
+
+/**
+ * The `req` a rule function gets: Browsersync's (Node's `IncomingMessage`), reduced to what a rule reads.
+ * Unlike Node's: no stream, no socket; `rawHeaders` has lower-case names.
+ */
+export interface RuleRequest {
+  /** The request target as the client sent it (`/path?query`). */
+  url: string
+  method: string
+  /**
+   * Lower-case names; repeated headers folded as Node folds them (`set-cookie` an array, `cookie`
+   * joined with `; `, others with `, `, single-valued ones keep the first).
+   */
+  headers: Record<string, string | string[]>
+  rawHeaders: Array<string>
+}
+
+/**
+ * The request a rule function gets as its first argument, as plain data; lib/rules.js gives it
+ * the shape of Browsersync's `req` (`RuleRequest`).
+ */
+export interface RuleRequestData {
+  /** The request target as the client sent it. */
+  url: string
+  method: string
+  /** Header names (lower-case) and values, alternating, in the order the client sent them. */
+  rawHeaders: Array<string>
+}
+
+/**
+ * The `res` a rule function gets: Browsersync's (Node's `ServerResponse`), reduced to what a rule reads:
+ * the status and the headers as they go to the client. Unlike Node's: read-only (no `setHeader`, no
+ * `write`), and `Content-Length`, `Content-Encoding` and `Vary` are those of the rewritten body.
+ */
+export interface RuleResponse {
+  statusCode: number
+  getHeader: (name: string) => string | string[] | undefined
+  getHeaders: () => Record<string, string | string[]>
+  getHeaderNames: () => string[]
+  hasHeader: (name: string) => boolean
+}
+
+/**
+ * The response a rule function gets as its second argument, as plain data; lib/rules.js gives it
+ * the shape of Browsersync's `res` (`RuleResponse`).
+ */
+export interface RuleResponseData {
+  statusCode: number
+  /** Header names (lower-case) and values, alternating, as they go to the client. */
+  rawHeaders: Array<string>
+}
+
+/** Where and how the snippet goes, and which URLs are rewritten (Browsersync's `snippetOptions`). */
+export interface SnippetOptions {
+  /**
+   * `{ match, fn }`: a RegExp where the snippet goes (default `/<body[^>]*>/i`) and
+   * `fn(snippet, match)` returning the text that replaces the match (default `match + snippet`).
+   */
+  rule?: SnippetRule
+  /** Globs of URLs rewritten whatever their `Accept` header, extension or body. */
+  whitelist?: string | string[]
+  /** Globs of URLs never rewritten (the URL `/` only when listed exactly). */
+  blacklist?: string | string[]
+  /** Like `blacklist`; a leading `/` is added when missing, as Browsersync does. */
+  ignorePaths?: string | string[]
+  /** Browsersync's client-script loading flag: accepted and ignored. */
+  async?: boolean
+}
+
+export interface SnippetRule {
+  match?: RegExp
+  fn?: (snippet: string, match: string) => string
 }
 
 /**

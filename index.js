@@ -6,10 +6,11 @@
 const binding = require('./binding.js')
 const { start } = require('./lib/start.js')
 const { ProxyServer } = require('./lib/server.js')
+const { rewrite } = require('./lib/rules.js')
 
 module.exports = {
   start,
-  rewrite: binding.rewrite,
+  rewrite,
   ProxyServer,
   __panicProbe: binding.__panicProbe,
 }

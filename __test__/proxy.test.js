@@ -156,7 +156,7 @@ test('user rule forms: string match (first occurrence, literal), function replac
   const rules = [
     { match: 'a.b', replace: '[$&]' }, // string: literal dot, first occurrence only
     { match: /(?<key>k\d)=(v\d)/g, replace: '$2:$<key>' },
-    { match: /T(\w)m/g, replace: (m, vowel) => `T${vowel.toUpperCase()}M` },
+    { match: /T(\w)m/g, replace: (req, res, m, vowel) => `T${vowel.toUpperCase()}M` }, // Browsersync's (req, res, match, ...groups)
     { match: /\$x/, replace: '$$y' }, // non-global: first only; $$ is a literal $
   ]
   await withProxy({ proxy: up.url, port: 0, rewriteRules: rules }, async (server) => {
@@ -270,7 +270,7 @@ test('streaming rewrite equals String.prototype.replace for bodies split at rand
     { match: 'ab', replace: 'Q' },
     { match: /a|ab/g, replace: '1' },
     { match: /€+/g, replace: 'EUR' },
-    { match: /"[^"]*"/g, replace: (m) => m.toUpperCase() },
+    { match: /"[^"]*"/g, replace: (req, res, m) => m.toUpperCase() },
     { match: /b\s+a/g, replace: 'b_a' },
     { match: /$/g, replace: ';' },
     { match: /\r\n/g, replace: '\n' },
@@ -298,7 +298,11 @@ test('streaming rewrite equals String.prototype.replace for bodies split at rand
         const res = await request(server.url + path, { headers: { accept: ACCEPT_HTML } })
         const host = `127.0.0.1:${server.port}`
         const expected = browsersyncRewriteLinks(
-          rules.reduce((s, r) => s.replace(r.match, r.replace), insertSnippet(body, SNIPPET)),
+          // resp-modifier's applyRules: a function gets (req, res, ...JS's replace arguments)
+          rules.reduce(
+            (s, r) => s.replace(r.match, typeof r.replace === 'function' ? (...a) => r.replace(null, null, ...a) : r.replace),
+            insertSnippet(body, SNIPPET),
+          ),
           up.port,
           host,
         )

@@ -12,6 +12,28 @@ const { lib, mulberry32, startUpstream, withProxy, request, writeChunks, ACCEPT_
 
 const SEED = Number(process.env.REWRITE_SEED || 0x5eed)
 
+/**
+ * Rule functions are called as Browsersync calls them, `(req, res, match, ...groups, offset, string)`;
+ * the reference functions here take JS's `(match, ...)`, so this `rewrite` drops `req` and `res`
+ * (after checking that they are there) before calling them.
+ */
+function jsForm() {
+  const { rewrite } = lib()
+  const asJs = (rule) => {
+    if (!rule || typeof rule !== 'object' || typeof rule.replace !== 'function') return rule
+    const f = rule.replace
+    return {
+      ...rule,
+      replace: (req, res, ...args) => {
+        assert.equal(req.url, '/', 'rewrite() gives its default req')
+        assert.equal(res.statusCode, 200, 'rewrite() gives its default res')
+        return f(...args)
+      },
+    }
+  }
+  return { rewrite: (input, rules) => rewrite(input, Array.isArray(rules) ? rules.map(asJs) : rules) }
+}
+
 const ALPHABETS = {
   ab: ['a', 'b'],
   abNl: ['a', 'é', '\n'],
@@ -261,7 +283,7 @@ function streamed(calls) {
  * on the whole string and through the chunked entry; both must give JS's output and JS's function calls.
  */
 function check(cases, seed = SEED) {
-  const { rewrite } = lib()
+  const { rewrite } = jsForm()
   const rnd = mulberry32(seed)
   const failures = []
   for (const { input, rules } of cases) {
@@ -371,7 +393,7 @@ test('rewrite(): fixed edge cases of empty matches, alternation and replacement'
 // README "Known differences from V8": with m, ^ and $ treat \r\n as one line end (no position between
 // \r and \n) and do not see \u2028/\u2029. Pinned here so that any change is deliberate.
 test('rewrite(): multi-line anchors around \\r\\n and \\u2028 follow the documented CRLF rule', () => {
-  const { rewrite } = lib()
+  const { rewrite } = jsForm()
   const cases = [
     ['a\r\nb', /^/gm, '>', '>a\r\n>b', '>a\r>\n>b'],
     ['a\r\nb', /$/gm, '<', 'a<\r\nb<', 'a<\r<\nb<'],
@@ -385,7 +407,7 @@ test('rewrite(): multi-line anchors around \\r\\n and \\u2028 follow the documen
 })
 
 test('rewrite(): what the engine cannot reproduce exactly ($`, $\', captures reset in repetitions) is rejected naming the rule, never silently different', () => {
-  const { rewrite } = lib()
+  const { rewrite } = jsForm()
   const cases = [
     ['abc', /b/, '$`'],
     ['abc', /b/, "$'"],
@@ -416,7 +438,7 @@ test('rewrite(): function replacements receive the match and the groups (undefin
 })
 
 test('rewrite(): chains apply in order, each on the result of the one before', () => {
-  const { rewrite } = lib()
+  const { rewrite } = jsForm()
   const rules = [
     { match: /a/g, replace: 'b' },
     { match: /b/g, replace: 'c' },
@@ -428,7 +450,7 @@ test('rewrite(): chains apply in order, each on the result of the one before', (
 })
 
 test('rewrite(): ignores a global regex lastIndex, like String.prototype.replace', () => {
-  const { rewrite } = lib()
+  const { rewrite } = jsForm()
   const re = /a/g
   re.lastIndex = 2
   assert.equal(rewrite('aaaa', [{ match: re, replace: 'b' }]), 'bbbb')
@@ -450,7 +472,7 @@ test('rewrite(): large input equals String.prototype.replace', () => {
 })
 
 test('rewrite(): issue 19, a function gets the UTF-16 offset of the match, as in JS', () => {
-  const { rewrite } = lib()
+  const { rewrite } = jsForm()
   const rules = [{ match: /a/g, replace: (m, o) => '[' + o + ']' }]
   assert.equal('éa€a'.replace(rules[0].match, rules[0].replace), 'é[1]€[3]', 'JS reference')
   assert.equal(rewrite('éa€a', rules), 'é[1]€[3]')
@@ -460,7 +482,7 @@ test('rewrite(): issue 19, a function gets the UTF-16 offset of the match, as in
 })
 
 test('rewrite(): a function gets (match, ...groups, offset, string, groups) with string = its rule\'s input', () => {
-  const { rewrite } = lib()
+  const { rewrite } = jsForm()
   const seen = []
   const rules = [
     { match: /€/g, replace: '😀😀' },
@@ -489,7 +511,7 @@ test('rewrite(): a function gets (match, ...groups, offset, string, groups) with
 })
 
 test('rewrite([chunks]): streams like the proxy: the function gets `string` undefined and the same offsets and groups', () => {
-  const { rewrite } = lib()
+  const { rewrite } = jsForm()
   const seen = []
   const rules = [{ match: /(?<x>[a-z])|中/g, replace: (...args) => (seen.push(args), '.') }]
   const input = 'é😀a中\r\nb'
@@ -503,7 +525,7 @@ test('rewrite([chunks]): streams like the proxy: the function gets `string` unde
 })
 
 test('rewrite([chunks]): accepts strings, Buffers and Uint8Arrays, empty ones too; output is UTF-8 whatever the cuts', () => {
-  const { rewrite } = lib()
+  const { rewrite } = jsForm()
   const rules = [{ match: /é+/g, replace: '<$&>' }]
   const euro = Buffer.from('€')
   assert.equal(rewrite([], rules), '')
@@ -514,7 +536,7 @@ test('rewrite([chunks]): accepts strings, Buffers and Uint8Arrays, empty ones to
 })
 
 test('rewrite(): a bad input is rejected naming it', () => {
-  const { rewrite } = lib()
+  const { rewrite } = jsForm()
   const rules = [{ match: /a/g, replace: 'b' }]
   assert.throws(() => rewrite(5, rules), /input must be a string or an array/)
   assert.throws(() => rewrite({ length: 1, 0: 'a' }, rules), /input must be a string or an array/)
@@ -539,7 +561,10 @@ test('proxy: a function rule gets UTF-16 offsets into the decoded body and `stri
     },
   })
   const calls = []
-  const replace = (...args) => {
+  const requests = []
+  // Browsersync's form: (req, res, match, ...); the JS reference below gets (match, ...).
+  const replace = (req, res, ...args) => {
+    requests.push([req.url, res.statusCode])
     calls.push(args)
     return `[${args[3]}]`
   }
@@ -550,6 +575,7 @@ test('proxy: a function rule gets UTF-16 offsets into the decoded body and `stri
       const want = body.replace(/(?<x>x)(y)?/g, (...args) => (jsCalls.push(args), `[${args[3]}]`))
       assert.equal(res.body.toString(), want)
       assert.equal(calls.length, 40 * 3)
+      assert.ok(requests.every(([url, status]) => url === '/page' && status === 200), 'every call gets req and res')
       for (const [i, args] of calls.entries()) {
         const js = jsCalls[i]
         assert.equal(args.length, 6, `call ${i}: (match, x, y, offset, string, groups)`)

@@ -2,6 +2,8 @@
 // The `ProxyServer` that `start()` resolves to: the native server, plus what the JS side started
 // for it (closed by `stop()`).
 
+const { wrapProxyRule } = require('./rules.js')
+
 class ProxyServer {
   #native
   #cleanups
@@ -23,12 +25,16 @@ class ProxyServer {
     return this.#native.port
   }
 
+  get startPath() {
+    return this.#native.startPath
+  }
+
   addRule(rule) {
-    return this.#native.addRule(rule)
+    return this.#native.addRule(wrapProxyRule(rule))
   }
 
   addRuleAsync(rule) {
-    return this.#native.addRuleAsync(rule)
+    return this.#native.addRuleAsync(wrapProxyRule(rule))
   }
 
   removeRule(id) {

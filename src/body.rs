@@ -15,6 +15,7 @@ use tokio::time::Sleep;
 use crate::codec::{self, CodecError, Decoder, Encoder, Encoding, DECODED_PIECE};
 use crate::error::ReplaceError;
 use crate::rewrite::Rewriter;
+use crate::state::PageMode;
 use crate::stats::Stats;
 
 /// Errors that end a response body early; hyper then aborts the connection, so the client never
@@ -78,6 +79,8 @@ pub(crate) struct RequestFacts<'a> {
     pub accept_encoding: Option<&'a str>,
     /// The proxy asked the upstream for an uncompressed body on the client's behalf.
     pub upstream_identity: bool,
+    /// Pages only, any response, or none (a rule's `paths`, `snippetOptions`' lists).
+    pub mode: PageMode,
 }
 
 /// Browsersync's request side of the choice: `Accept` mentions html and the URL is not an asset.
@@ -94,7 +97,7 @@ pub(crate) fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, 
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::PARTIAL_CONTENT
         || status == StatusCode::NOT_MODIFIED;
-    if untouchable {
+    if untouchable || req.mode == PageMode::Skipped {
         return Plan::Passthrough;
     }
     let encoding = headers.get(header::CONTENT_ENCODING).map(|v| v.to_str().unwrap_or("?"));
@@ -103,7 +106,7 @@ pub(crate) fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, 
     let html_request = is_page_request(req.accept, req.path_and_query);
     let text_type =
         rewrite_text_types && headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_text_type);
-    if text_type {
+    if text_type || req.mode == PageMode::Forced {
         Plan::Rewrite { sniff: false, decode, encode }
     } else if html_request {
         Plan::Rewrite { sniff: true, decode, encode }
@@ -682,6 +685,7 @@ mod tests {
             accept: Some(accept),
             accept_encoding: Some("br, gzip"),
             upstream_identity: false,
+            mode: PageMode::Pages,
         };
         assert_eq!(
             plan(&req("text/html"), StatusCode::OK, &headers, false),

@@ -5,6 +5,7 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue};
 
 use crate::error::ConfigError;
+use crate::globs::UrlGlobs;
 use crate::rewrite::{Rule, DEFAULT_MAX_MATCH_BYTES};
 
 /// How the proxy talks to the target.
@@ -263,7 +264,48 @@ pub struct ProxyConfig {
     /// Origins, besides the proxy's own and the target's, whose pages may open WebSockets through
     /// the proxy; normalised by [`normalize_origin`].
     pub allowed_origins: Vec<String>,
+    /// `snippetOptions.rule`: where and how the snippet goes, compiled with the snippet; `None`: after
+    /// the first `<body ...>` tag.
+    pub snippet_rule: Option<Rule>,
+    /// `snippetOptions.whitelist`: URLs rewritten whatever the `Accept` header, extension or sniff say.
+    pub rewrite_whitelist: Option<UrlGlobs>,
+    /// `snippetOptions.blacklist` and `ignorePaths`: URLs never rewritten.
+    pub rewrite_blacklist: Option<UrlGlobs>,
+    /// The path Browsersync opens first (`startPath`, or the path of the `proxy` URL).
+    pub start_path: Option<String>,
+    /// Which log lines are written (`logLevel`; `quiet` is `Silent`).
+    pub log_level: LogLevel,
+    /// What each log line starts with (`logPrefix`).
+    pub log_prefix: String,
+    /// Warnings about the options (ignored or unknown ones), logged once when the server starts.
+    pub warnings: Vec<String>,
 }
+
+/// Which log lines the proxy writes on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// None.
+    Silent,
+    /// Warnings about the options and failures (the default).
+    Info,
+    /// Also one line per request: method, URL, status and what was done with the body.
+    Debug,
+}
+
+impl LogLevel {
+    /// The option's JS value (`'silent'`, `'info'`, `'debug'`; Browsersync's `'warn'` is `Info`).
+    pub fn parse(value: &str) -> Option<LogLevel> {
+        match value {
+            "silent" => Some(LogLevel::Silent),
+            "info" | "warn" => Some(LogLevel::Info),
+            "debug" => Some(LogLevel::Debug),
+            _ => None,
+        }
+    }
+}
+
+/// Default of [`ProxyConfig::log_prefix`].
+pub const DEFAULT_LOG_PREFIX: &str = "devproxy";
 
 /// Path prefix of the panic probes (`/request`: while handling the request, `/body`: while
 /// streaming a rewritten body).
@@ -305,6 +347,13 @@ impl ProxyConfig {
             panic_probes: false,
             allowed_hosts: AllowedHosts::Auto,
             allowed_origins: Vec::new(),
+            snippet_rule: None,
+            rewrite_whitelist: None,
+            rewrite_blacklist: None,
+            start_path: None,
+            log_level: LogLevel::Info,
+            log_prefix: DEFAULT_LOG_PREFIX.into(),
+            warnings: Vec::new(),
         }
     }
 
@@ -364,10 +413,17 @@ pub(crate) mod option_names {
         "maxConnections",
         "allowedHosts",
         "allowedOrigins",
+        "snippetOptions",
+        "logLevel",
+        "logPrefix",
+        "startPath",
+        "ws",
     ];
     pub(crate) const PROXY_TARGET: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure"];
     pub(crate) const COOKIE: &[&str] = &["stripDomain"];
-    pub(crate) const RULE: &[&str] = &["match", "replace"];
+    pub(crate) const RULE: &[&str] = &["match", "replace", "fn", "paths"];
+    pub(crate) const SNIPPET_OPTIONS: &[&str] = &["rule", "whitelist", "blacklist", "ignorePaths", "async"];
+    pub(crate) const SNIPPET_RULE: &[&str] = &["match", "fn"];
 }
 
 #[cfg(test)]
@@ -466,6 +522,8 @@ mod tests {
             ("ProxyTargetOptions", option_names::PROXY_TARGET),
             ("CookieOptions", option_names::COOKIE),
             ("RewriteRule", option_names::RULE),
+            ("SnippetOptions", option_names::SNIPPET_OPTIONS),
+            ("SnippetRule", option_names::SNIPPET_RULE),
         ] {
             let mut declared = interface_keys(&dts, interface);
             let mut parsed: Vec<String> = names.iter().map(|n| n.to_string()).collect();

@@ -18,6 +18,7 @@ pub mod codec;
 pub mod config;
 mod error;
 mod forward;
+pub mod globs;
 mod headers;
 mod pages;
 mod proxy;
@@ -26,6 +27,7 @@ mod security;
 mod server;
 mod state;
 mod stats;
+pub mod warnings;
 mod websocket;
 
 pub use config::{ProxyConfig, Target};

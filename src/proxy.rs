@@ -16,7 +16,7 @@ use crate::headers;
 use crate::pages::ProxyError;
 use crate::rewrite::Rewriter;
 use crate::security;
-use crate::state::{RequestCtx, Shared};
+use crate::state::{header_pairs, RequestCtx, Shared};
 use crate::websocket;
 
 /// Runs a request through every phase.
@@ -43,7 +43,15 @@ pub(crate) async fn proxy(shared: Arc<Shared>, req: Request<Incoming>) -> Result
     headers::to_client(&mut head.headers, head.status, &shared.config, &ctx.local_host);
     let upstream = UpstreamBody::new(body, shared.config.upstream_timeout, shared.stats.clone(), ctx.url.clone());
     // Body plan (body.rs), then respond.
-    body_phase(&shared, ctx, head, upstream).await
+    let debug = shared.stats.debug_enabled().then(|| format!("{} {}", ctx.method, ctx.url));
+    let response = body_phase(&shared, ctx, head, upstream).await;
+    if let Some(request) = debug {
+        shared.stats.log_debug(|| match &response {
+            Ok(response) => format!("{request} -> {}", response.status().as_u16()),
+            Err(e) => format!("{request} -> failed: {e:?}"),
+        });
+    }
+    response
 }
 
 /// The answer to a failed request: counted, logged once, rendered (pages.rs).
@@ -61,7 +69,7 @@ pub(crate) fn fail(shared: &Shared, error: ProxyError) -> Response<ProxyBody> {
 /// out (so that a `replace` function throwing on it is still a 500), and stream the rest.
 async fn body_phase(
     shared: &Shared,
-    ctx: RequestCtx,
+    mut ctx: RequestCtx,
     mut head: http::response::Parts,
     mut upstream: UpstreamBody,
 ) -> Result<Response<ProxyBody>, ProxyError> {
@@ -74,8 +82,16 @@ async fn body_phase(
         }
         Plan::Rewrite { sniff, decode, encode } => (sniff, decode, encode),
     };
-    let mut pipeline =
-        Pipeline::new(decode, encode, Rewriter::new(&ctx.rules, &ctx.local_host, config.max_match_bytes));
+    let mut rewriter = Rewriter::new(&ctx.rules, &ctx.local_host, config.max_match_bytes);
+    if let Some(mut exchange) = ctx.exchange.take() {
+        // Replacement functions see the response headers as they go out.
+        exchange.status = head.status.as_u16();
+        let mut out_headers = head.headers.clone();
+        headers::for_rewritten_body(&mut out_headers, encode);
+        exchange.response_headers = header_pairs(&out_headers);
+        rewriter = rewriter.with_exchange(Arc::new(exchange));
+    }
+    let mut pipeline = Pipeline::new(decode, encode, rewriter);
     let mut decoded_prefix = None;
     let mut rewritten = true;
     if sniff {

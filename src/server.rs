@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::body::ProxyBody;
-use crate::config::ProxyConfig;
+use crate::config::{LogLevel, ProxyConfig};
 use crate::error::{panic_message, RuleError, StartError};
 use crate::forward;
 use crate::pages::ProxyError;
@@ -62,15 +62,21 @@ impl ProxyServer {
         let shared = Arc::new(Shared {
             client: forward::client(config.verify_tls),
             websocket_tls: forward::tls_config(config.verify_tls, &[b"http/1.1"]),
-            snippet: config.snippet.as_deref().map(Rule::snippet),
+            snippet: config.snippet.as_deref().map(|s| config.snippet_rule.clone().unwrap_or_else(|| Rule::snippet(s))),
             links: Rule::links(&config.target.link_host()),
             rules,
-            stats: Arc::new(Stats::new(config.quiet)),
+            stats: Arc::new(Stats::new(
+                if config.quiet { LogLevel::Silent } else { config.log_level },
+                &config.log_prefix,
+            )),
             phase,
             hosts: HostGuard::new(&config.allowed_hosts, &config.host),
             local_addr,
             config,
         });
+        for warning in &shared.config.warnings {
+            shared.stats.log_error(warning);
+        }
         let (stop_tx, stop_rx) = oneshot::channel();
         let task = tokio::spawn(serve(listener, shared.clone(), stop_rx, phase_tx));
         Ok(ProxyServer {
@@ -89,6 +95,11 @@ impl ProxyServer {
     /// `http://host:port` of the proxy.
     pub fn url(&self) -> String {
         format!("http://{}", self.local_addr)
+    }
+
+    /// The path to open first: `startPath`, or the path of the `proxy` URL (Browsersync's reading).
+    pub fn start_path(&self) -> Option<&str> {
+        self.shared.config.start_path.as_deref()
     }
 
     /// Adds a rule after the others, for requests that start from now on; returns the id that removes it.

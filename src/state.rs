@@ -16,7 +16,7 @@ use crate::codec;
 use crate::config::ProxyConfig;
 use crate::error::RuleError;
 use crate::forward::UpstreamClient;
-use crate::rewrite::{Rule, MAX_RULES};
+use crate::rewrite::{Exchange, Rule, MAX_RULES};
 use crate::security::HostGuard;
 use crate::stats::Stats;
 
@@ -71,15 +71,44 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Snippet, then user rules, then the link rewrite: Browsersync's order.
-    pub(crate) fn rules_for_request(&self) -> Vec<Rule> {
+    /// The rules for a request URL (path and query) and how its response is chosen for them,
+    /// resp-modifier's way: rules whose `paths` match the URL, alone and forced; otherwise the snippet,
+    /// the rules without `paths` and the link rewrite (Browsersync's order), forced on a whitelisted
+    /// URL, never run on a blacklisted one, else for pages.
+    pub(crate) fn rules_for_request(&self, url: &str) -> (Vec<Rule>, PageMode) {
         let user = self.rules.snapshot();
+        let limited: Vec<Rule> =
+            user.iter().filter(|(_, r)| r.paths().is_some_and(|p| p.matches(url))).map(|(_, r)| r.clone()).collect();
+        if !limited.is_empty() {
+            return (limited, PageMode::Forced);
+        }
+        let config = &self.config;
+        let mode = if config.rewrite_whitelist.as_ref().is_some_and(|w| w.matches(url)) {
+            PageMode::Forced
+        } else if config.rewrite_blacklist.as_ref().is_some_and(|b| b.blacklists(url)) {
+            return (Vec::new(), PageMode::Skipped);
+        } else {
+            PageMode::Pages
+        };
         let mut rules = Vec::with_capacity(user.len() + 2);
         rules.extend(self.snippet.iter().cloned());
-        rules.extend(user.iter().map(|(_, rule)| rule.clone()));
+        rules.extend(user.iter().filter(|(_, r)| r.paths().is_none()).map(|(_, rule)| rule.clone()));
         rules.push(self.links.clone());
-        rules
+        (rules, mode)
     }
+}
+
+/// Which responses of a request are rewritten (resp-modifier's three ways).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PageMode {
+    /// Pages only: `Accept` mentions html, the URL is not an asset, the body starts like HTML (and,
+    /// with `rewriteTextTypes`, text types).
+    Pages,
+    /// Any response (a rule's `paths`, `snippetOptions.whitelist`), whatever the `Accept` header,
+    /// extension or body say.
+    Forced,
+    /// None (`snippetOptions.blacklist`, `ignorePaths`).
+    Skipped,
 }
 
 /// Where a server is in its life; connections and tunnels watch it.
@@ -106,6 +135,11 @@ pub(crate) struct RequestCtx {
     pub upstream_identity: bool,
     /// Rules as they are when the request starts: `addRule` applies to later requests only.
     pub rules: Vec<Rule>,
+    /// Which responses the rules run on.
+    pub mode: PageMode,
+    /// What a replacement function is shown of the request (its `res` is filled in by the body
+    /// phase); only when a rule calls a function.
+    pub exchange: Option<Exchange>,
 }
 
 impl RequestCtx {
@@ -115,9 +149,20 @@ impl RequestCtx {
         let path_and_query = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
         let accept = header_string(headers, header::ACCEPT);
         let accept_encoding = header_string(headers, header::ACCEPT_ENCODING);
-        let upstream_identity = config.fetches_pages_uncompressed()
-            && body::is_page_request(accept.as_deref(), &path_and_query)
-            && !codec::accepted(accept_encoding.as_deref()).is_empty();
+        let (rules, mode) = shared.rules_for_request(&path_and_query);
+        let page = match mode {
+            PageMode::Pages => body::is_page_request(accept.as_deref(), &path_and_query),
+            PageMode::Forced => true,
+            PageMode::Skipped => false,
+        };
+        let upstream_identity =
+            config.fetches_pages_uncompressed() && page && !codec::accepted(accept_encoding.as_deref()).is_empty();
+        let exchange = rules.iter().any(Rule::calls_function).then(|| Exchange {
+            method: req.method().to_string(),
+            url: request_target(req),
+            request_headers: header_pairs(headers),
+            ..Exchange::default()
+        });
         RequestCtx {
             method: req.method().clone(),
             local_host: header_string(headers, header::HOST).unwrap_or_else(|| shared.local_addr.to_string()),
@@ -126,7 +171,9 @@ impl RequestCtx {
             accept,
             accept_encoding,
             upstream_identity,
-            rules: shared.rules_for_request(),
+            rules,
+            mode,
+            exchange,
         }
     }
 
@@ -138,10 +185,28 @@ impl RequestCtx {
             accept: self.accept.as_deref(),
             accept_encoding: self.accept_encoding.as_deref(),
             upstream_identity: self.upstream_identity,
+            mode: self.mode,
         }
     }
 }
 
 fn header_string(headers: &HeaderMap, name: header::HeaderName) -> Option<String> {
     headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
+}
+
+/// The request target as the client sent it: origin-form for HTTP/1 (`/path?query`, or the absolute
+/// URL of an absolute-form request), path and query for HTTP/2, as Node's `req.url` has it.
+fn request_target<B>(req: &Request<B>) -> String {
+    match req.version() {
+        http::Version::HTTP_2 | http::Version::HTTP_3 => req.uri().path_and_query().map_or("/", |p| p.as_str()).into(),
+        _ => req.uri().to_string(),
+    }
+}
+
+/// Headers as (lower-case name, value) pairs in order, values decoded lossily.
+pub(crate) fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+        .collect()
 }

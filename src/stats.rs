@@ -2,6 +2,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::config::LogLevel;
+
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
     requests: AtomicU64,
@@ -10,7 +12,14 @@ pub(crate) struct Stats {
     upstream_errors: AtomicU64,
     abandoned_matches: AtomicU64,
     websockets: AtomicU64,
-    quiet: bool,
+    /// `None`: silent.
+    log: Option<LogSettings>,
+}
+
+#[derive(Debug)]
+struct LogSettings {
+    debug: bool,
+    prefix: String,
 }
 
 /// A copy of the counters at one moment.
@@ -31,8 +40,10 @@ pub struct StatsSnapshot {
 }
 
 impl Stats {
-    pub(crate) fn new(quiet: bool) -> Stats {
-        Stats { quiet, ..Stats::default() }
+    pub(crate) fn new(level: LogLevel, prefix: &str) -> Stats {
+        let log =
+            (level != LogLevel::Silent).then(|| LogSettings { debug: level == LogLevel::Debug, prefix: prefix.into() });
+        Stats { log, ..Stats::default() }
     }
 
     pub(crate) fn add_request(&self) {
@@ -65,13 +76,25 @@ impl Stats {
         }
     }
 
-    /// One line on stderr, unless the server was started with `quiet`. Every log line of the proxy goes
-    /// through here. A failed write is ignored: `eprintln!` would panic on a closed stderr, and a log line
-    /// is not worth a request.
+    /// One line on stderr, `[prefix] message`, unless the server is silent (`logLevel: 'silent'`,
+    /// `quiet`). Every log line of the proxy goes through here. A failed write is ignored: `eprintln!`
+    /// would panic on a closed stderr, and a log line is not worth a request.
     pub(crate) fn log_error(&self, message: &str) {
-        if !self.quiet {
+        if let Some(log) = &self.log {
             use std::io::Write;
-            let _ = writeln!(std::io::stderr().lock(), "[devproxy] {message}");
+            let _ = writeln!(std::io::stderr().lock(), "[{}] {message}", log.prefix);
+        }
+    }
+
+    /// Whether `logLevel` is `'debug'` (callers skip formatting debug lines otherwise).
+    pub(crate) fn debug_enabled(&self) -> bool {
+        self.log.as_ref().is_some_and(|log| log.debug)
+    }
+
+    /// A line written only at `logLevel: 'debug'`.
+    pub(crate) fn log_debug(&self, message: impl FnOnce() -> String) {
+        if self.debug_enabled() {
+            self.log_error(&message());
         }
     }
 }

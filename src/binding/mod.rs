@@ -55,6 +55,8 @@ pub fn start<'env>(env: &'env Env, options: Unknown) -> Result<PromiseRaw<'env, 
 /// Buffers or Uint8Arrays, cut anywhere, even inside a character) is streamed through the engine
 /// chunk by chunk as a proxied body is, and gives the same result as their concatenation; function
 /// rules then get `undefined` as `string`, as in the proxy. Bytes that are not UTF-8 come out as U+FFFD.
+/// Rule functions are called as in the proxy, `(req, res, match, ...)`; this native function passes
+/// `undefined` for `req` and `res`, which the package's `rewrite` (lib/rules.js) fills in.
 #[napi(catch_unwind, ts_args_type = "input: string | Array<string | Buffer | Uint8Array>, rules: RewriteRule[]")]
 pub fn rewrite(env: Env, input: Unknown, rules: Unknown) -> Result<String> {
     // The functions of this call's rules, registered for the JS thread; freed however the call ends.

@@ -12,11 +12,13 @@ use napi_derive::napi;
 use super::replace::{DirectReplace, ThreadsafeReplace};
 use super::{config_error, get, invalid, type_name};
 use crate::config::{
-    AllowedHosts, ProxyConfig, Target, UpstreamCompression, MAX_CONNECTIONS_LIMIT, MAX_DURATION_MS,
+    AllowedHosts, LogLevel, ProxyConfig, Target, UpstreamCompression, MAX_CONNECTIONS_LIMIT, MAX_DURATION_MS,
     MAX_MATCH_BYTES_LIMIT,
 };
 use crate::error::ConfigError;
+use crate::globs::UrlGlobs;
 use crate::rewrite::{self, Rule, RuleReplacement};
+use crate::warnings;
 
 /// Where the proxy forwards to: a URL string, or an object with more settings.
 // Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
@@ -52,13 +54,57 @@ pub struct RewriteRule {
     #[napi(ts_type = "RegExp | string")]
     pub r#match: String,
     /// A replacement string (`$&`, `$1`..`$99`, `$<name>`, `$$`) or a function called for each match
-    /// with JS's arguments `(match, p1, ..., pn, offset, string, groups)`: `offset` is the match's
-    /// UTF-16 index in the rule's input; `string` is that input for `rewrite()` of a string and
-    /// `undefined` on streamed bodies (the proxy, `rewrite()` of chunks), which are never held whole;
-    /// `groups` (only when the pattern has named groups) maps each name to its text or `undefined`.
-    /// Function rules run in JS and are slower.
-    #[napi(ts_type = "string | ((match: string, ...args: any[]) => string)")]
-    pub replace: String,
+    /// as Browsersync calls it: `(req, res, match, p1, ..., pn, offset, string, groups)`. `req` and `res`
+    /// are the request and response of the body (`RuleRequest`, `RuleResponse`; for `rewrite()`, those
+    /// it is given or its defaults); then JS's replace arguments: `offset` is the match's UTF-16 index in
+    /// the rule's input; `string` is that input for `rewrite()` of a string and `undefined` on streamed
+    /// bodies (the proxy, `rewrite()` of chunks), which are never held whole; `groups` (only when the
+    /// pattern has named groups) maps each name to its text or `undefined`. Function rules run in JS
+    /// and are slower.
+    #[napi(ts_type = "string | ((req: RuleRequest, res: RuleResponse, match: string, ...args: any[]) => string)")]
+    pub replace: Option<String>,
+    /// Browsersync's name for a function `replace` (or a replacement string); give one of the two.
+    #[napi(
+        js_name = "fn",
+        ts_type = "string | ((req: RuleRequest, res: RuleResponse, match: string, ...args: any[]) => string)"
+    )]
+    pub func: Option<String>,
+    /// Globs (minimatch syntax, matched against the request URL: path and query) limiting the rule to
+    /// those URLs; there it runs on any response type, and the rules without `paths`, the snippet and
+    /// the link rewrite do not (Browsersync's behaviour).
+    #[napi(ts_type = "string | string[]")]
+    pub paths: Option<Vec<String>>,
+}
+
+/// Where and how the snippet goes, and which URLs are rewritten (Browsersync's `snippetOptions`).
+// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
+#[allow(dead_code)]
+#[napi(object)]
+pub struct SnippetOptions {
+    /// `{ match, fn }`: a RegExp where the snippet goes (default `/<body[^>]*>/i`) and
+    /// `fn(snippet, match)` returning the text that replaces the match (default `match + snippet`).
+    pub rule: Option<SnippetRule>,
+    /// Globs of URLs rewritten whatever their `Accept` header, extension or body.
+    #[napi(ts_type = "string | string[]")]
+    pub whitelist: Option<Vec<String>>,
+    /// Globs of URLs never rewritten (the URL `/` only when listed exactly).
+    #[napi(ts_type = "string | string[]")]
+    pub blacklist: Option<Vec<String>>,
+    /// Like `blacklist`; a leading `/` is added when missing, as Browsersync does.
+    #[napi(ts_type = "string | string[]")]
+    pub ignore_paths: Option<Vec<String>>,
+    /// Browsersync's client-script loading flag: accepted and ignored.
+    pub r#async: Option<bool>,
+}
+
+// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
+#[allow(dead_code)]
+#[napi(object)]
+pub struct SnippetRule {
+    #[napi(ts_type = "RegExp")]
+    pub r#match: Option<String>,
+    #[napi(js_name = "fn", ts_type = "(snippet: string, match: string) => string")]
+    pub func: Option<String>,
 }
 
 /// Options of `start()`; names follow Browsersync's.
@@ -75,7 +121,9 @@ pub struct ProxyOptions {
     pub host: Option<String>,
     /// User rules, applied in order after the snippet and before the link rewrite.
     pub rewrite_rules: Option<Vec<RewriteRule>>,
-    /// HTML placed right after the first `<body ...>` tag of rewritten pages.
+    /// HTML placed right after the first `<body ...>` tag of rewritten pages (see `snippetOptions`).
+    /// `false`: no snippet; `true` (Browsersync's default): nothing to inject.
+    #[napi(ts_type = "string | boolean")]
     pub snippet: Option<String>,
     /// Also rewrite CSS, JS, JSON, SVG and XML responses (Browsersync only rewrites HTML).
     pub rewrite_text_types: Option<bool>,
@@ -85,7 +133,7 @@ pub struct ProxyOptions {
     pub upstream_timeout_ms: Option<u32>,
     /// How long `stop()` lets in-flight responses finish (default 5000).
     pub grace_period_ms: Option<u32>,
-    /// No log lines on stderr (default false).
+    /// No log lines on stderr (default false); the same as `logLevel: 'silent'`.
     pub quiet: Option<bool>,
     /// Whether pages are fetched compressed from the target: `'auto'` (default) fetches them
     /// uncompressed from a loopback target and compressed from any other, `'always'`, `'never'`.
@@ -103,12 +151,23 @@ pub struct ProxyOptions {
     /// Origins, besides the proxy's and the target's, whose pages may open WebSockets through the
     /// proxy, e.g. `['http://localhost:5173']`; others get 403 (cross-site WebSocket hijacking).
     pub allowed_origins: Option<Vec<String>>,
+    /// Where the snippet goes and which URLs are rewritten (Browsersync's `snippetOptions`).
+    pub snippet_options: Option<SnippetOptions>,
+    /// `'info'` (default: warnings and failures), `'debug'` (also a line per request) or `'silent'`.
+    #[napi(ts_type = "'silent' | 'info' | 'debug' | 'warn'")]
+    pub log_level: Option<String>,
+    /// What log lines start with, in brackets (default `devproxy`).
+    pub log_prefix: Option<String>,
+    /// The path to open first, exposed as `server.startPath` (default: the `proxy` URL's path).
+    pub start_path: Option<String>,
+    /// Browsersync's top-level form of `proxy.ws`.
+    pub ws: Option<bool>,
 }
 
 // The keys of each options object live in config.rs, where a napi-free test checks them against binding.d.ts.
 use crate::config::option_names::{
     COOKIE as COOKIE_OPTION_NAMES, PROXY as PROXY_OPTION_NAMES, PROXY_TARGET as PROXY_TARGET_OPTION_NAMES,
-    RULE as RULE_NAMES,
+    RULE as RULE_NAMES, SNIPPET_OPTIONS as SNIPPET_OPTION_NAMES, SNIPPET_RULE as SNIPPET_RULE_NAMES,
 };
 
 /// An options object read through its declared keys. Reading a key that is not in the list, or
@@ -180,13 +239,28 @@ fn expect_object<'env>(value: Unknown<'env>, option: &str) -> Result<Object<'env
 pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig, Vec<RuleSpec>)> {
     let options = Fields::new(expect_object(options, "options")?, PROXY_OPTION_NAMES);
     let proxy = options.get("proxy")?.ok_or_else(|| config_error(ConfigError::MissingTarget))?;
+    let mut warnings = Vec::new();
     let mut config = match proxy.get_type()? {
-        ValueType::String => ProxyConfig::new(Target::parse(&expect_string(proxy, "proxy")?).map_err(config_error)?),
+        ValueType::String => {
+            let raw = expect_string(proxy, "proxy")?;
+            let mut config = ProxyConfig::new(Target::parse(&raw).map_err(config_error)?);
+            config.start_path = target_path(&raw);
+            config
+        }
         ValueType::Object => {
             let proxy = Fields::new(expect_object(proxy, "proxy")?, PROXY_TARGET_OPTION_NAMES);
+            warnings.extend(warnings::for_keys(
+                "proxy",
+                &Object::keys(&proxy.object)?,
+                PROXY_TARGET_OPTION_NAMES,
+                warnings::PROXY_HANDLED_ELSEWHERE,
+                &[],
+                warnings::PROXY_UNSUPPORTED,
+            ));
             let target = proxy.get("target")?.ok_or_else(|| config_error(ConfigError::MissingTarget))?;
-            let mut config =
-                ProxyConfig::new(Target::parse(&expect_string(target, "proxy.target")?).map_err(config_error)?);
+            let raw = expect_string(target, "proxy.target")?;
+            let mut config = ProxyConfig::new(Target::parse(&raw).map_err(config_error)?);
+            config.start_path = target_path(&raw);
             if let Some(ws) = proxy.get("ws")? {
                 config.ws = expect_bool(ws, "proxy.ws")?;
             }
@@ -226,7 +300,28 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
         config.host = expect_string(host, "host")?;
     }
     if let Some(snippet) = options.get("snippet")? {
-        config.snippet = Some(expect_string(snippet, "snippet")?);
+        // Browsersync's `true`/`false` says whether to inject; there is nothing to inject without a string.
+        config.snippet = match snippet.get_type()? {
+            ValueType::Boolean => None,
+            _ => Some(expect_string(snippet, "snippet (a string of HTML, or a boolean)")?),
+        };
+    }
+    if let Some(snippet_options) = options.get("snippetOptions")? {
+        parse_snippet_options(snippet_options, &mut config)?;
+    }
+    if let Some(ws) = options.get("ws")? {
+        config.ws = expect_bool(ws, "ws")?;
+    }
+    if let Some(level) = options.get("logLevel")? {
+        let level = expect_string(level, "logLevel")?;
+        config.log_level = LogLevel::parse(&level)
+            .ok_or_else(|| invalid(format!("option `logLevel` must be 'silent', 'info' or 'debug', got '{level}'")))?;
+    }
+    if let Some(prefix) = options.get("logPrefix")? {
+        config.log_prefix = expect_string(prefix, "logPrefix")?;
+    }
+    if let Some(path) = options.get("startPath")? {
+        config.start_path = Some(expect_string(path, "startPath")?);
     }
     if let Some(flag) = options.get("rewriteTextTypes")? {
         config.rewrite_text_types = expect_bool(flag, "rewriteTextTypes")?;
@@ -272,7 +367,111 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
         None => Vec::new(),
     };
     options.finish();
+    // Top-level keys first, then the nested objects' (the proxy's, then snippetOptions').
+    let mut all = warnings::for_keys(
+        "",
+        &Object::keys(&options.object)?,
+        PROXY_OPTION_NAMES,
+        warnings::HANDLED_ELSEWHERE,
+        warnings::BROWSERSYNC_OTHER,
+        &[],
+    );
+    all.extend(warnings);
+    all.append(&mut config.warnings);
+    config.warnings = all;
     Ok((config, specs))
+}
+
+/// Browsersync's reading of a path in the `proxy` URL: it becomes `startPath` (`None` for `/`).
+fn target_path(raw: &str) -> Option<String> {
+    let raw = raw.trim();
+    let with_scheme = if raw.contains("://") { raw.to_string() } else { format!("http://{raw}") };
+    let url = url::Url::parse(&with_scheme).ok()?;
+    let path = match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_string(),
+    };
+    (path != "/").then_some(path)
+}
+
+/// `snippetOptions`: the snippet rule (compiled here, on the JS thread: it is one small pattern), the
+/// whitelist and the blacklist (with `ignorePaths`).
+fn parse_snippet_options(value: Unknown, config: &mut ProxyConfig) -> Result<()> {
+    let options = Fields::new(expect_object(value, "snippetOptions")?, SNIPPET_OPTION_NAMES);
+    config.warnings.extend(warnings::for_keys(
+        "snippetOptions",
+        &Object::keys(&options.object)?,
+        SNIPPET_OPTION_NAMES,
+        &[],
+        &[],
+        &[],
+    ));
+    // Browsersync loads its own client script with it; there is nothing here to load.
+    let _ = options.get("async")?;
+    if let Some(whitelist) = options.get("whitelist")? {
+        let globs = glob_list(whitelist, "snippetOptions.whitelist")?.into_iter().map(ensure_slash).collect::<Vec<_>>();
+        config.rewrite_whitelist = non_empty(UrlGlobs::new(&globs, "snippetOptions.whitelist").map_err(config_error)?);
+    }
+    let mut blacklist = Vec::new();
+    if let Some(list) = options.get("blacklist")? {
+        blacklist.extend(glob_list(list, "snippetOptions.blacklist")?);
+    }
+    if let Some(list) = options.get("ignorePaths")? {
+        blacklist.extend(glob_list(list, "snippetOptions.ignorePaths")?.into_iter().map(ensure_slash));
+    }
+    config.rewrite_blacklist = non_empty(UrlGlobs::new(&blacklist, "snippetOptions.blacklist").map_err(config_error)?);
+    if let Some(rule) = options.get("rule")? {
+        let rule = Fields::new(expect_object(rule, "snippetOptions.rule")?, SNIPPET_RULE_NAMES);
+        let (source, flags) = match rule.get("match")? {
+            Some(matcher) if matcher.get_type()? == ValueType::Object => {
+                let regex = Object::from_unknown(matcher)?;
+                (regex.get_named_property::<String>("source")?, regex.get_named_property::<String>("flags")?)
+            }
+            Some(other) => {
+                return Err(invalid(format!("snippetOptions.rule.match must be a RegExp, got {}", type_name(&other))))
+            }
+            None => (r"<body[^>]*>".to_string(), "i".to_string()),
+        };
+        let function = match rule.get("fn")? {
+            Some(f) if f.get_type()? == ValueType::Function => Some(Function::from_unknown(f)?),
+            Some(other) => {
+                return Err(invalid(format!("snippetOptions.rule.fn must be a function, got {}", type_name(&other))))
+            }
+            None => None,
+        };
+        rule.finish();
+        // Without a snippet there is nothing to place: no rule, `fn` is never called.
+        if let Some(snippet) = &config.snippet {
+            let compiled = match function {
+                Some(f) => Rule::regex(&source, &flags, RuleReplacement::Function(ThreadsafeReplace::register(f)?)),
+                None => Rule::snippet_at(&source, &flags, snippet),
+            };
+            config.snippet_rule = Some(compiled.map_err(|e| invalid(format!("snippetOptions.rule: {e}")))?);
+        }
+    }
+    options.finish();
+    Ok(())
+}
+
+/// A glob or an array of globs.
+fn glob_list(value: Unknown, option: &str) -> Result<Vec<String>> {
+    if value.get_type()? == ValueType::String {
+        return Ok(vec![String::from_unknown(value)?]);
+    }
+    string_array(value, option, "globs (strings)")
+}
+
+/// Browsersync's `ensureSlash` for `whitelist` and `ignorePaths`.
+fn ensure_slash(glob: String) -> String {
+    if glob.starts_with('/') {
+        glob
+    } else {
+        format!("/{glob}")
+    }
+}
+
+fn non_empty(globs: UrlGlobs) -> Option<UrlGlobs> {
+    (!globs.is_empty()).then_some(globs)
 }
 
 /// Compiles rules on tokio's blocking pool (building their automata may take a while).
@@ -291,6 +490,7 @@ pub(super) struct RuleSpec {
     name: String,
     pattern: Pattern,
     replacement: RuleReplacement,
+    paths: Option<UrlGlobs>,
 }
 
 enum Pattern {
@@ -304,7 +504,11 @@ impl RuleSpec {
             Pattern::Literal(text) => Rule::literal(text, self.replacement),
             Pattern::Regex { source, flags } => Rule::regex(source, flags, self.replacement),
         };
-        compiled.map_err(|e| invalid(format!("{}: {e}", self.name)))
+        let compiled = compiled.map_err(|e| invalid(format!("{}: {e}", self.name)))?;
+        Ok(match self.paths {
+            Some(paths) => compiled.with_paths(paths),
+            None => compiled,
+        })
     }
 }
 
@@ -364,23 +568,32 @@ pub(super) fn parse_rule(env: &Env, rule: Unknown, name: &str, mode: CallMode) -
         return Err(invalid(format!("{name} must be an object {{ match, replace }}, got {}", type_name(&rule))));
     }
     let rule = Fields::new(Object::from_unknown(rule)?, RULE_NAMES);
-    if get(&rule.object, "fn")?.is_some() && rule.get("replace")?.is_none() {
-        return Err(invalid(format!(
-            "{name}: Browsersync's `fn(req, res, match)` form is not supported; use `replace: (match, ...groups) => string`"
-        )));
-    }
     let matcher = rule.get("match")?.ok_or_else(|| invalid(format!("{name} has no `match` (a RegExp or a string)")))?;
-    let replace =
-        rule.get("replace")?.ok_or_else(|| invalid(format!("{name} has no `replace` (a string or a function)")))?;
+    // resp-modifier takes `replace` as `fn`: one of the two, either a string or a function.
+    let (key, replace) = match (rule.get("replace")?, rule.get("fn")?) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(format!("{name} has both `replace` and `fn`; give one (they mean the same)")))
+        }
+        (Some(replace), None) => ("replace", replace),
+        (None, Some(function)) => ("fn", function),
+        (None, None) => {
+            return Err(invalid(format!("{name} has no `replace` or `fn` (a string or a function)")));
+        }
+    };
+    let paths = match rule.get("paths")? {
+        Some(paths) => {
+            let globs = glob_list(paths, &format!("{name}.paths"))?;
+            non_empty(UrlGlobs::new(&globs, "paths").map_err(|e| invalid(format!("{name}: {e}")))?)
+        }
+        None => None,
+    };
     let replacement = match replace.get_type()? {
         ValueType::String => RuleReplacement::Text(String::from_unknown(replace)?),
         ValueType::Function => RuleReplacement::Function(match mode {
             CallMode::Threadsafe => ThreadsafeReplace::register(Function::from_unknown(replace)?)?,
             CallMode::Direct => DirectReplace::register(env, Function::from_unknown(replace)?)?,
         }),
-        _ => {
-            return Err(invalid(format!("{name}.replace must be a string or a function, got {}", type_name(&replace))))
-        }
+        _ => return Err(invalid(format!("{name}.{key} must be a string or a function, got {}", type_name(&replace)))),
     };
     let pattern = match matcher.get_type()? {
         ValueType::String => Pattern::Literal(String::from_unknown(matcher)?),
@@ -391,7 +604,7 @@ pub(super) fn parse_rule(env: &Env, rule: Unknown, name: &str, mode: CallMode) -
         _ => return Err(invalid(format!("{name}.match must be a RegExp or a string, got {}", type_name(&matcher)))),
     };
     rule.finish();
-    Ok(RuleSpec { name: name.to_string(), pattern, replacement })
+    Ok(RuleSpec { name: name.to_string(), pattern, replacement, paths })
 }
 
 fn is_regexp(env: &Env, value: &Unknown) -> Result<bool> {

@@ -11,11 +11,16 @@ use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi::{check_status, sys, Env};
 
-use crate::rewrite::{ReplaceCall, ReplaceFn};
+use napi_derive::napi;
 
-/// A replacement function's arguments, spread as JS spreads them:
-/// `(match, p1, ..., pn, offset, string)`, then `groups` when the pattern has named groups.
+use crate::rewrite::{Exchange, ReplaceCall, ReplaceFn};
+
+/// A replacement function's arguments, as resp-modifier passes them: `req` and `res` (`undefined`
+/// outside the proxy), then JS's `(match, p1, ..., pn, offset, string)`, then `groups` when the
+/// pattern has named groups.
 pub struct SpreadArgs {
+    /// The request and response of the body (the proxy), shown as `req` and `res`.
+    exchange: Option<Arc<Exchange>>,
     whole: String,
     groups: Vec<Option<String>>,
     /// Each group's name, when any group has one.
@@ -28,6 +33,7 @@ impl SpreadArgs {
     fn new(call: &ReplaceCall) -> SpreadArgs {
         let owned = |texts: &[Option<&str>]| texts.iter().map(|t| t.map(str::to_string)).collect();
         SpreadArgs {
+            exchange: call.exchange.cloned(),
             whole: call.whole.to_string(),
             groups: owned(call.groups),
             names: call.names.map(owned),
@@ -40,7 +46,18 @@ impl SpreadArgs {
     /// # Safety
     /// `env` is the live env of the JS thread this runs on, and `string` null or a value of it.
     unsafe fn values(self, env: sys::napi_env, string: sys::napi_value) -> Result<Vec<sys::napi_value>> {
-        let mut args = Vec::with_capacity(self.groups.len() + 4);
+        let mut args = Vec::with_capacity(self.groups.len() + 6);
+        match self.exchange {
+            Some(exchange) => {
+                let (req, res) = plain_objects(&exchange);
+                args.push(RuleRequestData::to_napi_value(env, req)?);
+                args.push(RuleResponseData::to_napi_value(env, res)?);
+            }
+            None => {
+                args.push(Undefined::to_napi_value(env, ())?);
+                args.push(Undefined::to_napi_value(env, ())?);
+            }
+        }
         args.push(String::to_napi_value(env, self.whole)?);
         let groups_object = match self.names {
             Some(names) => Some(groups_object(env, names, &self.groups)?),
@@ -61,6 +78,72 @@ impl napi::bindgen_prelude::JsValuesTupleIntoVec for SpreadArgs {
         // SAFETY: napi calls `into_vec` on the JS thread with that thread's live `env`; no `string`.
         unsafe { self.values(env, std::ptr::null_mut()) }
     }
+}
+
+/// The `req` a rule function gets: Browsersync's (Node's `IncomingMessage`), reduced to what a rule reads.
+/// Unlike Node's: no stream, no socket; `rawHeaders` has lower-case names.
+// Declared for binding.d.ts; lib/rules.js builds it from `RuleRequestData`.
+#[allow(dead_code)]
+#[napi(object)]
+pub struct RuleRequest {
+    /// The request target as the client sent it (`/path?query`).
+    pub url: String,
+    pub method: String,
+    /// Lower-case names; repeated headers folded as Node folds them (`set-cookie` an array, `cookie`
+    /// joined with `; `, others with `, `, single-valued ones keep the first).
+    #[napi(ts_type = "Record<string, string | string[]>")]
+    pub headers: String,
+    pub raw_headers: Vec<String>,
+}
+
+/// The `res` a rule function gets: Browsersync's (Node's `ServerResponse`), reduced to what a rule reads:
+/// the status and the headers as they go to the client. Unlike Node's: read-only (no `setHeader`, no
+/// `write`), and `Content-Length`, `Content-Encoding` and `Vary` are those of the rewritten body.
+// Declared for binding.d.ts; lib/rules.js builds it from `RuleResponseData`.
+#[allow(dead_code)]
+#[napi(object)]
+pub struct RuleResponse {
+    pub status_code: u32,
+    #[napi(ts_type = "(name: string) => string | string[] | undefined")]
+    pub get_header: String,
+    #[napi(ts_type = "() => Record<string, string | string[]>")]
+    pub get_headers: String,
+    #[napi(ts_type = "() => string[]")]
+    pub get_header_names: String,
+    #[napi(ts_type = "(name: string) => boolean")]
+    pub has_header: String,
+}
+
+/// The request a rule function gets as its first argument, as plain data; lib/rules.js gives it
+/// the shape of Browsersync's `req` (`RuleRequest`).
+#[napi(object)]
+pub struct RuleRequestData {
+    /// The request target as the client sent it.
+    pub url: String,
+    pub method: String,
+    /// Header names (lower-case) and values, alternating, in the order the client sent them.
+    pub raw_headers: Vec<String>,
+}
+
+/// The response a rule function gets as its second argument, as plain data; lib/rules.js gives it
+/// the shape of Browsersync's `res` (`RuleResponse`).
+#[napi(object)]
+pub struct RuleResponseData {
+    pub status_code: u32,
+    /// Header names (lower-case) and values, alternating, as they go to the client.
+    pub raw_headers: Vec<String>,
+}
+
+fn plain_objects(exchange: &Exchange) -> (RuleRequestData, RuleResponseData) {
+    let flat = |pairs: &[(String, String)]| pairs.iter().flat_map(|(n, v)| [n.clone(), v.clone()]).collect();
+    (
+        RuleRequestData {
+            url: exchange.url.clone(),
+            method: exchange.method.clone(),
+            raw_headers: flat(&exchange.request_headers),
+        },
+        RuleResponseData { status_code: u32::from(exchange.status), raw_headers: flat(&exchange.response_headers) },
+    )
 }
 
 /// `rewrite()`'s arguments: the spread ones and the rule's input as `string`. Holds a JS value, so it

@@ -1,6 +1,7 @@
 //! The `ProxyServer` class JS gets from `start()`: a running core server, its stats, and the
 //! handle that keeps Node's event loop alive until `stop()` or `unref()`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::*;
@@ -31,6 +32,8 @@ pub struct JsProxyServer {
     url: String,
     port: u32,
     keep_alive: Mutex<Option<KeepAlive>>,
+    /// `stop()` was called: rule changes are refused.
+    stopped: AtomicBool,
 }
 
 impl JsProxyServer {
@@ -38,7 +41,13 @@ impl JsProxyServer {
     pub(super) fn new(server: server::ProxyServer, keep_alive: Option<KeepAlive>) -> JsProxyServer {
         let url = server.url();
         let port = u32::from(server.local_addr().port());
-        JsProxyServer { inner: Arc::new(server), url, port, keep_alive: Mutex::new(keep_alive) }
+        JsProxyServer {
+            inner: Arc::new(server),
+            url,
+            port,
+            keep_alive: Mutex::new(keep_alive),
+            stopped: AtomicBool::new(false),
+        }
     }
 }
 
@@ -56,21 +65,29 @@ impl JsProxyServer {
         self.port
     }
 
+    /// The path to open first: `startPath`, or the path of the `proxy` URL; `null` when neither.
+    #[napi(getter, catch_unwind)]
+    pub fn start_path(&self) -> Option<String> {
+        self.inner.start_path().map(str::to_string)
+    }
+
     /// Adds a rule after the others, for requests that start from now on; returns its id.
-    /// Throws on a bad rule, leaving the running rules as they were.
+    /// Throws on a bad rule, leaving the running rules as they were, and after `stop()`.
     /// Compiles on the JS thread: a large pattern blocks the event loop while its automaton is built
     /// (up to seconds near the 16 MiB cap); `addRuleAsync` does not.
     #[napi(catch_unwind, ts_args_type = "rule: RewriteRule")]
     pub fn add_rule(&self, env: Env, rule: Unknown) -> Result<u32> {
+        self.check_running("addRule")?;
         let rule = parse_rule(&env, rule, "rule", CallMode::Threadsafe)?.compile()?;
         self.inner.add_rule(rule).map_err(|e| invalid(format!("rule: {e}")))
     }
 
     /// Like `addRule`, but the rule is compiled off the JS thread; resolves to its id, rejects on a
-    /// bad rule (the running rules stay as they were).
+    /// bad rule (the running rules stay as they were) and after `stop()`.
     #[napi(catch_unwind, ts_args_type = "rule: RewriteRule", ts_return_type = "Promise<number>")]
     pub fn add_rule_async<'env>(&self, env: &'env Env, rule: Unknown) -> Result<PromiseRaw<'env, u32>> {
-        let spec = parse_rule(env, rule, "rule", CallMode::Threadsafe);
+        let spec =
+            self.check_running("addRuleAsync").and_then(|()| parse_rule(env, rule, "rule", CallMode::Threadsafe));
         let inner = self.inner.clone();
         env.spawn_future(async move {
             let rule = compile_off_thread(vec![spec?]).await?.pop();
@@ -80,10 +97,11 @@ impl JsProxyServer {
     }
 
     /// Removes a rule by the id `addRule` returned (the rules of `rewriteRules` have ids 0, 1, 2...);
-    /// false if there is no such rule.
+    /// false if there is no such rule. Throws after `stop()`.
     #[napi(catch_unwind)]
-    pub fn remove_rule(&self, id: u32) -> bool {
-        self.inner.remove_rule(id)
+    pub fn remove_rule(&self, id: u32) -> Result<bool> {
+        self.check_running("removeRule")?;
+        Ok(self.inner.remove_rule(id))
     }
 
     #[napi(catch_unwind)]
@@ -110,12 +128,26 @@ impl JsProxyServer {
     /// responses finish within the grace period, then closes the rest.
     #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn stop<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        self.stopped.store(true, Ordering::SeqCst);
         self.unref();
         let inner = self.inner.clone();
         env.spawn_future(async move {
             inner.stop().await;
             Ok(())
         })
+    }
+}
+
+impl JsProxyServer {
+    /// An error naming `method` once `stop()` has been called: a stopped server's rules serve nothing.
+    fn check_running(&self, method: &str) -> Result<()> {
+        if self.stopped.load(Ordering::SeqCst) {
+            return Err(Error::new(
+                Status::GenericFailure,
+                format!("{method}: the server is stopped (stop() was called); start a new one"),
+            ));
+        }
+        Ok(())
     }
 }
 

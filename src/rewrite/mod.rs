@@ -22,7 +22,7 @@ mod stream;
 mod sweep;
 
 pub use crate::error::{ReplaceError, RuleError};
-pub use replacement::{ReplaceCall, ReplaceFn, Utf16Counter};
+pub use replacement::{Exchange, ReplaceCall, ReplaceFn, Utf16Counter};
 pub use rule::{Rule, RuleReplacement, MAX_RULES};
 pub use stream::{rewrite_bytes, Rewriter, DEFAULT_MAX_MATCH_BYTES};
 

@@ -115,10 +115,29 @@ impl Template {
     }
 }
 
-/// What a replacement function is called with: JS's `(match, p1, ..., pn, offset, string, groups)`
-/// without `string`, which only the caller can know (a streamed body is never held whole).
+/// The request and response a replacement function is shown: Browsersync's `req` and `res`. Header
+/// names are lower-case, values as they are on the wire (lossy UTF-8), in order, duplicates kept.
+#[derive(Debug, Clone, Default)]
+pub struct Exchange {
+    /// The request method.
+    pub method: String,
+    /// The request target as the client sent it (path and query).
+    pub url: String,
+    /// The request's headers, as the client sent them.
+    pub request_headers: Vec<(String, String)>,
+    /// The response's status code.
+    pub status: u16,
+    /// The response's headers, as they go to the client.
+    pub response_headers: Vec<(String, String)>,
+}
+
+/// What a replacement function is called with: Browsersync's `(req, res)` when the caller has them,
+/// then JS's `(match, p1, ..., pn, offset, string, groups)` without `string`, which only the caller can
+/// know (a streamed body is never held whole).
 #[derive(Debug, Clone, Copy)]
 pub struct ReplaceCall<'a> {
+    /// The request and response of the body being rewritten; `None` outside the proxy (`rewrite()`).
+    pub exchange: Option<&'a std::sync::Arc<Exchange>>,
     /// The matched text.
     pub whole: &'a str,
     /// Each capture group, `None` when it did not participate.

@@ -16,6 +16,7 @@ use regex_syntax::hir::Hir;
 use super::replacement::{ReplaceFn, Replacement, Template};
 use super::{js_regex, links, prefixes};
 use crate::error::RuleError;
+use crate::globs::UrlGlobs;
 
 /// Rules a server accepts at most; a body passes through each rule's stage in turn.
 pub const MAX_RULES: usize = 256;
@@ -29,6 +30,8 @@ pub(super) type Dfa = dense::DFA<Vec<u32>>;
 #[derive(Clone, Debug)]
 pub struct Rule {
     pub(super) inner: Arc<CompiledRule>,
+    /// Browsersync's `paths`: the rule runs only on these URLs, on any response type (see `state`).
+    paths: Option<Arc<UrlGlobs>>,
 }
 
 /// How the stage finds the positions where a match may start, so that most bytes are skipped
@@ -127,6 +130,26 @@ impl Rule {
         Rule::build("snippet".into(), r"(?i:<body[^>]*>)", false, replacement).expect("the snippet rule compiles")
     }
 
+    /// `snippetOptions.rule.match` without a function: `snippet` right after the first match of the
+    /// `RegExp` (every match with `g`), as Browsersync's default `fn` (`match + snippet`) puts it.
+    pub fn snippet_at(source: &str, flags: &str, snippet: &str) -> Result<Rule, RuleError> {
+        let parsed = js_regex::parse_flags(flags)?;
+        let pattern = js_regex::translate(source, &parsed)?;
+        let replacement = Replacement::Template(Template::match_then(snippet));
+        Rule::build(format!("/{source}/{flags}"), &pattern, parsed.global, replacement)
+    }
+
+    /// This rule limited to the URLs `paths` matches, and applied there whatever the response type.
+    pub fn with_paths(mut self, paths: UrlGlobs) -> Rule {
+        self.paths = Some(Arc::new(paths));
+        self
+    }
+
+    /// The URLs the rule is limited to (`None`: every URL a page is rewritten at).
+    pub fn paths(&self) -> Option<&UrlGlobs> {
+        self.paths.as_deref()
+    }
+
     /// Browsersync's link rewrite for a target `host` (`hostname` or `hostname:port`).
     pub fn links(target_host: &str) -> Rule {
         Rule {
@@ -135,6 +158,7 @@ impl Rule {
                 global: true,
                 engine: Engine::Links(Box::new(links::LinkMatcher::new(target_host))),
             }),
+            paths: None,
         }
     }
 
@@ -198,6 +222,7 @@ impl Rule {
                     prefix_reverse,
                 })),
             }),
+            paths: None,
         })
     }
 }

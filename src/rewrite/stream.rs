@@ -12,7 +12,9 @@ use regex_automata::util::start;
 use regex_automata::{Anchored, Input, PatternID, Span};
 
 use super::hay::{is_continuation, utf8_width, Hay, Next};
-use super::replacement::{ReplaceCall, Replacement, Utf16Counter};
+use std::sync::Arc;
+
+use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
 use super::rule::{Dfa, Engine, Rule};
 use super::search::{Attempt, RegexSearch};
 use super::sweep::Sweep;
@@ -37,6 +39,14 @@ impl Rewriter {
             rules.iter().map(|rule| Stage::new(rule.clone(), local_host, max_match_bytes.max(1))).collect();
         let outputs = vec![Vec::new(); stages.len().saturating_sub(1)];
         Rewriter { stages, outputs }
+    }
+
+    /// Shows `exchange` (the request and response of the body) to the rules' replacement functions.
+    pub fn with_exchange(mut self, exchange: Arc<Exchange>) -> Rewriter {
+        for stage in &mut self.stages {
+            stage.exchange = Some(exchange.clone());
+        }
+        self
     }
 
     /// Feeds the next chunk; appends what is final to `out`.
@@ -135,6 +145,8 @@ struct Stage {
     counted: usize,
     captures: Option<(Captures, regex_automata::meta::Cache)>,
     abandoned: u64,
+    /// The request and response shown to a replacement function.
+    exchange: Option<Arc<Exchange>>,
 }
 
 enum Scan {
@@ -171,6 +183,7 @@ impl Stage {
             counted: 0,
             captures,
             abandoned: 0,
+            exchange: None,
         }
     }
 
@@ -284,7 +297,7 @@ impl Stage {
     }
     /// Writes the replacement of `hay.bytes[start..end]`.
     fn replace(&mut self, hay: Hay, start: usize, end: usize, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
-        let Stage { rule, captures, local_host, max_match, utf16, counted, .. } = self;
+        let Stage { rule, captures, local_host, max_match, utf16, counted, exchange, .. } = self;
         let whole = &hay.bytes[start..end];
         let re = match &rule.inner.engine {
             Engine::Links(matcher) => {
@@ -339,6 +352,7 @@ impl Stage {
                 counter.feed(&hay.bytes[*counted..start]);
                 *counted = start;
                 let call = ReplaceCall {
+                    exchange: exchange.as_ref(),
                     whole: &String::from_utf8_lossy(whole),
                     groups: &group_refs,
                     names: names.iter().any(Option::is_some).then_some(&names[..]),
