@@ -92,7 +92,10 @@ function defineSite(otherPort) {
     res.writeHead(200, { 'content-length': buf.length, ...html })
     res.end(buf)
   }
-  serve('/upper', () => `<HTML><HEAD></HEAD><BODY class="Main" data-y='1' onload="go()">\n<A HREF="HTTP://${T()}/X">x</A> <a href="http://${T()}/Y">y</a>\n</BODY></HTML>`)
+  serve(
+    '/upper',
+    () => `<HTML><HEAD></HEAD><BODY class="Main" data-y='1' onload="go()">\n<A HREF="HTTP://${T()}/X">x</A> <a href="http://${T()}/Y">y</a>\n</BODY></HTML>`,
+  )
   serve('/nobody', () => `<html><head><title>no body</title><link href="http://${T()}/a.css"></head></html>`)
   serve('/fragment', () => `<div class="partial"><a href="http://${T()}/p">partial</a></div>`)
   const assetBody = () => `<html><body><a href="http://${T()}/x">an asset that looks like a page</a></body></html>`
@@ -167,8 +170,15 @@ function defineSite(otherPort) {
     await writeChunks(res, pieces)
   }
   // Rewrite-rule fixture (pages and, for `paths` rules, JSON).
-  serve('/rules', () => `<html><body data-n="7">Hello Hello hello-world k1=v1 k2=v2 $x price: 10 EUR, 20 EUR <a href="http://${T()}/r">r</a> shout REPLACEME</body></html>`)
-  serve('/api/data.json', () => `{"count": 3, "next": "http://${T()}/api/data.json?page=2", "tag": "REPLACEME"}`, { 'content-type': 'application/json' })
+  serve(
+    '/rules',
+    () =>
+      '<html><body data-n="7">Hello Hello hello-world k1=v1 k2=v2 $x price: 10 EUR, 20 EUR ' +
+      `<a href="http://${T()}/r">r</a> shout REPLACEME</body></html>`,
+  )
+  serve('/api/data.json', () => `{"count": 3, "next": "http://${T()}/api/data.json?page=2", "tag": "REPLACEME"}`, {
+    'content-type': 'application/json',
+  })
   // Snippet filters: the same page under several paths.
   const filterPage = () => `<html><body><a href="http://${T()}/f">f</a></body></html>`
   for (const p of ['/skip/page', '/skip/deep/page', '/ignored/page.html', '/forced/page', '/kept/page']) serve(p, filterPage)
@@ -179,6 +189,7 @@ function defineSite(otherPort) {
   serve('/not-overridden.html', () => `<html><body>upstream only <a href="http://${T()}/u">u</a></body></html>`)
   serve('/mw', '<html><body>upstream, not middleware</body></html>')
   serve('/mw-next', () => `<html><body>passed on by middleware <a href="http://${T()}/n">n</a></body></html>`)
+  serve('/', () => `<html><body>root <a href="http://${T()}/r">r</a></body></html>`)
   serve('/start/here', '<html><body>start page</body></html>')
   serve('/start/here/links', '<html><body>wrongly prefixed</body></html>')
 }
@@ -216,15 +227,16 @@ let instances = 0
 async function startBrowserSync(config) {
   const bs = browserSync.create(`equivalence-${process.pid}-${++instances}`)
   const port = await deadPort() // browser-sync scans upward from here if it is taken meanwhile
-  await withTimeout(
+  const server = await withTimeout(
     new Promise((resolve, reject) => {
-      bs.init({ ...config, ...BS_QUIET, port, listen: HOST }, (err) => (err ? reject(err) : resolve()))
-    }),
+      bs.init({ ...config, ...BS_QUIET, port, listen: HOST }, (err) => (err ? reject(err) : resolve(bs.instance.server)))
+    }).then((srv) => (srv.listening ? srv : new Promise((resolve) => srv.once('listening', () => resolve(srv))))),
     30000,
     'browser-sync init',
-  )
-  const server = bs.instance.server
-  if (!server.listening) await withTimeout(new Promise((resolve) => server.once('listening', resolve)), 15000, 'browser-sync listening')
+  ).catch((err) => {
+    bs.exit() // whatever it started, closed
+    throw err
+  })
   const actual = server.address().port
   const closed = new Promise((resolve) => server.once('close', resolve))
   return {
@@ -266,9 +278,10 @@ async function withBoth(config, fn) {
  * always parsed strictly.
  */
 function fetchOnce(url, { method = 'GET', headers = {}, body, lenient = false } = {}) {
+  let req
   const run = new Promise((resolve, reject) => {
     const mod = url.startsWith('https:') ? https : http
-    const req = mod.request(url, { method, headers, agent: false, insecureHTTPParser: lenient, rejectUnauthorized: false }, (res) => {
+    req = mod.request(url, { method, headers, agent: false, insecureHTTPParser: lenient, rejectUnauthorized: false }, (res) => {
       const chunks = []
       res.on('data', (c) => chunks.push(c))
       res.on('error', reject)
@@ -280,7 +293,10 @@ function fetchOnce(url, { method = 'GET', headers = {}, body, lenient = false } 
     req.on('error', reject)
     req.end(body)
   })
-  return withTimeout(run, 20000, `${method} ${url}`)
+  return withTimeout(run, 20000, `${method} ${url}`).catch((err) => {
+    req.destroy()
+    throw err
+  })
 }
 
 function escapeRe(s) {
@@ -407,7 +423,8 @@ describe('equivalence with browser-sync 3: behaviour that exists today', () => {
 
   test('asset URLs (.js, .css, .png, .json, .xml, with and without ?query) pass through unrewritten', async () => {
     await withBoth(proxyOnly, async (pair) => {
-      for (const p of ['/static/app.js', '/static/site.css', '/static/app.js?v=1', '/static/site.css?x=y&z=1', '/static/logo.png', '/data.json', '/feed.xml?a=b']) {
+      const assets = ['/static/app.js', '/static/site.css', '/static/app.js?v=1', '/static/site.css?x=y&z=1', '/static/logo.png']
+      for (const p of [...assets, '/data.json', '/feed.xml?a=b']) {
         const r = await both(pair, p, { headers: BROWSER })
         assertEquivalent(r, p)
         assert.ok(r.bs.body.includes(`http://${up.host}/x`) && !r.bs.body.includes(SNIPPET), `${p} untouched`)
@@ -775,7 +792,8 @@ describe('equivalence with browser-sync 3: options of issue 12 (in progress: exp
       assert.ok(!ignored.bs.body.includes(SNIPPET), ignored.bs.body)
     })
     await withBoth(configs[2], async (pair) => {
-      for (const [p, accept] of [['/forced/page', 'application/json'], ['/forced/data.json', 'application/json'], ['/kept/page', 'application/json']]) {
+      const paths = ['/forced/page', '/forced/page?x=1', '/forced/page?next=/a', '/forced/data.json', '/kept/page']
+      for (const [p, accept] of paths.map((p) => [p, 'application/json'])) {
         const r = await both(pair, p, { headers: { ...BROWSER, accept } })
         assertEquivalent(r, `whitelist ${p} (Accept: ${accept})`, { skip: ['content-encoding'] })
       }
@@ -910,5 +928,74 @@ describe('equivalence with browser-sync 3: options of issue 12 (in progress: exp
         assert.equal(r.bs.upstream[0].url, '/links')
       },
     )
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('browser-sync 3 reference facts the options above follow (browser-sync alone)', () => {
+  before(async () => {
+    defineSite(await deadPort())
+  })
+
+  /** browser-sync alone: GET each path with a browser's headers; resolves to {path: rewritten?}. */
+  async function rewrittenBy(config, paths, headers = BROWSER) {
+    const side = await startBrowserSync(config)
+    try {
+      const out = {}
+      for (const p of paths) {
+        const res = await fetchOnce(side.url + p, { headers, lenient: true })
+        const body = decodeBody(res.raw, res.headers['content-encoding']).toString()
+        out[p] = body.includes(side.snippet) || body.includes(`${HOST}:${side.port}`)
+      }
+      return out
+    } finally {
+      await side.stop()
+    }
+  }
+
+  test('rewriteRules[].paths: minimatch against req.url with its query (resp-modifier lib/utils.js isWhitelisted)', async () => {
+    const seen = []
+    const rule = { match: /REPLACEME/g, fn: (req, res, m) => (seen.push(req.url), m), paths: ['/api/*.json', '/api/data.json?exact=1'] }
+    const side = await startBrowserSync({ proxy: up.url, rewriteRules: [rule] })
+    try {
+      for (const p of ['/api/data.json', '/api/data.json?page=2', '/api/data.json?exact=1']) {
+        await fetchOnce(side.url + p, { headers: { ...BROWSER, accept: 'application/json' }, lenient: true })
+      }
+    } finally {
+      await side.stop()
+    }
+    // '?page=2' misses '/api/*.json'; an exact string (query included) matches through indexOf
+    assert.deepEqual(seen, ['/api/data.json', '/api/data.json?exact=1'])
+  })
+
+  test('snippetOptions: blacklist globs and exact strings see the query; a glob never blacklists "/"; whitelist globs see the query', async () => {
+    const blacklist = ['/skip/*', '/kept/page?x=1', '/**/deep/**']
+    const tried = ['/skip/page', '/skip/page?a=1', '/skip/page?next=/b', '/kept/page?x=1', '/kept/page?x=2', '/skip/deep/page']
+    assert.deepEqual(await rewrittenBy({ proxy: up.url, snippetOptions: { blacklist } }, tried), {
+      '/skip/page': false,
+      '/skip/page?a=1': false,
+      '/skip/page?next=/b': true, // the query's "/" defeats '*'
+      '/kept/page?x=1': false,
+      '/kept/page?x=2': true,
+      '/skip/deep/page': false,
+    })
+    assert.deepEqual(await rewrittenBy({ proxy: up.url, snippetOptions: { blacklist: ['/**'] } }, ['/', '/kept/page']), { '/': true, '/kept/page': false })
+    const json = { ...BROWSER, accept: 'application/json' }
+    const forced = ['/forced/page', '/forced/page?x=1', '/forced/page?next=/a', '/kept/page']
+    assert.deepEqual(await rewrittenBy({ proxy: up.url, snippetOptions: { whitelist: ['forced/*'] } }, forced, json), {
+      '/forced/page': true, // 'forced/*' got its leading slash (options.js ensureSlash)
+      '/forced/page?x=1': true,
+      '/forced/page?next=/a': false,
+      '/kept/page': false,
+    })
+  })
+
+  test('snippetOptions.ignorePaths replaces blacklist (options.js fixSnippetIgnorePaths), with a leading slash added', async () => {
+    const config = { proxy: up.url, snippetOptions: { blacklist: ['/skip/**'], ignorePaths: 'ignored/*.html' } }
+    assert.deepEqual(await rewrittenBy(config, ['/ignored/page.html', '/skip/page']), {
+      '/ignored/page.html': false,
+      '/skip/page': true,
+    })
   })
 })
