@@ -834,8 +834,8 @@ describe('equivalence with browser-sync 3: options of issue 12 (in progress: exp
     await withBoth(config, async (pair) => {
       const r = await both(pair, '/headers?a=1', { headers: BROWSER })
       assertEquivalent(r, '/headers', { compressed: 'gzip' })
-      assert.equal(r.bs.upstream[0].headers['x-from-hook'], 'GET /headers?a=1')
-      assert.equal(r.dp.upstream[0].headers['x-from-hook'], r.bs.upstream[0].headers['x-from-hook'])
+      assert.equal(r.bs.upstream[0].headers['x-from-hook'], 'GET /headers?a=1', 'browser-sync: the hook ran')
+      assert.equal(r.dp.upstream[0].headers['x-from-hook'], 'GET /headers?a=1', "devproxy-native: the hook's header reached the upstream")
     })
   })
 
