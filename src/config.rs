@@ -263,6 +263,14 @@ pub struct ProxyConfig {
     /// Origins, besides the proxy's own and the target's, whose pages may open WebSockets through
     /// the proxy; normalised by [`normalize_origin`].
     pub allowed_origins: Vec<String>,
+    /// `proxy.proxyReq`, `proxy.proxyReqWs`, `proxy.proxyRes`: user hooks around the upstream exchange.
+    pub hooks: crate::hooks::Hooks,
+    /// Connect-style middleware run before the proxy, by a Node host on a loopback port.
+    pub middleware: Option<crate::middleware::MiddlewareHost>,
+    /// `proxy.proxyOptions.xfwd`: add `X-Forwarded-For`, `-Port`, `-Proto` and `-Host` upstream.
+    pub xfwd: bool,
+    /// `proxy.proxyOptions.changeOrigin` (default true): `Host` is the target's; false keeps the client's.
+    pub change_origin: bool,
 }
 
 /// Path prefix of the panic probes (`/request`: while handling the request, `/body`: while
@@ -305,6 +313,10 @@ impl ProxyConfig {
             panic_probes: false,
             allowed_hosts: AllowedHosts::Auto,
             allowed_origins: Vec::new(),
+            hooks: crate::hooks::Hooks::default(),
+            middleware: None,
+            xfwd: false,
+            change_origin: true,
         }
     }
 
@@ -365,7 +377,8 @@ pub(crate) mod option_names {
         "allowedHosts",
         "allowedOrigins",
     ];
-    pub(crate) const PROXY_TARGET: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure"];
+    pub(crate) const PROXY_TARGET: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure", "proxyOptions"];
+    pub(crate) const PROXY_OPTIONS: &[&str] = &["xfwd", "secure", "changeOrigin"];
     pub(crate) const COOKIE: &[&str] = &["stripDomain"];
     pub(crate) const RULE: &[&str] = &["match", "replace"];
 }
@@ -465,6 +478,7 @@ mod tests {
             ("ProxyOptions", option_names::PROXY),
             ("ProxyTargetOptions", option_names::PROXY_TARGET),
             ("CookieOptions", option_names::COOKIE),
+            ("HttpProxyOptions", option_names::PROXY_OPTIONS),
             ("RewriteRule", option_names::RULE),
         ] {
             let mut declared = interface_keys(&dts, interface);

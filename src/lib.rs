@@ -19,6 +19,8 @@ pub mod config;
 mod error;
 mod forward;
 mod headers;
+mod hooks;
+mod middleware;
 mod pages;
 mod proxy;
 pub mod rewrite;
@@ -30,6 +32,8 @@ mod websocket;
 
 pub use config::{ProxyConfig, Target};
 pub use error::{ConfigError, JsRegexError, ReplaceError, RuleError, StartError};
+pub use hooks::{ClientRequest, Hook, HookFuture, Hooks, RawHeaders, UpstreamRequestHead, UpstreamResponseHead};
+pub use middleware::MiddlewareHost;
 pub use rewrite::{rewrite_bytes, Rule, RuleReplacement};
 pub use server::ProxyServer;
 pub use stats::StatsSnapshot;
