@@ -91,7 +91,7 @@ fn flat(headers: &RawHeaders) -> Vec<String> {
 }
 
 fn pairs(flat: Vec<String>) -> std::result::Result<RawHeaders, String> {
-    if flat.len() % 2 != 0 {
+    if !flat.len().is_multiple_of(2) {
         return Err("rawHeaders must hold name, value pairs".into());
     }
     let mut it = flat.into_iter();
