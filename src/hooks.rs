@@ -80,13 +80,6 @@ impl std::fmt::Debug for Hooks {
     }
 }
 
-impl Hooks {
-    /// Whether any hook needs the client's request.
-    pub(crate) fn any(&self) -> bool {
-        self.proxy_req.is_some() || self.proxy_req_ws.is_some() || self.proxy_res.is_some()
-    }
-}
-
 /// The header map as raw pairs; a value that is not UTF-8 is passed lossily.
 pub(crate) fn raw_headers(headers: &HeaderMap) -> RawHeaders {
     headers.iter().map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect()

@@ -59,7 +59,8 @@ pub(crate) async fn proxy(shared: Arc<Shared>, mut req: Request<Incoming>) -> Re
     let client_addr = req.extensions().get::<ClientAddr>().map(|addr| addr.0.ip());
     // Upstream request (forward.rs), then the user's request hook (hooks.rs).
     let (parts, body) = req.into_parts();
-    let client = config.hooks.any().then(|| hooks::client_request(&parts));
+    let hooked = config.hooks.proxy_req.is_some() || config.hooks.proxy_res.is_some();
+    let client = hooked.then(|| hooks::client_request(&parts));
     let mut parts = forward::upstream_request(parts, &ctx.url, &ctx.local_host, ctx.upstream_identity, config)?;
     if config.xfwd {
         hooks::forwarded_headers(&mut parts.headers, client_addr, &ctx.local_host);
