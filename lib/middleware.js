@@ -79,6 +79,9 @@ class MiddlewareHost {
     })
     // Longer than the native client's pool idle timeout (30 s), so it is the one that closes idle connections.
     this.#server.keepAliveTimeout = 60_000
+    // Its only client is the native server, which applies its own limits: a long upload through
+    // `next()` must not be cut by Node's default 5-minute request timeout.
+    this.#server.requestTimeout = 0
   }
 
   async listen() {
