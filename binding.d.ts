@@ -55,6 +55,74 @@ export interface CookieOptions {
   stripDomain?: boolean
 }
 
+/** The client's request as a hook sees it (Browsersync's `req`). */
+export interface HookClientRequest {
+  method: string
+  /** Path and query, as the client asked. */
+  url: string
+  /** Node's `rawHeaders` form: `[name, value, name, value, ...]`. */
+  rawHeaders: Array<string>
+}
+
+/** One call of the request dispatcher. */
+export interface HookRequestCall {
+  head: HookRequestHead
+  req: HookClientRequest
+}
+
+/** The upstream request's head, given to and answered by the `proxyReq`/`proxyReqWs` dispatcher. */
+export interface HookRequestHead {
+  method: string
+  /** Path and query sent to the target. */
+  path: string
+  /** `[name, value, ...]`. */
+  rawHeaders: Array<string>
+}
+
+/** One call of the response dispatcher. */
+export interface HookResponseCall {
+  head: HookResponseHead
+  req: HookClientRequest
+}
+
+/** The upstream response's head, given to and answered by the `proxyRes` dispatcher. */
+export interface HookResponseHead {
+  statusCode: number
+  /** `[name, value, ...]`. */
+  rawHeaders: Array<string>
+}
+
+/** The http-proxy options Browsersync passes through (`proxy.proxyOptions`) that mean something here. */
+export interface HttpProxyOptions {
+  /** Add `X-Forwarded-For`, `-Port`, `-Proto` (appended to the client's) and `-Host` (default false). */
+  xfwd?: boolean
+  /** Verify the upstream's TLS certificate; `proxy.secure` wins when both are given. */
+  secure?: boolean
+  /** Send the target's `Host` (default true); `false` sends the client's `Host`. */
+  changeOrigin?: boolean
+}
+
+/**
+ * What lib/start.js prepared for the native server. Internal: built by `start()` of index.js from
+ * `proxy.proxyReq`, `proxy.proxyReqWs`, `proxy.proxyRes` and `middleware`.
+ */
+export interface JsSide {
+  proxyReq?: (call: HookRequestCall) => HookRequestHead
+  proxyReqWs?: (call: HookRequestCall) => HookRequestHead
+  proxyRes?: (call: HookResponseCall) => HookResponseHead
+  middleware?: MiddlewareHostOptions
+}
+
+/** Where lib/middleware.js's host listens, and the routes it wants. */
+export interface MiddlewareHostOptions {
+  /** Port on 127.0.0.1. */
+  port: number
+  /** Per-server secret sent on every hop between the two servers. */
+  token: string
+  /** Route prefixes (connect's matching; `''` matches every path). */
+  routes: Array<string>
+}
+
 /** Options of `start()`; names follow Browsersync's. */
 export interface ProxyOptions {
   proxy: string | ProxyTargetOptions
@@ -137,6 +205,11 @@ export interface ProxyTargetOptions {
   cookies?: CookieOptions
   /** Verify the upstream's TLS certificate (default true). `false` accepts self-signed ones. */
   secure?: boolean
+  /**
+   * Browsersync's http-proxy options: `xfwd`, `secure` and `changeOrigin` are honoured; any other
+   * key is ignored with a warning naming it.
+   */
+  proxyOptions?: HttpProxyOptions
 }
 
 /**
@@ -256,5 +329,6 @@ export interface SnippetRule {
  * option, rule or port.
  * Reading the options happens on the JS thread; compiling the rules (DFA construction, up to the
  * 16 MiB cap) on tokio's blocking pool, so a large rule never stalls Node's event loop.
+ * `js` is what index.js's `start()` prepared (hooks and the middleware host); not for direct use.
  */
-export declare function start(options: ProxyOptions): Promise<ProxyServer>
+export declare function start(options: ProxyOptions, js?: JsSide): Promise<ProxyServer>

@@ -15,3 +15,84 @@ export declare function rewrite(
   rules: RewriteRule[],
   context?: { req?: Partial<RuleRequest> | object; res?: Partial<RuleResponse> | object },
 ): string
+
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { ProxyOptions as NativeProxyOptions, ProxyTargetOptions as NativeProxyTargetOptions, ProxyServer } from './binding'
+
+/**
+ * Browsersync's `req` as hooks get it (an `IncomingMessage` there): the client's request as it
+ * reached the proxy. `headers` has lower-case names; repeated headers are joined with `, ` (`cookie`
+ * with `; `).
+ */
+export interface HookClientReq {
+  url: string
+  method: string
+  headers: Record<string, string | string[]>
+  rawHeaders: string[]
+}
+
+/**
+ * The `proxyReq` object (Node's `ClientRequest` in Browsersync, before its headers are sent): the
+ * request the target is about to get, after the proxy's own header rewrites (`Host` is the target's,
+ * `X-Forwarded-*` with `proxyOptions.xfwd`). `path` may be assigned; `method` is read-only.
+ */
+export interface ProxyReq {
+  readonly method: string
+  path: string
+  getHeader(name: string): string | string[] | undefined
+  setHeader(name: string, value: string | number | string[]): this
+  removeHeader(name: string): void
+  hasHeader(name: string): boolean
+  getHeaderNames(): string[]
+  getHeaders(): Record<string, string | string[]>
+}
+
+/**
+ * The `proxyRes` object (Node's `IncomingMessage` of the upstream response in Browsersync): the
+ * target's status and headers before the proxy's own rewrites (cookie `Domain`, `Location`).
+ * `statusCode` and `headers[name]` may be assigned; `setHeader`/`removeHeader`/`getHeader` are
+ * conveniences Node's object does not have.
+ */
+export interface ProxyRes {
+  statusCode: number
+  headers: Record<string, string | string[]>
+  readonly rawHeaders: string[]
+  getHeader(name: string): string | string[] | undefined
+  setHeader(name: string, value: string | number | string[]): this
+  removeHeader(name: string): void
+}
+
+/** Called before the upstream request is sent; `res` and `options` are `undefined` here. */
+export type ProxyReqFn = (proxyReq: ProxyReq, req: HookClientReq, res?: undefined, options?: undefined) => void
+/** Called with the upstream response before it goes out; `res` is `undefined` here. */
+export type ProxyResFn = (proxyRes: ProxyRes, req: HookClientReq, res?: undefined) => void
+
+/** A connect middleware, run on Node's own `http` objects before the proxy. */
+export type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void
+/** Browsersync's object form: runs only for paths under `route` (connect's matching; stripped from `req.url`). */
+export interface MiddlewareEntry {
+  route?: string
+  handle: Middleware
+}
+
+/** `proxy` as an object, with the options the JS side runs (lib/hooks.js, lib/middleware.js). */
+export interface ProxyTargetOptions extends NativeProxyTargetOptions {
+  /** Functions called before each upstream request (Browsersync's `proxy.proxyReq`). */
+  proxyReq?: ProxyReqFn | ProxyReqFn[]
+  /** Functions called before each WebSocket upgrade is sent (Browsersync's `proxy.proxyReqWs`). */
+  proxyReqWs?: ProxyReqFn | ProxyReqFn[]
+  /** Functions called on each upstream response (Browsersync's `proxy.proxyRes`). */
+  proxyRes?: ProxyResFn | ProxyResFn[]
+  /** Middleware run before the proxy; ignored (with a warning) when top-level `middleware` is given, as in Browsersync. */
+  middleware?: Middleware | MiddlewareEntry | Array<Middleware | MiddlewareEntry>
+}
+
+/** Options of `start()`. */
+export interface ProxyOptions extends Omit<NativeProxyOptions, 'proxy'> {
+  proxy: string | ProxyTargetOptions
+  /** Middleware run before the proxy, on Node's own `http` objects (Browsersync's `middleware`). */
+  middleware?: Middleware | MiddlewareEntry | Array<Middleware | MiddlewareEntry>
+}
+
+/** Starts a proxy. Resolves to a running `ProxyServer`; rejects with an error naming the bad option, rule or port. */
+export declare function start(options: ProxyOptions): Promise<ProxyServer>

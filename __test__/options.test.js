@@ -247,7 +247,7 @@ test('options of Browsersync\'s other features and unknown ones: one warning lin
   const child = spawnNode(path.join(__dirname, 'fixtures/proxy-child.js'))
   try {
     const options = {
-      proxy: { target: up.url, proxyReqWs: [], taget: 'x', proxyReq: [] },
+      proxy: { target: up.url, route: '/x', taget: 'x', proxyReq: [] },
       port: 0,
       logPrefix: 'bs-test',
       files: ['*.html'],
@@ -265,7 +265,7 @@ test('options of Browsersync\'s other features and unknown ones: one warning lin
       "[bs-test] option `files` belongs to Browsersync's other features, not its proxy: the `devproxy-native/browser-sync` adapter handles it; start() ignores it",
       "[bs-test] option `notify` belongs to Browsersync's other features, not its proxy: the `devproxy-native/browser-sync` adapter handles it; start() ignores it",
       '[bs-test] unknown option `rewriteRule`; did you mean `rewriteRules`?',
-      '[bs-test] option `proxy.proxyReqWs` is not supported by devproxy-native and is ignored',
+      '[bs-test] option `proxy.route` is not supported by devproxy-native and is ignored',
       '[bs-test] unknown option `proxy.taget`; did you mean `proxy.target`?',
       '[bs-test] unknown option `snippetOptions.blacklst`; did you mean `snippetOptions.blacklist`?',
     ])

@@ -523,6 +523,38 @@ async function loadWorkload(workload, contenders, upstream) {
   return rows;
 }
 
+/**
+ * The hook workload: workload 1 through a second devproxy-native whose `proxy.proxyReq` sets a header
+ * on every request, runs interleaved with the plain one so both see the same machine load.
+ */
+async function hookWorkload(contenders, upstream) {
+  const plain = contenders.find((c) => c.name === 'devproxy-native');
+  if (!plain) return null;
+  const w1 = WORKLOADS.find((w) => w.id === 1);
+  log(`workload 6: ${w1.name} through a proxyReq hook that sets a header`);
+  const snapshot = path.join(WORK, 'devproxy-native.snapshot.node');
+  const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
+  const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, 'hook'], 'devproxy-native+hook', env);
+  const hooked = { name: 'devproxy-native + proxyReq', port: c.port, pids: () => [c.child.pid], child: c.child };
+  const probeRow = await probe(hooked, w1.path, upstream);
+  const rows = { plain: [], hooked: [] };
+  if (cfg.warmup > 0) await wrk(hooked.port, w1, cfg.warmup);
+  for (let run = 1; run <= cfg.runs; run++) {
+    for (const [key, x] of [['plain', plain], ['hooked', hooked]]) {
+      const r = await wrk(x.port, w1, cfg.duration);
+      rows[key].push(r);
+      log(`  run ${run} ${x.name.padEnd(27)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${(r.p50_us / 1000).toFixed(2)} ms  p99 ${(r.p99_us / 1000).toFixed(2)} ms`);
+    }
+  }
+  const hookCalls = await new Promise((resolve) => {
+    c.child.once('message', (m) => resolve(m.hookCalls));
+    c.child.send('hookCalls');
+  });
+  c.child.disconnect();
+  const summary = (runs) => ({ rps: median(runs.map((r) => r.rps)), p50_ms: median(runs.map((r) => r.p50_us / 1000)), p99_ms: median(runs.map((r) => r.p99_us / 1000)), requests: runs.reduce((a, r) => a + r.requests, 0) });
+  return { plain: summary(rows.plain), hooked: { ...summary(rows.hooked), probe: probeRow }, hookCalls };
+}
+
 async function bigWorkload(contenders) {
   log('workload 4: 20 MB HTML, TTFB + total (3 single requests), then peak RSS during 4 concurrent downloads');
   const rows = {};
@@ -678,6 +710,18 @@ function markdown(res) {
     return [n, r.events, f(r.median_ms, 2), f(r.p90_ms, 2), f(r.max_ms, 2), r.encoding];
   }));
   L.push('');
+  if (res.hook) {
+    const h = res.hook;
+    L.push('### Workload 6: workload 1 through a `proxy.proxyReq` hook that sets a header');
+    L.push('');
+    table(L, [['devproxy-native'], ['req/s', 1], ['p50 ms', 1], ['p99 ms', 1]], [
+      ['plain', f(h.plain.rps), f(h.plain.p50_ms, 2), f(h.plain.p99_ms, 2)],
+      ['with proxyReq', f(h.hooked.rps), f(h.hooked.p50_ms, 2), f(h.hooked.p99_ms, 2)],
+    ]);
+    L.push('');
+    L.push(`The hook ran ${h.hookCalls} times for ${h.hooked.requests} requests measured (plus warm-up and probe).`);
+    L.push('');
+  }
   L.push('### Targets (ratios from this run)');
   L.push('');
   for (const t of res.targets) L.push(`- ${t.ok === null ? 'n/a ' : t.ok ? 'met: ' : '**MISSED**: '}${t.text}`);
@@ -720,6 +764,10 @@ function targets(res) {
   }
   out.push({ ok: big[D].ttfb_ms < 20, text: `workload 4: TTFB ${f(big[D].ttfb_ms, 1)} ms${has('browser-sync') ? ` (browser-sync ${f(big['browser-sync'].ttfb_ms, 0)} ms)` : ''} (target < 20 ms)` });
   out.push({ ok: big[D].peakRssMb < 100, text: `workload 4: peak RSS ${f(big[D].peakRssMb, 1)} MB during 4 concurrent downloads, of which ${f(big[D].baselineRssMb, 1)} MB is the idle Node process (target < 100 MB)` });
+  if (res.hook) {
+    const x = ratio(res.hook.hooked.rps, res.hook.plain.rps);
+    out.push({ ok: x >= 0.8, text: `workload 6: a proxyReq hook keeps ${f(x * 100, 0)}% of workload 1's req/s (${f(res.hook.hooked.rps)} vs ${f(res.hook.plain.rps)}; target ≥ 80%)` });
+  }
   const s = sseRows[D];
   out.push({ ok: s.events === 50 && s.max_ms <= 5, text: `workload 5: ${s.events}/50 events, median ${f(s.median_ms, 2)} ms, max ${f(s.max_ms, 2)} ms (target: each within 5 ms)` });
   return out;
@@ -771,7 +819,8 @@ async function main() {
   for (const w of WORKLOADS) load[w.id] = await loadWorkload(w, contenders, upstream);
   const big = await bigWorkload(contenders);
   const sseRows = await sseWorkload(contenders);
-  const res = { meta: versions(), upstream, load, big, sse: sseRows, names };
+  const hook = await hookWorkload(contenders, upstream);
+  const res = { meta: versions(), upstream, load, big, sse: sseRows, names, hook };
   res.targets = targets(res);
   const md = markdown(res);
   fs.writeFileSync(path.join(WORK, 'peers-latest.json'), JSON.stringify({ cfg, ...res, upstream: { port: upstream.port, sizes: upstream.sizes } }, (k, v) => (k === 'child' ? undefined : v), 2));

@@ -4,14 +4,46 @@
 const binding = require('../binding.js')
 const { ProxyServer } = require('./server.js')
 const { prepareOptions } = require('./rules.js')
+const { prepareHooks, proxyOptionsWarnings } = require('./hooks.js')
+const { prepareMiddleware } = require('./middleware.js')
+
+/** The options the native side reads: without the functions and middleware JS runs itself. */
+function nativeOptions(options) {
+  const { middleware, ...rest } = prepareOptions(options)
+  if (rest.proxy !== null && typeof rest.proxy === 'object') {
+    const { proxyReq, proxyReqWs, proxyRes, middleware: proxyMiddleware, ...proxy } = rest.proxy
+    rest.proxy = proxy
+  }
+  return rest
+}
+
+/** Warnings of the JS side, on stderr like the native ones, with the same prefix and log level. */
+function warn(options, lines) {
+  if (options.quiet === true || options.logLevel === 'silent') return
+  const prefix = typeof options.logPrefix === 'string' ? options.logPrefix : 'devproxy'
+  for (const line of lines) process.stderr.write(`[${prefix}] ${line}\n`)
+}
 
 /**
  * Starts a proxy; see index.d.ts. Resolves to a `ProxyServer`, rejects with an error naming the bad
  * option, rule or port.
  */
 async function start(options) {
-  const native = await binding.start(prepareOptions(options))
-  return new ProxyServer(native, [])
+  if (options === null || typeof options !== 'object') return binding.start(options)
+  const hooks = prepareHooks(options.proxy)
+  const { host, warnings } = await prepareMiddleware(options)
+  const cleanups = host ? [() => host.close()] : []
+  let native
+  try {
+    const js = { ...hooks, middleware: host && { port: host.port, token: host.token, routes: host.routes } }
+    native = await binding.start(nativeOptions(options), js)
+  } catch (e) {
+    for (const cleanup of cleanups) await cleanup()
+    throw e
+  }
+  host?.setProxy(native.url)
+  warn(options, [...proxyOptionsWarnings(options.proxy), ...warnings])
+  return new ProxyServer(native, cleanups)
 }
 
 module.exports = { start }

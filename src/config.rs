@@ -279,6 +279,14 @@ pub struct ProxyConfig {
     pub log_prefix: String,
     /// Warnings about the options (ignored or unknown ones), logged once when the server starts.
     pub warnings: Vec<String>,
+    /// `proxy.proxyReq`, `proxy.proxyReqWs`, `proxy.proxyRes`: user hooks around the upstream exchange.
+    pub hooks: crate::hooks::Hooks,
+    /// Connect-style middleware run before the proxy, by a Node host on a loopback port.
+    pub middleware: Option<crate::middleware::MiddlewareHost>,
+    /// `proxy.proxyOptions.xfwd`: add `X-Forwarded-For`, `-Port`, `-Proto` and `-Host` upstream.
+    pub xfwd: bool,
+    /// `proxy.proxyOptions.changeOrigin` (default true): `Host` is the target's; false keeps the client's.
+    pub change_origin: bool,
 }
 
 /// Which log lines the proxy writes on stderr.
@@ -354,6 +362,10 @@ impl ProxyConfig {
             log_level: LogLevel::Info,
             log_prefix: DEFAULT_LOG_PREFIX.into(),
             warnings: Vec::new(),
+            hooks: crate::hooks::Hooks::default(),
+            middleware: None,
+            xfwd: false,
+            change_origin: true,
         }
     }
 
@@ -419,7 +431,8 @@ pub(crate) mod option_names {
         "startPath",
         "ws",
     ];
-    pub(crate) const PROXY_TARGET: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure"];
+    pub(crate) const PROXY_TARGET: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure", "proxyOptions"];
+    pub(crate) const PROXY_OPTIONS: &[&str] = &["xfwd", "secure", "changeOrigin"];
     pub(crate) const COOKIE: &[&str] = &["stripDomain"];
     pub(crate) const RULE: &[&str] = &["match", "replace", "fn", "paths"];
     pub(crate) const SNIPPET_OPTIONS: &[&str] = &["rule", "whitelist", "blacklist", "ignorePaths", "async"];
@@ -521,6 +534,7 @@ mod tests {
             ("ProxyOptions", option_names::PROXY),
             ("ProxyTargetOptions", option_names::PROXY_TARGET),
             ("CookieOptions", option_names::COOKIE),
+            ("HttpProxyOptions", option_names::PROXY_OPTIONS),
             ("RewriteRule", option_names::RULE),
             ("SnippetOptions", option_names::SNIPPET_OPTIONS),
             ("SnippetRule", option_names::SNIPPET_RULE),

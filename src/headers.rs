@@ -48,8 +48,11 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
 pub(crate) fn to_upstream(headers: &mut HeaderMap, config: &ProxyConfig, local_host: &str, websocket: bool) {
     remove_hop_by_hop(headers, websocket);
     let target = &config.target;
-    if let Ok(host) = HeaderValue::from_str(&target.authority()) {
-        headers.insert(header::HOST, host);
+    // `proxyOptions.changeOrigin: false` keeps the client's Host, as http-proxy does.
+    if config.change_origin {
+        if let Ok(host) = HeaderValue::from_str(&target.authority()) {
+            headers.insert(header::HOST, host);
+        }
     }
     for name in [header::ORIGIN, header::REFERER] {
         if let Some(value) = headers.get(&name).and_then(|v| v.to_str().ok()) {

@@ -20,6 +20,8 @@ mod error;
 mod forward;
 pub mod globs;
 mod headers;
+mod hooks;
+mod middleware;
 mod pages;
 mod proxy;
 pub mod rewrite;
@@ -32,6 +34,8 @@ mod websocket;
 
 pub use config::{ProxyConfig, Target};
 pub use error::{ConfigError, JsRegexError, ReplaceError, RuleError, StartError};
+pub use hooks::{ClientRequest, Hook, HookFuture, Hooks, RawHeaders, UpstreamRequestHead, UpstreamResponseHead};
+pub use middleware::MiddlewareHost;
 pub use rewrite::{rewrite_bytes, Rule, RuleReplacement};
 pub use server::ProxyServer;
 pub use stats::StatsSnapshot;

@@ -27,6 +27,10 @@ pub(crate) enum ProxyError {
     UpstreamBody { url: String, reason: String },
     /// A rewrite rule failed (a `replace` function threw) before anything was sent.
     Rewrite { url: String, reason: String },
+    /// A user hook (`proxy.proxyReq`, `proxy.proxyReqWs`, `proxy.proxyRes`) threw or gave a bad head.
+    Hook { hook: &'static str, url: String, reason: String },
+    /// A connect-style middleware threw or called `next(err)`, or its host failed.
+    Middleware { url: String, reason: String },
     /// A bug in the proxy (a panic) cost this request.
     Internal { path: String, reason: String },
 }
@@ -50,6 +54,8 @@ impl ProxyError {
                 Some(format!("{url}: {reason}"))
             }
             ProxyError::Internal { path, reason } => Some(format!("{path}: {reason}")),
+            ProxyError::Hook { hook, url, reason } => Some(format!("{url}: {hook} failed: {reason}")),
+            ProxyError::Middleware { url, reason } => Some(format!("{url}: middleware failed: {reason}")),
             _ => None,
         }
     }
@@ -79,6 +85,8 @@ impl ProxyError {
             }
             ProxyError::Rewrite { url, reason } => rewrite_failed(url, reason),
             ProxyError::Internal { path, reason } => internal_error(path, reason),
+            ProxyError::Hook { hook, url, reason } => user_code_failed(hook, url, reason),
+            ProxyError::Middleware { url, reason } => user_code_failed("middleware", url, reason),
         }
     }
 }
@@ -139,6 +147,17 @@ fn rewrite_failed(url: &str, reason: &str) -> Response<ProxyBody> {
         escape_html(reason)
     );
     html_page(StatusCode::INTERNAL_SERVER_ERROR, html, false)
+}
+
+/// User code (a hook or a middleware) failed before anything was sent: a 500 naming it and its error.
+fn user_code_failed(what: &str, url: &str, reason: &str) -> Response<ProxyBody> {
+    let html = format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>500 {what} failed</title>\n\
+         <h1>500 {what} failed</h1>\n<p>devproxy-native's <code>{what}</code> failed on <code>{}</code>.</p>\n<pre>{}</pre>\n",
+        escape_html(url),
+        escape_html(reason)
+    );
+    html_page(StatusCode::INTERNAL_SERVER_ERROR, html, true)
 }
 
 /// A bug in the proxy (a panic) cost this request: a 500 that says so.

@@ -1,5 +1,6 @@
 //! One request's way through the proxy, in the order it meets the phases (Pingora's lesson, as plain
-//! functions): request filter → upstream request → send → response headers → body plan → respond.
+//! functions): request filter → middleware → upstream request → request hook → send → response hook →
+//! response headers → body plan → respond.
 //! Each phase lives in the module its name says; this file only puts them in order. Any failure is a
 //! [`ProxyError`], turned into the client's answer in one place, [`fail`].
 
@@ -13,35 +14,71 @@ use crate::codec::Encoding;
 use crate::config::PANIC_PROBE_PREFIX;
 use crate::forward;
 use crate::headers;
+use crate::hooks;
+use crate::middleware;
 use crate::pages::ProxyError;
 use crate::rewrite::Rewriter;
 use crate::security;
+use crate::server::ClientAddr;
 use crate::state::{header_pairs, RequestCtx, Shared};
 use crate::websocket;
 
 /// Runs a request through every phase.
-pub(crate) async fn proxy(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
-    shared.stats.add_request();
+pub(crate) async fn proxy(shared: Arc<Shared>, mut req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
+    // A request the middleware host sent on with `next()` skips the middleware, and was counted already.
+    let returned = shared.config.middleware.as_ref().is_some_and(|host| host.take_returned(req.headers_mut()));
+    if !returned {
+        shared.stats.add_request();
+    }
     if shared.config.panic_probes && req.uri().path() == format!("{PANIC_PROBE_PREFIX}/request") {
         panic!("panic probe: request phase");
     }
     // Request filter (security.rs).
     security::request_filter(&req, shared.local_addr, &shared.hosts)?;
     let ctx = RequestCtx::new(&shared, &req);
-    if shared.config.ws && websocket::is_upgrade(&req) {
-        security::websocket_filter(&req, shared.local_addr, &shared.config, &shared.hosts)?;
+    let config = &shared.config;
+    if config.ws && websocket::is_upgrade(&req) {
+        security::websocket_filter(&req, shared.local_addr, config, &shared.hosts)?;
         return websocket::tunnel(shared.clone(), req, &ctx.local_host).await;
     }
-    // Upstream request, then send, with its timeout and retry (forward.rs).
+    // Middleware (middleware.rs): Browsersync runs user middleware before its proxy, never on upgrades.
+    if let Some(host) = config.middleware.as_ref().filter(|host| !returned && host.matches(req.uri().path())) {
+        return match middleware::hand_off(&shared.client, host, req, &ctx.url, config.upstream_timeout).await? {
+            middleware::Answer::Passed(response) => {
+                let (head, body) = response.into_parts();
+                let upstream = UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), ctx.url.clone());
+                Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }))
+            }
+            middleware::Answer::Own(response) => {
+                let (head, body) = response.into_parts();
+                let upstream = UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), ctx.url.clone());
+                body_phase(&shared, ctx, head, upstream).await
+            }
+        };
+    }
+    let client_addr = req.extensions().get::<ClientAddr>().map(|addr| addr.0.ip());
+    // Upstream request (forward.rs), then the user's request hook (hooks.rs).
     let (parts, body) = req.into_parts();
-    let parts = forward::upstream_request(parts, &ctx.url, &ctx.local_host, ctx.upstream_identity, &shared.config)?;
-    let response = forward::send(&shared.client, parts, body, shared.config.upstream_timeout)
+    let hooked = config.hooks.proxy_req.is_some() || config.hooks.proxy_res.is_some();
+    let client = hooked.then(|| hooks::client_request(&parts));
+    let mut parts = forward::upstream_request(parts, &ctx.url, &ctx.local_host, ctx.upstream_identity, config)?;
+    if config.xfwd {
+        hooks::forwarded_headers(&mut parts.headers, client_addr, &ctx.local_host);
+    }
+    if let (Some(hook), Some(client)) = (&config.hooks.proxy_req, &client) {
+        hooks::request(hook.as_ref(), "proxy.proxyReq", &mut parts, client.clone(), config, &ctx.url).await?;
+    }
+    // Send, with its timeout and retry (forward.rs).
+    let response = forward::send(&shared.client, parts, body, config.upstream_timeout)
         .await
         .map_err(|reason| ProxyError::Upstream { url: ctx.url.clone(), reason })?;
-    // Response headers (headers.rs).
+    // Response hook (hooks.rs), then the response headers (headers.rs).
     let (mut head, body) = response.into_parts();
-    headers::to_client(&mut head.headers, head.status, &shared.config, &ctx.local_host);
-    let upstream = UpstreamBody::new(body, shared.config.upstream_timeout, shared.stats.clone(), ctx.url.clone());
+    if let (Some(hook), Some(client)) = (&config.hooks.proxy_res, client) {
+        hooks::response(hook.as_ref(), &mut head, client, &ctx.url).await?;
+    }
+    headers::to_client(&mut head.headers, head.status, config, &ctx.local_host);
+    let upstream = UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), ctx.url.clone());
     // Body plan (body.rs), then respond.
     let debug = shared.stats.debug_enabled().then(|| format!("{} {}", ctx.method, ctx.url));
     let response = body_phase(&shared, ctx, head, upstream).await;

@@ -167,8 +167,8 @@ async fn serve(
         };
         tokio::select! {
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
+                let (stream, peer) = match accepted {
+                    Ok(accepted) => accepted,
                     Err(e) => {
                         // Out of file descriptors and the like: wait a moment rather than spin.
                         shared.stats.log_error(&format!("accept failed: {e}"));
@@ -178,7 +178,7 @@ async fn serve(
                 };
                 let _ = stream.set_nodelay(true);
                 let conn_shared = shared.clone();
-                let service = service_fn(move |req| handle(conn_shared.clone(), req));
+                let service = service_fn(move |req| handle(conn_shared.clone(), peer, req));
                 let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
                 let mut phase = shared.phase.clone();
                 let alive = alive.clone();
@@ -211,9 +211,18 @@ async fn serve(
     let _ = phase.send(Phase::Cut);
 }
 
+/// The client's address, for `X-Forwarded-For` (`proxyOptions.xfwd`).
+#[derive(Clone, Copy)]
+pub(crate) struct ClientAddr(pub SocketAddr);
+
 /// Runs one request through the phases. A panic anywhere in them costs this request a 500 and a log
 /// line; the connection, the server and the Node process carry on.
-async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<ProxyBody>, Infallible> {
+async fn handle(
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    mut req: Request<Incoming>,
+) -> Result<Response<ProxyBody>, Infallible> {
+    req.extensions_mut().insert(ClientAddr(peer));
     let path = req.uri().path().to_string();
     let response = match AssertUnwindSafe(proxy::proxy(shared.clone(), req)).catch_unwind().await {
         Ok(Ok(response)) => response,

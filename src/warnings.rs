@@ -58,10 +58,10 @@ pub const HANDLED_ELSEWHERE: &[&str] =
     &["https", "strictPort", "listen", "serveStatic", "serveStaticOptions", "routes", "middleware"];
 
 /// Keys of the `proxy` object read elsewhere (the hooks).
-pub const PROXY_HANDLED_ELSEWHERE: &[&str] = &["proxyReq", "proxyRes", "middleware", "proxyOptions"];
+pub const PROXY_HANDLED_ELSEWHERE: &[&str] = &["proxyReq", "proxyReqWs", "proxyRes", "middleware", "proxyOptions"];
 
 /// Browsersync's `proxy` keys this proxy does not support.
-pub const PROXY_UNSUPPORTED: &[&str] = &["proxyReqWs", "errHandler", "route", "url"];
+pub const PROXY_UNSUPPORTED: &[&str] = &["errHandler", "route", "url"];
 
 /// The warnings for `keys` of the options object `object` (`""` at the top level, else e.g.
 /// `"proxy"`): a key in `known` or `elsewhere` is fine; one in `browsersync_other` is Browsersync's and
@@ -128,9 +128,9 @@ mod tests {
 
     #[test]
     fn nested_keys_are_named_with_their_object() {
-        let keys = vec!["proxyReqWs".to_string(), "taget".to_string()];
+        let keys = vec!["errHandler".to_string(), "taget".to_string()];
         let lines = for_keys("proxy", &keys, &["target", "ws"], PROXY_HANDLED_ELSEWHERE, &[], PROXY_UNSUPPORTED);
-        assert!(lines[0].contains("`proxy.proxyReqWs` is not supported"), "{}", lines[0]);
+        assert!(lines[0].contains("`proxy.errHandler` is not supported"), "{}", lines[0]);
         assert_eq!(lines[1], "unknown option `proxy.taget`; did you mean `proxy.target`?");
     }
 }

@@ -14,7 +14,9 @@ use hyper_util::rt::TokioIo;
 use crate::body::{ProxyBody, UpstreamBody};
 use crate::forward;
 use crate::headers;
+use crate::hooks;
 use crate::pages::ProxyError;
+use crate::server::ClientAddr;
 use crate::state::{Phase, Shared};
 
 pub(crate) fn is_upgrade<B>(req: &Request<B>) -> bool {
@@ -39,7 +41,12 @@ pub(crate) async fn tunnel(
     let url = format!("{}{}", config.target.origin(), req.uri().path_and_query().map_or("/", |p| p.as_str()));
     let client_upgrade = hyper::upgrade::on(&mut req);
     let (mut parts, _) = req.into_parts();
+    let client = config.hooks.proxy_req_ws.is_some().then(|| hooks::client_request(&parts));
     headers::to_upstream(&mut parts.headers, config, local_host, true);
+    if config.xfwd {
+        let client_addr = parts.extensions.get::<ClientAddr>().map(|addr| addr.0.ip());
+        hooks::forwarded_headers(&mut parts.headers, client_addr, local_host);
+    }
     let mut origin_form = http::uri::Parts::default();
     origin_form.path_and_query =
         Some(parts.uri.path_and_query().cloned().unwrap_or_else(|| PathAndQuery::from_static("/")));
@@ -47,6 +54,9 @@ pub(crate) async fn tunnel(
         Ok(uri) => uri,
         Err(e) => return Err(ProxyError::Upstream { url, reason: format!("invalid upstream URL: {e}") }),
     };
+    if let (Some(hook), Some(client)) = (&config.hooks.proxy_req_ws, client) {
+        hooks::request(hook.as_ref(), "proxy.proxyReqWs", &mut parts, client, config, &url).await?;
+    }
     let failed = |reason: String| ProxyError::Upstream { url: url.clone(), reason };
     let io = forward::dial(&config.target, &shared.websocket_tls).await.map_err(failed)?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(io))

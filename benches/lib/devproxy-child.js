@@ -2,19 +2,28 @@
 // devproxy-native through its Node API, in its own process (a child of benches/run.js).
 const path = require('node:path');
 
-const [target, snippet] = process.argv.slice(2);
+const [target, snippet, variant] = process.argv.slice(2);
+// `hook`: a `proxy.proxyReq` function that sets a header on every upstream request (the hook workload).
+let hookCalls = 0;
+const proxy =
+  variant === 'hook'
+    ? { target, proxyReq: (proxyReq) => { hookCalls++; proxyReq.setHeader('x-bench-hook', '1'); } }
+    : target;
 
 (async () => {
   const lib = require(path.join(__dirname, '..', '..'));
   let server;
   try {
-    server = await lib.start({ proxy: target, port: 0, snippet, quiet: true });
+    server = await lib.start({ proxy, port: 0, snippet, quiet: true });
   } catch (err) {
     // An older build may not know `quiet`.
     if (!/quiet/i.test(String(err && err.message))) throw err;
     server = await lib.start({ proxy: target, port: 0, snippet });
   }
   process.send({ ready: true, port: server.port });
+  process.on('message', (m) => {
+    if (m === 'hookCalls') process.send({ hookCalls });
+  });
   process.on('disconnect', async () => {
     try {
       await Promise.race([server.stop(), new Promise((r) => setTimeout(r, 2000))]);

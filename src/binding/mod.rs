@@ -8,6 +8,7 @@
 // `#[napi]` registers exports only outside `cfg(test)`.
 #![cfg_attr(test, allow(dead_code))]
 
+mod hooks;
 mod options;
 mod replace;
 mod server;
@@ -35,9 +36,15 @@ fn config_error(e: ConfigError) -> Error {
 /// option, rule or port.
 /// Reading the options happens on the JS thread; compiling the rules (DFA construction, up to the
 /// 16 MiB cap) on tokio's blocking pool, so a large rule never stalls Node's event loop.
-#[napi(catch_unwind, ts_args_type = "options: ProxyOptions", ts_return_type = "Promise<ProxyServer>")]
-pub fn start<'env>(env: &'env Env, options: Unknown) -> Result<PromiseRaw<'env, JsProxyServer>> {
-    let parsed = parse_options(env, options);
+/// `js` is what index.js's `start()` prepared (hooks and the middleware host); not for direct use.
+#[napi(catch_unwind, ts_args_type = "options: ProxyOptions, js?: JsSide", ts_return_type = "Promise<ProxyServer>")]
+pub fn start<'env>(env: &'env Env, options: Unknown, js: Option<Unknown>) -> Result<PromiseRaw<'env, JsProxyServer>> {
+    let parsed = parse_options(env, options).and_then(|(mut config, specs)| {
+        if let Some(js) = js {
+            hooks::apply(js, &mut config)?;
+        }
+        Ok((config, specs))
+    });
     let keep_alive = parsed.as_ref().ok().map(|_| KeepAlive::new(env)).transpose()?;
     env.spawn_future(async move {
         let (mut config, specs) = parsed?;

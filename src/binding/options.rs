@@ -35,6 +35,22 @@ pub struct ProxyTargetOptions {
     pub cookies: Option<CookieOptions>,
     /// Verify the upstream's TLS certificate (default true). `false` accepts self-signed ones.
     pub secure: Option<bool>,
+    /// Browsersync's http-proxy options: `xfwd`, `secure` and `changeOrigin` are honoured; any other
+    /// key is ignored with a warning naming it.
+    pub proxy_options: Option<HttpProxyOptions>,
+}
+
+/// The http-proxy options Browsersync passes through (`proxy.proxyOptions`) that mean something here.
+// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
+#[allow(dead_code)]
+#[napi(object)]
+pub struct HttpProxyOptions {
+    /// Add `X-Forwarded-For`, `-Port`, `-Proto` (appended to the client's) and `-Host` (default false).
+    pub xfwd: Option<bool>,
+    /// Verify the upstream's TLS certificate; `proxy.secure` wins when both are given.
+    pub secure: Option<bool>,
+    /// Send the target's `Host` (default true); `false` sends the client's `Host`.
+    pub change_origin: Option<bool>,
 }
 
 // Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
@@ -166,8 +182,9 @@ pub struct ProxyOptions {
 
 // The keys of each options object live in config.rs, where a napi-free test checks them against binding.d.ts.
 use crate::config::option_names::{
-    COOKIE as COOKIE_OPTION_NAMES, PROXY as PROXY_OPTION_NAMES, PROXY_TARGET as PROXY_TARGET_OPTION_NAMES,
-    RULE as RULE_NAMES, SNIPPET_OPTIONS as SNIPPET_OPTION_NAMES, SNIPPET_RULE as SNIPPET_RULE_NAMES,
+    COOKIE as COOKIE_OPTION_NAMES, PROXY as PROXY_OPTION_NAMES, PROXY_OPTIONS as HTTP_PROXY_OPTION_NAMES,
+    PROXY_TARGET as PROXY_TARGET_OPTION_NAMES, RULE as RULE_NAMES, SNIPPET_OPTIONS as SNIPPET_OPTION_NAMES,
+    SNIPPET_RULE as SNIPPET_RULE_NAMES,
 };
 
 /// An options object read through its declared keys. Reading a key that is not in the list, or
@@ -263,6 +280,19 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
             config.start_path = target_path(&raw);
             if let Some(ws) = proxy.get("ws")? {
                 config.ws = expect_bool(ws, "proxy.ws")?;
+            }
+            if let Some(options) = proxy.get("proxyOptions")? {
+                let options = Fields::new(expect_object(options, "proxy.proxyOptions")?, HTTP_PROXY_OPTION_NAMES);
+                if let Some(xfwd) = options.get("xfwd")? {
+                    config.xfwd = expect_bool(xfwd, "proxy.proxyOptions.xfwd")?;
+                }
+                if let Some(secure) = options.get("secure")? {
+                    config.verify_tls = expect_bool(secure, "proxy.proxyOptions.secure")?;
+                }
+                if let Some(change) = options.get("changeOrigin")? {
+                    config.change_origin = expect_bool(change, "proxy.proxyOptions.changeOrigin")?;
+                }
+                options.finish();
             }
             if let Some(secure) = proxy.get("secure")? {
                 config.verify_tls = expect_bool(secure, "proxy.secure")?;

@@ -1,0 +1,267 @@
+'use strict'
+// proxy.proxyReq / proxy.proxyReqWs / proxy.proxyRes (Browsersync's http-proxy hooks) and
+// proxy.proxyOptions (xfwd, changeOrigin), against real loopback upstreams.
+
+const { test } = require('node:test')
+const assert = require('node:assert/strict')
+const net = require('node:net')
+const { deferred, withTimeout, request, withProxy, fileUpstream, ACCEPT_HTML, startUpstream, lib, deadPort } = require('./helpers')
+
+const routes = {}
+const up = fileUpstream(routes)
+
+routes['/echo'] = (req, res) => {
+  res.writeHead(200, { 'content-type': 'application/json' })
+  res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers }))
+}
+routes['/moved'] = (req, res) => {
+  res.writeHead(302, { location: `http://${req.headers.host}/there`, 'set-cookie': ['a=1; Domain=127.0.0.1; Path=/'] })
+  res.end()
+}
+routes['/page'] = (req, res) => {
+  res.writeHead(200, { 'content-type': 'text/html', 'x-upstream': 'yes' })
+  res.end(`<html><body><a href="${`http://${req.headers.host}/x`}">x</a></body></html>`)
+}
+routes['/other-path'] = (req, res) => {
+  res.writeHead(200, { 'content-type': 'text/plain' })
+  res.end('other ' + req.url)
+}
+
+test('proxyReq: a header set, one removed and the path changed reach the upstream; the client request is passed as req', async () => {
+  const seen = []
+  const proxy = {
+    target: up.url,
+    proxyReq: [
+      (proxyReq, req) => {
+        seen.push({
+          method: proxyReq.method,
+          path: proxyReq.path,
+          host: proxyReq.getHeader('host'),
+          headers: proxyReq.getHeaders(),
+          req: { url: req.url, method: req.method, host: req.headers.host, custom: req.headers['x-custom'] },
+        })
+        proxyReq.setHeader('X-From-Hook', 'one')
+        proxyReq.removeHeader('x-drop-me')
+      },
+      (proxyReq) => {
+        // The second function sees what the first one did.
+        proxyReq.setHeader('x-second', String(proxyReq.getHeader('x-from-hook')) + '+two')
+        proxyReq.path = '/echo?rewritten=1'
+      },
+    ],
+  }
+  await withProxy({ proxy, port: 0 }, async (server) => {
+    const n = up.requests.length
+    const res = await request(server.url + '/echo?q=1', {
+      headers: { 'x-custom': 'c', 'x-drop-me': 'gone' },
+    })
+    assert.equal(res.status, 200)
+    const upstreamSaw = up.requests[n]
+    assert.equal(upstreamSaw.url, '/echo?rewritten=1')
+    assert.equal(upstreamSaw.headers['x-from-hook'], 'one')
+    assert.equal(upstreamSaw.headers['x-second'], 'one+two')
+    assert.equal(upstreamSaw.headers['x-drop-me'], undefined)
+    assert.equal(seen.length, 1)
+    assert.equal(seen[0].method, 'GET')
+    assert.equal(seen[0].path, '/echo?q=1')
+    assert.equal(seen[0].host, up.host, 'the hook sees the Host the target gets (changeOrigin)')
+    assert.equal(seen[0].headers['x-custom'], 'c')
+    assert.deepEqual(seen[0].req, { url: '/echo?q=1', method: 'GET', host: `127.0.0.1:${server.port}`, custom: 'c' })
+  })
+})
+
+test('proxyReq runs before reqHeaders are applied, so reqHeaders win (Browsersync appends them to proxyReq)', async () => {
+  const proxy = {
+    target: up.url,
+    reqHeaders: { 'x-both': 'from-reqHeaders' },
+    proxyReq: (proxyReq) => {
+      proxyReq.setHeader('x-both', 'from-hook')
+      proxyReq.setHeader('x-only-hook', '1')
+    },
+  }
+  await withProxy({ proxy, port: 0 }, async (server) => {
+    const n = up.requests.length
+    await request(server.url + '/echo')
+    assert.equal(up.requests[n].headers['x-both'], 'from-reqHeaders')
+    assert.equal(up.requests[n].headers['x-only-hook'], '1')
+  })
+})
+
+test('proxyRes sees the target raw response before cookie and Location rewrites, and its changes reach the client', async () => {
+  const seen = []
+  const proxy = {
+    target: up.url,
+    proxyRes: (proxyRes, req) => {
+      seen.push({ status: proxyRes.statusCode, location: proxyRes.headers.location, cookie: proxyRes.headers['set-cookie'], url: req.url })
+      if (req.url === '/moved') {
+        proxyRes.setHeader('x-added', 'by-hook')
+        proxyRes.headers['set-cookie'] = proxyRes.headers['set-cookie'].concat('b=2; Domain=127.0.0.1')
+      } else {
+        proxyRes.statusCode = 203
+        proxyRes.removeHeader('x-upstream')
+      }
+    },
+  }
+  await withProxy({ proxy, port: 0 }, async (server) => {
+    const moved = await request(server.url + '/moved')
+    assert.equal(moved.status, 302)
+    assert.equal(moved.headers['x-added'], 'by-hook')
+    assert.equal(moved.headers.location, `http://127.0.0.1:${server.port}/there`, 'Location still rewritten after the hook')
+    assert.deepEqual(moved.headers['set-cookie'], ['a=1; Path=/', 'b=2'], 'Domain stripped after the hook, its cookie too')
+    assert.equal(seen[0].status, 302)
+    assert.equal(seen[0].location, `http://${up.host}/there`, 'the hook sees the target Location')
+    assert.deepEqual(seen[0].cookie, ['a=1; Domain=127.0.0.1; Path=/'])
+    const page = await request(server.url + '/page', { headers: { accept: ACCEPT_HTML } })
+    assert.equal(page.status, 203)
+    assert.equal(page.headers['x-upstream'], undefined)
+    assert.match(page.body.toString(), new RegExp(`href="//127.0.0.1:${server.port}/x"`), 'the body is still rewritten')
+  })
+})
+
+test('requests with hooks do not wait for each other: 40 are answered while one is held upstream', async () => {
+  const gate = deferred()
+  const arrived = deferred()
+  routes['/slow'] = async (req, res) => {
+    arrived.resolve()
+    await gate.promise
+    res.end('slow done')
+  }
+  let calls = 0
+  const proxy = { target: up.url, proxyReq: (proxyReq) => { calls++; proxyReq.setHeader('x-n', String(calls)) } }
+  await withProxy({ proxy, port: 0 }, async (server) => {
+    const slow = request(server.url + '/slow')
+    await withTimeout(arrived.promise, 10000, 'the slow request to reach the upstream')
+    const others = await Promise.all(Array.from({ length: 40 }, () => request(server.url + '/echo')))
+    assert.ok(others.every((r) => r.status === 200))
+    gate.resolve()
+    assert.equal((await slow).body.toString(), 'slow done')
+    assert.equal(calls, 41)
+  })
+})
+
+/** A raw HTTP/1.1 exchange whose request is written at once (libuv tries the write synchronously). */
+async function rawClient(port) {
+  const sock = net.connect(port, '127.0.0.1')
+  await new Promise((resolve, reject) => { sock.once('connect', resolve); sock.once('error', reject) })
+  let data = ''
+  sock.on('data', (d) => { data += d })
+  const ended = new Promise((resolve) => sock.on('close', () => resolve(data)))
+  return { send: (path) => sock.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`), ended }
+}
+
+test('pending hooks hold no proxy thread: with 8 hooks waiting for the blocked JS thread, another server answers', async () => {
+  // Server A has a proxyReq hook; B none, in the same process and runtime. JS is blocked (a busy loop)
+  // once A has 8 requests waiting on their hook, more than the runtime's worker threads: B can only
+  // produce its answer meanwhile if no worker is held by a pending hook. B's target is a dead port, so
+  // its answer (a 502) is made natively: the upstreams here are JS servers, blocked too.
+  let hookCalls = 0
+  const dead = await deadPort()
+  await withProxy({ proxy: { target: up.url, proxyReq: () => { hookCalls++ } }, port: 0 }, async (a) => {
+    await withProxy({ proxy: `http://127.0.0.1:${dead}`, port: 0 }, async (b) => {
+      const clientsA = await Promise.all(Array.from({ length: 8 }, () => rawClient(a.port)))
+      const clientB = await rawClient(b.port)
+      for (const c of clientsA) c.send('/echo?a')
+      const until = Date.now() + 15000
+      while (a.stats().requests < 8 && Date.now() < until) {}
+      assert.equal(a.stats().requests, 8, 'A got its 8 requests while JS was blocked')
+      assert.equal(hookCalls, 0, 'their hooks are pending: JS has not run')
+      clientB.send('/echo?b')
+      while (b.stats().upstreamErrors < 1 && Date.now() < until) {}
+      assert.equal(b.stats().upstreamErrors, 1, 'B answered while the 8 hooks were pending')
+      assert.equal(hookCalls, 0)
+      assert.match(await withTimeout(clientB.ended, 10000, 'B answer'), /^HTTP\/1\.1 502/)
+      for (const c of clientsA) assert.match(await withTimeout(c.ended, 10000, 'A answer'), /^HTTP\/1\.1 200/)
+      assert.equal(hookCalls, 8)
+    })
+  })
+})
+
+test('a throwing proxyReq or proxyRes gives a 500 naming the error; the server keeps serving', async () => {
+  const proxy = {
+    target: up.url,
+    proxyReq: (proxyReq, req) => { if (req.url.startsWith('/echo?boom')) throw new Error('hook exploded') },
+    proxyRes: (proxyRes, req) => { if (req.url === '/page') throw new TypeError('res hook broke') },
+  }
+  await withProxy({ proxy, port: 0 }, async (server) => {
+    const n = up.requests.length
+    const bad = await request(server.url + '/echo?boom')
+    assert.equal(bad.status, 500)
+    assert.match(bad.body.toString(), /proxy\.proxyReq/)
+    assert.match(bad.body.toString(), /hook exploded/)
+    assert.equal(up.requests.length, n, 'nothing reached the upstream')
+    const badRes = await request(server.url + '/page')
+    assert.equal(badRes.status, 500)
+    assert.match(badRes.body.toString(), /proxy\.proxyRes/)
+    assert.match(badRes.body.toString(), /res hook broke/)
+    const ok = await request(server.url + '/echo?fine')
+    assert.equal(ok.status, 200)
+    assert.equal(JSON.parse(ok.body).url, '/echo?fine')
+  })
+})
+
+test('an invalid header set by a hook is a 500 naming it, not a crash', async () => {
+  const proxy = { target: up.url, proxyReq: (proxyReq) => proxyReq.setHeader('bad header', 'x') }
+  await withProxy({ proxy, port: 0 }, async (server) => {
+    const res = await request(server.url + '/echo')
+    assert.equal(res.status, 500)
+    assert.match(res.body.toString(), /bad header/)
+  })
+})
+
+test('hooks that are not functions are refused naming the option', async () => {
+  await assert.rejects(lib().start({ proxy: { target: up.url, proxyReq: [() => {}, 'x'] }, port: 0, quiet: true }), /proxy\.proxyReq\[1\]/)
+  await assert.rejects(lib().start({ proxy: { target: up.url, proxyRes: 5 }, port: 0, quiet: true }), /proxy\.proxyRes/)
+})
+
+test('proxyReqWs changes the WebSocket handshake the upstream gets', async () => {
+  const handshake = deferred()
+  const wsUp = await startUpstream({}, {
+    onUpgrade: (req, socket) => {
+      handshake.resolve({ url: req.url, token: req.headers['x-ws-token'] })
+      socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n')
+    },
+  })
+  try {
+    const proxy = { target: wsUp.url, proxyReqWs: (proxyReq, req) => { proxyReq.setHeader('x-ws-token', 'secret:' + req.url) } }
+    await withProxy({ proxy, port: 0 }, async (server) => {
+      const res = await request(server.url + '/socket', { headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } })
+      assert.equal(res.status, 403)
+      assert.deepEqual(await withTimeout(handshake.promise, 10000, 'the handshake'), { url: '/socket', token: 'secret:/socket' })
+    })
+  } finally {
+    await wsUp.close()
+  }
+})
+
+test('proxyOptions: xfwd adds X-Forwarded-*, changeOrigin: false keeps the client Host', async () => {
+  await withProxy({ proxy: { target: up.url, proxyOptions: { xfwd: true, changeOrigin: false } }, port: 0 }, async (server) => {
+    const n = up.requests.length
+    await request(server.url + '/echo', { headers: { 'x-forwarded-for': '10.1.2.3' } })
+    const h = up.requests[n].headers
+    assert.equal(h.host, `127.0.0.1:${server.port}`)
+    assert.equal(h['x-forwarded-for'], '10.1.2.3,127.0.0.1')
+    assert.equal(h['x-forwarded-port'], String(server.port))
+    assert.equal(h['x-forwarded-proto'], 'http')
+    assert.equal(h['x-forwarded-host'], `127.0.0.1:${server.port}`)
+  })
+  await withProxy({ proxy: { target: up.url }, port: 0 }, async (server) => {
+    const n = up.requests.length
+    await request(server.url + '/echo')
+    assert.equal(up.requests[n].headers['x-forwarded-for'], undefined, 'no X-Forwarded-* without xfwd')
+    assert.equal(up.requests[n].headers.host, up.host)
+  })
+})
+
+test('proxyOptions keys that do nothing here are named in a warning', async () => {
+  const { spawnSync } = require('node:child_process')
+  const script = `
+    const { start } = require(${JSON.stringify(require('node:path').resolve(__dirname, '..'))})
+    start({ proxy: { target: ${JSON.stringify(up.url)}, proxyOptions: { xfwd: true, autoRewrite: true, followRedirects: true, ws: true } }, port: 0 })
+      .then((s) => s.stop())
+  `
+  const out = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20000 })
+  assert.equal(out.status, 0, out.stderr)
+  assert.match(out.stderr, /proxy\.proxyOptions\.followRedirects is not supported/)
+  assert.match(out.stderr, /proxy\.proxyOptions\.ws is ignored/)
+  assert.doesNotMatch(out.stderr, /proxyOptions\.(xfwd|autoRewrite)/)
+})

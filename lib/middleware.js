@@ -1,0 +1,165 @@
+'use strict'
+// Connect-style middleware (`middleware`, `proxy.middleware`) on Node's own `http` objects. The native
+// server hands requests whose path matches a middleware's route to this host, an `http.Server` on
+// 127.0.0.1:<any port>, over loopback; the other requests never come here. The middleware run in
+// connect (the router Browsersync uses, so routes, `next()` and errors behave as there). The final
+// `next()` sends the request, as the middleware left it (url, method, headers) and with its body
+// streamed, back to the native server, which proxies it and skips the middleware; its answer is
+// piped back. Both hops carry a per-server random token: the host serves only the native server,
+// and only the host can skip the middleware or ask for the 500 page of a failed middleware.
+
+const http = require('node:http')
+const crypto = require('node:crypto')
+const connect = require('connect')
+
+const TOKEN_HEADER = 'x-devproxy-middleware'
+const PASSED_HEADER = 'x-devproxy-passed'
+const ERROR_HEADER = 'x-devproxy-error'
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'te', 'trailer', 'upgrade'])
+
+/**
+ * Browsersync's list: functions, and `{ route, handle }` objects. Top-level `middleware` wins over
+ * `proxy.middleware`, as in Browsersync (its options.js reads the first one given).
+ */
+function middlewareList(options) {
+  const top = options.middleware
+  const fromProxy = options.proxy !== null && typeof options.proxy === 'object' ? options.proxy.middleware : undefined
+  const warnings = []
+  let value = top
+  let option = 'middleware'
+  if (top === undefined || top === null) {
+    value = fromProxy
+    option = 'proxy.middleware'
+  } else if (fromProxy !== undefined && fromProxy !== null) {
+    warnings.push('proxy.middleware is ignored because middleware is given, as in Browsersync; put them all in middleware')
+  }
+  if (value === undefined || value === null) return { items: [], warnings }
+  const list = Array.isArray(value) ? value : [value]
+  const items = list.map((item, i) => {
+    const where = Array.isArray(value) ? `${option}[${i}]` : option
+    if (typeof item === 'function') return { route: '', handle: item }
+    if (item !== null && typeof item === 'object' && typeof item.handle === 'function') {
+      const route = item.route === undefined ? '' : item.route
+      if (typeof route !== 'string') throw new TypeError(`option \`${where}.route\` must be a string, got ${typeof route}`)
+      return { route, handle: item.handle }
+    }
+    throw new TypeError(`option \`${where}\` must be a function (req, res, next) or { route, handle }`)
+  })
+  return { items, warnings }
+}
+
+function sameToken(value, token) {
+  if (typeof value !== 'string' || value.length !== token.length) return false
+  return crypto.timingSafeEqual(Buffer.from(value), Buffer.from(token))
+}
+
+/** What the page of a failed middleware says. */
+function describe(err) {
+  if (err instanceof Error) return String(err)
+  return `next() was called with ${typeof err === 'string' ? err : JSON.stringify(err) ?? String(err)}`
+}
+
+class MiddlewareHost {
+  #server
+  #agent = new http.Agent({ keepAlive: true })
+  #proxy = null // where the native server listens: { host, port }
+
+  constructor(items) {
+    this.token = crypto.randomBytes(24).toString('hex')
+    this.routes = items.map((item) => item.route)
+    const app = connect()
+    for (const item of items) app.use(item.route, item.handle)
+    this.#server = http.createServer((req, res) => {
+      if (!sameToken(req.headers[TOKEN_HEADER], this.token)) {
+        res.writeHead(403, { 'content-type': 'text/plain' }).end('not for you\n')
+        return
+      }
+      delete req.headers[TOKEN_HEADER]
+      app(req, res, (err) => (err ? this.#fail(res, err) : this.#sendOn(req, res)))
+    })
+    // Longer than the native client's pool idle timeout (30 s), so it is the one that closes idle connections.
+    this.#server.keepAliveTimeout = 60_000
+    // Its only client is the native server, which applies its own limits: a long upload through
+    // `next()` must not be cut by Node's default 5-minute request timeout.
+    this.#server.requestTimeout = 0
+  }
+
+  async listen() {
+    await new Promise((resolve, reject) => {
+      this.#server.once('error', reject)
+      this.#server.listen(0, '127.0.0.1', () => {
+        this.#server.off('error', reject)
+        resolve()
+      })
+    })
+    this.port = this.#server.address().port
+  }
+
+  /** The native server's URL (`http://host:port`), once it has started. */
+  setProxy(url) {
+    const { hostname, port } = new URL(url)
+    const host = hostname.replace(/^\[|\]$/g, '')
+    const loopback = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
+    this.#proxy = { host: loopback, port: Number(port) }
+  }
+
+  /** The 500 page is the native side's: it gets the error, marked with the token. */
+  #fail(res, err) {
+    if (res.headersSent) {
+      res.destroy(err instanceof Error ? err : undefined)
+      return
+    }
+    res.writeHead(500, { [ERROR_HEADER]: this.token, 'content-type': 'text/plain; charset=utf-8' })
+    res.end(describe(err))
+  }
+
+  /** The final `next()`: the request as the middleware left it goes to the native proxy, its answer back. */
+  #sendOn(req, res) {
+    if (this.#proxy === null) return this.#fail(res, new Error('the proxy is not running'))
+    const headers = { ...req.headers, [TOKEN_HEADER]: this.token }
+    for (const name of HOP_BY_HOP) delete headers[name]
+    const upstream = http.request({
+      ...this.#proxy,
+      method: req.method,
+      path: req.url,
+      headers,
+      agent: this.#agent,
+    })
+    upstream.on('response', (answer) => {
+      const raw = []
+      for (let i = 0; i + 1 < answer.rawHeaders.length; i += 2) {
+        if (!HOP_BY_HOP.has(answer.rawHeaders[i].toLowerCase())) raw.push(answer.rawHeaders[i], answer.rawHeaders[i + 1])
+      }
+      raw.push(PASSED_HEADER, this.token)
+      res.writeHead(answer.statusCode, answer.statusMessage, raw)
+      answer.pipe(res)
+      answer.on('error', () => res.destroy())
+      answer.on('aborted', () => res.destroy())
+    })
+    upstream.on('error', (err) => this.#fail(res, err))
+    res.on('close', () => {
+      if (!res.writableFinished) upstream.destroy()
+    })
+    if (req.readableEnded) upstream.end()
+    else req.pipe(upstream)
+  }
+
+  async close() {
+    this.#agent.destroy()
+    await new Promise((resolve) => {
+      this.#server.close(() => resolve())
+      this.#server.closeAllConnections()
+    })
+  }
+}
+
+/** Starts the host when there are middleware; `{ host: undefined }` otherwise. */
+async function prepareMiddleware(options) {
+  const { items, warnings } = middlewareList(options)
+  if (items.length === 0) return { host: undefined, warnings }
+  const host = new MiddlewareHost(items)
+  await host.listen()
+  return { host, warnings }
+}
+
+module.exports = { prepareMiddleware, TOKEN_HEADER }

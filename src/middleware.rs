@@ -1,0 +1,166 @@
+//! Phase "middleware": requests whose path matches a connect-style middleware's route are handed to
+//! the middleware host, a Node `http` server on a loopback port that runs them on Node's own `req`
+//! and `res` (lib/middleware.js). Only those requests pay for the hop. A middleware's final `next()`
+//! sends the request back to this server with the host's token, which skips this phase; the host
+//! pipes that answer back, marked so that it is not rewritten twice.
+//!
+//! Every hop carries the per-server token (`x-devproxy-middleware`): the host serves nobody else, and
+//! only the host can skip the middleware or ask for an error page.
+
+use http::header::{HeaderMap, HeaderValue};
+use http::{Request, Response, Uri};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use crate::forward::{self, UpstreamClient};
+use crate::headers;
+use crate::pages::ProxyError;
+
+/// The token header, both ways: native → host (a request to run middleware on) and host → native
+/// (a request sent on by `next()`, which skips the middleware).
+pub(crate) const TOKEN_HEADER: &str = "x-devproxy-middleware";
+/// On the host's answer: the request reached the proxy through `next()`, the body is final.
+const PASSED_HEADER: &str = "x-devproxy-passed";
+/// On the host's answer: a middleware failed; the body is the error, shown on the 500 page.
+const ERROR_HEADER: &str = "x-devproxy-error";
+/// Most bytes of an error message read from the host.
+const MAX_ERROR_BYTES: usize = 16 * 1024;
+
+/// Where the middleware host listens and which paths it wants.
+#[derive(Clone)]
+pub struct MiddlewareHost {
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// The secret both sides send; random per server.
+    pub token: String,
+    /// Route prefixes as connect matches them (`""` matches every path).
+    pub routes: Vec<String>,
+}
+
+impl std::fmt::Debug for MiddlewareHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token stays out of debug output.
+        f.debug_struct("MiddlewareHost").field("port", &self.port).field("routes", &self.routes).finish()
+    }
+}
+
+impl MiddlewareHost {
+    /// Whether a middleware's route matches `path`, as connect matches it: a case-insensitive prefix
+    /// followed by `/`, `.` or the end.
+    pub fn matches(&self, path: &str) -> bool {
+        self.routes.iter().any(|route| {
+            let route = route.trim_end_matches('/');
+            path.len() >= route.len()
+                && path.as_bytes()[..route.len()].eq_ignore_ascii_case(route.as_bytes())
+                && matches!(path.as_bytes().get(route.len()), None | Some(b'/') | Some(b'.'))
+        })
+    }
+
+    fn has_token(&self, headers: &HeaderMap, name: &str) -> bool {
+        headers.get(name).is_some_and(|v| constant_time_eq(v.as_bytes(), self.token.as_bytes()))
+    }
+
+    /// Whether the request was sent on by the host's `next()`; the token header is removed either way.
+    pub(crate) fn take_returned(&self, headers: &mut HeaderMap) -> bool {
+        let returned = self.has_token(headers, TOKEN_HEADER);
+        headers.remove(TOKEN_HEADER);
+        returned
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// What the middleware host answered.
+pub(crate) enum Answer {
+    /// A middleware answered itself: the body is planned like a target's (HTML gets rewritten, as
+    /// Browsersync's response modifier wraps middleware too).
+    Own(Response<Incoming>),
+    /// The answer of the proxy to the request `next()` sent on: already final.
+    Passed(Response<Incoming>),
+}
+
+/// Hands the request to the middleware host (streaming its body) and reads its answer's head.
+pub(crate) async fn hand_off(
+    client: &UpstreamClient,
+    host: &MiddlewareHost,
+    req: Request<Incoming>,
+    url: &str,
+    timeout: std::time::Duration,
+) -> Result<Answer, ProxyError> {
+    let failed = |reason: String| ProxyError::Middleware { url: url.to_string(), reason };
+    let (mut parts, body) = req.into_parts();
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    parts.uri = Uri::try_from(format!("http://127.0.0.1:{}{path}", host.port))
+        .map_err(|e| failed(format!("invalid middleware URL: {e}")))?;
+    parts.version = http::Version::HTTP_11;
+    headers::remove_hop_by_hop(&mut parts.headers, false);
+    let token = HeaderValue::from_str(&host.token).map_err(|_| failed("invalid middleware token".into()))?;
+    parts.headers.insert(TOKEN_HEADER, token);
+    let response = forward::send(client, parts, body, timeout)
+        .await
+        .map_err(|reason| failed(format!("the middleware host did not answer: {reason}")))?;
+    let (mut head, body) = response.into_parts();
+    if host.has_token(&head.headers, ERROR_HEADER) {
+        let reason = read_error(body).await;
+        return Err(failed(reason));
+    }
+    let passed = host.has_token(&head.headers, PASSED_HEADER);
+    head.headers.remove(PASSED_HEADER);
+    head.headers.remove(ERROR_HEADER);
+    headers::remove_hop_by_hop(&mut head.headers, false);
+    let response = Response::from_parts(head, body);
+    Ok(if passed { Answer::Passed(response) } else { Answer::Own(response) })
+}
+
+/// The host's error message, at most [`MAX_ERROR_BYTES`].
+async fn read_error(mut body: Incoming) -> String {
+    let mut bytes = Vec::new();
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Some(data) = frame.data_ref() {
+            bytes.extend_from_slice(&data[..data.len().min(MAX_ERROR_BYTES - bytes.len())]);
+            if bytes.len() >= MAX_ERROR_BYTES {
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes).trim().to_string();
+    if text.is_empty() {
+        "a middleware failed".into()
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(routes: &[&str]) -> MiddlewareHost {
+        MiddlewareHost { port: 1, token: "t0k".into(), routes: routes.iter().map(|r| r.to_string()).collect() }
+    }
+
+    #[test]
+    fn routes_match_as_connect_matches_them() {
+        let h = host(&["/api", "/Static/"]);
+        for path in ["/api", "/api/x", "/API/x", "/api.json", "/static/a.css", "/static"] {
+            assert!(h.matches(path), "{path}");
+        }
+        for path in ["/apix", "/", "/ap", "/x/api"] {
+            assert!(!h.matches(path), "{path}");
+        }
+        assert!(host(&[""]).matches("/anything"));
+    }
+
+    #[test]
+    fn only_the_token_marks_a_returned_request() {
+        let h = host(&[""]);
+        let mut headers = HeaderMap::new();
+        headers.insert(TOKEN_HEADER, HeaderValue::from_static("t0x"));
+        assert!(!h.take_returned(&mut headers));
+        assert!(headers.get(TOKEN_HEADER).is_none(), "a wrong token is removed too");
+        headers.insert(TOKEN_HEADER, HeaderValue::from_static("t0k"));
+        assert!(h.take_returned(&mut headers));
+    }
+}
