@@ -11,10 +11,15 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** A running proxy server. It keeps the Node process alive until `stop()` (or `unref()`). */
 export declare class ProxyServer {
-  /** `http://host:port` of the proxy. */
+  /** `http://host:port` of the proxy (`https://` when it serves HTTPS). */
   get url(): string
   /** The port the proxy listens on. */
   get port(): number
+  /**
+   * The certificate the proxy serves, as PEM, when it serves HTTPS (`null` over plain HTTP): give
+   * it to a client as its `ca` to trust the proxy.
+   */
+  get certificate(): string | null
   /**
    * Adds a rule after the others, for requests that start from now on; returns its id.
    * Throws on a bad rule, leaving the running rules as they were.
@@ -51,6 +56,20 @@ export declare function __panicProbe(place: string): Promise<void>
 
 export interface CookieOptions {
   stripDomain?: boolean
+}
+
+/** `https: { key, cert }`: the certificate the proxy serves, as PEM files. */
+export interface HttpsOptions {
+  /** Path of the private key (PEM: PKCS#8, PKCS#1 or SEC1; not encrypted). */
+  key: string
+  /** Path of the certificate (PEM), leaf first, intermediates after it. */
+  cert: string
+  /** More certificates (paths) sent after `cert`: intermediates. */
+  ca?: string | string[]
+  /** Not supported (PKCS#12): rejected with the `openssl` commands that convert it to `key`/`cert`. */
+  pfx?: string
+  /** Not supported (encrypted keys): rejected with the `openssl` command that decrypts the key. */
+  passphrase?: string
 }
 
 /** Options of `start()`; names follow Browsersync's. */
@@ -97,6 +116,20 @@ export interface ProxyOptions {
    * proxy, e.g. `['http://localhost:5173']`; others get 403 (cross-site WebSocket hijacking).
    */
   allowedOrigins?: Array<string>
+  /**
+   * Serve HTTPS (HTTP/2 and HTTP/1.1 by ALPN). `true`: a self-signed certificate for localhost,
+   * 127.0.0.1, ::1 and `host`, generated at start (`server.certificate` gives its PEM);
+   * `{ key, cert }`: PEM files. Default: HTTPS when the target is `https:` (as Browsersync);
+   * `false` keeps plain HTTP.
+   */
+  https?: boolean | HttpsOptions
+  /**
+   * Fail with `EADDRINUSE` when `port` is taken, instead of taking the next free port
+   * (Browsersync's behaviour, the default).
+   */
+  strictPort?: boolean
+  /** Browsersync's name for the listen address; overrides `host`. */
+  listen?: string
 }
 
 /** What the server has done so far. */

@@ -26,6 +26,7 @@ mod security;
 mod server;
 mod state;
 mod stats;
+mod tls;
 mod websocket;
 
 pub use config::{ProxyConfig, Target};

@@ -120,7 +120,8 @@ impl RequestCtx {
             && !codec::accepted(accept_encoding.as_deref()).is_empty();
         RequestCtx {
             method: req.method().clone(),
-            local_host: header_string(headers, header::HOST).unwrap_or_else(|| shared.local_addr.to_string()),
+            local_host: crate::security::request_authority(req)
+                .map_or_else(|| shared.local_addr.to_string(), str::to_string),
             url: format!("{}{}", config.target.origin(), path_and_query),
             path_and_query,
             accept,
