@@ -75,7 +75,10 @@ export interface HttpsOptions {
 /** Options of `start()`; names follow Browsersync's. */
 export interface ProxyOptions {
   proxy: string | ProxyTargetOptions
-  /** Port to listen on (default 3000); 0 picks a free one. */
+  /**
+   * Port to listen on (default 3000). When it is in use, the next free port is taken and logged,
+   * as Browsersync does (see `strictPort`); 0 picks any free port.
+   */
   port?: number
   /**
    * Address to listen on (default `127.0.0.1`). `0.0.0.0` exposes the proxy, and through it the
@@ -153,7 +156,11 @@ export interface ProxyTargetOptions {
   reqHeaders?: Record<string, string>
   /** `{ stripDomain: true }` (default) removes `Domain=` from `Set-Cookie`. */
   cookies?: CookieOptions
-  /** Verify the upstream's TLS certificate (default true). `false` accepts self-signed ones. */
+  /**
+   * Verify the upstream's TLS certificate (default true) against the OS's trust store (where
+   * mkcert, Valet/Herd and Local install their CA) and the certificates of `NODE_EXTRA_CA_CERTS`.
+   * `false` accepts any certificate, as Browsersync always does.
+   */
   secure?: boolean
 }
 

@@ -137,6 +137,9 @@ fn pem_error(e: rustls::pki_types::pem::Error) -> String {
     }
 }
 
+/// The upstream verifier, and a warning for the log.
+pub(crate) type Trust = (Arc<dyn ServerCertVerifier>, Option<String>);
+
 /// The verifier of upstream certificates when `proxy.secure` is on (the default), built once per
 /// process, as Node reads `NODE_EXTRA_CA_CERTS` once.
 ///
@@ -148,8 +151,8 @@ fn pem_error(e: rustls::pki_types::pem::Error) -> String {
 /// `NODE_EXTRA_CA_CERTS`, which Node users already set for such CAs, are added on every OS. With
 /// no OS store at all (a bare container), Mozilla's roots (webpki-roots) stand in.
 /// The second value is a warning for the log (a `NODE_EXTRA_CA_CERTS` that could not be used).
-pub(crate) fn upstream_verifier() -> Result<(Arc<dyn ServerCertVerifier>, Option<String>), StartError> {
-    static VERIFIER: OnceLock<Result<(Arc<dyn ServerCertVerifier>, Option<String>), String>> = OnceLock::new();
+pub(crate) fn upstream_verifier() -> Result<Trust, StartError> {
+    static VERIFIER: OnceLock<Result<Trust, String>> = OnceLock::new();
     VERIFIER
         .get_or_init(|| {
             let (extra, warning) = node_extra_ca_certs();

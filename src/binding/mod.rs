@@ -55,7 +55,6 @@ pub fn start<'env>(env: &'env Env, options: Unknown) -> Result<PromiseRaw<'env, 
 /// `net.Server#listen` gives them.
 fn start_error(env: &Env, error: StartError) -> Error {
     let port = match &error {
-        StartError::Config(_) => None,
         StartError::PortInUse { port, .. } | StartError::NoFreePort { port, .. } => Some(*port),
         _ => None,
     };

@@ -31,7 +31,9 @@ pub struct ProxyTargetOptions {
     pub req_headers: Option<std::collections::HashMap<String, String>>,
     /// `{ stripDomain: true }` (default) removes `Domain=` from `Set-Cookie`.
     pub cookies: Option<CookieOptions>,
-    /// Verify the upstream's TLS certificate (default true). `false` accepts self-signed ones.
+    /// Verify the upstream's TLS certificate (default true) against the OS's trust store (where
+    /// mkcert, Valet/Herd and Local install their CA) and the certificates of `NODE_EXTRA_CA_CERTS`.
+    /// `false` accepts any certificate, as Browsersync always does.
     pub secure: Option<bool>,
 }
 
@@ -68,7 +70,8 @@ pub struct RewriteRule {
 pub struct ProxyOptions {
     #[napi(ts_type = "string | ProxyTargetOptions")]
     pub proxy: String,
-    /// Port to listen on (default 3000); 0 picks a free one.
+    /// Port to listen on (default 3000). When it is in use, the next free port is taken and logged,
+    /// as Browsersync does (see `strictPort`); 0 picks any free port.
     pub port: Option<u32>,
     /// Address to listen on (default `127.0.0.1`). `0.0.0.0` exposes the proxy, and through it the
     /// target, to the whole network.
