@@ -8,6 +8,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const http2 = require('node:http2')
+const net = require('node:net')
 const WebSocket = require('ws')
 const selfsigned = require('selfsigned')
 const { lib, startUpstream, request, withProxy, withTimeout, spawnNode, ACCEPT_HTML } = require('./helpers')
@@ -143,6 +144,10 @@ test('HTTP/2 by ALPN: Node\'s http2 client gets h2 and a rewritten page; :author
       assert.equal(host.body, `1.1 ${up.host}`)
       const upload = await get({ ':path': '/upload', ':method': 'POST' }, Buffer.alloc(100000, 'x'))
       assert.equal(upload.body, 'got 100000')
+      // redirects come back to the origin :authority names
+      const redirect = await get({ ':path': '/redirect', ':authority': `localhost:${server.port}` })
+      assert.equal(redirect.head[':status'], 302)
+      assert.equal(redirect.head.location, `https://localhost:${server.port}/next`)
       // DNS rebinding over h2: a foreign :authority gets the 403 a foreign Host gets
       const n = up.requests.length
       const foreign = await get({ ':path': '/page', ':authority': `evil.example:${server.port}` })
@@ -166,6 +171,15 @@ test('https: { key, cert } serves the given PEM files; server.certificate is the
     assert.equal(server.certificate.trim(), pems.cert.trim())
     const res = await request(`${server.url}/page`, { headers: { accept: ACCEPT_HTML }, ca: pems.cert })
     assert.equal(res.body.toString(), `<html><body><a href="//127.0.0.1:${server.port}/next">next</a></body></html>`)
+  })
+  // `ca` (Browsersync's): certificates sent after `cert`
+  const extra = await certificate()
+  const ca = path.join(dir, 'extra.pem')
+  fs.writeFileSync(ca, extra.cert)
+  await withProxy({ proxy: up.url, port: 0, https: { key, cert, ca: [ca] } }, async (server) => {
+    assert.equal(server.certificate, pems.cert + extra.cert)
+    const res = await request(`${server.url}/page`, { headers: { accept: ACCEPT_HTML }, ca: pems.cert })
+    assert.equal(res.status, 200)
   })
 })
 
@@ -220,6 +234,18 @@ test('an https target makes the proxy serve https (as Browsersync does); https: 
   } finally {
     await tup.close()
   }
+})
+
+test('a TLS client that never finishes its handshake is dropped (like a slow request head); others are served meanwhile', async () => {
+  await withProxy({ proxy: up.url, port: 0, https: true }, async (server) => {
+    const silent = net.connect(server.port, '127.0.0.1')
+    const closed = new Promise((resolve) => silent.once('close', resolve))
+    silent.on('error', () => {})
+    await new Promise((resolve) => silent.once('connect', resolve))
+    const res = await request(`${server.url}/page`, { headers: { accept: ACCEPT_HTML }, ca: server.certificate })
+    assert.equal(res.status, 200)
+    await withTimeout(closed, 30000, 'the proxy to close a connection without a handshake')
+  })
 })
 
 test('WebSockets through an https proxy (wss:// on an HTTP/1.1 TLS connection)', async () => {
@@ -297,6 +323,22 @@ test('upstream certificates from a local CA: 502 naming proxy.secure: false and 
     } finally {
       child.child.kill()
       await child.exited
+    }
+    // NODE_EXTRA_CA_CERTS naming a file that is not there: said once on stderr, and nothing more is trusted
+    const missing = path.join(dir, 'no-such-ca.pem')
+    const warned = spawnNode(path.join(__dirname, 'fixtures/proxy-child.js'), [], { NODE_EXTRA_CA_CERTS: missing })
+    try {
+      warned.child.send({ type: 'start', options: { proxy: tup.url, port: 0, https: false } })
+      const started = await warned.next('started')
+      const res = await request(`${started.url}/page`, { headers: { accept: ACCEPT_HTML } })
+      assert.equal(res.status, 502)
+      warned.child.send({ type: 'stop' })
+      await warned.next('stopped')
+      const { stderr } = warned.output()
+      assert.match(stderr, /\[devproxy\] NODE_EXTRA_CA_CERTS: '[^']*no-such-ca\.pem' cannot be read/)
+    } finally {
+      warned.child.kill()
+      await warned.exited
     }
   } finally {
     await tup.close()
