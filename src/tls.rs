@@ -150,10 +150,12 @@ pub(crate) type Trust = (Arc<dyn ServerCertVerifier>, Option<String>);
 /// reads the distribution's CA store, where `mkcert -install` puts it. The certificates of
 /// `NODE_EXTRA_CA_CERTS`, which Node users already set for such CAs, are added on every OS. With
 /// no OS store at all (a bare container), Mozilla's roots (webpki-roots) stand in.
-/// The second value is a warning for the log (a `NODE_EXTRA_CA_CERTS` that could not be used).
+/// The second value is a warning for the log (a `NODE_EXTRA_CA_CERTS` that could not be used),
+/// given to the first caller only: one line per process, as Node's own.
 pub(crate) fn upstream_verifier() -> Result<Trust, StartError> {
     static VERIFIER: OnceLock<Result<Trust, String>> = OnceLock::new();
-    VERIFIER
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let (verifier, warning) = VERIFIER
         .get_or_init(|| {
             let (extra, warning) = node_extra_ca_certs();
             let verifier: Arc<dyn ServerCertVerifier> =
@@ -170,7 +172,9 @@ pub(crate) fn upstream_verifier() -> Result<Trust, StartError> {
             Ok((verifier, warning))
         })
         .clone()
-        .map_err(StartError::Https)
+        .map_err(StartError::Https)?;
+    let first = !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed);
+    Ok((verifier, warning.filter(|_| first)))
 }
 
 /// The certificates of `NODE_EXTRA_CA_CERTS` (a PEM file), and a warning when it names a file
