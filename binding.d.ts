@@ -11,12 +11,17 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** A running proxy server. It keeps the Node process alive until `stop()` (or `unref()`). */
 export declare class ProxyServer {
-  /** `http://host:port` of the proxy. */
+  /** `http://host:port` of the proxy (`https://` when it serves HTTPS). */
   get url(): string
   /** The port the proxy listens on. */
   get port(): number
   /** The path to open first: `startPath`, or the path of the `proxy` URL; `null` when neither. */
   get startPath(): string | null
+  /**
+   * The certificate the proxy serves, as PEM, when it serves HTTPS (`null` over plain HTTP): give
+   * it to a client as its `ca` to trust the proxy.
+   */
+  get certificate(): string | null
   /**
    * Adds a rule after the others, for requests that start from now on; returns its id.
    * Throws on a bad rule, leaving the running rules as they were, and after `stop()`.
@@ -102,6 +107,20 @@ export interface HttpProxyOptions {
   changeOrigin?: boolean
 }
 
+/** `https: { key, cert }`: the certificate the proxy serves, as PEM files. */
+export interface HttpsOptions {
+  /** Path of the private key (PEM: PKCS#8, PKCS#1 or SEC1; not encrypted). */
+  key: string
+  /** Path of the certificate (PEM), leaf first, intermediates after it. */
+  cert: string
+  /** More certificates (paths) sent after `cert`: intermediates. */
+  ca?: string | string[]
+  /** Not supported (PKCS#12): rejected with the `openssl` commands that convert it to `key`/`cert`. */
+  pfx?: string
+  /** Not supported (encrypted keys): rejected with the `openssl` command that decrypts the key. */
+  passphrase?: string
+}
+
 /**
  * What lib/start.js prepared for the native server. Internal: built by `start()` of index.js from
  * `proxy.proxyReq`, `proxy.proxyReqWs`, `proxy.proxyRes` and `middleware`.
@@ -126,7 +145,10 @@ export interface MiddlewareHostOptions {
 /** Options of `start()`; names follow Browsersync's. */
 export interface ProxyOptions {
   proxy: string | ProxyTargetOptions
-  /** Port to listen on (default 3000); 0 picks a free one. */
+  /**
+   * Port to listen on (default 3000). When it is in use, the next free port is taken and logged,
+   * as Browsersync does (see `strictPort`); 0 picks any free port.
+   */
   port?: number
   /**
    * Address to listen on (default `127.0.0.1`). `0.0.0.0` exposes the proxy, and through it the
@@ -180,6 +202,20 @@ export interface ProxyOptions {
   startPath?: string
   /** Browsersync's top-level form of `proxy.ws`. */
   ws?: boolean
+  /**
+   * Serve HTTPS (HTTP/2 and HTTP/1.1 by ALPN). `true`: a self-signed certificate for localhost,
+   * 127.0.0.1, ::1 and `host`, generated at start (`server.certificate` gives its PEM);
+   * `{ key, cert }`: PEM files. Default: HTTPS when the target is `https:` (as Browsersync);
+   * `false` keeps plain HTTP.
+   */
+  https?: boolean | HttpsOptions
+  /**
+   * Fail with `EADDRINUSE` when `port` is taken, instead of taking the next free port
+   * (Browsersync's behaviour, the default).
+   */
+  strictPort?: boolean
+  /** Browsersync's name for the listen address; overrides `host`. */
+  listen?: string
 }
 
 /** What the server has done so far. */
@@ -203,7 +239,11 @@ export interface ProxyTargetOptions {
   reqHeaders?: Record<string, string>
   /** `{ stripDomain: true }` (default) removes `Domain=` from `Set-Cookie`. */
   cookies?: CookieOptions
-  /** Verify the upstream's TLS certificate (default true). `false` accepts self-signed ones. */
+  /**
+   * Verify the upstream's TLS certificate (default true) against the OS's trust store (where
+   * mkcert, Valet/Herd and Local install their CA) and the certificates of `NODE_EXTRA_CA_CERTS`.
+   * `false` accepts any certificate, as Browsersync always does.
+   */
   secure?: boolean
   /**
    * Browsersync's http-proxy options: `xfwd`, `secure` and `changeOrigin` are honoured; any other

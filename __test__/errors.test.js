@@ -78,10 +78,12 @@ test('rewrite() rejects the same unsupported features synchronously', () => {
   assert.throws(() => rewrite('a', [{ replace: 'x' }]), /match/)
 })
 
-test('a port in use is rejected with a message naming the port; a good start afterwards works', async () => {
+test('a port in use with strictPort is rejected with a message naming the port and code EADDRINUSE; a good start afterwards works', async () => {
+  // Without strictPort the proxy moves to the next free port, as Browsersync does (ports.test.js).
   const busy = await occupyPort(0)
   try {
-    await rejectsWith({ proxy: up.url, port: busy.port, host: '127.0.0.1' }, [new RegExp(String(busy.port))], 'port in use')
+    const err = await rejectsWith({ proxy: up.url, port: busy.port, host: '127.0.0.1', strictPort: true }, [new RegExp(String(busy.port))], 'port in use')
+    assert.equal(err.code, 'EADDRINUSE')
   } finally {
     await busy.close()
   }
@@ -146,7 +148,7 @@ test('upstreamTimeoutMs: an upstream that never answers gets a 502 once the time
   }
 })
 
-test('https targets: self-signed works with secure: false; the default (secure) gives a 502 naming the target and a certificate error', async () => {
+test('https targets: self-signed works with secure: false (the proxy then serves https, as Browsersync does); the default (secure) gives a 502 naming the target and a certificate error', async () => {
   const pems = await selfsigned.generate([{ name: 'commonName', value: '127.0.0.1' }], {
     keySize: 2048,
     algorithm: 'sha256',
@@ -170,12 +172,14 @@ test('https targets: self-signed works with secure: false; the default (secure) 
   try {
     assert.ok(tup.url.startsWith('https://'))
     await withProxy({ proxy: { target: tup.url, secure: false }, port: 0 }, async (server) => {
-      const res = await request(server.url + '/secure-page', { headers: { accept: ACCEPT_HTML } })
+      assert.match(server.url, /^https:/)
+      const ca = server.certificate
+      const res = await request(server.url + '/secure-page', { headers: { accept: ACCEPT_HTML }, ca })
       assert.equal(res.status, 200)
       assert.equal(res.body.toString(), `<html><body><a href="//127.0.0.1:${server.port}/next">n</a> ${tup.host}</body></html>`)
-      // Host is the target's; Origin/Referer become the https target origin; Location comes back to the local http origin
+      // Host is the target's; Origin/Referer become the https target origin; Location comes back to the proxy's https origin
       const n = tup.requests.length
-      const redirect = await request(server.url + '/to-next', { headers: { origin: server.url, referer: `${server.url}/from` } })
+      const redirect = await request(server.url + '/to-next', { headers: { origin: server.url, referer: `${server.url}/from` }, ca })
       assert.equal(redirect.status, 302)
       assert.equal(redirect.headers.location, `${server.url}/next?x=1`)
       assert.equal(tup.requests[n].headers.host, tup.host)
@@ -183,7 +187,7 @@ test('https targets: self-signed works with secure: false; the default (secure) 
       assert.equal(tup.requests[n].headers.referer, `${tup.url}/from`)
     })
     await withProxy({ proxy: tup.url, port: 0 }, async (server) => {
-      const res = await request(server.url + '/secure-page', { headers: { accept: ACCEPT_HTML } })
+      const res = await request(server.url + '/secure-page', { headers: { accept: ACCEPT_HTML }, ca: server.certificate })
       assert.equal(res.status, 502)
       const body = res.body.toString()
       assert.ok(body.includes(tup.host), `502 page must name the target: ${body}`)

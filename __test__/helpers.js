@@ -150,10 +150,10 @@ function connectRefused(port) {
  * Rejects with err.aborted = true when the response starts but does not complete (aborted / premature close),
  * and with the socket error when no response arrives at all.
  * opts: {method, headers, body (Buffer|string), timeout (failure guard, ms), onResponse(res), onData(chunk, res),
- *        collect (default true; false keeps no body)}.
+ *        collect (default true; false keeps no body), ca and rejectUnauthorized (https URLs: whom to trust)}.
  */
 function request(url, opts = {}) {
-  const { method = 'GET', headers = {}, body, timeout = 20000, onResponse, onData, collect = true } = opts
+  const { method = 'GET', headers = {}, body, timeout = 20000, onResponse, onData, collect = true, ca, rejectUnauthorized } = opts
   return new Promise((resolve, reject) => {
     let settled = false
     const done = (err, value) => {
@@ -164,7 +164,8 @@ function request(url, opts = {}) {
       else resolve(value)
     }
     const mod = url.startsWith('https:') ? https : http
-    const req = mod.request(url, { method, headers, agent: false })
+    const tls = mod === https ? { ca, rejectUnauthorized } : {}
+    const req = mod.request(url, { method, headers, agent: false, ...tls })
     const timer = setTimeout(() => {
       const err = new Error(`request ${method} ${url} timed out after ${timeout} ms`)
       err.timeout = true

@@ -51,7 +51,8 @@ test('an https upstream that offers h2 through ALPN is spoken to in HTTP/2, and 
   try {
     await withProxy({ proxy: { target, secure: false }, port: 0 }, async (server) => {
       for (let i = 0; i < 3; i++) {
-        const res = await request(server.url + '/', { headers: { accept: ACCEPT_HTML } })
+        // an https target: the proxy serves https too
+        const res = await request(server.url + '/', { headers: { accept: ACCEPT_HTML }, ca: server.certificate })
         assert.equal(res.status, 200)
         assert.equal(res.body.toString(), `<html><body><a href="//127.0.0.1:${server.port}/next">next</a></body></html>`)
       }

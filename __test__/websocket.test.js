@@ -197,7 +197,9 @@ test('WebSocket to an https target: tunnelled over TLS with secure: false (Origi
   const tup = await startUpstream({}, { tls: { key: pems.private, cert: pems.cert }, onUpgrade: (req, socket, head) => tlsWss.handleUpgrade(req, socket, head, (ws) => tlsWss.emit('connection', ws, req)) })
   try {
     await withProxy({ proxy: { target: tup.url, secure: false }, port: 0 }, async (server) => {
-      const c = connect(`ws://127.0.0.1:${server.port}/tls-sock`, [], { origin: server.url })
+      // an https target: the proxy serves https too, so the page's WebSocket is wss://
+      assert.match(server.url, /^https:/)
+      const c = connect(`wss://127.0.0.1:${server.port}/tls-sock`, [], { origin: server.url, ca: server.certificate })
       try {
         await c.opened
         assert.equal((await c.next()).data.toString(), 'tls hello /tls-sock')
@@ -211,7 +213,7 @@ test('WebSocket to an https target: tunnelled over TLS with secure: false (Origi
       }
     })
     await withProxy({ proxy: tup.url, port: 0 }, async (server) => {
-      const c = connect(`ws://127.0.0.1:${server.port}/tls-sock`)
+      const c = connect(`wss://127.0.0.1:${server.port}/tls-sock`, [], { ca: server.certificate })
       try {
         const err = await c.opened.then(
           () => assert.fail('upgrade through an unverified certificate should not succeed'),

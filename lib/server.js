@@ -29,6 +29,11 @@ class ProxyServer {
     return this.#native.startPath
   }
 
+  /** The served certificate as PEM when serving HTTPS, else null: a client's `ca` to trust the proxy. */
+  get certificate() {
+    return this.#native.certificate
+  }
+
   addRule(rule) {
     return this.#native.addRule(wrapProxyRule(rule))
   }

@@ -99,6 +99,26 @@ impl Target {
     }
 }
 
+/// Whether the proxy itself serves HTTPS (`https` option), and with which certificate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Https {
+    /// Option not given: HTTPS when the target is `https:`, as Browsersync does.
+    Auto,
+    /// Plain HTTP (`https: false`).
+    Off,
+    /// A self-signed certificate generated at start (`https: true`).
+    SelfSigned,
+    /// The user's PEM files (`https: { key, cert, ca }`).
+    Files {
+        /// The private key (PKCS#8, PKCS#1 or SEC1 PEM).
+        key: std::path::PathBuf,
+        /// The certificate chain, leaf first.
+        cert: std::path::PathBuf,
+        /// More certificates sent after the chain (Browsersync's `https.ca`: intermediates).
+        ca: Vec<std::path::PathBuf>,
+    },
+}
+
 /// Whether pages (responses the proxy may rewrite) are fetched compressed from the target.
 /// Other responses always get the client's codings: their bytes pass through untouched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,6 +250,10 @@ pub struct ProxyConfig {
     pub host: String,
     /// 0 picks any free port.
     pub port: u16,
+    /// Fail when `port` is taken, instead of moving to the next free one as Browsersync does.
+    pub strict_port: bool,
+    /// Whether the proxy serves HTTPS, and with which certificate.
+    pub https: Https,
     /// Tunnel WebSocket upgrades.
     pub ws: bool,
     /// Headers set on every upstream request.
@@ -339,6 +363,8 @@ impl ProxyConfig {
             target,
             host: "127.0.0.1".into(),
             port: 3000,
+            strict_port: false,
+            https: Https::Auto,
             ws: true,
             req_headers: Vec::new(),
             strip_cookie_domain: true,
@@ -366,6 +392,24 @@ impl ProxyConfig {
             middleware: None,
             xfwd: false,
             change_origin: true,
+        }
+    }
+
+    /// Whether the proxy serves HTTPS: `https` as given, else whether the target is `https:`.
+    pub fn serves_https(&self) -> bool {
+        match self.https {
+            Https::Auto => self.target.scheme == Scheme::Https,
+            Https::Off => false,
+            Https::SelfSigned | Https::Files { .. } => true,
+        }
+    }
+
+    /// `http` or `https`: the scheme of the proxy's own URLs (redirects, CORS origins).
+    pub fn local_scheme(&self) -> &'static str {
+        if self.serves_https() {
+            "https"
+        } else {
+            "http"
         }
     }
 
@@ -430,6 +474,9 @@ pub(crate) mod option_names {
         "logPrefix",
         "startPath",
         "ws",
+        "https",
+        "strictPort",
+        "listen",
     ];
     pub(crate) const PROXY_TARGET: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure", "proxyOptions"];
     pub(crate) const PROXY_OPTIONS: &[&str] = &["xfwd", "secure", "changeOrigin"];
@@ -437,6 +484,7 @@ pub(crate) mod option_names {
     pub(crate) const RULE: &[&str] = &["match", "replace", "fn", "paths"];
     pub(crate) const SNIPPET_OPTIONS: &[&str] = &["rule", "whitelist", "blacklist", "ignorePaths", "async"];
     pub(crate) const SNIPPET_RULE: &[&str] = &["match", "fn"];
+    pub(crate) const HTTPS: &[&str] = &["key", "cert", "ca", "pfx", "passphrase"];
 }
 
 #[cfg(test)]
@@ -538,6 +586,7 @@ mod tests {
             ("RewriteRule", option_names::RULE),
             ("SnippetOptions", option_names::SNIPPET_OPTIONS),
             ("SnippetRule", option_names::SNIPPET_RULE),
+            ("HttpsOptions", option_names::HTTPS),
         ] {
             let mut declared = interface_keys(&dts, interface);
             let mut parsed: Vec<String> = names.iter().map(|n| n.to_string()).collect();

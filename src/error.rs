@@ -116,14 +116,39 @@ pub enum StartError {
     /// The options were rejected before any socket was opened.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// Something else listens on the requested port: the common case gets its own advice.
-    #[error("port {port} is already in use on {host}: pick another port, or 0 for any free one")]
+    /// Something else listens on the requested port and `strictPort` forbids moving on: the common
+    /// case gets its own advice.
+    #[error(
+        "port {port} is already in use on {host} (strictPort): pick another port, 0 for any free one, \
+         or drop strictPort to take the next free one"
+    )]
     PortInUse {
         /// The host the proxy was to listen on.
         host: String,
         /// The port that is taken.
         port: u16,
     },
+    /// Every port from the requested one up to 65535 is taken.
+    #[error("port {port} and every port after it are in use on {host}: pick another port, or 0 for any free one")]
+    NoFreePort {
+        /// The host the proxy was to listen on.
+        host: String,
+        /// The port asked for, where the search started.
+        port: u16,
+    },
+    /// A file of `https: { key, cert, ca }` cannot be read or does not hold what it should.
+    #[error("option `https.{option}`: '{path}' {reason}")]
+    HttpsFile {
+        /// `key`, `cert` or `ca`.
+        option: &'static str,
+        /// The path as given.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The served certificate could not be set up (generation failed, or rustls refused the pair).
+    #[error("option `https`: {0}")]
+    Https(String),
     /// Any other failure to bind or listen.
     #[error("cannot listen on {addr}: {source}")]
     Bind {

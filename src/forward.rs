@@ -31,32 +31,27 @@ pub(crate) type RequestBody = http_body_util::combinators::BoxBody<bytes::Bytes,
 
 pub(crate) type UpstreamClient = Client<HttpsConnector<HttpConnector>, RequestBody>;
 
-/// The TLS settings for upstream connections: verified against the web PKI roots unless
-/// `verify` is false (self-signed dev certificates).
-pub(crate) fn tls_config(verify: bool, alpn: &[&[u8]]) -> Arc<ClientConfig> {
+/// The TLS settings for upstream connections: certificates checked by `verifier` (the OS's trust
+/// plus NODE_EXTRA_CA_CERTS, see [`crate::tls::upstream_verifier`]), or not at all when it is `None`
+/// (`proxy.secure: false`: self-signed dev certificates).
+pub(crate) fn tls_config(verifier: Option<Arc<dyn ServerCertVerifier>>, alpn: &[&[u8]]) -> Arc<ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions");
-    let mut config = if verify {
-        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-        builder.with_root_certificates(roots).with_no_client_auth()
-    } else {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
-            .with_no_client_auth()
-    };
+        .expect("ring supports the default protocol versions")
+        .dangerous();
+    let verifier = verifier.unwrap_or_else(|| Arc::new(AcceptAnyCertificate(provider)));
+    let mut config = builder.with_custom_certificate_verifier(verifier).with_no_client_auth();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Arc::new(config)
 }
 
-pub(crate) fn client(verify_tls: bool) -> UpstreamClient {
+pub(crate) fn client(verifier: Option<Arc<dyn ServerCertVerifier>>) -> UpstreamClient {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
     let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(Arc::unwrap_or_clone(tls_config(verify_tls, &[])))
+        .with_tls_config(Arc::unwrap_or_clone(tls_config(verifier, &[])))
         .https_or_http()
         .enable_http1()
         .enable_http2()

@@ -73,6 +73,14 @@ pub(crate) fn to_upstream(headers: &mut HeaderMap, config: &ProxyConfig, local_h
             headers.remove(header::ACCEPT_ENCODING);
         }
     }
+    // HTTP/2 clients may split Cookie into several fields; an HTTP/1.1 upstream expects one, joined
+    // with "; " (RFC 9113 §8.2.3).
+    if headers.get_all(header::COOKIE).iter().nth(1).is_some() {
+        let joined: Vec<&[u8]> = headers.get_all(header::COOKIE).iter().map(HeaderValue::as_bytes).collect();
+        if let Ok(value) = HeaderValue::from_bytes(&joined.join(&b"; "[..])) {
+            headers.insert(header::COOKIE, value);
+        }
+    }
     for (name, value) in &config.req_headers {
         headers.insert(name.clone(), value.clone());
     }
@@ -91,7 +99,7 @@ pub(crate) fn to_client(headers: &mut HeaderMap, status: StatusCode, config: &Pr
     remove_hop_by_hop(headers, status == StatusCode::SWITCHING_PROTOCOLS);
     if matches!(status.as_u16(), 201 | 301 | 302 | 303 | 307 | 308) {
         if let Some(location) = headers.get(header::LOCATION).and_then(|v| v.to_str().ok()) {
-            if let Some(rewritten) = target_url_to_local(location, &config.target, local_host) {
+            if let Some(rewritten) = target_url_to_local(location, config, local_host) {
                 if let Ok(value) = HeaderValue::from_str(&rewritten) {
                     headers.insert(header::LOCATION, value);
                 }
@@ -106,7 +114,8 @@ pub(crate) fn to_client(headers: &mut HeaderMap, status: StatusCode, config: &Pr
         .iter()
         .map(|v| match v.to_str().ok().and_then(crate::config::normalize_origin) {
             Some(origin) if origin == config.target.origin() => {
-                HeaderValue::from_str(&format!("http://{local_host}")).unwrap_or_else(|_| v.clone())
+                HeaderValue::from_str(&format!("{}://{local_host}", config.local_scheme()))
+                    .unwrap_or_else(|_| v.clone())
             }
             _ => v.clone(),
         })
@@ -156,14 +165,15 @@ pub(crate) fn for_rewritten_body(headers: &mut HeaderMap, encoding: codec::Encod
 }
 
 /// A URL on the target (absolute or protocol-relative) moved to the proxy's origin.
-fn target_url_to_local(url: &str, target: &Target, local_host: &str) -> Option<String> {
+fn target_url_to_local(url: &str, config: &ProxyConfig, local_host: &str) -> Option<String> {
+    let target = &config.target;
     let rest =
         url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).or_else(|| url.strip_prefix("//"))?;
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(end);
     let authority = authority.to_ascii_lowercase();
     let same_host = authority == target.authority() || authority == format!("{}:{}", target.host, target.port);
-    same_host.then(|| format!("http://{local_host}{path}"))
+    same_host.then(|| format!("{}://{local_host}{path}", config.local_scheme()))
 }
 
 /// `Set-Cookie` without its `Domain` attribute; every other attribute stays as it was.
@@ -203,6 +213,16 @@ mod tests {
     }
 
     #[test]
+    fn cookies_split_by_http2_are_joined_for_the_upstream() {
+        let mut h = HeaderMap::new();
+        h.append(header::COOKIE, HeaderValue::from_static("a=1"));
+        h.append(header::COOKIE, HeaderValue::from_static("b=2"));
+        to_upstream(&mut h, &config(), "localhost:3000", false);
+        let cookies: Vec<_> = h.get_all(header::COOKIE).iter().collect();
+        assert_eq!(cookies, ["a=1; b=2"]);
+    }
+
+    #[test]
     fn foreign_origins_are_left_alone() {
         let mut h = HeaderMap::new();
         h.insert(header::ORIGIN, HeaderValue::from_static("http://localhost:30001"));
@@ -220,20 +240,27 @@ mod tests {
         );
         h.append(header::SET_COOKIE, HeaderValue::from_static("b=2; domain=example.com"));
         to_client(&mut h, StatusCode::FOUND, &config(), "localhost:3000");
-        assert_eq!(h[header::LOCATION], "http://localhost:3000/login?next=/");
+        // An https target: the proxy serves https too (Browsersync's way), so its own URLs are https.
+        assert_eq!(h[header::LOCATION], "https://localhost:3000/login?next=/");
         let cookies: Vec<_> = h.get_all(header::SET_COOKIE).iter().map(|v| v.to_str().unwrap()).collect();
         assert_eq!(cookies, ["sid=1; Path=/; Secure; HttpOnly; SameSite=Lax", "b=2"]);
         let mut h = HeaderMap::new();
         h.insert(header::LOCATION, HeaderValue::from_static("https://other.com/x"));
         to_client(&mut h, StatusCode::FOUND, &config(), "localhost:3000");
         assert_eq!(h[header::LOCATION], "https://other.com/x");
+        let mut plain = config();
+        plain.https = crate::config::Https::Off;
+        let mut h = HeaderMap::new();
+        h.insert(header::LOCATION, HeaderValue::from_static("https://example.com/a"));
+        to_client(&mut h, StatusCode::FOUND, &plain, "localhost:3000");
+        assert_eq!(h[header::LOCATION], "http://localhost:3000/a", "https: false");
     }
 
     #[test]
     fn allow_origin_naming_the_target_names_the_proxy_and_others_pass() {
         for (upstream, client) in [
-            ("https://example.com", "http://localhost:3000"),
-            ("https://Example.com:443", "http://localhost:3000"),
+            ("https://example.com", "https://localhost:3000"),
+            ("https://Example.com:443", "https://localhost:3000"),
             ("*", "*"),
             ("null", "null"),
             ("http://example.com", "http://example.com"),

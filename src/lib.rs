@@ -29,6 +29,7 @@ mod security;
 mod server;
 mod state;
 mod stats;
+mod tls;
 pub mod warnings;
 mod websocket;
 

@@ -50,6 +50,9 @@ impl ProxyError {
             ProxyError::OriginNotAllowed(origin) => {
                 Some(format!("refused a WebSocket from Origin '{origin}': not in allowedOrigins"))
             }
+            ProxyError::Upstream { url, reason } if certificate_refused(reason) => {
+                Some(format!("{url}: {reason} (trust its CA through the system store or NODE_EXTRA_CA_CERTS, or set proxy.secure: false)"))
+            }
             ProxyError::Upstream { url, reason } | ProxyError::Rewrite { url, reason } => {
                 Some(format!("{url}: {reason}"))
             }
@@ -172,14 +175,34 @@ fn internal_error(path: &str, reason: &str) -> Response<ProxyBody> {
     html_page(StatusCode::INTERNAL_SERVER_ERROR, html, false)
 }
 
-/// The 502 page: names the target and what went wrong.
+/// Whether an upstream failure is the target's certificate being refused: rustls's
+/// `Error::InvalidCertificate` ("invalid peer certificate: UnknownIssuer", "...: NotValidForName"),
+/// whichever layer (connector, handshake) carried it here as text.
+pub(crate) fn certificate_refused(reason: &str) -> bool {
+    reason.contains("invalid peer certificate")
+}
+
+/// What to do about a refused certificate: a local CA (mkcert, Valet/Herd, Local) is trusted once it
+/// is in the OS store or NODE_EXTRA_CA_CERTS; `proxy.secure: false` skips the check.
+const CERTIFICATE_ADVICE: &str = "The target's TLS certificate was not accepted. If it is signed by a local CA \
+     (mkcert, Valet/Herd, Local), trust that CA in the system store (`mkcert -install`) or point \
+     NODE_EXTRA_CA_CERTS at its PEM file before starting Node; or set `proxy.secure: false` \
+     (`proxy: { target, secure: false }`) to skip verification for this target (Browsersync never verifies).";
+
+/// The 502 page: names the target and what went wrong (and, for a refused certificate, what to do).
 fn bad_gateway(url: &str, target: &str, reason: &str) -> Response<ProxyBody> {
+    let advice = if certificate_refused(reason) {
+        format!("<p>{}</p>\n", escape_html(CERTIFICATE_ADVICE).replace('`', ""))
+    } else {
+        String::new()
+    };
     let html = format!(
         "<!doctype html><meta charset=\"utf-8\"><title>502 Bad Gateway</title>\n\
-         <h1>502 Bad Gateway</h1>\n<p>devproxy-native could not get <code>{}</code> from the target <b>{}</b>.</p>\n<pre>{}</pre>\n",
+         <h1>502 Bad Gateway</h1>\n<p>devproxy-native could not get <code>{}</code> from the target <b>{}</b>.</p>\n<pre>{}</pre>\n{}",
         escape_html(url),
         escape_html(target),
-        escape_html(reason)
+        escape_html(reason),
+        advice
     );
     html_page(StatusCode::BAD_GATEWAY, html, true)
 }
@@ -200,6 +223,23 @@ mod tests {
         let ProxyBody::Full(Some(body)) = response.into_body() else { panic!("a full page") };
         let body = String::from_utf8(body.to_vec()).unwrap();
         assert!(body.contains("http://t/&lt;x&gt;") && body.contains("a &amp; b"), "{body}");
+    }
+
+    #[test]
+    fn a_refused_certificate_page_says_what_to_do() {
+        let page = |reason: &str| {
+            let error = ProxyError::Upstream { url: "https://t/".into(), reason: reason.into() };
+            let ProxyBody::Full(Some(body)) = error.page("https://t").into_body() else { panic!("a full page") };
+            String::from_utf8(body.to_vec()).unwrap()
+        };
+        let body = page("client error (Connect): invalid peer certificate: UnknownIssuer");
+        assert!(
+            body.contains("proxy.secure: false")
+                && body.contains("proxy: { target, secure: false }")
+                && body.contains("NODE_EXTRA_CA_CERTS"),
+            "{body}"
+        );
+        assert!(!page("connection refused").contains("secure: false"));
     }
 
     #[test]

@@ -26,6 +26,11 @@ pub(crate) fn host_name(authority: &str) -> Option<String> {
     (!host.is_empty()).then_some(host)
 }
 
+/// The host the client asked for: `Host`, or HTTP/2's `:authority` (the URI's authority).
+pub(crate) fn request_authority<B>(req: &Request<B>) -> Option<&str> {
+    req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).or_else(|| req.uri().authority().map(|a| a.as_str()))
+}
+
 /// `allowedHosts`, with the names `'auto'` adds resolved once when the server starts.
 #[derive(Debug)]
 pub(crate) struct HostGuard {
@@ -109,7 +114,9 @@ pub(crate) fn request_filter<B>(req: &Request<B>, local_addr: SocketAddr, hosts:
     if req.method() == Method::CONNECT {
         return Err(ProxyError::Connect);
     }
-    if let Some(authority) = req.uri().authority() {
+    // HTTP/2 names the host in `:authority`, which is the URI's authority: not absolute-form, and
+    // checked against allowedHosts below like Host.
+    if let Some(authority) = req.uri().authority().filter(|_| req.version() < http::Version::HTTP_2) {
         // Absolute-form is only accepted for the proxy itself: it is no forward proxy.
         let own = [local_addr.to_string(), format!("localhost:{}", local_addr.port())];
         if !own.iter().any(|name| authority.as_str().eq_ignore_ascii_case(name)) {
@@ -141,7 +148,7 @@ pub(crate) fn websocket_filter<B>(
     config: &ProxyConfig,
     hosts: &HostGuard,
 ) -> Result<(), ProxyError> {
-    let request_host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok());
+    let request_host = request_authority(req);
     let refused = req.headers().get_all(header::ORIGIN).iter().find(|origin| {
         !origin.to_str().is_ok_and(|origin| {
             origin_allowed(origin, request_host, local_addr, &config.target, &config.allowed_origins, hosts)

@@ -2,8 +2,10 @@
 //! request to the phases in [`crate::proxy`] behind a panic guard, and stops gracefully.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -11,10 +13,11 @@ use futures_util::FutureExt;
 use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
 
 use crate::body::ProxyBody;
 use crate::config::{LogLevel, ProxyConfig};
@@ -26,6 +29,7 @@ use crate::rewrite::Rule;
 use crate::security::HostGuard;
 use crate::state::{Phase, RuleStore, Shared};
 use crate::stats::{Stats, StatsSnapshot};
+use crate::tls;
 
 /// A client that sends its request headers slower than this is dropped (slowloris).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -36,6 +40,8 @@ const MAX_HEADER_BYTES: usize = 64 * 1024;
 pub struct ProxyServer {
     shared: Arc<Shared>,
     local_addr: SocketAddr,
+    /// The served certificate as PEM, when serving HTTPS.
+    certificate: Option<String>,
     stop: std::sync::Mutex<Option<oneshot::Sender<()>>>,
     task: tokio::sync::Mutex<Option<JoinHandle<()>>>,
 }
@@ -44,12 +50,28 @@ impl ProxyServer {
     /// Binds and starts serving on the current tokio runtime.
     pub async fn start(config: ProxyConfig) -> Result<ProxyServer, StartError> {
         let ip = resolve_listen_host(&config.host)?;
-        let addr = SocketAddr::new(ip, config.port);
-        let listener = TcpListener::bind(addr).await.map_err(|source| match source.kind() {
-            std::io::ErrorKind::AddrInUse => StartError::PortInUse { host: config.host.clone(), port: config.port },
-            _ => StartError::Bind { addr, source },
-        })?;
-        let local_addr = listener.local_addr().map_err(|source| StartError::Bind { addr, source })?;
+        let level = if config.quiet { LogLevel::Silent } else { config.log_level };
+        let stats = Arc::new(Stats::new(level, &config.log_prefix));
+        // Certificates: files, key generation and the OS trust store are read off the async workers.
+        let (https, host, verify) =
+            (config.serves_https().then(|| config.https.clone()), config.host.clone(), config.verify_tls);
+        let (served, verifier) = tokio::task::spawn_blocking(move || {
+            let served = https.map(|https| tls::served(&https, &host)).transpose()?;
+            let verifier = verify.then(tls::upstream_verifier).transpose()?;
+            Ok::<_, StartError>((served, verifier))
+        })
+        .await
+        .map_err(|e| StartError::Https(format!("setting up TLS failed: {e}")))??;
+        let verifier = verifier.map(|(verifier, warning)| {
+            if let Some(warning) = warning {
+                stats.log_error(&warning);
+            }
+            verifier
+        });
+        let listener = bind(ip, &config, &stats).await?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| StartError::Bind { addr: SocketAddr::new(ip, config.port), source })?;
         let (phase_tx, phase) = watch::channel(Phase::Serving);
         let rules = RuleStore::default();
         for (index, rule) in config.rules.iter().enumerate() {
@@ -60,15 +82,12 @@ impl ProxyServer {
             })?;
         }
         let shared = Arc::new(Shared {
-            client: forward::client(config.verify_tls),
-            websocket_tls: forward::tls_config(config.verify_tls, &[b"http/1.1"]),
+            client: forward::client(verifier.clone()),
+            websocket_tls: forward::tls_config(verifier, &[b"http/1.1"]),
             snippet: config.snippet.as_deref().map(|s| config.snippet_rule.clone().unwrap_or_else(|| Rule::snippet(s))),
             links: Rule::links(&config.target.link_host()),
             rules,
-            stats: Arc::new(Stats::new(
-                if config.quiet { LogLevel::Silent } else { config.log_level },
-                &config.log_prefix,
-            )),
+            stats,
             phase,
             hosts: HostGuard::new(&config.allowed_hosts, &config.host),
             local_addr,
@@ -77,11 +96,16 @@ impl ProxyServer {
         for warning in &shared.config.warnings {
             shared.stats.log_error(warning);
         }
+        let (acceptor, certificate) = match served {
+            Some(served) => (Some(served.acceptor), Some(served.certificate_pem)),
+            None => (None, None),
+        };
         let (stop_tx, stop_rx) = oneshot::channel();
-        let task = tokio::spawn(serve(listener, shared.clone(), stop_rx, phase_tx));
+        let task = tokio::spawn(serve(listener, acceptor, shared.clone(), stop_rx, phase_tx));
         Ok(ProxyServer {
             shared,
             local_addr,
+            certificate,
             stop: std::sync::Mutex::new(Some(stop_tx)),
             task: tokio::sync::Mutex::new(Some(task)),
         })
@@ -92,9 +116,14 @@ impl ProxyServer {
         self.local_addr
     }
 
-    /// `http://host:port` of the proxy.
+    /// `http://host:port` of the proxy, `https://` when it serves HTTPS.
     pub fn url(&self) -> String {
-        format!("http://{}", self.local_addr)
+        format!("{}://{}", self.shared.config.local_scheme(), self.local_addr)
+    }
+
+    /// The certificate the proxy serves, as PEM (`None` over plain HTTP): what a client trusts.
+    pub fn certificate(&self) -> Option<&str> {
+        self.certificate.as_deref()
     }
 
     /// The path to open first: `startPath`, or the path of the `proxy` URL (Browsersync's reading).
@@ -131,6 +160,34 @@ impl ProxyServer {
     }
 }
 
+/// Binds `port`, or (Browsersync's way, unless `strictPort`) the next free port after it, saying so.
+async fn bind(ip: IpAddr, config: &ProxyConfig, stats: &Stats) -> Result<TcpListener, StartError> {
+    let mut port = config.port;
+    loop {
+        let addr = SocketAddr::new(ip, port);
+        match TcpListener::bind(addr).await {
+            Ok(listener) => {
+                if port != config.port {
+                    stats.log_error(&format!(
+                        "port {} is in use on {}; listening on port {port} instead (strictPort: true forbids this)",
+                        config.port, config.host
+                    ));
+                }
+                return Ok(listener);
+            }
+            Err(source) if source.kind() == std::io::ErrorKind::AddrInUse => {
+                if config.strict_port || config.port == 0 {
+                    return Err(StartError::PortInUse { host: config.host.clone(), port: config.port });
+                }
+                port = port
+                    .checked_add(1)
+                    .ok_or_else(|| StartError::NoFreePort { host: config.host.clone(), port: config.port })?;
+            }
+            Err(source) => return Err(StartError::Bind { addr, source }),
+        }
+    }
+}
+
 fn resolve_listen_host(host: &str) -> Result<IpAddr, StartError> {
     if host.eq_ignore_ascii_case("localhost") {
         return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
@@ -143,6 +200,7 @@ fn resolve_listen_host(host: &str) -> Result<IpAddr, StartError> {
 
 async fn serve(
     listener: TcpListener,
+    tls: Option<TlsAcceptor>,
     shared: Arc<Shared>,
     mut stop: oneshot::Receiver<()>,
     phase: watch::Sender<Phase>,
@@ -153,6 +211,11 @@ async fn serve(
         .max_buf_size(MAX_HEADER_BYTES)
         .max_header_size(MAX_HEADER_BYTES)
         .keep_alive(true);
+    // HTTP/2, for TLS connections whose client chose it by ALPN. The connection is picked by ALPN
+    // rather than by hyper-util's auto builder, which sniffs the first bytes and whose HTTP/1 side
+    // lacks `max_header_size`: HTTP/1.1 over TLS is served exactly as plain HTTP/1.1 is.
+    let mut h2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    h2.timer(TokioTimer::new()).max_header_list_size(MAX_HEADER_BYTES as u32);
     // Each connection task holds a sender; when all are gone, every connection has closed.
     let (alive, mut all_closed) = mpsc::channel::<()>(1);
     // A connection is accepted only when a slot is free; the rest wait in the kernel's listen backlog.
@@ -179,25 +242,31 @@ async fn serve(
                 let _ = stream.set_nodelay(true);
                 let conn_shared = shared.clone();
                 let service = service_fn(move |req| handle(conn_shared.clone(), peer, req));
-                let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
                 let mut phase = shared.phase.clone();
                 let alive = alive.clone();
+                let (http, h2, tls) = (http.clone(), h2.clone(), tls.clone());
                 tokio::spawn(async move {
                     let _alive = alive;
                     let _slot = slot;
-                    let mut conn = std::pin::pin!(conn);
-                    loop {
-                        tokio::select! {
-                            _ = conn.as_mut() => break,
-                            changed = phase.changed() => {
-                                let current = *phase.borrow_and_update();
-                                match (changed, current) {
-                                    (Ok(()), Phase::Draining) => conn.as_mut().graceful_shutdown(),
-                                    (Ok(()), Phase::Serving) => {}
-                                    _ => break,
-                                }
-                            }
-                        }
+                    let Some(acceptor) = tls else {
+                        let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
+                        return drive(conn, |c| c.graceful_shutdown(), phase).await;
+                    };
+                    // A handshake is bounded like a request head (slowloris), and given up on at stop().
+                    let handshake = tokio::time::timeout(HEADER_READ_TIMEOUT, acceptor.accept(stream));
+                    let stream = tokio::select! {
+                        done = handshake => match done {
+                            Ok(Ok(stream)) => stream,
+                            _ => return,
+                        },
+                        _ = phase.wait_for(|&p| p != Phase::Serving) => return,
+                    };
+                    if stream.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2) {
+                        let conn = h2.serve_connection(TokioIo::new(stream), service);
+                        drive(conn, |c| c.graceful_shutdown(), phase).await
+                    } else {
+                        let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
+                        drive(conn, |c| c.graceful_shutdown(), phase).await
                     }
                 });
             }
@@ -214,6 +283,24 @@ async fn serve(
 /// The client's address, for `X-Forwarded-For` (`proxyOptions.xfwd`).
 #[derive(Clone, Copy)]
 pub(crate) struct ClientAddr(pub SocketAddr);
+/// Serves one connection until it ends: at `stop()` it finishes in-flight requests and takes no
+/// more (`shutdown`), and at the end of the grace period it is dropped.
+async fn drive<C: Future>(conn: C, shutdown: fn(Pin<&mut C>), mut phase: watch::Receiver<Phase>) {
+    let mut conn = std::pin::pin!(conn);
+    loop {
+        tokio::select! {
+            _ = conn.as_mut() => break,
+            changed = phase.changed() => {
+                let current = *phase.borrow_and_update();
+                match (changed, current) {
+                    (Ok(()), Phase::Draining) => shutdown(conn.as_mut()),
+                    (Ok(()), Phase::Serving) => {}
+                    _ => break,
+                }
+            }
+        }
+    }
+}
 
 /// Runs one request through the phases. A panic anywhere in them costs this request a 500 and a log
 /// line; the connection, the server and the Node process carry on.

@@ -165,7 +165,8 @@ impl RequestCtx {
         });
         RequestCtx {
             method: req.method().clone(),
-            local_host: header_string(headers, header::HOST).unwrap_or_else(|| shared.local_addr.to_string()),
+            local_host: crate::security::request_authority(req)
+                .map_or_else(|| shared.local_addr.to_string(), str::to_string),
             url: format!("{}{}", config.target.origin(), path_and_query),
             path_and_query,
             accept,

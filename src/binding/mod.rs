@@ -46,15 +46,37 @@ pub fn start<'env>(env: &'env Env, options: Unknown, js: Option<Unknown>) -> Res
         Ok((config, specs))
     });
     let keep_alive = parsed.as_ref().ok().map(|_| KeepAlive::new(env)).transpose()?;
-    env.spawn_future(async move {
+    let started = async move {
         let (mut config, specs) = parsed?;
         config.rules = compile_off_thread(specs).await?;
-        let server = core_server::ProxyServer::start(config).await.map_err(|e| match e {
-            StartError::Config(e) => config_error(e),
-            other => Error::new(Status::GenericFailure, other.to_string()),
-        })?;
-        Ok(JsProxyServer::new(server, keep_alive))
+        Ok(core_server::ProxyServer::start(config).await)
+    };
+    // The server, or the start error made on the JS thread, where it can carry Node's `code`.
+    env.spawn_future_with_callback(started, move |env, started| match started {
+        Ok(server) => Ok(JsProxyServer::new(server, keep_alive)),
+        Err(e) => Err(start_error(env, e)),
     })
+}
+
+/// A failed start as a JS error; a taken port gets Node's `code: 'EADDRINUSE'` and `port`, as
+/// `net.Server#listen` gives them.
+fn start_error(env: &Env, error: StartError) -> Error {
+    let port = match &error {
+        StartError::PortInUse { port, .. } | StartError::NoFreePort { port, .. } => Some(*port),
+        _ => None,
+    };
+    let plain = match error {
+        StartError::Config(e) => config_error(e),
+        other => Error::new(Status::GenericFailure, other.to_string()),
+    };
+    let Some(port) = port else { return plain };
+    let reason = plain.reason.clone();
+    let with_code = env.create_error(plain).and_then(|mut object| {
+        object.set_named_property("code", "EADDRINUSE")?;
+        object.set_named_property("port", u32::from(port))?;
+        Ok(Error::from(object.to_unknown()))
+    });
+    with_code.unwrap_or_else(|_| Error::new(Status::GenericFailure, reason))
 }
 
 /// Applies `rules` to a string with the engine the proxy runs on bodies, for trying rules. Equal to

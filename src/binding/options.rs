@@ -12,7 +12,7 @@ use napi_derive::napi;
 use super::replace::{DirectReplace, ThreadsafeReplace};
 use super::{config_error, get, invalid, type_name};
 use crate::config::{
-    AllowedHosts, LogLevel, ProxyConfig, Target, UpstreamCompression, MAX_CONNECTIONS_LIMIT, MAX_DURATION_MS,
+    AllowedHosts, Https, LogLevel, ProxyConfig, Target, UpstreamCompression, MAX_CONNECTIONS_LIMIT, MAX_DURATION_MS,
     MAX_MATCH_BYTES_LIMIT,
 };
 use crate::error::ConfigError;
@@ -33,7 +33,9 @@ pub struct ProxyTargetOptions {
     pub req_headers: Option<std::collections::HashMap<String, String>>,
     /// `{ stripDomain: true }` (default) removes `Domain=` from `Set-Cookie`.
     pub cookies: Option<CookieOptions>,
-    /// Verify the upstream's TLS certificate (default true). `false` accepts self-signed ones.
+    /// Verify the upstream's TLS certificate (default true) against the OS's trust store (where
+    /// mkcert, Valet/Herd and Local install their CA) and the certificates of `NODE_EXTRA_CA_CERTS`.
+    /// `false` accepts any certificate, as Browsersync always does.
     pub secure: Option<bool>,
     /// Browsersync's http-proxy options: `xfwd`, `secure` and `changeOrigin` are honoured; any other
     /// key is ignored with a warning naming it.
@@ -130,7 +132,8 @@ pub struct SnippetRule {
 pub struct ProxyOptions {
     #[napi(ts_type = "string | ProxyTargetOptions")]
     pub proxy: String,
-    /// Port to listen on (default 3000); 0 picks a free one.
+    /// Port to listen on (default 3000). When it is in use, the next free port is taken and logged,
+    /// as Browsersync does (see `strictPort`); 0 picks any free port.
     pub port: Option<u32>,
     /// Address to listen on (default `127.0.0.1`). `0.0.0.0` exposes the proxy, and through it the
     /// target, to the whole network.
@@ -178,13 +181,42 @@ pub struct ProxyOptions {
     pub start_path: Option<String>,
     /// Browsersync's top-level form of `proxy.ws`.
     pub ws: Option<bool>,
+    /// Serve HTTPS (HTTP/2 and HTTP/1.1 by ALPN). `true`: a self-signed certificate for localhost,
+    /// 127.0.0.1, ::1 and `host`, generated at start (`server.certificate` gives its PEM);
+    /// `{ key, cert }`: PEM files. Default: HTTPS when the target is `https:` (as Browsersync);
+    /// `false` keeps plain HTTP.
+    #[napi(ts_type = "boolean | HttpsOptions")]
+    pub https: Option<bool>,
+    /// Fail with `EADDRINUSE` when `port` is taken, instead of taking the next free port
+    /// (Browsersync's behaviour, the default).
+    pub strict_port: Option<bool>,
+    /// Browsersync's name for the listen address; overrides `host`.
+    pub listen: Option<String>,
+}
+
+/// `https: { key, cert }`: the certificate the proxy serves, as PEM files.
+// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
+#[allow(dead_code)]
+#[napi(object)]
+pub struct HttpsOptions {
+    /// Path of the private key (PEM: PKCS#8, PKCS#1 or SEC1; not encrypted).
+    pub key: String,
+    /// Path of the certificate (PEM), leaf first, intermediates after it.
+    pub cert: String,
+    /// More certificates (paths) sent after `cert`: intermediates.
+    #[napi(ts_type = "string | string[]")]
+    pub ca: Option<Vec<String>>,
+    /// Not supported (PKCS#12): rejected with the `openssl` commands that convert it to `key`/`cert`.
+    pub pfx: Option<String>,
+    /// Not supported (encrypted keys): rejected with the `openssl` command that decrypts the key.
+    pub passphrase: Option<String>,
 }
 
 // The keys of each options object live in config.rs, where a napi-free test checks them against binding.d.ts.
 use crate::config::option_names::{
-    COOKIE as COOKIE_OPTION_NAMES, PROXY as PROXY_OPTION_NAMES, PROXY_OPTIONS as HTTP_PROXY_OPTION_NAMES,
-    PROXY_TARGET as PROXY_TARGET_OPTION_NAMES, RULE as RULE_NAMES, SNIPPET_OPTIONS as SNIPPET_OPTION_NAMES,
-    SNIPPET_RULE as SNIPPET_RULE_NAMES,
+    COOKIE as COOKIE_OPTION_NAMES, HTTPS as HTTPS_OPTION_NAMES, PROXY as PROXY_OPTION_NAMES,
+    PROXY_OPTIONS as HTTP_PROXY_OPTION_NAMES, PROXY_TARGET as PROXY_TARGET_OPTION_NAMES, RULE as RULE_NAMES,
+    SNIPPET_OPTIONS as SNIPPET_OPTION_NAMES, SNIPPET_RULE as SNIPPET_RULE_NAMES,
 };
 
 /// An options object read through its declared keys. Reading a key that is not in the list, or
@@ -328,6 +360,16 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     }
     if let Some(host) = options.get("host")? {
         config.host = expect_string(host, "host")?;
+    }
+    // Browsersync's `listen` overrides `host`.
+    if let Some(listen) = options.get("listen")? {
+        config.host = expect_string(listen, "listen")?;
+    }
+    if let Some(strict) = options.get("strictPort")? {
+        config.strict_port = expect_bool(strict, "strictPort")?;
+    }
+    if let Some(https) = options.get("https")? {
+        config.https = parse_https(https)?;
     }
     if let Some(snippet) = options.get("snippet")? {
         // Browsersync's `true`/`false` says whether to inject; there is nothing to inject without a string.
@@ -554,6 +596,46 @@ fn parse_allowed_hosts(value: Unknown) -> Result<AllowedHosts> {
     }
     let entries = string_array(value, "allowedHosts", "host names, or 'auto' or 'all'")?;
     AllowedHosts::from_entries(&entries).map_err(config_error)
+}
+
+/// `https`: a boolean, or `{ key, cert, ca }` paths. Browsersync's `pfx` and `passphrase` are refused
+/// with the command that makes PEM files of them, rather than ignored.
+fn parse_https(value: Unknown) -> Result<Https> {
+    if value.get_type()? == ValueType::Boolean {
+        return Ok(if expect_bool(value, "https")? { Https::SelfSigned } else { Https::Off });
+    }
+    let fields = Fields::new(expect_object(value, "https")?, HTTPS_OPTION_NAMES);
+    if let Some(pfx) = fields.get("pfx")? {
+        let path = expect_string(pfx, "https.pfx")?;
+        return Err(invalid(format!(
+            "option `https.pfx` ('{path}') is not supported: convert the PKCS#12 file to PEM with \
+             `openssl pkcs12 -in '{path}' -nocerts -nodes -out key.pem` and \
+             `openssl pkcs12 -in '{path}' -clcerts -nokeys -out cert.pem`, then pass \
+             `https: {{ key: 'key.pem', cert: 'cert.pem' }}`"
+        )));
+    }
+    if let Some(passphrase) = fields.get("passphrase")? {
+        if !expect_string(passphrase, "https.passphrase")?.is_empty() {
+            return Err(invalid(
+                "option `https.passphrase` is not supported (encrypted keys): decrypt the key with \
+                 `openssl pkey -in key.pem -out key-decrypted.pem` and pass that file as `https.key`",
+            ));
+        }
+    }
+    let path = |name: &'static str| -> Result<std::path::PathBuf> {
+        let value = fields
+            .get(name)?
+            .ok_or_else(|| invalid(format!("option `https.{name}` is required: the path of a PEM file")))?;
+        Ok(expect_string(value, &format!("https.{name}"))?.into())
+    };
+    let (key, cert) = (path("key")?, path("cert")?);
+    let ca = match fields.get("ca")? {
+        None => Vec::new(),
+        Some(ca) if ca.get_type()? == ValueType::String => vec![expect_string(ca, "https.ca")?.into()],
+        Some(ca) => string_array(ca, "https.ca", "paths")?.into_iter().map(Into::into).collect(),
+    };
+    fields.finish();
+    Ok(Https::Files { key, cert, ca })
 }
 
 /// An array of strings; the error names the option, or the element that is not a string.

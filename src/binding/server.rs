@@ -53,7 +53,7 @@ impl JsProxyServer {
 
 #[napi]
 impl JsProxyServer {
-    /// `http://host:port` of the proxy.
+    /// `http://host:port` of the proxy (`https://` when it serves HTTPS).
     #[napi(getter, catch_unwind)]
     pub fn url(&self) -> String {
         self.url.clone()
@@ -69,6 +69,13 @@ impl JsProxyServer {
     #[napi(getter, catch_unwind)]
     pub fn start_path(&self) -> Option<String> {
         self.inner.start_path().map(str::to_string)
+    }
+
+    /// The certificate the proxy serves, as PEM, when it serves HTTPS (`null` over plain HTTP): give
+    /// it to a client as its `ca` to trust the proxy.
+    #[napi(getter, catch_unwind)]
+    pub fn certificate(&self) -> Option<String> {
+        self.inner.certificate().map(str::to_string)
     }
 
     /// Adds a rule after the others, for requests that start from now on; returns its id.
