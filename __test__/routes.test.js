@@ -5,7 +5,7 @@ const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const http = require('node:http')
 const WebSocket = require('ws')
-const { HOST, startUpstream, withProxy, withTimeout, lib, ACCEPT_HTML } = require('./helpers')
+const { HOST, startUpstream, deadPort, withProxy, withTimeout, lib, ACCEPT_HTML } = require('./helpers')
 
 let main // `proxy`
 let api // routes['/api']
@@ -154,6 +154,16 @@ test('a WebSocket under a route is tunnelled to the route target; ws: false on a
     ws.terminate()
     assert.notEqual(outcome, 'open')
     assert.equal(api.requests.filter((r) => r.upgrade).length, before, 'no upgrade reached the route target')
+  })
+})
+
+test('a route target that is down gives a 502 naming that target; the others still answer', async () => {
+  const dead = `http://127.0.0.1:${await deadPort()}`
+  await withProxy({ proxy: main.url, port: 0, routes: { '/down': dead } }, async (server) => {
+    const res = await get(server, '/down/x')
+    assert.equal(res.status, 502)
+    assert.match(res.body, new RegExp(`from the target <b>${dead.replace(/\./g, '\\.')}</b>`))
+    assert.equal((await get(server, '/')).body, 'main /')
   })
 })
 

@@ -285,3 +285,41 @@ fn redirect(location: &str) -> Response<ProxyBody> {
     }
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        pairs.iter().map(|(name, value)| (name.clone(), HeaderValue::from_str(value).unwrap())).collect()
+    }
+
+    #[test]
+    fn ranges_follow_rfc_9110() {
+        let range = |value: &str, len| requested_range(&headers(&[(header::RANGE, value)]), "W/\"t\"", "date", len);
+        assert_eq!(range("bytes=0-9", 100), Ok(Some(0..10)));
+        assert_eq!(range("bytes=90-", 100), Ok(Some(90..100)));
+        assert_eq!(range("bytes=95-200", 100), Ok(Some(95..100)));
+        assert_eq!(range("bytes=-10", 100), Ok(Some(90..100)));
+        assert_eq!(range("bytes=-500", 100), Ok(Some(0..100)));
+        assert_eq!(range("bytes=100-", 100), Err(()));
+        assert_eq!(range("bytes=0-0", 0), Err(()));
+        assert_eq!(range("bytes=0-1,5-6", 100), Ok(None));
+        assert_eq!(range("items=0-1", 100), Ok(None));
+        let stale = headers(&[(header::RANGE, "bytes=0-1"), (header::IF_RANGE, "\"other\"")]);
+        assert_eq!(requested_range(&stale, "W/\"t\"", "date", 100), Ok(None));
+    }
+
+    #[test]
+    fn validators_compare_weakly_and_by_whole_seconds() {
+        let modified = UNIX_EPOCH + Duration::from_millis(1_700_000_000_500);
+        let tag = |value: &str| not_modified(&headers(&[(header::IF_NONE_MATCH, value)]), "W/\"a-b\"", modified);
+        assert!(tag("W/\"a-b\"") && tag("\"a-b\"") && tag("\"x\", W/\"a-b\"") && tag("*"));
+        assert!(!tag("\"a-c\""));
+        let since = |t: SystemTime| {
+            not_modified(&headers(&[(header::IF_MODIFIED_SINCE, &httpdate::fmt_http_date(t))]), "W/\"a-b\"", modified)
+        };
+        assert!(since(modified) && since(modified + Duration::from_secs(5)));
+        assert!(!since(modified - Duration::from_secs(1)));
+    }
+}

@@ -37,6 +37,16 @@ impl ProxyError {
         matches!(self, ProxyError::Upstream { .. })
     }
 
+    /// The target URL the failure is about, when there is one.
+    pub(crate) fn url(&self) -> Option<&str> {
+        match self {
+            ProxyError::Upstream { url, .. }
+            | ProxyError::UpstreamBody { url, .. }
+            | ProxyError::Rewrite { url, .. } => Some(url),
+            _ => None,
+        }
+    }
+
     /// The log line, for the failures worth one.
     pub(crate) fn log_line(&self) -> Option<String> {
         match self {

@@ -70,7 +70,12 @@ pub(crate) fn fail(shared: &Shared, error: ProxyError) -> Response<ProxyBody> {
     if let Some(line) = error.log_line() {
         shared.stats.log_error(&line);
     }
-    error.page(&shared.config.target.origin())
+    // The target named is the one that failed, a route's or `proxy`'s: the origin its URL starts with.
+    let origin = error.url().and_then(|url| {
+        let authority = url.find("://")? + 3;
+        Some(url[..url[authority..].find('/').map_or(url.len(), |end| authority + end)].to_string())
+    });
+    error.page(&origin.unwrap_or_else(|| shared.config.target.origin()))
 }
 
 /// Body plan and respond: passthrough, or sniff, rewrite the start of the page before the headers go
