@@ -2,17 +2,19 @@
 // devproxy-native through its Node API, in its own process (a child of benches/run.js).
 const path = require('node:path');
 
-const [target, snippet] = process.argv.slice(2);
+const [target, snippet, staticDir] = process.argv.slice(2);
+// Workload 6's local files, under /static only: the other workloads' paths never look at the disk.
+const serveStatic = staticDir ? [{ route: '/static', dir: staticDir }] : undefined;
 
 (async () => {
   const lib = require(path.join(__dirname, '..', '..'));
   let server;
   try {
-    server = await lib.start({ proxy: target, port: 0, snippet, quiet: true });
+    server = await lib.start({ proxy: target, port: 0, snippet, quiet: true, serveStatic });
   } catch (err) {
     // An older build may not know `quiet`.
     if (!/quiet/i.test(String(err && err.message))) throw err;
-    server = await lib.start({ proxy: target, port: 0, snippet });
+    server = await lib.start({ proxy: target, port: 0, snippet, serveStatic });
   }
   process.send({ ready: true, port: server.port });
   process.on('disconnect', async () => {
