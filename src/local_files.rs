@@ -47,10 +47,7 @@ pub(crate) struct LocalFile {
 /// resolves outside the directory refuses the request. Blocking: call it off the runtime's workers.
 pub(crate) fn resolve(mounts: &[StaticMount], raw_path: &str, query: Option<&str>) -> Lookup {
     for mount in mounts {
-        let Some(rest) = raw_path.strip_prefix(mount.route.as_str()) else { continue };
-        if !(rest.is_empty() || rest.starts_with('/')) {
-            continue;
-        }
+        let Some(rest) = below(mount, raw_path) else { continue };
         let Ok(decoded) = percent_encoding::percent_decode_str(rest).decode_utf8() else { continue };
         let segments: Vec<&str> = decoded.split(['/', '\\']).filter(|s| !s.is_empty() && *s != ".").collect();
         if decoded.contains('\0') || segments.contains(&"..") {
@@ -87,6 +84,12 @@ pub(crate) fn resolve(mounts: &[StaticMount], raw_path: &str, query: Option<&str
     Lookup::Miss
 }
 
+/// The part of `raw_path` below the mount's route (`/assets` takes `/assets` and `/assets/...`).
+fn below<'a>(mount: &StaticMount, raw_path: &'a str) -> Option<&'a str> {
+    let rest = raw_path.strip_prefix(mount.route.as_str())?;
+    (rest.is_empty() || rest.starts_with('/')).then_some(rest)
+}
+
 /// Opens `path` if it really lies under `root` once symlinks are resolved.
 fn open_inside(root: &Path, path: &Path) -> Option<LocalFile> {
     let (root, real) = (std::fs::canonicalize(root).ok()?, std::fs::canonicalize(path).ok()?);
@@ -118,7 +121,9 @@ pub(crate) async fn answer<B>(
     idle: Duration,
     stats: &Arc<Stats>,
 ) -> Result<Option<Answer>, ProxyError> {
-    if mounts.is_empty() || !matches!(*req.method(), Method::GET | Method::HEAD) {
+    // Only a path under some route costs a trip to the blocking pool.
+    let path = req.uri().path();
+    if !matches!(*req.method(), Method::GET | Method::HEAD) || !mounts.iter().any(|m| below(m, path).is_some()) {
         return Ok(None);
     }
     let (mounts, path, query) = (mounts.clone(), req.uri().path().to_string(), req.uri().query().map(str::to_string));
