@@ -115,6 +115,28 @@ test('compressible files go out in the coding the client accepts; images and ran
   })
 })
 
+test('a compressed file is compressed once per version: the same bytes again, the new content once the file changes', async () => {
+  const file = path.join(root, 'changing.js')
+  fs.writeFileSync(file, 'console.log("first version");\n'.repeat(2000))
+  await withProxy({ proxy: up.url, port: 0, serveStatic: [root] }, async (server) => {
+    const get = () => raw(server, '/changing.js', { headers: { 'accept-encoding': 'gzip' } })
+    const first = await get()
+    const second = await get()
+    assert.equal(first.headers['content-encoding'], 'gzip')
+    assert.equal(first.headers['content-type'], 'text/javascript; charset=UTF-8') // RFC 9239's type; serve-static's mime 1 says application/javascript
+    assert.deepEqual(second.body, first.body)
+    assert.equal(second.headers['content-length'], String(second.body.length), 'a kept copy has its length')
+    assert.equal(second.headers['content-encoding'], 'gzip')
+    assert.equal(second.headers.etag, first.headers.etag)
+    fs.writeFileSync(file, 'console.log("second version, longer");\n'.repeat(2000))
+    const changed = await get()
+    assert.notEqual(changed.headers.etag, first.headers.etag)
+    assert.match(decodeBody(changed.body, 'gzip').toString(), /^console\.log\("second version, longer"\);\n/)
+    const br = await raw(server, '/changing.js', { headers: { 'accept-encoding': 'br' } })
+    assert.equal(decodeBody(br.body, 'br').toString(), 'console.log("second version, longer");\n'.repeat(2000))
+  })
+})
+
 test('ETag and Last-Modified give 304; a changed validator gives the file', async () => {
   await withProxy({ proxy: up.url, port: 0, serveStatic: [root] }, async (server) => {
     const first = await raw(server, '/hello.txt')

@@ -420,6 +420,43 @@ pub(crate) enum ProxyBody {
     Full(Option<Bytes>),
     Passthrough { prefix: Option<Bytes>, upstream: UpstreamBody },
     Rewrite(Box<RewriteState>),
+    Tee(Box<Tee>),
+}
+
+/// A body whose bytes are also kept, up to a limit, and handed to `done` once it has ended whole
+/// (a failed body, or one over the limit, hands nothing): how a compressed local file is cached.
+pub(crate) struct Tee {
+    inner: ProxyBody,
+    kept: Option<Vec<u8>>,
+    limit: usize,
+    done: Option<Box<dyn FnOnce(Bytes) + Send>>,
+}
+
+impl Tee {
+    pub(crate) fn new(inner: ProxyBody, limit: usize, done: Box<dyn FnOnce(Bytes) + Send>) -> Tee {
+        Tee { inner, kept: Some(Vec::new()), limit, done: Some(done) }
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                let data = frame.data_ref().map_or(&[][..], |d| &d[..]);
+                match &mut self.kept {
+                    Some(kept) if kept.len() + data.len() <= self.limit => kept.extend_from_slice(data),
+                    _ => self.kept = None,
+                }
+            }
+            Poll::Ready(Some(Err(_))) => self.kept = None,
+            Poll::Ready(None) => {
+                if let (Some(kept), Some(done)) = (self.kept.take(), self.done.take()) {
+                    done(kept.into());
+                }
+            }
+            Poll::Pending => {}
+        }
+        polled
+    }
 }
 
 pub(crate) struct RewriteState {
@@ -655,6 +692,7 @@ impl Body for ProxyBody {
             }
             // A panic while rewriting (a bug) ends this body as an error, which aborts this response
             // only; it must not unwind through hyper's connection task or further.
+            ProxyBody::Tee(tee) => tee.poll(cx),
             ProxyBody::Rewrite(state) => {
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| state.poll(cx))) {
                     Ok(poll) => poll,
@@ -672,6 +710,7 @@ impl Body for ProxyBody {
             ProxyBody::Full(bytes) => bytes.is_none(),
             ProxyBody::Passthrough { prefix, upstream } => prefix.is_none() && upstream.is_end_stream(),
             ProxyBody::Rewrite(_) => false,
+            ProxyBody::Tee(tee) => tee.inner.is_end_stream(),
         }
     }
 
@@ -679,6 +718,7 @@ impl Body for ProxyBody {
         match self {
             ProxyBody::Full(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
             ProxyBody::Passthrough { prefix: None, upstream } => upstream.size_hint(),
+            ProxyBody::Tee(tee) => tee.inner.size_hint(),
             _ => SizeHint::default(),
         }
     }

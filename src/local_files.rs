@@ -6,13 +6,14 @@
 
 use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 
-use crate::body::{self, Plan, ProxyBody, RequestFacts, UpstreamBody};
+use crate::body::{self, Plan, ProxyBody, RequestFacts, Tee, UpstreamBody};
 use crate::codec::{self, Encoding};
 use crate::config::StaticMount;
 use crate::pages::ProxyError;
@@ -111,7 +112,66 @@ pub(crate) enum Answer {
     /// A finished response: redirect, 304, 404, 416, a HEAD, or a byte range (never rewritten).
     Done(Response<ProxyBody>),
     /// The whole file as a 200, to go through the body plan like a proxied response.
-    File { head: http::response::Parts, body: UpstreamBody },
+    File { head: http::response::Parts, body: UpstreamBody, version: FileVersion },
+}
+
+/// One version of one file: what a compressed copy is kept under.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct FileVersion {
+    path: PathBuf,
+    len: u64,
+    modified: SystemTime,
+}
+
+/// Local text files compressed once per version and coding, then served from memory, so that an
+/// unchanged stylesheet is not compressed again on every request: at most [`CACHE_BYTES`] in all,
+/// least recently used first out; a file whose compressed form exceeds [`CACHE_ENTRY_BYTES`] is
+/// streamed and compressed every time.
+pub(crate) struct CompressedFiles {
+    /// The copies by version and coding token, and their total size.
+    cache: Mutex<(lru::LruCache<CopyKey, Bytes>, usize)>,
+}
+
+type CopyKey = (FileVersion, &'static str);
+
+const CACHE_BYTES: usize = 32 << 20;
+const CACHE_ENTRY_BYTES: usize = 1 << 20;
+
+impl CompressedFiles {
+    pub(crate) fn new() -> CompressedFiles {
+        CompressedFiles { cache: Mutex::new((lru::LruCache::unbounded(), 0)) }
+    }
+
+    /// The cached compressed copy of this file version in `encoding`.
+    pub(crate) fn get(&self, version: &FileVersion, encoding: Encoding) -> Option<Bytes> {
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        cache.0.get(&(version.clone(), encoding.token())).cloned()
+    }
+
+    /// `body`, whose bytes are kept as this version's copy once it has ended whole.
+    pub(crate) fn keep(self: &Arc<Self>, version: FileVersion, encoding: Encoding, body: ProxyBody) -> ProxyBody {
+        let files = self.clone();
+        let done = Box::new(move |bytes: Bytes| {
+            let mut guard = files.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            let (cache, total) = &mut *guard;
+            *total += bytes.len();
+            if let Some(old) = cache.put((version, encoding.token()), bytes) {
+                *total -= old.len();
+            }
+            while *total > CACHE_BYTES {
+                let Some((_, evicted)) = cache.pop_lru() else { break };
+                *total -= evicted.len();
+            }
+        });
+        ProxyBody::Tee(Box::new(Tee::new(body, CACHE_ENTRY_BYTES, done)))
+    }
+}
+
+/// The response for a cached compressed copy: the file's headers, `encoding`, its exact length.
+pub(crate) fn cached(mut head: http::response::Parts, encoding: Encoding, bytes: Bytes) -> Response<ProxyBody> {
+    crate::headers::for_rewritten_body(&mut head.headers, encoding);
+    head.headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    Response::from_parts(head, ProxyBody::full(bytes))
 }
 
 /// Looks the request up (on the blocking pool) and answers it; `None`: not ours, on to the proxy.
@@ -177,6 +237,7 @@ fn respond(file: LocalFile, method: &Method, request: &HeaderMap, idle: Duration
         return Answer::Done(bare(status, headers));
     }
     let label = file.path.display().to_string();
+    let version = FileVersion { path: file.path.clone(), len: file.len, modified: file.modified };
     let mut std_file = file.file;
     if range.start > 0 && std_file.seek(SeekFrom::Start(range.start)).is_err() {
         return Answer::Done(bare(StatusCode::INTERNAL_SERVER_ERROR, HeaderMap::new()));
@@ -189,7 +250,7 @@ fn respond(file: LocalFile, method: &Method, request: &HeaderMap, idle: Duration
     if status == StatusCode::PARTIAL_CONTENT {
         return Answer::Done(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream: body }));
     }
-    Answer::File { head, body }
+    Answer::File { head, body, version }
 }
 
 /// The body plan of a whole local file: the proxy's own choice (pages get the snippet and rules,

@@ -31,7 +31,7 @@ pub(crate) async fn proxy(shared: Arc<Shared>, req: Request<Incoming>) -> Result
     security::request_filter(&req, shared.local_addr, &shared.hosts)?;
     // Which target: a route's or `proxy`'s (routes.rs).
     let target = shared.upstream_for(req.uri().path());
-    let mut ctx = RequestCtx::new(&shared, target.config, &req);
+    let ctx = RequestCtx::new(&shared, target.config, &req);
     if target.config.ws && websocket::is_upgrade(&req) {
         security::websocket_filter(&req, shared.local_addr, target.config, &shared.hosts)?;
         return websocket::tunnel(shared.clone(), target, req, &ctx.local_host).await;
@@ -40,12 +40,7 @@ pub(crate) async fn proxy(shared: Arc<Shared>, req: Request<Incoming>) -> Result
     match local_files::answer(&shared.local_files, &req, shared.config.upstream_timeout, &shared.stats).await? {
         None => {}
         Some(Answer::Done(response)) => return Ok(response),
-        Some(Answer::File { head, body }) => {
-            // Read uncompressed on the client's behalf, like a page from a loopback target.
-            ctx.upstream_identity = true;
-            let plan = local_files::plan(&ctx.facts(), &head, shared.config.rewrite_text_types);
-            return body_phase(&shared, ctx, head, body, plan).await;
-        }
+        Some(Answer::File { head, body, version }) => return local_file_phase(&shared, ctx, head, body, version).await,
     }
     // Upstream request, then send, with its timeout and retry (forward.rs).
     let (parts, body) = req.into_parts();
@@ -60,6 +55,27 @@ pub(crate) async fn proxy(shared: Arc<Shared>, req: Request<Incoming>) -> Result
     // Body plan (body.rs), then respond.
     let plan = body::plan(&ctx.facts(), head.status, &head.headers, shared.config.rewrite_text_types);
     body_phase(&shared, ctx, head, upstream, plan).await
+}
+
+/// Body plan of a whole local file: as a proxied body's, except that compressed text that no rule
+/// touches is compressed once per file version and then served from memory (local_files.rs).
+async fn local_file_phase(
+    shared: &Arc<Shared>,
+    mut ctx: RequestCtx,
+    head: http::response::Parts,
+    body: UpstreamBody,
+    version: local_files::FileVersion,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    // Read uncompressed on the client's behalf, like a page from a loopback target.
+    ctx.upstream_identity = true;
+    let plan = local_files::plan(&ctx.facts(), &head, shared.config.rewrite_text_types);
+    let Plan::Compress { encode } = plan else { return body_phase(shared, ctx, head, body, plan).await };
+    if let Some(bytes) = shared.compressed_files.get(&version, encode) {
+        shared.stats.add_passed_through();
+        return Ok(local_files::cached(head, encode, bytes));
+    }
+    let response = body_phase(shared, ctx, head, body, plan).await?;
+    Ok(response.map(|body| shared.compressed_files.keep(version, encode, body)))
 }
 
 /// The answer to a failed request: counted, logged once, rendered (pages.rs).

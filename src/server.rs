@@ -20,6 +20,7 @@ use crate::body::ProxyBody;
 use crate::config::ProxyConfig;
 use crate::error::{panic_message, RuleError, StartError};
 use crate::forward;
+use crate::local_files::CompressedFiles;
 use crate::pages::ProxyError;
 use crate::proxy;
 use crate::rewrite::Rule;
@@ -72,6 +73,7 @@ impl ProxyServer {
             local_addr,
             routes: Routes::new(&config),
             local_files: Arc::new(config.serve_static.clone()),
+            compressed_files: Arc::new(CompressedFiles::new()),
             config,
         });
         let (stop_tx, stop_rx) = oneshot::channel();

@@ -16,6 +16,7 @@ use crate::codec;
 use crate::config::{ProxyConfig, StaticMount};
 use crate::error::RuleError;
 use crate::forward::UpstreamClient;
+use crate::local_files::CompressedFiles;
 use crate::rewrite::{Rule, MAX_RULES};
 use crate::routes::{Routes, Upstream};
 use crate::security::HostGuard;
@@ -73,6 +74,8 @@ pub(crate) struct Shared {
     pub routes: Routes,
     /// `serveStatic`: directories answered before any target (shared with the blocking lookups).
     pub local_files: Arc<Vec<StaticMount>>,
+    /// Compressed copies of local text files.
+    pub compressed_files: Arc<CompressedFiles>,
 }
 
 impl Shared {
