@@ -241,9 +241,18 @@ for (const [name, pathname] of [
   })
 }
 
-test('a symlink inside the root is served', async () => {
+test('a symlink inside the root is served; a root given through a symlink serves its files and still refuses escapes', async () => {
   await withProxy({ proxy: up.url, port: 0, serveStatic: [root] }, async (server) => {
     assert.equal((await raw(server, '/inside.txt')).body.toString(), 'hello from root')
+  })
+  const link = path.join(tmp, 'root-link')
+  fs.symlinkSync(root, link)
+  await withProxy({ proxy: up.url, port: 0, serveStatic: [link] }, async (server) => {
+    assert.equal((await raw(server, '/hello.txt')).body.toString(), 'hello from root')
+    assert.equal((await raw(server, '/inside.txt')).body.toString(), 'hello from root')
+    const escape = await raw(server, '/escape.txt')
+    assert.equal(escape.status, 404)
+    assert.doesNotMatch(escape.body.toString(), new RegExp(SECRET))
   })
 })
 

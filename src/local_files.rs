@@ -93,8 +93,10 @@ fn below<'a>(mount: &StaticMount, raw_path: &'a str) -> Option<&'a str> {
 
 /// Opens `path` if it really lies under `root` once symlinks are resolved.
 fn open_inside(root: &Path, path: &Path) -> Option<LocalFile> {
-    let (root, real) = (std::fs::canonicalize(root).ok()?, std::fs::canonicalize(path).ok()?);
-    if !real.starts_with(&root) {
+    let real = std::fs::canonicalize(path).ok()?;
+    // A canonical path under `root` as written is under it (none of its components is a symlink);
+    // otherwise the root itself may be reached through one: compare with its canonical form.
+    if !real.starts_with(root) && !std::fs::canonicalize(root).is_ok_and(|root| real.starts_with(root)) {
         return None;
     }
     let file = std::fs::File::open(&real).ok()?;
