@@ -175,4 +175,5 @@ test('bad routes are refused, naming the route', async () => {
   await assert.rejects(start({ '/api': { ws: true } }), /routes\['\/api'\] has no `target`/)
   await assert.rejects(start({ '/api': 'ftp://127.0.0.1' }), /routes\['\/api'\].*unsupported scheme/)
   await assert.rejects(start({ '/api': { target: api.url, reqHeaders: { 'bad header': 'x' } } }), /routes\['\/api'\].*reqHeaders/)
+  await assert.rejects(start({ '/api': api.url, '/api/': v2.url }), /routes\['\/api\/'\]` repeats the prefix '\/api'/)
 })

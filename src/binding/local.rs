@@ -181,6 +181,9 @@ pub(super) fn parse_routes(value: Unknown) -> Result<Vec<Route>> {
                 )))
             }
         };
+        if routes.iter().any(|r: &Route| r.prefix == route.prefix) {
+            return Err(invalid(format!("option `{name}` repeats the prefix '{}'", route.prefix)));
+        }
         routes.push(route);
     }
     Ok(routes)
