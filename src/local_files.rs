@@ -340,7 +340,7 @@ fn bare(status: StatusCode, headers: HeaderMap) -> Response<ProxyBody> {
 
 /// serve-static's redirect of a directory to its trailing-slash form.
 fn redirect(location: &str) -> Response<ProxyBody> {
-    let escaped = location.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+    let escaped = crate::pages::escape_html(location);
     let html = format!(
         "<!doctype html><meta charset=\"utf-8\"><title>Redirecting</title>\n<pre>Redirecting to {escaped}</pre>\n"
     );

@@ -175,7 +175,7 @@ fn bad_gateway(url: &str, target: &str, reason: &str) -> Response<ProxyBody> {
     html_page(StatusCode::BAD_GATEWAY, html, true)
 }
 
-fn escape_html(text: &str) -> String {
+pub(crate) fn escape_html(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
