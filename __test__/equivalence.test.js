@@ -384,7 +384,7 @@ function assertEquivalent(r, label, { compressed = false, skip = [], anyCase = [
 
 // ---------------------------------------------------------------------------------------------------------------
 
-describe('equivalence with browser-sync 3: behaviour that exists today', () => {
+describe('equivalence with browser-sync 3: Browsersync's proxy behaviour', () => {
   let otherPort
   before(async () => {
     otherPort = await deadPort()
@@ -701,7 +701,7 @@ describe('deliberate differences from browser-sync 3 (stated and checked)', () =
 
 // ---------------------------------------------------------------------------------------------------------------
 
-describe('equivalence with browser-sync 3: options of issue 12 (in progress: expected to fail before the merge)', () => {
+describe('equivalence with browser-sync 3: options of issue 12 (serveStatic, snippetOptions, paths, fn rules, hooks, middleware, https)', () => {
   let otherPort
   before(async () => {
     otherPort = await deadPort()

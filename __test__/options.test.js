@@ -291,7 +291,7 @@ test('logLevel: silent writes nothing, debug a line per request; quiet stays an 
       const err = await stderrUpTo(child, 2)
       const label = JSON.stringify(extra)
       assert.equal(err.includes('option `open`'), expectWarning, `${label}: ${err}`)
-      assert.equal(err.includes(`[devproxy] GET ${up.url}/page -> 200`), expectRequest, `${label}: ${err}`)
+      assert.equal(err.includes(`[devproxy] GET /page -> 200`), expectRequest, `${label}: ${err}`)
     } finally {
       await child.kill()
     }

@@ -45,7 +45,19 @@ const WORKLOADS = [
   { id: 1, name: '100 KB HTML, upstream gzip (pre-compressed)', path: '/page.html', headers: ['Accept: text/html', 'Accept-Encoding: gzip, deflate, br'] },
   { id: 2, name: '100 KB per-request-unique HTML (gzip on the fly)', path: '/unique.html', headers: ['Accept: text/html', 'Accept-Encoding: gzip, deflate, br'] },
   { id: 3, name: '50 KB binary (image/png) passthrough', path: '/image.png', headers: ['Accept: image/avif,image/webp,*/*', 'Accept-Encoding: gzip, deflate, br'] },
+  // Served from a local dir by each contender's serveStatic ({ route: '/static', dir: STATIC_DIR }): only those two.
+  { id: 6, name: '100 KB CSS from serveStatic (local file)', path: '/static/app.css', headers: ['Accept: text/css,*/*;q=0.1', 'Accept-Encoding: gzip, deflate, br'], only: ['devproxy-native', 'browser-sync'] },
 ];
+const STATIC_DIR = path.join(WORK, 'static');
+/** The local file of workload 6: ~100 KB of CSS rules (distinct lines, so it compresses like a real stylesheet). */
+function writeStaticFile() {
+  fs.mkdirSync(STATIC_DIR, { recursive: true });
+  const lines = [];
+  for (let i = 0; Buffer.byteLength(lines.join('\n')) < 100 * 1024; i++) {
+    lines.push(`.c${i} > .item-${(i * 7919) % 1000} { margin: ${i % 17}px ${i % 5}px; color: #${((i * 2654435761) >>> 8).toString(16).padStart(6, '0').slice(0, 6)}; }`);
+  }
+  fs.writeFileSync(path.join(STATIC_DIR, 'app.css'), lines.join('\n'));
+}
 const CLK_TCK = Number(tryExec('getconf', ['CLK_TCK']) || 100);
 const T0 = Date.now();
 
@@ -349,11 +361,11 @@ async function startContender(name, upstream) {
       const snapshot = path.join(WORK, 'devproxy-native.snapshot.node');
       fs.copyFileSync(ADDON, snapshot);
       const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
-      const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET], name, env);
+      const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, STATIC_DIR], name, env);
       return { name, port: c.port, pids: () => [c.child.pid], child: c.child };
     }
     case 'browser-sync': {
-      const c = await forkChild(path.join(__dirname, 'lib', 'browser-sync-child.js'), [upstream.url, String(await freePort())], name);
+      const c = await forkChild(path.join(__dirname, 'lib', 'browser-sync-child.js'), [upstream.url, String(await freePort()), STATIC_DIR], name);
       return { name, port: c.port, pids: () => [c.child.pid], child: c.child };
     }
     case 'nginx': {
@@ -531,10 +543,10 @@ async function hookWorkload(contenders, upstream) {
   const plain = contenders.find((c) => c.name === 'devproxy-native');
   if (!plain) return null;
   const w1 = WORKLOADS.find((w) => w.id === 1);
-  log(`workload 6: ${w1.name} through a proxyReq hook that sets a header`);
+  log(`workload 7: ${w1.name} through a proxyReq hook that sets a header`);
   const snapshot = path.join(WORK, 'devproxy-native.snapshot.node');
   const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
-  const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, 'hook'], 'devproxy-native+hook', env);
+  const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, '', 'hook'], 'devproxy-native+hook', env);
   const hooked = { name: 'devproxy-native + proxyReq', port: c.port, pids: () => [c.child.pid], child: c.child };
   const probeRow = await probe(hooked, w1.path, upstream);
   const rows = { plain: [], hooked: [] };
@@ -681,10 +693,12 @@ function markdown(res) {
   L.push('');
   for (const w of WORKLOADS) {
     const rows = load[w.id];
+    if (!rows) continue;
     L.push(`### Workload ${w.id}: ${w.name}`);
     L.push('');
+    if (w.only) L.push(`Served by ${w.only.join(' and ')} from a local directory with their \`serveStatic\` (\`{ route: '/static', dir }\`); the others have no such option.`, '');
     const columns = [['contender'], ['req/s', 1], ['p50 ms', 1], ['p99 ms', 1], ['body bytes (encoding)'], ['wire bytes/resp', 1], ['links left / snippet'], ['CPU s per run', 1], ['req per CPU-s', 1], ['upstream CPU s', 1], ['errors', 1]];
-    table(L, columns, names.map((n) => {
+    table(L, columns, names.filter((n) => rows[n]).map((n) => {
       const r = rows[n];
       const p = r.probe;
       const rew = p.upstreamHostLeft === undefined ? '-' : `${p.upstreamHostLeft} / ${p.snippet ? 'yes' : 'no'}`;
@@ -712,7 +726,7 @@ function markdown(res) {
   L.push('');
   if (res.hook) {
     const h = res.hook;
-    L.push('### Workload 6: workload 1 through a `proxy.proxyReq` hook that sets a header');
+    L.push('### Workload 7: workload 1 through a `proxy.proxyReq` hook that sets a header');
     L.push('');
     table(L, [['devproxy-native'], ['req/s', 1], ['p50 ms', 1], ['p99 ms', 1]], [
       ['plain', f(h.plain.rps), f(h.plain.p50_ms, 2), f(h.plain.p99_ms, 2)],
@@ -753,6 +767,11 @@ function targets(res) {
       text: `workload ${id}: response ${rows[D].probe.wireBytes} B ${rows[D].probe.encoding} = ${f(x, 2)}x the upstream's compressed ${upBytes} B (target ≤ 1.5x)`,
     });
   }
+  const w6 = load[6];
+  if (w6 && w6[D] && w6['browser-sync']) {
+    const x = ratio(w6[D].rps, w6['browser-sync'].rps);
+    out.push({ ok: x >= 5, text: `workload 6: serveStatic file at ${f(w6[D].rps)} req/s = ${f(x, 2)}x browser-sync (target ≥ 5x)` });
+  }
   const w3 = load[3];
   if (has('browser-sync')) {
     const x = ratio(w3[D].rps, w3['browser-sync'].rps);
@@ -766,7 +785,7 @@ function targets(res) {
   out.push({ ok: big[D].peakRssMb < 100, text: `workload 4: peak RSS ${f(big[D].peakRssMb, 1)} MB during 4 concurrent downloads, of which ${f(big[D].baselineRssMb, 1)} MB is the idle Node process (target < 100 MB)` });
   if (res.hook) {
     const x = ratio(res.hook.hooked.rps, res.hook.plain.rps);
-    out.push({ ok: x >= 0.8, text: `workload 6: a proxyReq hook keeps ${f(x * 100, 0)}% of workload 1's req/s (${f(res.hook.hooked.rps)} vs ${f(res.hook.plain.rps)}; target ≥ 80%)` });
+    out.push({ ok: x >= 0.8, text: `workload 7: a proxyReq hook keeps ${f(x * 100, 0)}% of workload 1's req/s (${f(res.hook.hooked.rps)} vs ${f(res.hook.plain.rps)}; target ≥ 80%)` });
   }
   const s = sseRows[D];
   out.push({ ok: s.events === 50 && s.max_ms <= 5, text: `workload 5: ${s.events}/50 events, median ${f(s.median_ms, 2)} ms, max ${f(s.max_ms, 2)} ms (target: each within 5 ms)` });
@@ -802,6 +821,7 @@ async function main() {
   }
   ensureTools();
   log(`contenders: ${cfg.contenders.join(', ')}; wrk -t${cfg.threads} -c${cfg.connections} -d${cfg.duration}s x ${cfg.runs} runs`);
+  writeStaticFile();
   const upstream = await startUpstream();
   log(`upstream on ${upstream.url}: ${JSON.stringify(upstream.sizes)}`);
   const contenders = [];
@@ -816,7 +836,10 @@ async function main() {
     log(`  check ${c.name}: ${JSON.stringify(p)}`);
   }
   const load = {};
-  for (const w of WORKLOADS) load[w.id] = await loadWorkload(w, contenders, upstream);
+  for (const w of WORKLOADS) {
+    const some = w.only ? contenders.filter((c) => w.only.includes(c.name)) : contenders;
+    if (some.length) load[w.id] = await loadWorkload(w, some, upstream);
+  }
   const big = await bigWorkload(contenders);
   const sseRows = await sseWorkload(contenders);
   const hook = await hookWorkload(contenders, upstream);

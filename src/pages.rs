@@ -41,6 +41,16 @@ impl ProxyError {
         matches!(self, ProxyError::Upstream { .. })
     }
 
+    /// The target URL the failure is about, when there is one.
+    pub(crate) fn url(&self) -> Option<&str> {
+        match self {
+            ProxyError::Upstream { url, .. }
+            | ProxyError::UpstreamBody { url, .. }
+            | ProxyError::Rewrite { url, .. } => Some(url),
+            _ => None,
+        }
+    }
+
     /// The log line, for the failures worth one.
     pub(crate) fn log_line(&self) -> Option<String> {
         match self {
@@ -207,7 +217,7 @@ fn bad_gateway(url: &str, target: &str, reason: &str) -> Response<ProxyBody> {
     html_page(StatusCode::BAD_GATEWAY, html, true)
 }
 
-fn escape_html(text: &str) -> String {
+pub(crate) fn escape_html(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 

@@ -1,9 +1,10 @@
 //! One request's way through the proxy, in the order it meets the phases (Pingora's lesson, as plain
-//! functions): request filter → middleware → upstream request → request hook → send → response hook →
-//! response headers → body plan → respond.
+//! functions): request filter → target (route) → local files → middleware → upstream exchange
+//! (upstream request, request hook, send, response hook, response headers) → body plan → respond.
 //! Each phase lives in the module its name says; this file only puts them in order. Any failure is a
 //! [`ProxyError`], turned into the client's answer in one place, [`fail`].
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use http::{Request, Response};
@@ -15,17 +16,32 @@ use crate::config::PANIC_PROBE_PREFIX;
 use crate::forward;
 use crate::headers;
 use crate::hooks;
+use crate::local_files::{self, Answer};
 use crate::middleware;
 use crate::pages::ProxyError;
 use crate::rewrite::Rewriter;
+use crate::routes::Upstream;
 use crate::security;
 use crate::server::ClientAddr;
 use crate::state::{header_pairs, RequestCtx, Shared};
 use crate::websocket;
 
-/// Runs a request through every phase.
-pub(crate) async fn proxy(shared: Arc<Shared>, mut req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
-    // A request the middleware host sent on with `next()` skips the middleware, and was counted already.
+/// Runs a request through every phase; at `logLevel: 'debug'`, logs one line for it.
+pub(crate) async fn proxy(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
+    let debug = shared.stats.debug_enabled().then(|| format!("{} {}", req.method(), req.uri()));
+    let response = phases(&shared, req).await;
+    if let Some(request) = debug {
+        shared.stats.log_debug(|| match &response {
+            Ok(response) => format!("{request} -> {}", response.status().as_u16()),
+            Err(e) => format!("{request} -> failed: {e:?}"),
+        });
+    }
+    response
+}
+
+async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
+    // A request the middleware host sent on with `next()` has been through local files and
+    // middleware already, and was counted.
     let returned = shared.config.middleware.as_ref().is_some_and(|host| host.take_returned(req.headers_mut()));
     if !returned {
         shared.stats.add_request();
@@ -35,29 +51,65 @@ pub(crate) async fn proxy(shared: Arc<Shared>, mut req: Request<Incoming>) -> Re
     }
     // Request filter (security.rs).
     security::request_filter(&req, shared.local_addr, &shared.hosts)?;
-    let ctx = RequestCtx::new(&shared, &req);
-    let config = &shared.config;
-    if config.ws && websocket::is_upgrade(&req) {
-        security::websocket_filter(&req, shared.local_addr, config, &shared.hosts)?;
-        return websocket::tunnel(shared.clone(), req, &ctx.local_host).await;
+    // Which target: a route's or `proxy`'s (routes.rs).
+    let target = shared.upstream_for(req.uri().path());
+    let ctx = RequestCtx::new(shared, target.config, &req);
+    if target.config.ws && websocket::is_upgrade(&req) {
+        security::websocket_filter(&req, shared.local_addr, target.config, &shared.hosts)?;
+        return websocket::tunnel(shared.clone(), target, req, &ctx.local_host).await;
     }
-    // Middleware (middleware.rs): Browsersync runs user middleware before its proxy, never on upgrades.
-    if let Some(host) = config.middleware.as_ref().filter(|host| !returned && host.matches(req.uri().path())) {
-        return match middleware::hand_off(&shared.client, host, req, &ctx.url, config.upstream_timeout).await? {
-            middleware::Answer::Passed(response) => {
-                let (head, body) = response.into_parts();
-                let upstream = UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), ctx.url.clone());
-                Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }))
+    if !returned {
+        // Local files (local_files.rs), then middleware (middleware.rs): Browsersync's order.
+        match local_files::answer(&shared.local_files, &req, shared.config.upstream_timeout, &shared.stats).await? {
+            None => {}
+            Some(Answer::Done(response)) => return Ok(response),
+            Some(Answer::File { head, body, version }) => {
+                return local_file_phase(shared, ctx, head, body, version).await
             }
-            middleware::Answer::Own(response) => {
-                let (head, body) = response.into_parts();
-                let upstream = UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), ctx.url.clone());
-                body_phase(&shared, ctx, head, upstream).await
-            }
-        };
+        }
+        if let Some(host) = shared.config.middleware.as_ref().filter(|host| host.matches(req.uri().path())) {
+            return middleware_phase(shared, host, ctx, req).await;
+        }
     }
-    let client_addr = req.extensions().get::<ClientAddr>().map(|addr| addr.0.ip());
-    // Upstream request (forward.rs), then the user's request hook (hooks.rs).
+    let (head, upstream) = upstream_phase(shared, &target, &ctx, req).await?;
+    // Body plan (body.rs), then respond.
+    let plan = body::plan(&ctx.facts(), head.status, &head.headers, shared.config.rewrite_text_types);
+    body_phase(shared, ctx, head, upstream, plan).await
+}
+
+/// Middleware: the request goes to the Node host; what a middleware answers goes through the body
+/// plan like a proxied response (Browsersync's response modifier wraps its middleware), and what
+/// came back from the proxy through `next()` is passed on as it is.
+async fn middleware_phase(
+    shared: &Arc<Shared>,
+    host: &middleware::MiddlewareHost,
+    ctx: RequestCtx,
+    req: Request<Incoming>,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    let timeout = shared.config.upstream_timeout;
+    let answer = middleware::hand_off(&shared.client, host, req, &ctx.url, timeout).await?;
+    let (passed, (head, body)) = match answer {
+        middleware::Answer::Passed(response) => (true, response.into_parts()),
+        middleware::Answer::Own(response) => (false, response.into_parts()),
+    };
+    let upstream = UpstreamBody::new(body, timeout, shared.stats.clone(), ctx.url.clone());
+    if passed {
+        return Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }));
+    }
+    let plan = body::plan(&ctx.facts(), head.status, &head.headers, shared.config.rewrite_text_types);
+    body_phase(shared, ctx, head, upstream, plan).await
+}
+
+/// The exchange with the target: upstream request (forward.rs), request hook (hooks.rs), send with
+/// its timeout and retry (forward.rs), response hook (hooks.rs), response headers (headers.rs).
+async fn upstream_phase(
+    shared: &Shared,
+    target: &Upstream<'_>,
+    ctx: &RequestCtx,
+    req: Request<Incoming>,
+) -> Result<(http::response::Parts, UpstreamBody), ProxyError> {
+    let config = target.config;
+    let client_addr: Option<IpAddr> = req.extensions().get::<ClientAddr>().map(|addr| addr.0.ip());
     let (parts, body) = req.into_parts();
     let hooked = config.hooks.proxy_req.is_some() || config.hooks.proxy_res.is_some();
     let client = hooked.then(|| hooks::client_request(&parts));
@@ -68,27 +120,36 @@ pub(crate) async fn proxy(shared: Arc<Shared>, mut req: Request<Incoming>) -> Re
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_req, &client) {
         hooks::request(hook.as_ref(), "proxy.proxyReq", &mut parts, client.clone(), config, &ctx.url).await?;
     }
-    // Send, with its timeout and retry (forward.rs).
-    let response = forward::send(&shared.client, parts, body, config.upstream_timeout)
+    let response = forward::send(target.client, parts, body, config.upstream_timeout)
         .await
         .map_err(|reason| ProxyError::Upstream { url: ctx.url.clone(), reason })?;
-    // Response hook (hooks.rs), then the response headers (headers.rs).
     let (mut head, body) = response.into_parts();
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_res, client) {
         hooks::response(hook.as_ref(), &mut head, client, &ctx.url).await?;
     }
     headers::to_client(&mut head.headers, head.status, config, &ctx.local_host);
-    let upstream = UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), ctx.url.clone());
-    // Body plan (body.rs), then respond.
-    let debug = shared.stats.debug_enabled().then(|| format!("{} {}", ctx.method, ctx.url));
-    let response = body_phase(&shared, ctx, head, upstream).await;
-    if let Some(request) = debug {
-        shared.stats.log_debug(|| match &response {
-            Ok(response) => format!("{request} -> {}", response.status().as_u16()),
-            Err(e) => format!("{request} -> failed: {e:?}"),
-        });
+    Ok((head, UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), ctx.url.clone())))
+}
+
+/// Body plan of a whole local file: as a proxied body's, except that compressed text that no rule
+/// touches is compressed once per file version and then served from memory (local_files.rs).
+async fn local_file_phase(
+    shared: &Arc<Shared>,
+    mut ctx: RequestCtx,
+    head: http::response::Parts,
+    body: UpstreamBody,
+    version: local_files::FileVersion,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    // Read uncompressed on the client's behalf, like a page from a loopback target.
+    ctx.upstream_identity = true;
+    let plan = local_files::plan(&ctx.facts(), &head, shared.config.rewrite_text_types);
+    let Plan::Compress { encode } = plan else { return body_phase(shared, ctx, head, body, plan).await };
+    if let Some(bytes) = shared.compressed_files.get(&version, encode) {
+        shared.stats.add_passed_through();
+        return Ok(local_files::cached(head, encode, bytes));
     }
-    response
+    let response = body_phase(shared, ctx, head, body, plan).await?;
+    Ok(response.map(|body| shared.compressed_files.keep(version, encode, body)))
 }
 
 /// The answer to a failed request: counted, logged once, rendered (pages.rs).
@@ -99,7 +160,12 @@ pub(crate) fn fail(shared: &Shared, error: ProxyError) -> Response<ProxyBody> {
     if let Some(line) = error.log_line() {
         shared.stats.log_error(&line);
     }
-    error.page(&shared.config.target.origin())
+    // The target named is the one that failed, a route's or `proxy`'s: the origin its URL starts with.
+    let origin = error.url().and_then(|url| {
+        let authority = url.find("://")? + 3;
+        Some(url[..url[authority..].find('/').map_or(url.len(), |end| authority + end)].to_string())
+    });
+    error.page(&origin.unwrap_or_else(|| shared.config.target.origin()))
 }
 
 /// Body plan and respond: passthrough, or sniff, rewrite the start of the page before the headers go
@@ -109,18 +175,25 @@ async fn body_phase(
     mut ctx: RequestCtx,
     mut head: http::response::Parts,
     mut upstream: UpstreamBody,
+    plan: Plan,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let config = &shared.config;
-    let (sniff, decode, encode) = match body::plan(&ctx.facts(), head.status, &head.headers, config.rewrite_text_types)
-    {
+    let exchange = ctx.exchange.take();
+    let mut rewritten = true;
+    let (sniff, decode, encode, rules) = match plan {
         Plan::Passthrough => {
             shared.stats.add_passed_through();
             return Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }));
         }
-        Plan::Rewrite { sniff, decode, encode } => (sniff, decode, encode),
+        Plan::Rewrite { sniff, decode, encode } => (sniff, decode, encode, &ctx.rules[..]),
+        Plan::Compress { encode } => {
+            shared.stats.add_passed_through();
+            rewritten = false;
+            (false, Encoding::Identity, encode, &[][..])
+        }
     };
-    let mut rewriter = Rewriter::new(&ctx.rules, &ctx.local_host, config.max_match_bytes);
-    if let Some(mut exchange) = ctx.exchange.take() {
+    let mut rewriter = Rewriter::new(rules, &ctx.local_host, config.max_match_bytes);
+    if let Some(mut exchange) = exchange {
         // Replacement functions see the response headers as they go out.
         exchange.status = head.status.as_u16();
         let mut out_headers = head.headers.clone();
@@ -130,7 +203,6 @@ async fn body_phase(
     }
     let mut pipeline = Pipeline::new(decode, encode, rewriter);
     let mut decoded_prefix = None;
-    let mut rewritten = true;
     if sniff {
         let url = || ctx.url.clone();
         match body::sniff_html(&mut upstream, &mut pipeline, config.max_match_bytes).await {

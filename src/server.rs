@@ -23,9 +23,11 @@ use crate::body::ProxyBody;
 use crate::config::{LogLevel, ProxyConfig};
 use crate::error::{panic_message, RuleError, StartError};
 use crate::forward;
+use crate::local_files::CompressedFiles;
 use crate::pages::ProxyError;
 use crate::proxy;
 use crate::rewrite::Rule;
+use crate::routes::Routes;
 use crate::security::HostGuard;
 use crate::state::{Phase, RuleStore, Shared};
 use crate::stats::{Stats, StatsSnapshot};
@@ -53,8 +55,8 @@ impl ProxyServer {
         let level = if config.quiet { LogLevel::Silent } else { config.log_level };
         let stats = Arc::new(Stats::new(level, &config.log_prefix));
         // Certificates: files, key generation and the OS trust store are read off the async workers.
-        let (https, host, verify) =
-            (config.serves_https().then(|| config.https.clone()), config.host.clone(), config.verify_tls);
+        let verify = config.verify_tls || config.routes.iter().any(|route| route.verify_tls);
+        let (https, host) = (config.serves_https().then(|| config.https.clone()), config.host.clone());
         let (served, verifier) = tokio::task::spawn_blocking(move || {
             let served = https.map(|https| tls::served(&https, &host)).transpose()?;
             let verifier = verify.then(tls::upstream_verifier).transpose()?;
@@ -82,8 +84,8 @@ impl ProxyServer {
             })?;
         }
         let shared = Arc::new(Shared {
-            client: forward::client(verifier.clone()),
-            websocket_tls: forward::tls_config(verifier, &[b"http/1.1"]),
+            client: forward::client(verifier.clone().filter(|_| config.verify_tls)),
+            websocket_tls: forward::tls_config(verifier.clone().filter(|_| config.verify_tls), &[b"http/1.1"]),
             snippet: config.snippet.as_deref().map(|s| config.snippet_rule.clone().unwrap_or_else(|| Rule::snippet(s))),
             links: Rule::links(&config.target.link_host()),
             rules,
@@ -91,6 +93,9 @@ impl ProxyServer {
             phase,
             hosts: HostGuard::new(&config.allowed_hosts, &config.host),
             local_addr,
+            routes: Routes::new(&config, verifier),
+            local_files: Arc::new(config.serve_static.clone()),
+            compressed_files: Arc::new(CompressedFiles::new()),
             config,
         });
         for warning in &shared.config.warnings {

@@ -2,8 +2,10 @@
 // devproxy-native through its Node API, in its own process (a child of benches/run.js).
 const path = require('node:path');
 
-const [target, snippet, variant] = process.argv.slice(2);
-// `hook`: a `proxy.proxyReq` function that sets a header on every upstream request (the hook workload).
+const [target, snippet, staticDir, variant] = process.argv.slice(2);
+// Workload 6's local files, under /static only: the other workloads' paths never look at the disk.
+const serveStatic = staticDir ? [{ route: '/static', dir: staticDir }] : undefined;
+// `hook`: a `proxy.proxyReq` function that sets a header on every upstream request (workload 7).
 let hookCalls = 0;
 const proxy =
   variant === 'hook'
@@ -14,11 +16,11 @@ const proxy =
   const lib = require(path.join(__dirname, '..', '..'));
   let server;
   try {
-    server = await lib.start({ proxy, port: 0, snippet, quiet: true });
+    server = await lib.start({ proxy, port: 0, snippet, quiet: true, serveStatic });
   } catch (err) {
     // An older build may not know `quiet`.
     if (!/quiet/i.test(String(err && err.message))) throw err;
-    server = await lib.start({ proxy: target, port: 0, snippet });
+    server = await lib.start({ proxy: target, port: 0, snippet, serveStatic });
   }
   process.send({ ready: true, port: server.port });
   process.on('message', (m) => {
