@@ -296,3 +296,66 @@ test('through the adapter, an SSE page and a WebSocket echo page work while live
     await upstream.close()
   }
 })
+
+// --- The API, without a browser ------------------------------------------------------------------
+
+test('init reports a port in use and a bad option to its callback, and stops browser-sync again', { timeout: 60000 }, async () => {
+  const { occupyPort } = require('./helpers.js')
+  const busy = await occupyPort()
+  const upstream = await startUpstream({})
+  try {
+    for (const [config, pattern] of [
+      [{ port: busy.port, strictPort: true }, new RegExp(`${busy.port}`)],
+      [{ port: 0, rewriteRules: [{ match: /a(?=b)/, replace: 'x' }] }, /rewriteRules\[0\].*lookahead/],
+    ]) {
+      const bs = adapter.create()
+      const { err, inner } = await initBs(bs, { proxy: upstream.url, open: false, online: false, ui: false, logLevel: 'silent', ...config })
+      assert.ok(err instanceof Error, 'the callback gets an error')
+      assert.match(err.message, pattern)
+      assert.equal(inner, undefined)
+      assert.equal(bs.active, false)
+      assert.equal(bs.proxy, null)
+      assert.equal(bs.instance.server.listening, false, "browser-sync's own server was closed")
+    }
+  } finally {
+    await busy.close()
+    await upstream.close()
+  }
+})
+
+test('module-level form, has/get, and the error naming `npm i -D browser-sync`', { timeout: 60000 }, async () => {
+  const api = adapter.withBrowserSync('browser-sync')
+  // Before any instance: stream() passes files through, reload() does nothing, nothing is active.
+  assert.equal(typeof api.stream().pipe, 'function')
+  assert.equal(api.reload(), undefined)
+  assert.equal(api.active, false)
+  assert.equal(api.has('singleton'), false)
+
+  const upstream = await startUpstream({ '/': (req, res) => res.end('<html><body>hi</body></html>') })
+  try {
+    const ready = deferred()
+    const { err } = await new Promise((resolve) => {
+      api({ proxy: upstream.url, port: 0, open: false, online: false, ui: false, logLevel: 'silent',
+        callbacks: { ready: (e, b) => ready.resolve({ e, b }) } }, (e, b) => resolve({ err: e, b }))
+    })
+    assert.ifError(err)
+    const { e: readyErr } = await ready.promise
+    assert.ifError(readyErr)
+    assert.equal(api.active, true)
+    assert.equal(api.has('singleton'), true)
+    const single = api.get('singleton')
+    assert.equal(single.getOption('mode'), 'proxy', 'browser-sync reports proxy mode')
+    assert.equal(single.getOption('port'), single.proxy.port, 'getOption("port") is the proxy port')
+    assert.equal(single.getOption('urls').get('local'), `http://localhost:${single.proxy.port}`)
+    const page = await fetch(single.proxy.url + '/', { headers: { accept: 'text/html' } })
+    assert.match(await page.text(), /<body><script id="__bs_script__">[\s\S]*src = '\/browser-sync\/browser-sync-client\.js\?v=[\d.]+'/)
+    assert.throws(() => api.get('nope'), /`nope` was not found/)
+    await api.exit()
+    assert.equal(api.active, false)
+  } finally {
+    await upstream.close()
+  }
+
+  const missing = adapter.withBrowserSync('browser-sync-not-installed')
+  assert.throws(() => missing.create(), (err) => err.code === 'MODULE_NOT_FOUND' && /npm i -D browser-sync/.test(err.message))
+})

@@ -189,6 +189,8 @@ function createAdapter(moduleId) {
           // The snippet browser-sync's proxy mode injects: a same-origin path to its client script.
           scriptPath: (path) => path,
           socket: { ...bsOptions.socket, domain: bsOptions.socket?.domain ?? socketDomain },
+          // Browser-sync's socket server listens on loopback only, so its UI does too unless told.
+          ui: bsOptions.ui === false ? false : { ...bsOptions.ui, listen: bsOptions.ui?.listen ?? LOOPBACK },
         }
         const running = holdEvent(bs.events, 'service:running')
         try {
