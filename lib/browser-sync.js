@@ -246,10 +246,14 @@ function createAdapter(moduleId) {
 
     /** Stops browser-sync (watchers, sockets, UI) and the proxy; resolves when the port is free. */
     function exit() {
-      inner.exit()
       const running = server
       server = null
-      return running ? running.stop() : Promise.resolve()
+      if (!running) {
+        inner.exit()
+        return Promise.resolve()
+      }
+      // The proxy first, so that no request reaches browser-sync's server after it has closed.
+      return running.stop().finally(() => inner.exit())
     }
 
     const instance = {
