@@ -170,6 +170,11 @@ function createAdapter(moduleId) {
         inner.init(config, cb)
         return instance
       }
+      if (config.server) {
+        // As browser-sync's own check says (its proxy and server modes exclude each other).
+        done(new Error('Invalid config. You cannot specify both server & proxy options.'))
+        return instance
+      }
       starting = true
       const fail = (err, stopBrowserSync) => {
         starting = false
