@@ -297,6 +297,36 @@ test('through the adapter, an SSE page and a WebSocket echo page work while live
   }
 })
 
+test('ghost mode through the adapter: a click in one page is replayed in another', { timeout: 180000 }, async () => {
+  const upstream = await startUpstream({
+    '/': (req, res) => {
+      res.setHeader('content-type', 'text/html')
+      res.end(`<!doctype html><html><head><title>g</title></head><body>
+        <button id="b" onclick="this.dataset.clicks = (+(this.dataset.clicks || 0) + 1)">b</button></body></html>`)
+    },
+  })
+  const bs = adapter.create()
+  const context = await browser.newContext()
+  try {
+    const { err } = await initBs(bs, { proxy: upstream.url, port: 0, open: false, online: false, ui: false, logLevel: 'silent' })
+    assert.ifError(err)
+    const pages = []
+    for (let i = 0; i < 2; i++) {
+      const connected = once(bs.emitter, 'client:connected')
+      const page = await context.newPage()
+      await page.goto(bs.proxy.url + '/', { waitUntil: 'load' })
+      await withTimeout(connected, WAIT, `live reload on page ${i}`)
+      pages.push(page)
+    }
+    await pages[0].click('#b')
+    await pages[1].waitForFunction(() => document.getElementById('b').dataset.clicks === '1', null, { timeout: WAIT })
+  } finally {
+    await context.close()
+    await bs.exit()
+    await upstream.close()
+  }
+})
+
 // --- The API, without a browser ------------------------------------------------------------------
 
 test('init reports a port in use and a bad option to its callback, and stops browser-sync again', { timeout: 60000 }, async () => {
