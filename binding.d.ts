@@ -97,6 +97,26 @@ export interface ProxyOptions {
    * proxy, e.g. `['http://localhost:5173']`; others get 403 (cross-site WebSocket hijacking).
    */
   allowedOrigins?: Array<string>
+  /**
+   * Local directories whose files are answered before the proxy, as in Browsersync:
+   * `['public', { route: '/assets', dir: 'static' }]` (`route` and `dir` a string or an array;
+   * relative dirs from the working directory). GET and HEAD only; a path that names no file goes
+   * on to the target. Pages among the files get the snippet and rules like proxied ones.
+   */
+  serveStatic?: Array<string | StaticDir>
+  /**
+   * serve-static's options for the string entries of `serveStatic` (Browsersync's
+   * `serveStaticOptions`): `index` and `extensions`; any other key is refused unless it asks for
+   * what the proxy does anyway (`dotfiles: 'ignore'`, `etag`, `lastModified`, `acceptRanges`,
+   * `redirect`, `fallthrough`: `true`).
+   */
+  serveStaticOptions?: StaticOptions
+  /**
+   * Path prefixes sent to other targets, as Vite's `server.proxy`: `{ '/api': 'http://127.0.0.1:4000' }`.
+   * `/api` takes `/api` and `/api/...` (not `/apix`), HTTP and WebSocket, path unchanged; the
+   * longest prefix wins; everything else goes to `proxy`. Links to every target are rewritten.
+   */
+  routes?: Record<string, string | RouteOptions>
 }
 
 /** What the server has done so far. */
@@ -151,6 +171,18 @@ export interface RewriteRule {
   replace: string | ((match: string, ...args: any[]) => string)
 }
 
+/** A `routes` target with settings, like `proxy`'s object form. */
+export interface RouteOptions {
+  /** The target's URL; only scheme, host and port are used. */
+  target: string
+  /** Tunnel WebSocket upgrades under this prefix (default true). */
+  ws?: boolean
+  /** Headers set on every request to this target. */
+  reqHeaders?: Record<string, string>
+  /** Verify this target's TLS certificate (default true). */
+  secure?: boolean
+}
+
 /**
  * Starts a proxy. Resolves to a running `ProxyServer`; rejects with an error naming the bad
  * option, rule or port.
@@ -158,3 +190,21 @@ export interface RewriteRule {
  * 16 MiB cap) on tokio's blocking pool, so a large rule never stalls Node's event loop.
  */
 export declare function start(options: ProxyOptions): Promise<ProxyServer>
+
+/** A `serveStatic` entry with a route: `{ route: '/assets', dir: 'static' }`. */
+export interface StaticDir {
+  /** URL path the directory answers under (default: every path); an array mounts it at each. */
+  route?: string | string[]
+  /** The directory, or several (tried in order); relative to the working directory. */
+  dir: string | string[]
+  /** serve-static's options for this entry (Browsersync does not apply `serveStaticOptions` here). */
+  options?: StaticOptions
+}
+
+/** serve-static's options, those the proxy implements. */
+export interface StaticOptions {
+  /** File(s) served for a directory (default `'index.html'`); `false`: none. */
+  index?: string | string[] | false
+  /** Extensions tried when a path names no file: `['html']` serves `about.html` for `/about`. */
+  extensions?: string[] | false
+}

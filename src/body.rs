@@ -68,6 +68,8 @@ pub(crate) enum Plan {
     Passthrough,
     /// Decode, rewrite, re-encode. With `sniff`, only if the decoded body starts like HTML.
     Rewrite { sniff: bool, decode: Encoding, encode: Encoding },
+    /// An uncompressed body that is not rewritten, compressed in `encode` (a local text file).
+    Compress { encode: Encoding },
 }
 
 /// The request facts the decision needs.
@@ -320,16 +322,35 @@ const OUTPUT_BATCH: usize = 64 * 1024;
 /// An upstream body with an idle timeout: a stalled upstream becomes an error, not a hung client.
 /// Its failure is logged once, with the URL, whatever the body goes through afterwards.
 pub(crate) struct UpstreamBody {
-    inner: hyper::body::Incoming,
+    inner: Source,
     idle: Duration,
     deadline: Pin<Box<Sleep>>,
     stats: Arc<Stats>,
     url: String,
 }
 
+/// Where the bytes come from: the target's response, or a local file (`serveStatic`).
+enum Source {
+    Http(hyper::body::Incoming),
+    /// `len` bytes from the file's position, in chunks of [`FILE_CHUNK`].
+    /// Boxed: a file reader is large, and every proxied body would carry its size.
+    File(Box<tokio_util::io::ReaderStream<tokio::io::Take<tokio::fs::File>>>),
+}
+
+/// How much of a local file is read at once: one read per chunk, each a trip to the blocking pool.
+const FILE_CHUNK: usize = 64 * 1024;
+
 impl UpstreamBody {
     pub(crate) fn new(inner: hyper::body::Incoming, idle: Duration, stats: Arc<Stats>, url: String) -> UpstreamBody {
-        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url }
+        UpstreamBody { inner: Source::Http(inner), idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url }
+    }
+
+    /// `len` bytes of `file` from its current position, streamed; `path` names it in errors.
+    pub(crate) fn file(file: std::fs::File, len: u64, idle: Duration, stats: Arc<Stats>, path: String) -> UpstreamBody {
+        use tokio::io::AsyncReadExt;
+        let reader = tokio::fs::File::from_std(file).take(len);
+        let inner = Source::File(Box::new(tokio_util::io::ReaderStream::with_capacity(reader, FILE_CHUNK)));
+        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url: path }
     }
 
     fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
@@ -342,8 +363,17 @@ impl UpstreamBody {
     }
 
     fn poll_upstream(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
+        let inner = match &mut self.inner {
+            Source::Http(inner) => inner,
+            Source::File(reader) => {
+                return match futures_util::Stream::poll_next(Pin::new(&mut **reader), cx) {
+                    Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(Box::new(e)))),
+                    other => other.map(|chunk| chunk.map(|c| c.map_err(|e| Box::new(e) as BodyError))),
+                };
+            }
+        };
         loop {
-            match Pin::new(&mut self.inner).poll_frame(cx) {
+            match Pin::new(&mut *inner).poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => {
                     self.deadline.as_mut().reset(tokio::time::Instant::now() + self.idle);
                     if let Ok(data) = frame.into_data() {
@@ -369,11 +399,17 @@ impl UpstreamBody {
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        match &self.inner {
+            Source::Http(inner) => inner.size_hint(),
+            Source::File(_) => SizeHint::default(),
+        }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        match &self.inner {
+            Source::Http(inner) => inner.is_end_stream(),
+            Source::File(_) => false,
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! What a proxy server is asked to do, validated: every field here is known to be usable.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
@@ -263,6 +264,101 @@ pub struct ProxyConfig {
     /// Origins, besides the proxy's own and the target's, whose pages may open WebSockets through
     /// the proxy; normalised by [`normalize_origin`].
     pub allowed_origins: Vec<String>,
+    /// Local directories answered before the proxy (`serveStatic`), in the order given.
+    pub serve_static: Vec<StaticMount>,
+    /// Path prefixes sent to other targets (`routes`).
+    pub routes: Vec<Route>,
+}
+
+/// One `serveStatic` directory: its files answer GET and HEAD requests under `route`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticMount {
+    /// `""` (every path) or `/assets` (that path and what is under it), as Browsersync mounts it.
+    pub route: String,
+    /// The directory, absolute: a relative one is resolved against the working directory at start,
+    /// as serve-static's `resolve(root)` does.
+    pub dir: PathBuf,
+    /// serve-static's `index`: the files tried for a directory (`index.html`; empty: none).
+    pub index: Vec<String>,
+    /// serve-static's `extensions`: tried in order when the path names no file (`html`: `/about`
+    /// serves `about.html`).
+    pub extensions: Vec<String>,
+}
+
+impl StaticMount {
+    /// `dir` under `route`, with serve-static's defaults; the route gets Browsersync's leading `/`
+    /// and loses a trailing one.
+    pub fn new(route: &str, dir: &str) -> Result<StaticMount, String> {
+        if dir.trim().is_empty() {
+            return Err("the directory is empty".into());
+        }
+        let route = route.trim_end_matches('/');
+        let route = if route.is_empty() || route.starts_with('/') { route.to_string() } else { format!("/{route}") };
+        if route.contains(['?', '#']) {
+            return Err(format!("route '{route}' must be a path, without '?' or '#'"));
+        }
+        let dir = Path::new(dir);
+        let dir = if dir.is_absolute() {
+            dir.to_path_buf()
+        } else {
+            std::env::current_dir().map_err(|e| format!("cannot read the working directory: {e}"))?.join(dir)
+        };
+        Ok(StaticMount { route, dir, index: vec!["index.html".into()], extensions: Vec::new() })
+    }
+}
+
+/// One `routes` entry: requests whose path is `prefix` or under it go to this target instead of
+/// `proxy`'s, path unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// `/api`: matches `/api`, `/api/x` and `/api?q`, not `/apix`.
+    pub prefix: String,
+    /// Where those requests go.
+    pub target: Target,
+    /// Tunnel WebSocket upgrades.
+    pub ws: bool,
+    /// Headers set on every request to this target.
+    pub req_headers: Vec<(HeaderName, HeaderValue)>,
+    /// Verify this target's TLS certificate.
+    pub verify_tls: bool,
+}
+
+impl Route {
+    /// A route with `proxy`'s defaults; `prefix` must be a path other than `/` (a trailing `/` is dropped).
+    pub fn new(prefix: &str, target: Target) -> Result<Route, ConfigError> {
+        let bad = |reason: &str| ConfigError::Route { prefix: prefix.to_string(), reason: reason.to_string() };
+        let trimmed = prefix.trim_end_matches('/');
+        if !prefix.starts_with('/') || prefix.contains(['?', '#']) {
+            return Err(bad("the key must be a path prefix such as '/api'"));
+        }
+        if trimmed.is_empty() {
+            return Err(bad("'/' would take every request: give that target as `proxy`"));
+        }
+        Ok(Route { prefix: trimmed.to_string(), target, ws: true, req_headers: Vec::new(), verify_tls: true })
+    }
+
+    /// Adds a header for every request to this target, checking name and value.
+    pub fn add_req_header(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let pair = header_pair(name, value).map_err(|reason| ConfigError::Route {
+            prefix: self.prefix.clone(),
+            reason: format!("reqHeaders: {reason}"),
+        })?;
+        self.req_headers.push(pair);
+        Ok(())
+    }
+
+    /// Whether a request path is this route's: the prefix, then the end or a `/`.
+    pub fn matches(&self, path: &str) -> bool {
+        path.strip_prefix(self.prefix.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    }
+}
+
+/// A header name and value, checked; the error says which is wrong.
+fn header_pair(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), String> {
+    let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| format!("'{name}' is not a valid header name"))?;
+    let value =
+        HeaderValue::from_str(value).map_err(|_| format!("the value of '{name}' is not a valid header value"))?;
+    Ok((header, value))
 }
 
 /// Path prefix of the panic probes (`/request`: while handling the request, `/body`: while
@@ -305,6 +401,21 @@ impl ProxyConfig {
             panic_probes: false,
             allowed_hosts: AllowedHosts::Auto,
             allowed_origins: Vec::new(),
+            serve_static: Vec::new(),
+            routes: Vec::new(),
+        }
+    }
+
+    /// The configuration a route's requests see: this one, with the route's target, `ws`,
+    /// `reqHeaders` and `secure` (so header rewrites and errors name the route's target).
+    pub fn for_route(&self, route: &Route) -> ProxyConfig {
+        ProxyConfig {
+            target: route.target.clone(),
+            ws: route.ws,
+            req_headers: route.req_headers.clone(),
+            verify_tls: route.verify_tls,
+            routes: Vec::new(),
+            ..self.clone()
         }
     }
 
@@ -330,15 +441,9 @@ impl ProxyConfig {
 
     /// Adds a header for every upstream request, checking name and value.
     pub fn add_req_header(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
-        let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| ConfigError::InvalidOption {
-            name: "proxy.reqHeaders",
-            reason: format!("'{name}' is not a valid header name"),
-        })?;
-        let value = HeaderValue::from_str(value).map_err(|_| ConfigError::InvalidOption {
-            name: "proxy.reqHeaders",
-            reason: format!("the value of '{name}' is not a valid header value"),
-        })?;
-        self.req_headers.push((header, value));
+        let pair = header_pair(name, value)
+            .map_err(|reason| ConfigError::InvalidOption { name: "proxy.reqHeaders", reason })?;
+        self.req_headers.push(pair);
         Ok(())
     }
 }
@@ -364,10 +469,16 @@ pub(crate) mod option_names {
         "maxConnections",
         "allowedHosts",
         "allowedOrigins",
+        "serveStatic",
+        "serveStaticOptions",
+        "routes",
     ];
     pub(crate) const PROXY_TARGET: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure"];
     pub(crate) const COOKIE: &[&str] = &["stripDomain"];
     pub(crate) const RULE: &[&str] = &["match", "replace"];
+    pub(crate) const STATIC_DIR: &[&str] = &["route", "dir", "options"];
+    pub(crate) const STATIC_OPTIONS: &[&str] = &["index", "extensions"];
+    pub(crate) const ROUTE: &[&str] = &["target", "ws", "reqHeaders", "secure"];
 }
 
 #[cfg(test)]
@@ -466,6 +577,9 @@ mod tests {
             ("ProxyTargetOptions", option_names::PROXY_TARGET),
             ("CookieOptions", option_names::COOKIE),
             ("RewriteRule", option_names::RULE),
+            ("StaticDir", option_names::STATIC_DIR),
+            ("StaticOptions", option_names::STATIC_OPTIONS),
+            ("RouteOptions", option_names::ROUTE),
         ] {
             let mut declared = interface_keys(&dts, interface);
             let mut parsed: Vec<String> = names.iter().map(|n| n.to_string()).collect();

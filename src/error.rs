@@ -98,6 +98,14 @@ pub enum ConfigError {
         /// Why the entry was rejected.
         reason: String,
     },
+    /// A `routes` entry is unusable.
+    #[error("option `routes['{prefix}']` is invalid: {reason}")]
+    Route {
+        /// The route's key as the user wrote it.
+        prefix: String,
+        /// Why it was rejected.
+        reason: String,
+    },
     /// A user rewrite rule failed to compile.
     #[error("rewriteRules[{index}] ({label}): {source}")]
     Rule {

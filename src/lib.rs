@@ -3,7 +3,7 @@
 //! The core (everything but `binding`) knows nothing about Node: it is tested with `cargo test
 //! --no-default-features` and benchmarked with criterion. `server` accepts; `proxy` runs each
 //! request through the phases, one module each: request filter (`security`) → upstream request and
-//! send (`forward`) → response headers (`headers`) → body plan and pipeline ([`body`]: [`codec`]
+//! send (`forward`; `routes` picks the target, `local_files` answers `serveStatic` files before it) → response headers (`headers`) → body plan and pipeline ([`body`]: [`codec`]
 //! decode → [`rewrite`] rules → [`codec`] encode) → respond. `websocket` tunnels upgrades; a failure
 //! is a `pages::ProxyError`, rendered in `pages`; `state` holds what a server's requests share.
 //!
@@ -19,9 +19,11 @@ pub mod config;
 mod error;
 mod forward;
 mod headers;
+mod local_files;
 mod pages;
 mod proxy;
 pub mod rewrite;
+mod routes;
 mod security;
 mod server;
 mod state;

@@ -1,5 +1,6 @@
 //! One request's way through the proxy, in the order it meets the phases (Pingora's lesson, as plain
-//! functions): request filter → upstream request → send → response headers → body plan → respond.
+//! functions): request filter → target (route) → local files → upstream request → send → response
+//! headers → body plan → respond.
 //! Each phase lives in the module its name says; this file only puts them in order. Any failure is a
 //! [`ProxyError`], turned into the client's answer in one place, [`fail`].
 
@@ -13,6 +14,7 @@ use crate::codec::Encoding;
 use crate::config::PANIC_PROBE_PREFIX;
 use crate::forward;
 use crate::headers;
+use crate::local_files::{self, Answer};
 use crate::pages::ProxyError;
 use crate::rewrite::Rewriter;
 use crate::security;
@@ -27,23 +29,37 @@ pub(crate) async fn proxy(shared: Arc<Shared>, req: Request<Incoming>) -> Result
     }
     // Request filter (security.rs).
     security::request_filter(&req, shared.local_addr, &shared.hosts)?;
-    let ctx = RequestCtx::new(&shared, &req);
-    if shared.config.ws && websocket::is_upgrade(&req) {
-        security::websocket_filter(&req, shared.local_addr, &shared.config, &shared.hosts)?;
-        return websocket::tunnel(shared.clone(), req, &ctx.local_host).await;
+    // Which target: a route's or `proxy`'s (routes.rs).
+    let target = shared.upstream_for(req.uri().path());
+    let mut ctx = RequestCtx::new(&shared, target.config, &req);
+    if target.config.ws && websocket::is_upgrade(&req) {
+        security::websocket_filter(&req, shared.local_addr, target.config, &shared.hosts)?;
+        return websocket::tunnel(shared.clone(), target, req, &ctx.local_host).await;
+    }
+    // Local files (local_files.rs): answered here, before any target.
+    match local_files::answer(&shared.local_files, &req, shared.config.upstream_timeout, &shared.stats).await? {
+        None => {}
+        Some(Answer::Done(response)) => return Ok(response),
+        Some(Answer::File { head, body }) => {
+            // Read uncompressed on the client's behalf, like a page from a loopback target.
+            ctx.upstream_identity = true;
+            let plan = local_files::plan(&ctx.facts(), &head, shared.config.rewrite_text_types);
+            return body_phase(&shared, ctx, head, body, plan).await;
+        }
     }
     // Upstream request, then send, with its timeout and retry (forward.rs).
     let (parts, body) = req.into_parts();
-    let parts = forward::upstream_request(parts, &ctx.url, &ctx.local_host, ctx.upstream_identity, &shared.config)?;
-    let response = forward::send(&shared.client, parts, body, shared.config.upstream_timeout)
+    let parts = forward::upstream_request(parts, &ctx.url, &ctx.local_host, ctx.upstream_identity, target.config)?;
+    let response = forward::send(target.client, parts, body, shared.config.upstream_timeout)
         .await
         .map_err(|reason| ProxyError::Upstream { url: ctx.url.clone(), reason })?;
     // Response headers (headers.rs).
     let (mut head, body) = response.into_parts();
-    headers::to_client(&mut head.headers, head.status, &shared.config, &ctx.local_host);
+    headers::to_client(&mut head.headers, head.status, target.config, &ctx.local_host);
     let upstream = UpstreamBody::new(body, shared.config.upstream_timeout, shared.stats.clone(), ctx.url.clone());
     // Body plan (body.rs), then respond.
-    body_phase(&shared, ctx, head, upstream).await
+    let plan = body::plan(&ctx.facts(), head.status, &head.headers, shared.config.rewrite_text_types);
+    body_phase(&shared, ctx, head, upstream, plan).await
 }
 
 /// The answer to a failed request: counted, logged once, rendered (pages.rs).
@@ -64,20 +80,24 @@ async fn body_phase(
     ctx: RequestCtx,
     mut head: http::response::Parts,
     mut upstream: UpstreamBody,
+    plan: Plan,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let config = &shared.config;
-    let (sniff, decode, encode) = match body::plan(&ctx.facts(), head.status, &head.headers, config.rewrite_text_types)
-    {
+    let mut rewritten = true;
+    let (sniff, decode, encode, rules) = match plan {
         Plan::Passthrough => {
             shared.stats.add_passed_through();
             return Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }));
         }
-        Plan::Rewrite { sniff, decode, encode } => (sniff, decode, encode),
+        Plan::Rewrite { sniff, decode, encode } => (sniff, decode, encode, &ctx.rules[..]),
+        Plan::Compress { encode } => {
+            shared.stats.add_passed_through();
+            rewritten = false;
+            (false, Encoding::Identity, encode, &[][..])
+        }
     };
-    let mut pipeline =
-        Pipeline::new(decode, encode, Rewriter::new(&ctx.rules, &ctx.local_host, config.max_match_bytes));
+    let mut pipeline = Pipeline::new(decode, encode, Rewriter::new(rules, &ctx.local_host, config.max_match_bytes));
     let mut decoded_prefix = None;
-    let mut rewritten = true;
     if sniff {
         let url = || ctx.url.clone();
         match body::sniff_html(&mut upstream, &mut pipeline, config.max_match_bytes).await {

@@ -23,6 +23,7 @@ use crate::forward;
 use crate::pages::ProxyError;
 use crate::proxy;
 use crate::rewrite::Rule;
+use crate::routes::Routes;
 use crate::security::HostGuard;
 use crate::state::{Phase, RuleStore, Shared};
 use crate::stats::{Stats, StatsSnapshot};
@@ -69,6 +70,8 @@ impl ProxyServer {
             phase,
             hosts: HostGuard::new(&config.allowed_hosts, &config.host),
             local_addr,
+            routes: Routes::new(&config),
+            local_files: Arc::new(config.serve_static.clone()),
             config,
         });
         let (stop_tx, stop_rx) = oneshot::channel();

@@ -13,10 +13,11 @@ use tokio::sync::watch;
 
 use crate::body::{self, RequestFacts};
 use crate::codec;
-use crate::config::ProxyConfig;
+use crate::config::{ProxyConfig, StaticMount};
 use crate::error::RuleError;
 use crate::forward::UpstreamClient;
 use crate::rewrite::{Rule, MAX_RULES};
+use crate::routes::{Routes, Upstream};
 use crate::security::HostGuard;
 use crate::stats::Stats;
 
@@ -68,6 +69,10 @@ pub(crate) struct Shared {
     pub hosts: HostGuard,
     /// Address shown in links when a request has no Host header.
     pub local_addr: SocketAddr,
+    /// `routes`: path prefixes served by other targets.
+    pub routes: Routes,
+    /// `serveStatic`: directories answered before any target (shared with the blocking lookups).
+    pub local_files: Arc<Vec<StaticMount>>,
 }
 
 impl Shared {
@@ -78,7 +83,17 @@ impl Shared {
         rules.extend(self.snippet.iter().cloned());
         rules.extend(user.iter().map(|(_, rule)| rule.clone()));
         rules.push(self.links.clone());
+        rules.extend(self.routes.links().iter().cloned());
         rules
+    }
+
+    /// The target a request path goes to: its route's, else `proxy`'s.
+    pub(crate) fn upstream_for(&self, path: &str) -> Upstream<'_> {
+        self.routes.resolve(path).unwrap_or(Upstream {
+            config: &self.config,
+            client: &self.client,
+            websocket_tls: &self.websocket_tls,
+        })
     }
 }
 
@@ -109,8 +124,8 @@ pub(crate) struct RequestCtx {
 }
 
 impl RequestCtx {
-    pub(crate) fn new<B>(shared: &Shared, req: &Request<B>) -> RequestCtx {
-        let config = &shared.config;
+    /// `config`: the one of the request's target (see [`Shared::upstream_for`]).
+    pub(crate) fn new<B>(shared: &Shared, config: &ProxyConfig, req: &Request<B>) -> RequestCtx {
         let headers = req.headers();
         let path_and_query = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
         let accept = header_string(headers, header::ACCEPT);

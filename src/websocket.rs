@@ -15,6 +15,7 @@ use crate::body::{ProxyBody, UpstreamBody};
 use crate::forward;
 use crate::headers;
 use crate::pages::ProxyError;
+use crate::routes::Upstream;
 use crate::state::{Phase, Shared};
 
 pub(crate) fn is_upgrade<B>(req: &Request<B>) -> bool {
@@ -28,14 +29,15 @@ pub(crate) fn is_upgrade<B>(req: &Request<B>) -> bool {
     has_token(header::CONNECTION, "upgrade") && has_token(header::UPGRADE, "websocket")
 }
 
-/// Phase "send" for an upgrade: the handshake to the target on a connection of its own, then the
-/// tunnel. A failure before the target answers is an error page, like any other request's.
+/// Phase "send" for an upgrade: the handshake to the request's target (`proxy`'s or a route's) on a
+/// connection of its own, then the tunnel. A failure before the target answers is an error page, like any other request's.
 pub(crate) async fn tunnel(
     shared: Arc<Shared>,
+    target: Upstream<'_>,
     mut req: Request<Incoming>,
     local_host: &str,
 ) -> Result<Response<ProxyBody>, ProxyError> {
-    let config = &shared.config;
+    let config = target.config;
     let url = format!("{}{}", config.target.origin(), req.uri().path_and_query().map_or("/", |p| p.as_str()));
     let client_upgrade = hyper::upgrade::on(&mut req);
     let (mut parts, _) = req.into_parts();
@@ -48,7 +50,7 @@ pub(crate) async fn tunnel(
         Err(e) => return Err(ProxyError::Upstream { url, reason: format!("invalid upstream URL: {e}") }),
     };
     let failed = |reason: String| ProxyError::Upstream { url: url.clone(), reason };
-    let io = forward::dial(&config.target, &shared.websocket_tls).await.map_err(failed)?;
+    let io = forward::dial(&config.target, target.websocket_tls).await.map_err(failed)?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(io))
         .await
         .map_err(|e| failed(forward::describe(&e)))?;

@@ -2,12 +2,14 @@
 //! culprit. Nothing else lives here; the proxy itself is in the core modules.
 //!
 //! This file holds the exported functions (`start`, `rewrite`, `__panicProbe`) and the helpers the
-//! others share; `options` declares and parses the options and rules, `replace` calls JS replacement
+//! others share; `options` declares and parses the options and rules (`local`: `serveStatic` and
+//! `routes`), `replace` calls JS replacement
 //! functions, `server` is the `ProxyServer` class.
 
 // `#[napi]` registers exports only outside `cfg(test)`.
 #![cfg_attr(test, allow(dead_code))]
 
+mod local;
 mod options;
 mod replace;
 mod server;

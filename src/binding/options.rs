@@ -103,6 +103,65 @@ pub struct ProxyOptions {
     /// Origins, besides the proxy's and the target's, whose pages may open WebSockets through the
     /// proxy, e.g. `['http://localhost:5173']`; others get 403 (cross-site WebSocket hijacking).
     pub allowed_origins: Option<Vec<String>>,
+    /// Local directories whose files are answered before the proxy, as in Browsersync:
+    /// `['public', { route: '/assets', dir: 'static' }]` (`route` and `dir` a string or an array;
+    /// relative dirs from the working directory). GET and HEAD only; a path that names no file goes
+    /// on to the target. Pages among the files get the snippet and rules like proxied ones.
+    #[napi(ts_type = "Array<string | StaticDir>")]
+    pub serve_static: Option<Vec<String>>,
+    /// serve-static's options for the string entries of `serveStatic` (Browsersync's
+    /// `serveStaticOptions`): `index` and `extensions`; any other key is refused unless it asks for
+    /// what the proxy does anyway (`dotfiles: 'ignore'`, `etag`, `lastModified`, `acceptRanges`,
+    /// `redirect`, `fallthrough`: `true`).
+    pub serve_static_options: Option<StaticOptions>,
+    /// Path prefixes sent to other targets, as Vite's `server.proxy`: `{ '/api': 'http://127.0.0.1:4000' }`.
+    /// `/api` takes `/api` and `/api/...` (not `/apix`), HTTP and WebSocket, path unchanged; the
+    /// longest prefix wins; everything else goes to `proxy`. Links to every target are rewritten.
+    #[napi(ts_type = "Record<string, string | RouteOptions>")]
+    pub routes: Option<std::collections::HashMap<String, String>>,
+}
+
+/// A `serveStatic` entry with a route: `{ route: '/assets', dir: 'static' }`.
+// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
+#[allow(dead_code)]
+#[napi(object)]
+pub struct StaticDir {
+    /// URL path the directory answers under (default: every path); an array mounts it at each.
+    #[napi(ts_type = "string | string[]")]
+    pub route: Option<String>,
+    /// The directory, or several (tried in order); relative to the working directory.
+    #[napi(ts_type = "string | string[]")]
+    pub dir: String,
+    /// serve-static's options for this entry (Browsersync does not apply `serveStaticOptions` here).
+    pub options: Option<StaticOptions>,
+}
+
+/// serve-static's options, those the proxy implements.
+// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
+#[allow(dead_code)]
+#[napi(object)]
+pub struct StaticOptions {
+    /// File(s) served for a directory (default `'index.html'`); `false`: none.
+    #[napi(ts_type = "string | string[] | false")]
+    pub index: Option<String>,
+    /// Extensions tried when a path names no file: `['html']` serves `about.html` for `/about`.
+    #[napi(ts_type = "string[] | false")]
+    pub extensions: Option<Vec<String>>,
+}
+
+/// A `routes` target with settings, like `proxy`'s object form.
+// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
+#[allow(dead_code)]
+#[napi(object)]
+pub struct RouteOptions {
+    /// The target's URL; only scheme, host and port are used.
+    pub target: String,
+    /// Tunnel WebSocket upgrades under this prefix (default true).
+    pub ws: Option<bool>,
+    /// Headers set on every request to this target.
+    pub req_headers: Option<std::collections::HashMap<String, String>>,
+    /// Verify this target's TLS certificate (default true).
+    pub secure: Option<bool>,
 }
 
 // The keys of each options object live in config.rs, where a napi-free test checks them against binding.d.ts.
@@ -115,20 +174,20 @@ use crate::config::option_names::{
 /// parsing it whole without reading every key of the list, is a bug in this file: debug builds (the
 /// ones the tests run) panic, which `catch_unwind` turns into a JS error. Keys outside the list are
 /// ignored, not rejected: Browsersync configs carry options this proxy does not handle.
-struct Fields<'env> {
-    object: Object<'env>,
+pub(super) struct Fields<'env> {
+    pub(super) object: Object<'env>,
     names: &'static [&'static str],
     /// Bit `i`: `names[i]` was read.
     read: Cell<u64>,
 }
 
 impl<'env> Fields<'env> {
-    fn new(object: Object<'env>, names: &'static [&'static str]) -> Fields<'env> {
+    pub(super) fn new(object: Object<'env>, names: &'static [&'static str]) -> Fields<'env> {
         debug_assert!(names.len() <= 64, "Fields tracks at most 64 keys");
         Fields { object, names, read: Cell::new(0) }
     }
 
-    fn get(&self, name: &str) -> Result<Option<Unknown<'env>>> {
+    pub(super) fn get(&self, name: &str) -> Result<Option<Unknown<'env>>> {
         match self.names.iter().position(|n| *n == name) {
             Some(i) => self.read.set(self.read.get() | 1 << i),
             None => debug_assert!(false, "option key `{name}` is read but not declared in its name list"),
@@ -137,21 +196,21 @@ impl<'env> Fields<'env> {
     }
 
     /// Checks that the parser read every declared key.
-    fn finish(&self) {
+    pub(super) fn finish(&self) {
         let unread: Vec<_> =
             self.names.iter().enumerate().filter(|(i, _)| self.read.get() & 1 << i == 0).map(|(_, n)| *n).collect();
         debug_assert!(unread.is_empty(), "option keys {unread:?} are declared but never read");
     }
 }
 
-fn expect_string(value: Unknown, option: &str) -> Result<String> {
+pub(super) fn expect_string(value: Unknown, option: &str) -> Result<String> {
     match value.get_type()? {
         ValueType::String => String::from_unknown(value),
         _ => Err(invalid(format!("option `{option}` must be a string, got {}", type_name(&value)))),
     }
 }
 
-fn expect_bool(value: Unknown, option: &str) -> Result<bool> {
+pub(super) fn expect_bool(value: Unknown, option: &str) -> Result<bool> {
     match value.get_type()? {
         ValueType::Boolean => bool::from_unknown(value),
         _ => Err(invalid(format!("option `{option}` must be a boolean, got {}", type_name(&value)))),
@@ -169,7 +228,7 @@ fn expect_u32(value: Unknown, option: &str, max: u32) -> Result<u32> {
     Ok(number as u32)
 }
 
-fn expect_object<'env>(value: Unknown<'env>, option: &str) -> Result<Object<'env>> {
+pub(super) fn expect_object<'env>(value: Unknown<'env>, option: &str) -> Result<Object<'env>> {
     match value.get_type()? {
         ValueType::Object => Object::from_unknown(value),
         _ => Err(invalid(format!("option `{option}` must be an object, got {}", type_name(&value)))),
@@ -263,6 +322,16 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     if let Some(max) = options.get("maxConnections")? {
         config.max_connections = expect_u32(max, "maxConnections", MAX_CONNECTIONS_LIMIT)?.max(1) as usize;
     }
+    let static_options = match options.get("serveStaticOptions")? {
+        Some(value) => Some(super::local::parse_static_options(value, "serveStaticOptions")?),
+        None => None,
+    };
+    if let Some(dirs) = options.get("serveStatic")? {
+        config.serve_static = super::local::parse_serve_static(dirs, static_options.as_ref())?;
+    }
+    if let Some(routes) = options.get("routes")? {
+        config.routes = super::local::parse_routes(routes)?;
+    }
     // Undocumented test hook: requests under /__devproxy_panic_probe/ panic (see config.rs).
     if let Some(flag) = get(&options.object, "__panicProbes")? {
         config.panic_probes = expect_bool(flag, "__panicProbes")?;
@@ -323,7 +392,7 @@ fn parse_allowed_hosts(value: Unknown) -> Result<AllowedHosts> {
 }
 
 /// An array of strings; the error names the option, or the element that is not a string.
-fn string_array(value: Unknown, option: &str, what: &str) -> Result<Vec<String>> {
+pub(super) fn string_array(value: Unknown, option: &str, what: &str) -> Result<Vec<String>> {
     if !value.is_array()? {
         return Err(invalid(format!("option `{option}` must be an array of {what}, got {}", type_name(&value))));
     }

@@ -1,0 +1,108 @@
+//! `routes`: which target a request goes to. A path under a route's prefix goes to the route's
+//! target (longest prefix first), anything else to `proxy`'s; each target has its own client, so a
+//! route's `secure` is its own, and its own view of the config, so headers are rewritten for it.
+
+use std::sync::Arc;
+
+use rustls::ClientConfig;
+
+use crate::config::{ProxyConfig, Route};
+use crate::forward::{self, UpstreamClient};
+use crate::rewrite::Rule;
+
+/// Where one request is forwarded: a target's config, its pooled client and its WebSocket TLS.
+#[derive(Clone, Copy)]
+pub(crate) struct Upstream<'a> {
+    /// The server's config as this target sees it ([`ProxyConfig::for_route`] for a route).
+    pub config: &'a ProxyConfig,
+    pub client: &'a UpstreamClient,
+    pub websocket_tls: &'a Arc<ClientConfig>,
+}
+
+struct RouteTarget {
+    route: Route,
+    config: ProxyConfig,
+    client: UpstreamClient,
+    websocket_tls: Arc<ClientConfig>,
+}
+
+/// The routes of one server, longest prefix first, and the link rules of their targets.
+pub(crate) struct Routes {
+    targets: Vec<RouteTarget>,
+    links: Vec<Rule>,
+}
+
+impl Routes {
+    pub(crate) fn new(config: &ProxyConfig) -> Routes {
+        let mut routes = config.routes.clone();
+        routes.sort_by_key(|route| std::cmp::Reverse(route.prefix.len()));
+        let targets: Vec<RouteTarget> = routes
+            .into_iter()
+            .map(|route| RouteTarget {
+                config: config.for_route(&route),
+                client: forward::client(route.verify_tls),
+                websocket_tls: forward::tls_config(route.verify_tls, &[b"http/1.1"]),
+                route,
+            })
+            .collect();
+        // Pages link to every target, whichever served them: one link rule per other host.
+        let mut hosts = vec![config.target.link_host()];
+        for target in &targets {
+            let host = target.route.target.link_host();
+            if !hosts.contains(&host) {
+                hosts.push(host);
+            }
+        }
+        let links = hosts.iter().skip(1).map(|host| Rule::links(host)).collect();
+        Routes { targets, links }
+    }
+
+    /// The route whose prefix is the longest one `path` starts with (at a segment boundary), if any.
+    pub(crate) fn resolve(&self, path: &str) -> Option<Upstream<'_>> {
+        self.targets.iter().find(|t| t.route.matches(path)).map(|t| Upstream {
+            config: &t.config,
+            client: &t.client,
+            websocket_tls: &t.websocket_tls,
+        })
+    }
+
+    /// The link rules for the routes' targets (the main target's is [`crate::state::Shared::links`]).
+    pub(crate) fn links(&self) -> &[Rule] {
+        &self.links
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Target;
+
+    fn route(prefix: &str, target: &str) -> Route {
+        Route::new(prefix, Target::parse(target).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn longest_prefix_at_a_segment_boundary_wins() {
+        let mut config = ProxyConfig::new(Target::parse("http://127.0.0.1:1000").unwrap());
+        config.routes = vec![route("/api", "http://127.0.0.1:2000"), route("/api/v2/", "http://127.0.0.1:3000")];
+        let routes = Routes::new(&config);
+        let port = |path: &str| routes.resolve(path).map(|u| u.config.target.port);
+        assert_eq!(port("/api"), Some(2000));
+        assert_eq!(port("/api/x?y"), Some(2000));
+        assert_eq!(port("/api/v2"), Some(3000));
+        assert_eq!(port("/api/v2/users"), Some(3000));
+        assert_eq!(port("/api/v2x"), Some(2000));
+        assert_eq!(port("/apix"), None);
+        assert_eq!(port("/"), None);
+        assert_eq!(routes.links().len(), 2);
+    }
+
+    #[test]
+    fn bad_prefixes_are_named() {
+        let target = || Target::parse("http://127.0.0.1:2000").unwrap();
+        for (prefix, says) in [("api", "path prefix"), ("/", "every request"), ("/a?b", "path prefix")] {
+            let err = Route::new(prefix, target()).unwrap_err().to_string();
+            assert!(err.contains(&format!("routes['{prefix}']")) && err.contains(says), "{err}");
+        }
+    }
+}
