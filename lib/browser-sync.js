@@ -204,10 +204,21 @@ function createAdapter(moduleId) {
               running.drop()
               return fail(err, inner.active)
             }
-            startProxy(proxyOptions, config, running, ready, done).catch((err) => {
-              running.drop()
-              fail(err, true)
-            })
+            // The user's callbacks run outside this chain: an exception in them is theirs, not a
+            // failed start that would stop what runs.
+            startProxy(proxyOptions, config, running).then(
+              () => {
+                if (typeof ready === 'function') ready.call(instance, null, bs)
+                done(null, bs)
+              },
+              (err) => {
+                running.drop()
+                const started = server
+                server = null
+                if (started) started.stop().catch(() => {})
+                fail(err, true)
+              },
+            )
           })
         } catch (err) {
           running.drop()
@@ -217,7 +228,7 @@ function createAdapter(moduleId) {
       return instance
     }
 
-    async function startProxy(proxyOptions, config, running, ready, done) {
+    async function startProxy(proxyOptions, config, running) {
       const snippet = bs.options.get('snippet')
       const routes = { ...proxyOptions.routes, ...browserSyncRoutes(bs.options, bs.options.get('port')) }
       const proxyConfig = { ...proxyOptions, routes }
@@ -245,8 +256,6 @@ function createAdapter(moduleId) {
         },
       ])
       bs.logger.info('Native proxy on: devproxy-native %s serves the site (streamed, compression kept)', version)
-      if (typeof ready === 'function') ready.call(instance, null, bs)
-      done(null, bs)
     }
 
     /** Stops browser-sync (watchers, sockets, UI) and the proxy; resolves when the port is free. */
