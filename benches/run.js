@@ -3,7 +3,7 @@
 // See benches/README.md. Not a test: CI does not run it.
 //
 // Environment knobs (defaults in brackets):
-//   BENCH_CONTENDERS   comma list of direct,devproxy-native,browser-sync,nginx,http-proxy-middleware [all five]
+//   BENCH_CONTENDERS   comma list of direct,devproxy-native,adapter,browser-sync,nginx,http-proxy-middleware [all six]
 //   BENCH_DURATION     seconds per wrk run [5]      BENCH_RUNS       wrk runs per contender [3]
 //   BENCH_CONNECTIONS  wrk connections [32]         BENCH_THREADS    wrk threads [2]
 //   BENCH_WARMUP       seconds of wrk warm-up per contender and workload [1]
@@ -27,7 +27,7 @@ const LUA = path.join(__dirname, 'lib', 'report.lua');
 const HOST = '127.0.0.1';
 const SNIPPET = '<script async id="__bs_script__" src="/browser-sync/browser-sync-client.js?v=3.0.4"></script>';
 
-const ALL = ['direct', 'devproxy-native', 'browser-sync', 'nginx', 'http-proxy-middleware'];
+const ALL = ['direct', 'devproxy-native', 'adapter', 'browser-sync', 'nginx', 'http-proxy-middleware'];
 const cfg = {
   contenders: (process.env.BENCH_CONTENDERS || ALL.join(',')).split(',').map((s) => s.trim()).filter(Boolean),
   duration: Number(process.env.BENCH_DURATION || 5),
@@ -362,6 +362,14 @@ async function startContender(name, upstream) {
       fs.copyFileSync(ADDON, snapshot);
       const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
       const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, STATIC_DIR], name, env);
+      return { name, port: c.port, pids: () => [c.child.pid], child: c.child };
+    }
+    case 'adapter': {
+      // devproxy-native/browser-sync: browser-sync 3 in snippet mode, start() serving the pages.
+      const snapshot = path.join(WORK, 'devproxy-native.adapter-snapshot.node');
+      fs.copyFileSync(ADDON, snapshot);
+      const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
+      const c = await forkChild(path.join(__dirname, 'lib', 'adapter-child.js'), [upstream.url], name, env);
       return { name, port: c.port, pids: () => [c.child.pid], child: c.child };
     }
     case 'browser-sync': {
@@ -771,6 +779,12 @@ function targets(res) {
   if (w6 && w6[D] && w6['browser-sync']) {
     const x = ratio(w6[D].rps, w6['browser-sync'].rps);
     out.push({ ok: x >= 5, text: `workload 6: serveStatic file at ${f(w6[D].rps)} req/s = ${f(x, 2)}x browser-sync (target ≥ 5x)` });
+  }
+  if (has('adapter')) {
+    for (const id of [1, 2, 3]) {
+      const x = ratio(load[id].adapter.rps, load[id][D].rps);
+      out.push({ ok: x >= 0.95, text: `workload ${id}: the adapter ${f(load[id].adapter.rps)} req/s = ${f(x, 3)}x start() (target ≥ 0.95x)` });
+    }
   }
   const w3 = load[3];
   if (has('browser-sync')) {

@@ -1,0 +1,61 @@
+'use strict'
+// Which options of a Browsersync config go to devproxy-native's `start()` and which to browser-sync:
+// the one place that decides it. Anything not listed here goes to browser-sync (which ignores what it
+// does not know), so file watching, ghost mode, UI, notify and reload options keep working unchanged.
+
+/** Options of the site, its rewriting and its listening socket: `start()` gets them as they are. */
+const PROXY_OPTIONS = [
+  'proxy',
+  'port',
+  'host',
+  'listen',
+  'strictPort',
+  'https',
+  'httpModule',
+  'serveStatic',
+  'serveStaticOptions',
+  'rewriteRules',
+  'middleware',
+  'routes',
+  'ws',
+  'allowedHosts',
+  'allowedOrigins',
+  'rewriteTextTypes',
+  'maxMatchBytes',
+  'upstreamTimeoutMs',
+  'gracePeriodMs',
+  'maxConnections',
+  'upstreamCompression',
+  'quiet',
+]
+
+/**
+ * Options both read: browser-sync for its logger and script tag, `start()` for its own logging,
+ * snippet placement and start URL.
+ */
+const SHARED_OPTIONS = ['logLevel', 'logPrefix', 'startPath', 'snippetOptions']
+
+const PROXY_SET = new Set(PROXY_OPTIONS)
+const SHARED_SET = new Set(SHARED_OPTIONS)
+
+/**
+ * Splits a Browsersync config into `{ proxyOptions, bsOptions }` (shallow: values are not copied).
+ * `snippet` stays with browser-sync: it decides whether there is a snippet at all.
+ */
+function splitOptions(config) {
+  const proxyOptions = {}
+  const bsOptions = {}
+  for (const [key, value] of Object.entries(config)) {
+    if (PROXY_SET.has(key)) {
+      proxyOptions[key] = value
+    } else if (SHARED_SET.has(key)) {
+      proxyOptions[key] = value
+      bsOptions[key] = value
+    } else {
+      bsOptions[key] = value
+    }
+  }
+  return { proxyOptions, bsOptions }
+}
+
+module.exports = { PROXY_OPTIONS, SHARED_OPTIONS, splitOptions }

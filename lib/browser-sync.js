@@ -1,0 +1,374 @@
+'use strict'
+// `require('devproxy-native/browser-sync')`: browser-sync's API, with devproxy-native serving the site.
+//
+// The real browser-sync package (the user's, resolved from their project) runs without `proxy`, in
+// its snippet mode, on a loopback port of its own: it watches files, serves its client script and
+// socket.io, runs the UI and ghost mode. devproxy-native's `start()` serves the site, injects
+// browser-sync's own snippet with a same-origin script path, and routes browser-sync's paths (HTTP and
+// WebSocket) to browser-sync's server, so the page, the client script and the socket share one origin
+// as with Browsersync's proxy mode. Once the proxy listens, browser-sync's options are set to what its
+// proxy mode would hold (mode, proxy, port, urls), so its banner, `open` and `getOption` say the truth.
+
+const net = require('node:net')
+const { createRequire } = require('node:module')
+const { PassThrough } = require('node:stream')
+const { EventEmitter } = require('node:events')
+const { start } = require('./start.js')
+const { splitOptions } = require('./browser-sync-options.js')
+const { version } = require('../package.json')
+
+const LOOPBACK = '127.0.0.1'
+
+/**
+ * Loads browser-sync `id` as the user's project sees it (their cwd first, then where this package
+ * is installed), with the internals the adapter reuses so that it behaves as that version does.
+ */
+function loadBrowserSync(id) {
+  let entry
+  try {
+    entry = require.resolve(id, { paths: [process.cwd(), __dirname] })
+  } catch (err) {
+    if (err.code !== 'MODULE_NOT_FOUND') throw err
+    const missing = new Error(
+      `devproxy-native/browser-sync needs the browser-sync package (\`${id}\`), which is not installed in ` +
+        `${process.cwd()}: run \`npm i -D browser-sync\``,
+    )
+    missing.code = 'MODULE_NOT_FOUND'
+    throw missing
+  }
+  const from = createRequire(entry)
+  return {
+    browserSync: from(entry),
+    parseArgs: from('./args'),
+    isStreamArg: from('./public/public-utils').isStreamArg,
+    Immutable: from('immutable'),
+    devIp: from('dev-ip'),
+  }
+}
+
+/** A free port on the loopback address, for browser-sync's own server (it scans upwards from it). */
+function freeLoopbackPort() {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer()
+    probe.once('error', reject)
+    probe.listen(0, LOOPBACK, () => {
+      const { port } = probe.address()
+      probe.close(() => resolve(port))
+    })
+  })
+}
+
+/**
+ * Holds `event` on `emitter` until `release(args)`: browser-sync announces `service:running` (its
+ * banner, `open`) before the proxy listens; it is re-emitted with the proxy's URLs once it does.
+ */
+function holdEvent(emitter, event) {
+  const hadOwn = Object.hasOwn(emitter, 'emit')
+  const original = emitter.emit
+  let held = null
+  emitter.emit = function (name, ...args) {
+    if (name === event) {
+      held = args
+      return true
+    }
+    return original.call(this, name, ...args)
+  }
+  const restore = () => {
+    if (hadOwn) emitter.emit = original
+    else delete emitter.emit
+  }
+  return {
+    release(args) {
+      restore()
+      if (held) emitter.emit(event, ...args)
+    },
+    drop: restore,
+  }
+}
+
+/** `http://host:port` as Browsersync prints it: `localhost` for loopback and wildcard listeners. */
+function siteUrls(server, proxyOptions, bsOptions, devIp) {
+  const scheme = server.url.startsWith('https:') ? 'https' : 'http'
+  const host = proxyOptions.listen || proxyOptions.host || LOOPBACK
+  const wildcard = host === '0.0.0.0' || host === '::'
+  const loopback = host === 'localhost' || host === '::1' || host.startsWith('127.')
+  const startPath = proxyOptions.startPath ? String(proxyOptions.startPath).replace(/^\/?/, '/') : ''
+  const url = (name) => `${scheme}://${name.includes(':') ? `[${name}]` : name}:${server.port}${startPath}`
+  const urls = { local: url(wildcard || loopback ? 'localhost' : host) }
+  if (wildcard) {
+    const ips = bsOptions.get('detect') === false ? [] : devIp()
+    if (ips.length) urls.external = url(ips[0])
+  }
+  return { scheme, urls }
+}
+
+/** The path prefixes browser-sync answers on: client script, socket.io, and its HTTP protocol. */
+function browserSyncRoutes(bsOptions, bsPort) {
+  const target = `http://${LOOPBACK}:${bsPort}`
+  const prefixes = new Set([
+    bsOptions.getIn(['socket', 'clientPath']),
+    bsOptions.getIn(['socket', 'path']),
+    '/__browser_sync__',
+  ])
+  const routes = {}
+  for (const prefix of prefixes) if (typeof prefix === 'string' && prefix.startsWith('/')) routes[prefix] = target
+  return routes
+}
+
+/**
+ * Where browser-sync's client connects. `''` makes the client's socket URL relative (same origin as
+ * the page); the UI, on its own port, keeps connecting to browser-sync's server directly.
+ */
+function socketDomain(options) {
+  if (options.getIn(['socket', 'namespace']) === options.getIn(['socket', 'clientPath'])) return ''
+  return `http://${LOOPBACK}:{port}`
+}
+
+/**
+ * The browser-sync API backed by browser-sync module `moduleId` (resolved from the user's project).
+ * The package exports one for `'browser-sync'`; `withBrowserSync(id)` makes others (tests use it for
+ * browser-sync 2 and 3 side by side).
+ */
+function createAdapter(moduleId) {
+  let loaded = null
+  const load = () => (loaded ??= loadBrowserSync(moduleId))
+  const instances = []
+  const singletonPlugins = []
+  let singleton = null
+  let singletonEmitter = null
+
+  function newEmitter() {
+    const emitter = new EventEmitter()
+    emitter.setMaxListeners(20)
+    return emitter
+  }
+
+  /** Create an instance, as `browserSync.create(name)`. Throws when browser-sync is not installed. */
+  function create(name, emitter) {
+    const lib = load()
+    name = name ?? new Date().getTime()
+    const inner = lib.browserSync.create(name, emitter ?? newEmitter())
+    const bs = inner.instance
+    let server = null
+    let starting = false
+
+    function init(...args) {
+      const { config, cb } = lib.parseArgs(args)
+      let called = false
+      const done = (err, value) => {
+        if (called) return
+        called = true
+        if (typeof cb === 'function') cb(err, value)
+        else if (err) console.error(`[Browsersync] ${err.message}`)
+      }
+      if (starting || inner.active) {
+        done(new Error(`Instance: ${name} is already running!`))
+        return instance
+      }
+      if (!config || !config.proxy) {
+        // Nothing to proxy (server or snippet mode): browser-sync as it is.
+        inner.init(config, cb)
+        return instance
+      }
+      if (config.server) {
+        // As browser-sync's own check says (its proxy and server modes exclude each other).
+        done(new Error('Invalid config. You cannot specify both server & proxy options.'))
+        return instance
+      }
+      starting = true
+      const fail = (err, stopBrowserSync) => {
+        starting = false
+        if (stopBrowserSync) inner.exit()
+        done(err)
+      }
+      const { proxyOptions, bsOptions } = splitOptions(config)
+      const { ready, ...callbacks } = bsOptions.callbacks ?? {}
+      freeLoopbackPort().then((bsPort) => {
+        const bsConfig = {
+          ...bsOptions,
+          callbacks,
+          port: bsPort,
+          listen: LOOPBACK,
+          open: false,
+          logSnippet: false,
+          // The snippet browser-sync's proxy mode injects: a same-origin path to its client script.
+          scriptPath: (path) => path,
+          socket: { ...bsOptions.socket, domain: bsOptions.socket?.domain ?? socketDomain },
+          // Browser-sync's socket server listens on loopback only, so its UI does too unless told.
+          ui: bsOptions.ui === false ? false : { ...bsOptions.ui, listen: bsOptions.ui?.listen ?? LOOPBACK },
+        }
+        const running = holdEvent(bs.events, 'service:running')
+        try {
+          inner.init(bsConfig, (err) => {
+            if (err) {
+              running.drop()
+              return fail(err, inner.active)
+            }
+            // The user's callbacks run outside this chain: an exception in them is theirs, not a
+            // failed start that would stop what runs.
+            startProxy(proxyOptions, config, running).then(
+              () => {
+                if (typeof ready === 'function') ready.call(instance, null, bs)
+                done(null, bs)
+              },
+              (err) => {
+                running.drop()
+                const started = server
+                server = null
+                if (started) started.stop().catch(() => {})
+                fail(err, true)
+              },
+            )
+          })
+        } catch (err) {
+          running.drop()
+          fail(err, inner.active)
+        }
+      }, fail)
+      return instance
+    }
+
+    async function startProxy(proxyOptions, config, running) {
+      const snippet = bs.options.get('snippet')
+      const routes = { ...proxyOptions.routes, ...browserSyncRoutes(bs.options, bs.options.get('port')) }
+      const proxyConfig = { ...proxyOptions, routes }
+      if (snippet) proxyConfig.snippet = snippet
+      server = await start(proxyConfig)
+      starting = false
+      const { scheme, urls } = siteUrls(server, proxyOptions, bs.options, lib.devIp)
+      const target = typeof config.proxy === 'string' ? config.proxy : config.proxy.target
+      bs.setMany((options) => {
+        const uiUrls = options.get('urls').filter((_, key) => key.startsWith('ui'))
+        options.set('mode', 'proxy')
+        options.set('proxy', lib.Immutable.fromJS({ target: /^[a-z]+:\/\//i.test(target) ? target : `http://${target}` }))
+        options.set('port', server.port)
+        options.set('scheme', scheme)
+        options.set('urls', lib.Immutable.fromJS(urls).merge(uiUrls))
+        options.set('open', config.open === undefined ? 'local' : config.open)
+      })
+      running.release([
+        {
+          options: bs.options,
+          type: 'proxy',
+          port: server.port,
+          url: urls.local,
+          urls: bs.options.get('urls').toJS(),
+        },
+      ])
+      bs.logger.info('Native proxy on: devproxy-native %s serves the site (streamed, compression kept)', version)
+    }
+
+    /** Stops browser-sync (watchers, sockets, UI) and the proxy; resolves when the port is free. */
+    function exit() {
+      const running = server
+      server = null
+      if (!running) {
+        inner.exit()
+        return Promise.resolve()
+      }
+      // The proxy first, so that no request reaches browser-sync's server after it has closed.
+      return running.stop().finally(() => inner.exit())
+    }
+
+    const instance = {
+      name,
+      instance: bs,
+      init,
+      exit,
+      notify: inner.notify,
+      pause: inner.pause,
+      resume: inner.resume,
+      reload: inner.reload,
+      stream: inner.stream,
+      cleanup: (cb) => {
+        const running = server
+        server = null
+        if (running) running.stop().catch(() => {})
+        return inner.cleanup(cb)
+      },
+      use: inner.use,
+      getOption: inner.getOption,
+      emitter: inner.emitter,
+      watch: inner.watch,
+    }
+    Object.defineProperties(instance, {
+      active: { get: () => inner.active && (server !== null || !inner.getOption('proxy')) },
+      paused: { get: () => inner.paused },
+      sockets: { get: () => inner.sockets },
+      /** devproxy-native's `ProxyServer` serving the site (null before init's callback and after exit). */
+      proxy: { get: () => server },
+    })
+    instances.push(instance)
+    return instance
+  }
+
+  function getSingle(name) {
+    return instances.find((item) => item.name === name) || false
+  }
+
+  function getSingletonEmitter() {
+    singletonEmitter ??= newEmitter()
+    return singletonEmitter
+  }
+
+  /** `require('devproxy-native/browser-sync')(config, cb)`: the module-level instance. */
+  function initSingleton(...args) {
+    const existing = getSingle('singleton')
+    if (existing) {
+      console.error('[Browsersync] You tried to start Browsersync twice! To create multiple instances, use browserSync.create().init()')
+      return existing
+    }
+    singleton = create('singleton', getSingletonEmitter())
+    for (const plugin of singletonPlugins) singleton.instance.registerPlugin(...plugin)
+    singleton.init(...args)
+    return singleton
+  }
+
+  /** Module-level methods act on the singleton, and do nothing (stream: pass through) without one. */
+  function delegate(name) {
+    return (...args) => {
+      if (singleton) return singleton[name](...args)
+      if (load().isStreamArg(name, args)) return new PassThrough({ objectMode: true })
+      return undefined
+    }
+  }
+
+  const api = initSingleton
+  Object.assign(api, {
+    init: initSingleton,
+    create,
+    get(name) {
+      const instance = getSingle(name)
+      if (instance) return instance
+      throw new Error(`An instance with the name \`${name}\` was not found.`)
+    },
+    has: (name) => Boolean(getSingle(name)),
+    use: (...args) => {
+      singletonPlugins.push(args)
+    },
+    reload: delegate('reload'),
+    stream: delegate('stream'),
+    notify: delegate('notify'),
+    exit: delegate('exit'),
+    watch: delegate('watch'),
+    pause: delegate('pause'),
+    resume: delegate('resume'),
+    instances,
+    /** Stops every instance and forgets them (for tests, as browser-sync's `reset`). */
+    reset() {
+      for (const instance of instances.splice(0)) instance.cleanup()
+      singletonPlugins.length = 0
+      singletonEmitter = null
+      singleton = null
+    },
+    withBrowserSync: createAdapter,
+  })
+  Object.defineProperties(api, {
+    emitter: { get: getSingletonEmitter },
+    active: { get: () => (getSingle('singleton') ? getSingle('singleton').active : false) },
+    paused: { get: () => (getSingle('singleton') ? getSingle('singleton').paused : false) },
+  })
+  return api
+}
+
+module.exports = { createAdapter }
