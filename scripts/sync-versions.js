@@ -52,10 +52,11 @@ for (const dir of fs.readdirSync(path.join(ROOT, 'npm'))) {
   if (!known) problems.push(`npm/${dir} is not in package.json's napi.targets`)
 }
 
-const optional = root.optionalDependencies || {}
-if (JSON.stringify(optional) !== JSON.stringify(wanted)) {
-  problems.push(`optionalDependencies ${JSON.stringify(optional)}, wanted ${JSON.stringify(wanted)}`)
-  root.optionalDependencies = wanted
+// Sorted by name, as npm writes them.
+const sorted = (deps) => JSON.stringify(Object.fromEntries(Object.entries(deps || {}).sort(([a], [b]) => (a < b ? -1 : 1))))
+if (sorted(root.optionalDependencies) !== sorted(wanted)) {
+  problems.push(`optionalDependencies ${sorted(root.optionalDependencies)}, wanted ${sorted(wanted)}`)
+  root.optionalDependencies = JSON.parse(sorted(wanted))
   if (!check) writeJson(rootFile, root)
 }
 
