@@ -25,8 +25,11 @@ function platformDir() {
   return `${process.platform}-${process.arch}${abi}`
 }
 
+/** The environment without the npm_* variables of an outer `npm test`, which the inner npm would obey. */
+const CLEAN_ENV = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)))
+
 /** Runs npm (or npx) with `env`; returns stdout, throws with npm's output on failure. */
-function npm(args, { cwd, env = process.env, bin = 'npm' } = {}) {
+function npm(args, { cwd, env = CLEAN_ENV, bin = 'npm' } = {}) {
   const r = spawnSync(bin, args, { cwd, env, encoding: 'utf8', shell: WIN, timeout: 120000 })
   if (r.status !== 0) throw new Error(`${bin} ${args.join(' ')} failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`)
   return r.stdout
@@ -106,7 +109,7 @@ test('npm pack + install into a fresh project, from npm\'s cache and without Rus
     const app = path.join(work, 'app')
     fs.mkdirSync(app)
     fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }))
-    const env = { ...process.env, PATH: pathWithoutRust(), npm_config_prefer_offline: 'true', npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' }
+    const env = { ...CLEAN_ENV, PATH: pathWithoutRust(), npm_config_prefer_offline: 'true', npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' }
     for (const key of Object.keys(env)) if (/^(CARGO|RUSTUP)/.test(key)) delete env[key]
     assert.equal(spawnSync('cargo', ['--version'], { env, shell: WIN }).status === 0, false, 'no cargo on PATH')
     npm(['install', path.join(work, packed.filename), path.join(work, platformPacked.filename)], { cwd: app, env })
