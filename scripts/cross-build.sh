@@ -32,7 +32,9 @@ for target in $TARGETS; do
   fi
   echo "cross-build: $target" >&2
   # -x: cargo-zigbuild (napi also turns off crt-static for musl, so a cdylib can be built).
-  npx napi build --platform --release --target "$target" -x --no-js --dts binding.d.ts
+  # The types go to a scratch file: binding.d.ts is generated with the loader (npm run build).
+  npx napi build --platform --release --target "$target" -x --no-js --dts .cross-build.d.ts
+  rm -f .cross-build.d.ts
 done
 
 ls -l devproxy-native.*.node
