@@ -1,13 +1,14 @@
 #!/usr/bin/env node
-// `npm run demo`: a small bundled site served on loopback, devproxy-native in front of it.
-// Open the printed URL: links point back at the proxy, the snippet shows a badge, and pages stay
-// gzip-compressed end to end. `node demo/demo.js --check` fetches one page through the proxy,
-// prints what the proxy did, and exits (used to check the demo itself).
+// `npm run demo`: a small bundled site served on loopback, and the `devproxy` command line in front of
+// it (a child process, as a user would run it). Open the printed URL: links point back at the proxy,
+// the snippet shows a badge, and pages stay gzip-compressed end to end. `node demo/demo.js --check`
+// fetches one page through the proxy, prints what the proxy did, and exits (used to check the demo).
 'use strict'
 
 const http = require('node:http')
 const zlib = require('node:zlib')
-const { start } = require('..')
+const path = require('node:path')
+const { spawn } = require('node:child_process')
 
 function page(origin, title, body) {
   return `<!doctype html>
@@ -50,30 +51,42 @@ async function main() {
   const check = process.argv.includes('--check')
   const site = await startSite()
   const target = `http://127.0.0.1:${site.address().port}`
-  const proxy = await start({
-    proxy: target,
-    port: check ? 0 : Number(process.env.PORT || 3000),
-    snippet: '<div id="devproxy-badge">served through devproxy-native</div>',
-  })
   console.log(`upstream site: ${target}`)
-  console.log(`proxy:         ${proxy.url}   <- open this`)
+  const args = [
+    path.join(__dirname, '..', 'bin', 'devproxy.js'),
+    target,
+    '--port', check ? '0' : String(process.env.PORT || 3000),
+    '--snippet', '<div id="devproxy-badge">served through devproxy-native</div>',
+  ]
+  console.log(`$ devproxy ${args.slice(1).map((a) => (/[\s<>"]/.test(a) ? `'${a}'` : a)).join(' ')}`)
+  // Ctrl-C in the terminal reaches both processes: the CLI stops gracefully, then the site closes.
+  const cli = spawn(process.execPath, args, { stdio: ['ignore', check ? 'pipe' : 'inherit', 'inherit'] })
+  const exited = new Promise((resolve) => cli.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))))
+  process.on('SIGINT', () => {})
   if (check) {
-    const res = await fetch(proxy.url + '/', { headers: { accept: 'text/html', 'accept-encoding': 'gzip' } })
+    const url = await new Promise((resolve, reject) => {
+      let out = ''
+      cli.stdout.on('data', (d) => {
+        out += d
+        process.stdout.write(d)
+        const m = /Local:\s+(\S+)/.exec(out)
+        if (m) resolve(m[1])
+      })
+      exited.then((code) => reject(new Error(`devproxy exited with code ${code} before it was ready`)))
+    })
+    const res = await fetch(url + '/', { headers: { accept: 'text/html', 'accept-encoding': 'gzip' } })
     const body = await res.text()
-    const ok = res.status === 200 && body.includes('devproxy-badge') && !body.includes(target) && body.includes(`//127.0.0.1:${proxy.port}/about`)
+    const port = new URL(url).port
+    const ok = res.status === 200 && body.includes('devproxy-badge') && !body.includes(target) && body.includes(`//127.0.0.1:${port}/about`)
     console.log(`GET / -> ${res.status}, content-encoding ${res.headers.get('content-encoding')}, snippet ${body.includes('devproxy-badge') ? 'injected' : 'MISSING'}, target links left: ${body.split(target).length - 1}`)
-    console.log('stats:', proxy.stats())
-    await proxy.stop()
+    cli.kill('SIGINT')
+    const code = await exited
     site.close()
-    process.exitCode = ok ? 0 : 1
+    process.exitCode = ok && code === 0 ? 0 : 1
     return
   }
-  const shutdown = async () => {
-    await proxy.stop()
-    site.close()
-  }
-  process.once('SIGINT', shutdown)
-  process.once('SIGTERM', shutdown)
+  process.exitCode = await exited
+  site.close()
 }
 
 main().catch((error) => {
