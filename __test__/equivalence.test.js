@@ -384,7 +384,7 @@ function assertEquivalent(r, label, { compressed = false, skip = [], anyCase = [
 
 // ---------------------------------------------------------------------------------------------------------------
 
-describe('equivalence with browser-sync 3: Browsersync's proxy behaviour', () => {
+describe('equivalence with browser-sync 3: proxying a site', () => {
   let otherPort
   before(async () => {
     otherPort = await deadPort()
