@@ -195,7 +195,7 @@ impl Pipeline {
             identity: decode == Encoding::Identity,
             decoder: Decoder::new(decode),
             rewriter,
-            encoder: Encoder::new(encode),
+            encoder: Encoder::for_upstream(encode, decode),
             decoded: Vec::with_capacity(DECODED_PIECE),
             rewritten: Vec::new(),
         }
