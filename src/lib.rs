@@ -27,6 +27,7 @@ mod proxy;
 pub mod rewrite;
 mod security;
 mod server;
+mod skip;
 mod state;
 mod stats;
 mod tls;

@@ -20,6 +20,7 @@ use crate::pages::ProxyError;
 use crate::rewrite::Rewriter;
 use crate::security;
 use crate::server::ClientAddr;
+use crate::skip::SkipKey;
 use crate::state::{header_pairs, RequestCtx, Shared};
 use crate::websocket;
 
@@ -119,7 +120,9 @@ async fn body_phase(
         }
         Plan::Rewrite { sniff, decode, encode } => (sniff, decode, encode),
     };
-    let mut rewriter = Rewriter::new(&ctx.rules, &ctx.local_host, config.max_match_bytes);
+    let key = SkipKey::of(&ctx.method, &ctx.path_and_query, &head.headers);
+    let (rules, mut skip_memo) = body::rules_to_run(&ctx.rules, ctx.user_rules, key, &shared.skips);
+    let mut rewriter = Rewriter::new(&rules, &ctx.local_host, config.max_match_bytes);
     if let Some(mut exchange) = ctx.exchange.take() {
         // Replacement functions see the response headers as they go out.
         exchange.status = head.status.as_u16();
@@ -141,6 +144,7 @@ async fn body_phase(
             {
                 shared.stats.add_passed_through();
                 rewritten = false;
+                skip_memo = None;
                 pipeline = Pipeline::new(decode, encode, Rewriter::new(&[], &ctx.local_host, config.max_match_bytes));
                 decoded_prefix = Some(raw);
             }
@@ -176,6 +180,7 @@ async fn body_phase(
         shared.stats.add_rewritten();
     }
     let panic_probe = config.panic_probes && ctx.path_and_query.starts_with(&format!("{PANIC_PROBE_PREFIX}/body"));
-    let state = RewriteState::new(upstream, pipeline, out, shared.stats.clone(), ctx.url, panic_probe);
+    let state = RewriteState::new(upstream, pipeline, out, shared.stats.clone(), ctx.url, panic_probe)
+        .with_skip_memo(skip_memo);
     Ok(Response::from_parts(head, ProxyBody::Rewrite(Box::new(state))))
 }
