@@ -26,12 +26,15 @@ use crate::stats::Stats;
 pub(crate) struct RuleStore {
     /// The rules and their generation, which every `add` and `remove` moves on (the skip table's
     /// entries are valid for one generation only, see `crate::skip`).
-    rules: RwLock<(u64, Arc<Vec<(u32, Rule)>>)>,
+    rules: RwLock<RuleSnapshot>,
     next_id: AtomicU32,
 }
 
+/// A rule set's generation and its rules with their ids.
+pub(crate) type RuleSnapshot = (u64, Arc<Vec<(u32, Rule)>>);
+
 impl RuleStore {
-    pub(crate) fn snapshot(&self) -> (u64, Arc<Vec<(u32, Rule)>>) {
+    pub(crate) fn snapshot(&self) -> RuleSnapshot {
         self.rules.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
