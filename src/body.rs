@@ -576,10 +576,13 @@ impl RewriteState {
         self.finished = true;
         let abandoned = match &self.work {
             Work::Ready(pipeline) => {
-                if let Some(memo) = self.skip_memo.take() {
+                let abandoned = pipeline.abandoned_matches();
+                // An abandoned candidate (past `maxMatchBytes`) may depend on how the body was cut:
+                // such a body teaches the table nothing.
+                if let Some(memo) = self.skip_memo.take().filter(|_| abandoned == 0) {
                     memo.remember(&pipeline.matched_rules());
                 }
-                pipeline.abandoned_matches()
+                abandoned
             }
             _ => 0,
         };
