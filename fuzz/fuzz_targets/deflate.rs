@@ -13,24 +13,27 @@ use libz_sys as z;
 /// Inflates a whole gzip or zlib stream (header detected) with zlib; `None` if zlib rejects it.
 fn zlib_inflate(compressed: &[u8], expected_len: usize) -> Option<Vec<u8>> {
     let mut out = vec![0u8; expected_len + 1];
-    // SAFETY: a zeroed z_stream with null allocators is what inflateInit2 expects (zlib uses its own);
-    // the input and output pointers stay valid for the calls, and inflateEnd frees what zlib took.
+    // SAFETY: zlib takes a zeroed z_stream (null allocators mean its own) through a raw pointer;
+    // inflateInit2_ fills in the allocators, so the stream is a valid value once it returns Z_OK. The
+    // input and output pointers stay valid for the calls, and inflateEnd frees what zlib took.
     unsafe {
-        let mut stream: z::z_stream = std::mem::zeroed();
+        let mut uninit = std::mem::MaybeUninit::<z::z_stream>::zeroed();
         let init = z::inflateInit2_(
-            &mut stream,
+            uninit.as_mut_ptr(),
             15 + 32,
             z::zlibVersion(),
             std::mem::size_of::<z::z_stream>() as c_int,
         );
         assert_eq!(init, z::Z_OK);
+        // In place: zlib keeps a pointer back to the stream it was given.
+        let stream = uninit.assume_init_mut();
         stream.next_in = compressed.as_ptr() as *mut u8;
         stream.avail_in = compressed.len() as u32;
         stream.next_out = out.as_mut_ptr();
         stream.avail_out = out.len() as u32;
-        let status = z::inflate(&mut stream, z::Z_FINISH);
+        let status = z::inflate(stream, z::Z_FINISH);
         let (produced, left) = (stream.total_out as usize, stream.avail_in);
-        z::inflateEnd(&mut stream);
+        z::inflateEnd(stream);
         (status == z::Z_STREAM_END && left == 0).then(|| {
             out.truncate(produced);
             out
