@@ -1,5 +1,7 @@
 //! What compressing one rewritten page costs: the proxy's encoders against zlib-rs's gzip at the
-//! level it used before (1, the quick strategy) and at the level servers usually send (6).
+//! level it used before (1, the quick strategy), at 2 (its first level with dynamic codes and zlib-1
+//! sizes) and at the level servers usually send (6); and libdeflate (whole buffers only: it cannot
+//! stream, see src/codec/deflate.rs) at levels 1 and 6.
 //!
 //! Run: `cargo bench --no-default-features --bench codec -- --warm-up-time 1 --measurement-time 4`
 
@@ -21,6 +23,14 @@ fn zlib_rs_gzip(page: &[u8], level: u32) -> Vec<u8> {
     encoder.finish().expect("in memory")
 }
 
+fn libdeflate_gzip(page: &[u8], level: i32) -> Vec<u8> {
+    let mut compressor = libdeflater::Compressor::new(libdeflater::CompressionLvl::new(level).expect("level"));
+    let mut out = vec![0; compressor.gzip_compress_bound(page.len())];
+    let n = compressor.gzip_compress(page, &mut out).expect("in memory");
+    out.truncate(n);
+    out
+}
+
 fn benches(c: &mut Criterion) {
     let page = common::generate_html("127.0.0.1:8080", PAGE_BYTES);
     eprintln!("page: {} bytes", page.len());
@@ -35,10 +45,18 @@ fn benches(c: &mut Criterion) {
             ratio(&compressed, &page)
         );
     }
-    for level in [1, 6] {
+    for level in [1, 2, 6] {
         let compressed = zlib_rs_gzip(&page, level);
         eprintln!(
             "zlib-rs gzip level {level:<6} {:>7} bytes ({:.3} of the page)",
+            compressed.len(),
+            ratio(&compressed, &page)
+        );
+    }
+    for level in [1, 6] {
+        let compressed = libdeflate_gzip(&page, level);
+        eprintln!(
+            "libdeflate gzip level {level:<3} {:>7} bytes ({:.3} of the page)",
             compressed.len(),
             ratio(&compressed, &page)
         );
@@ -50,8 +68,13 @@ fn benches(c: &mut Criterion) {
     for encoding in ours {
         group.bench_function(encoding.token(), |b| b.iter(|| encode_all(encoding, black_box(&page))));
     }
-    for level in [1, 6] {
+    for level in [1, 2, 6] {
         group.bench_function(format!("zlib_rs_gzip_{level}"), |b| b.iter(|| zlib_rs_gzip(black_box(&page), level)));
+    }
+    for level in [1, 6] {
+        group.bench_function(format!("libdeflate_gzip_{level}"), |b| {
+            b.iter(|| libdeflate_gzip(black_box(&page), level))
+        });
     }
     group.finish();
 }

@@ -14,8 +14,9 @@ use tokio::time::Sleep;
 
 use crate::codec::{self, CodecError, Decoder, Encoder, Encoding, DECODED_PIECE};
 use crate::error::ReplaceError;
-use crate::rewrite::Rewriter;
-use crate::state::PageMode;
+use crate::rewrite::{Rewriter, Rule};
+use crate::skip::{SkipKey, SkipTable};
+use crate::state::{PageMode, UserRules};
 use crate::stats::Stats;
 
 /// Errors that end a response body early; hyper then aborts the connection, so the client never
@@ -117,6 +118,55 @@ pub(crate) fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, 
     }
 }
 
+/// The skip decision, in one place: which of the request's rules run on this response. User rules
+/// that the skip table knows found nothing in this URL's body under this validator and rule set are
+/// left out; without a validator (`key` is `None`), or with a rule that calls a function (`user` is
+/// `None`), every rule runs. The memo tells the body's end what to remember.
+pub(crate) fn rules_to_run(
+    rules: &[Rule],
+    user: Option<UserRules>,
+    key: Option<SkipKey>,
+    table: &Arc<SkipTable>,
+) -> (Vec<Rule>, Option<SkipMemo>) {
+    let (Some(user), Some(key)) = (user, key) else { return (rules.to_vec(), None) };
+    let never = table.never_matched(&key, user.generation);
+    let mut run = Vec::with_capacity(rules.len());
+    let mut bits = Vec::with_capacity(rules.len());
+    for (i, rule) in rules.iter().enumerate() {
+        let bit = i.checked_sub(user.first).filter(|&b| b < user.count);
+        if bit.is_some_and(|b| never & 1 << b != 0) {
+            continue;
+        }
+        run.push(rule.clone());
+        bits.push(bit);
+    }
+    (run, Some(SkipMemo { key, generation: user.generation, skipped: never, bits, table: table.clone() }))
+}
+
+/// What a body that went through whole tells the skip table.
+pub(crate) struct SkipMemo {
+    key: SkipKey,
+    generation: u64,
+    /// The user rules skipped on this response: they still find nothing.
+    skipped: u64,
+    /// For each rule that ran, in order: its user-rule bit, if it has one.
+    bits: Vec<Option<usize>>,
+    table: Arc<SkipTable>,
+}
+
+impl SkipMemo {
+    /// Remembers the user rules that replaced nothing in the whole body (`matched`: per rule run).
+    pub(crate) fn remember(self, matched: &[bool]) {
+        let never = self
+            .bits
+            .iter()
+            .zip(matched)
+            .filter_map(|(bit, &matched)| bit.filter(|_| !matched))
+            .fold(self.skipped, |never, bit| never | 1 << bit);
+        self.table.remember(self.key, self.generation, never);
+    }
+}
+
 /// Whether decoded bytes start like HTML: `/^(\uFEFF|\uFFFE)?\s*<[^>]+>/i`. `None`: need more bytes.
 /// Only the leading characters are decoded; the tag's end is found with `memchr`.
 pub(crate) fn looks_like_html(prefix: &[u8]) -> Option<bool> {
@@ -197,7 +247,7 @@ impl Pipeline {
             identity: decode == Encoding::Identity,
             decoder: Decoder::new(decode),
             rewriter,
-            encoder: Encoder::new(encode),
+            encoder: Encoder::for_upstream(encode, decode),
             decoded: Vec::with_capacity(DECODED_PIECE),
             rewritten: Vec::new(),
         }
@@ -279,6 +329,11 @@ impl Pipeline {
     /// Whether a step may call a JS function (and so wait on Node's thread).
     pub fn calls_functions(&self) -> bool {
         self.rewriter.calls_functions()
+    }
+
+    /// For each rule, in order: whether it replaced something so far.
+    pub fn matched_rules(&self) -> Vec<bool> {
+        self.rewriter.matched_rules()
     }
 }
 
@@ -476,6 +531,8 @@ pub(crate) struct RewriteState {
     /// Test hook (`ProxyConfig::panic_probes`): panic on upstream data that arrives after output went out.
     panic_probe: bool,
     frames_sent: u64,
+    /// Told what the rules found once the whole body went through.
+    skip_memo: Option<SkipMemo>,
 }
 
 /// Where the pipeline is: here, or inside a step running on the blocking pool.
@@ -557,7 +614,14 @@ impl RewriteState {
             url,
             panic_probe,
             frames_sent: 0,
+            skip_memo: None,
         }
+    }
+
+    /// Remembers, once the whole body went through, which rules found nothing in it.
+    pub(crate) fn with_skip_memo(mut self, memo: Option<SkipMemo>) -> RewriteState {
+        self.skip_memo = memo;
+        self
     }
 
     fn fail(&mut self, error: PipelineError) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
@@ -584,7 +648,15 @@ impl RewriteState {
     fn end(&mut self) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         self.finished = true;
         let abandoned = match &self.work {
-            Work::Ready(pipeline) => pipeline.abandoned_matches(),
+            Work::Ready(pipeline) => {
+                let abandoned = pipeline.abandoned_matches();
+                // An abandoned candidate (past `maxMatchBytes`) may depend on how the body was cut:
+                // such a body teaches the table nothing.
+                if let Some(memo) = self.skip_memo.take().filter(|_| abandoned == 0) {
+                    memo.remember(&pipeline.matched_rules());
+                }
+                abandoned
+            }
             _ => 0,
         };
         if abandoned > 0 {

@@ -29,6 +29,7 @@ pub mod rewrite;
 mod routes;
 mod security;
 mod server;
+mod skip;
 mod state;
 mod stats;
 mod tls;

@@ -23,6 +23,7 @@ use crate::rewrite::Rewriter;
 use crate::routes::Upstream;
 use crate::security;
 use crate::server::ClientAddr;
+use crate::skip::SkipKey;
 use crate::state::{header_pairs, RequestCtx, Shared};
 use crate::websocket;
 
@@ -180,19 +181,22 @@ async fn body_phase(
     let config = &shared.config;
     let exchange = ctx.exchange.take();
     let mut rewritten = true;
-    let (sniff, decode, encode, rules) = match plan {
+    let (sniff, decode, encode, rules, user_rules) = match plan {
         Plan::Passthrough => {
             shared.stats.add_passed_through();
             return Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }));
         }
-        Plan::Rewrite { sniff, decode, encode } => (sniff, decode, encode, &ctx.rules[..]),
+        Plan::Rewrite { sniff, decode, encode } => (sniff, decode, encode, &ctx.rules[..], ctx.user_rules),
         Plan::Compress { encode } => {
             shared.stats.add_passed_through();
             rewritten = false;
-            (false, Encoding::Identity, encode, &[][..])
+            (false, Encoding::Identity, encode, &[][..], None)
         }
     };
-    let mut rewriter = Rewriter::new(rules, &ctx.local_host, config.max_match_bytes);
+    // Rules that never matched this URL's body (same validator) are skipped (skip.rs).
+    let key = SkipKey::of(&ctx.method, &ctx.path_and_query, &head.headers);
+    let (rules, mut skip_memo) = body::rules_to_run(rules, user_rules, key, &shared.skips);
+    let mut rewriter = Rewriter::new(&rules, &ctx.local_host, config.max_match_bytes);
     if let Some(mut exchange) = exchange {
         // Replacement functions see the response headers as they go out.
         exchange.status = head.status.as_u16();
@@ -213,6 +217,7 @@ async fn body_phase(
             {
                 shared.stats.add_passed_through();
                 rewritten = false;
+                skip_memo = None;
                 pipeline = Pipeline::new(decode, encode, Rewriter::new(&[], &ctx.local_host, config.max_match_bytes));
                 decoded_prefix = Some(raw);
             }
@@ -248,6 +253,7 @@ async fn body_phase(
         shared.stats.add_rewritten();
     }
     let panic_probe = config.panic_probes && ctx.path_and_query.starts_with(&format!("{PANIC_PROBE_PREFIX}/body"));
-    let state = RewriteState::new(upstream, pipeline, out, shared.stats.clone(), ctx.url, panic_probe);
+    let state = RewriteState::new(upstream, pipeline, out, shared.stats.clone(), ctx.url, panic_probe)
+        .with_skip_memo(skip_memo);
     Ok(Response::from_parts(head, ProxyBody::Rewrite(Box::new(state))))
 }

@@ -29,6 +29,7 @@ use crate::proxy;
 use crate::rewrite::Rule;
 use crate::routes::Routes;
 use crate::security::HostGuard;
+use crate::skip::SkipTable;
 use crate::state::{Phase, RuleStore, Shared};
 use crate::stats::{Stats, StatsSnapshot};
 use crate::tls;
@@ -89,6 +90,7 @@ impl ProxyServer {
             snippet: config.snippet.as_deref().map(|s| config.snippet_rule.clone().unwrap_or_else(|| Rule::snippet(s))),
             links: Rule::links(&config.target.link_host()),
             rules,
+            skips: Arc::new(SkipTable::default()),
             stats,
             phase,
             hosts: HostGuard::new(&config.allowed_hosts, &config.host),

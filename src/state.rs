@@ -20,39 +20,45 @@ use crate::local_files::CompressedFiles;
 use crate::rewrite::{Exchange, Rule, MAX_RULES};
 use crate::routes::{Routes, Upstream};
 use crate::security::HostGuard;
+use crate::skip::{SkipTable, SKIPPABLE_RULES};
 use crate::stats::Stats;
 
 /// The user rules of a running server; a request takes a snapshot when it starts.
 #[derive(Default)]
 pub(crate) struct RuleStore {
-    rules: RwLock<Arc<Vec<(u32, Rule)>>>,
+    /// The rules and their generation, which every `add` and `remove` moves on (the skip table's
+    /// entries are valid for one generation only, see `crate::skip`).
+    rules: RwLock<RuleSnapshot>,
     next_id: AtomicU32,
 }
 
+/// A rule set's generation and its rules with their ids.
+pub(crate) type RuleSnapshot = (u64, Arc<Vec<(u32, Rule)>>);
+
 impl RuleStore {
-    pub(crate) fn snapshot(&self) -> Arc<Vec<(u32, Rule)>> {
+    pub(crate) fn snapshot(&self) -> RuleSnapshot {
         self.rules.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Adds a rule after the others; returns its id.
     pub(crate) fn add(&self, rule: Rule) -> Result<u32, RuleError> {
         let mut rules = self.rules.write().unwrap_or_else(PoisonError::into_inner);
-        if rules.len() >= MAX_RULES {
+        if rules.1.len() >= MAX_RULES {
             return Err(RuleError::TooMany(MAX_RULES));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut next = Vec::clone(&rules);
+        let mut next = Vec::clone(&rules.1);
         next.push((id, rule));
-        *rules = Arc::new(next);
+        *rules = (rules.0 + 1, Arc::new(next));
         Ok(id)
     }
 
     /// Removes the rule with this id; false if there was none.
     pub(crate) fn remove(&self, id: u32) -> bool {
         let mut rules = self.rules.write().unwrap_or_else(PoisonError::into_inner);
-        let next: Vec<(u32, Rule)> = rules.iter().filter(|(i, _)| *i != id).cloned().collect();
-        let removed = next.len() != rules.len();
-        *rules = Arc::new(next);
+        let next: Vec<(u32, Rule)> = rules.1.iter().filter(|(i, _)| *i != id).cloned().collect();
+        let removed = next.len() != rules.1.len();
+        *rules = (rules.0 + 1, Arc::new(next));
         removed
     }
 }
@@ -65,6 +71,8 @@ pub(crate) struct Shared {
     pub snippet: Option<Rule>,
     pub links: Rule,
     pub rules: RuleStore,
+    /// User rules that never matched a URL's body, by URL and validator.
+    pub skips: Arc<SkipTable>,
     pub stats: Arc<Stats>,
     pub phase: watch::Receiver<Phase>,
     pub hosts: HostGuard,
@@ -83,27 +91,30 @@ impl Shared {
     /// resp-modifier's way: rules whose `paths` match the URL, alone and forced; otherwise the snippet,
     /// the rules without `paths` and the link rewrite (Browsersync's order), forced on a whitelisted
     /// URL, never run on a blacklisted one, else for pages.
-    pub(crate) fn rules_for_request(&self, url: &str) -> (Vec<Rule>, PageMode) {
-        let user = self.rules.snapshot();
+    pub(crate) fn rules_for_request(&self, url: &str) -> (Vec<Rule>, PageMode, Option<UserRules>) {
+        let (generation, user) = self.rules.snapshot();
         let limited: Vec<Rule> =
             user.iter().filter(|(_, r)| r.paths().is_some_and(|p| p.matches(url))).map(|(_, r)| r.clone()).collect();
         if !limited.is_empty() {
-            return (limited, PageMode::Forced);
+            let user_rules = UserRules::of(&limited, 0, limited.len(), generation);
+            return (limited, PageMode::Forced, user_rules);
         }
         let config = &self.config;
         let mode = if config.rewrite_whitelist.as_ref().is_some_and(|w| w.matches(url)) {
             PageMode::Forced
         } else if config.rewrite_blacklist.as_ref().is_some_and(|b| b.blacklists(url)) {
-            return (Vec::new(), PageMode::Skipped);
+            return (Vec::new(), PageMode::Skipped, None);
         } else {
             PageMode::Pages
         };
         let mut rules = Vec::with_capacity(user.len() + 2);
         rules.extend(self.snippet.iter().cloned());
+        let first = rules.len();
         rules.extend(user.iter().filter(|(_, r)| r.paths().is_none()).map(|(_, rule)| rule.clone()));
+        let user_rules = UserRules::of(&rules, first, rules.len() - first, generation);
         rules.push(self.links.clone());
         rules.extend(self.routes.links().iter().cloned());
-        (rules, mode)
+        (rules, mode, user_rules)
     }
 
     /// The target a request path goes to: its route's, else `proxy`'s.
@@ -113,6 +124,26 @@ impl Shared {
             client: &self.client,
             websocket_tls: &self.websocket_tls,
         })
+    }
+}
+
+/// Where a request's user rules sit among its rules, and the rule set's generation: what the skip
+/// table needs. `None` when a rule replaces through a function (then nothing is skipped: its
+/// output may differ per request, and so may what the rules after it see).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UserRules {
+    pub first: usize,
+    /// At most [`SKIPPABLE_RULES`]; rules past them always run.
+    pub count: usize,
+    pub generation: u64,
+}
+
+impl UserRules {
+    fn of(rules: &[Rule], first: usize, count: usize, generation: u64) -> Option<UserRules> {
+        if count == 0 || rules.iter().any(Rule::calls_function) {
+            return None;
+        }
+        Some(UserRules { first, count: count.min(SKIPPABLE_RULES), generation })
     }
 }
 
@@ -155,6 +186,8 @@ pub(crate) struct RequestCtx {
     pub rules: Vec<Rule>,
     /// Which responses the rules run on.
     pub mode: PageMode,
+    /// The user rules among `rules`, for the skip table (`None`: nothing may be skipped).
+    pub user_rules: Option<UserRules>,
     /// What a replacement function is shown of the request (its `res` is filled in by the body
     /// phase); only when a rule calls a function.
     pub exchange: Option<Exchange>,
@@ -167,7 +200,7 @@ impl RequestCtx {
         let path_and_query = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
         let accept = header_string(headers, header::ACCEPT);
         let accept_encoding = header_string(headers, header::ACCEPT_ENCODING);
-        let (rules, mode) = shared.rules_for_request(&path_and_query);
+        let (rules, mode, user_rules) = shared.rules_for_request(&path_and_query);
         let page = match mode {
             PageMode::Pages => body::is_page_request(accept.as_deref(), &path_and_query),
             PageMode::Forced => true,
@@ -192,6 +225,7 @@ impl RequestCtx {
             upstream_identity,
             rules,
             mode,
+            user_rules,
             exchange,
         }
     }

@@ -73,6 +73,11 @@ impl Rewriter {
     pub fn abandoned_matches(&self) -> u64 {
         self.stages.iter().map(|s| s.abandoned).sum()
     }
+
+    /// For each rule, in order: whether it has replaced at least one match so far.
+    pub fn matched_rules(&self) -> Vec<bool> {
+        self.stages.iter().map(|s| s.matched).collect()
+    }
 }
 
 /// Runs `input` through `stages` in order. A stage scans its input where it lies and copies only the
@@ -145,6 +150,8 @@ struct Stage {
     counted: usize,
     captures: Option<(Captures, regex_automata::meta::Cache)>,
     abandoned: u64,
+    /// Some match was replaced (what the skip table remembers, see `crate::skip`).
+    matched: bool,
     /// The request and response shown to a replacement function.
     exchange: Option<Arc<Exchange>>,
 }
@@ -183,6 +190,7 @@ impl Stage {
             counted: 0,
             captures,
             abandoned: 0,
+            matched: false,
             exchange: None,
         }
     }
@@ -260,6 +268,7 @@ impl Stage {
             }
             match self.next_match(hay, last) {
                 Next::Match { start, end } => {
+                    self.matched = true;
                     out.extend_from_slice(&hay.bytes[self.emitted..start]);
                     self.replace(hay, start, end, out)?;
                     self.emitted = end;

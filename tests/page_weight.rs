@@ -1,0 +1,55 @@
+//! Page weight of what the proxy sends, on the benches' generated page (`benches/common`): gzip from
+//! our DEFLATE near the level-6 gzip servers send, and br re-encoded from a br upstream within 1.15x
+//! of the upstream's own (quality 11) bytes.
+
+use devproxy_native::codec::{decode_all, encode_all, Encoder, Encoding};
+use std::io::Write;
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+fn page() -> Vec<u8> {
+    common::generate_html("127.0.0.1:8080", 100 * 1024)
+}
+
+fn zlib_rs_gzip(page: &[u8], level: u32) -> usize {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
+    encoder.write_all(page).unwrap();
+    encoder.finish().unwrap().len()
+}
+
+#[test]
+fn gzip_stays_within_a_fifth_of_level_six_and_below_zlib_rs_level_one() {
+    let page = page();
+    let ours = encode_all(Encoding::Gzip, &page);
+    assert_eq!(decode_all(Encoding::Gzip, &ours).unwrap(), page);
+    let (level1, level6) = (zlib_rs_gzip(&page, 1), zlib_rs_gzip(&page, 6));
+    eprintln!("ours {} B, zlib-rs level 1 {level1} B, level 6 {level6} B", ours.len());
+    assert!(ours.len() * 5 <= level6 * 6, "{} B against level 6's {level6} B", ours.len());
+    assert!(ours.len() < level1, "{} B against zlib-rs level 1's {level1} B", ours.len());
+}
+
+#[test]
+fn br_from_a_br_upstream_weighs_at_most_115_percent_of_the_upstreams() {
+    let page = page();
+    let mut upstream = Vec::new();
+    let params = brotli::enc::BrotliEncoderParams { quality: 11, lgwin: 22, ..Default::default() };
+    brotli::BrotliCompress(&mut &page[..], &mut upstream, &params).unwrap();
+    let mut encoder = Encoder::for_upstream(Encoding::Brotli, Encoding::Brotli);
+    let mut ours = Vec::new();
+    for piece in page.chunks(16 * 1024) {
+        encoder.encode(piece, &mut ours).unwrap();
+    }
+    encoder.finish(&mut ours).unwrap();
+    assert_eq!(decode_all(Encoding::Brotli, &ours).unwrap(), page);
+    let fast = encode_all(Encoding::Brotli, &page);
+    eprintln!(
+        "upstream q11 {} B, ours for a br upstream {} B, ours otherwise {} B",
+        upstream.len(),
+        ours.len(),
+        fast.len()
+    );
+    assert!(ours.len() * 100 <= upstream.len() * 115, "{} B against the upstream's {} B", ours.len(), upstream.len());
+    assert!(fast.len() > ours.len(), "other bodies keep the faster quality");
+}

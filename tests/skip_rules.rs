@@ -1,0 +1,147 @@
+//! The skip table end to end (src/skip.rs): a real upstream on 127.0.0.1 whose body and validator the
+//! test sets, the proxy in front. A rule that found nothing is skipped only for the same URL with the
+//! same validator under the same rule set. To see a skip from outside, the upstream lies: it changes
+//! the body under an unchanged ETag, and a skipped rule leaves the new match unreplaced.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use devproxy_native::{ProxyConfig, ProxyServer, Rule, RuleReplacement};
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+
+/// What the upstream answers: a body and its validator headers.
+#[derive(Clone, Default)]
+struct Answer {
+    body: String,
+    etag: Option<String>,
+    last_modified: Option<String>,
+}
+
+async fn upstream(answer: Arc<Mutex<Answer>>) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |_req: Request<hyper::body::Incoming>| {
+                    let answer = answer.lock().unwrap().clone();
+                    async move {
+                        let mut response = Response::new(Full::new(Bytes::from(answer.body)));
+                        let headers = response.headers_mut();
+                        headers.insert("content-type", "text/html".parse().unwrap());
+                        if let Some(etag) = answer.etag {
+                            headers.insert("etag", etag.parse().unwrap());
+                        }
+                        if let Some(date) = answer.last_modified {
+                            headers.insert("last-modified", date.parse().unwrap());
+                        }
+                        Ok::<_, Infallible>(response)
+                    }
+                });
+                let _ =
+                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
+    addr
+}
+
+struct Setup {
+    answer: Arc<Mutex<Answer>>,
+    proxy: ProxyServer,
+}
+
+impl Setup {
+    async fn new() -> Setup {
+        let answer = Arc::new(Mutex::new(Answer::default()));
+        let up = upstream(answer.clone()).await;
+        let mut config = ProxyConfig::new(devproxy_native::Target::parse(&format!("http://{up}")).unwrap());
+        config.port = 0;
+        config.quiet = true;
+        config.rules = vec![
+            Rule::regex("beta", "g", RuleReplacement::Text("BETA".into())).unwrap(),
+            Rule::regex("alpha", "g", RuleReplacement::Text("ALPHA".into())).unwrap(),
+        ];
+        let proxy = ProxyServer::start(config).await.unwrap();
+        Setup { answer, proxy }
+    }
+
+    fn serve(&self, body: &str, etag: Option<&str>, last_modified: Option<&str>) {
+        *self.answer.lock().unwrap() = Answer {
+            body: format!("<html><body>{body}</body></html>"),
+            etag: etag.map(str::to_string),
+            last_modified: last_modified.map(str::to_string),
+        };
+    }
+
+    /// The page through the proxy, its body between the body tags.
+    async fn get(&self, path: &str) -> String {
+        let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+        let request = Request::get(format!("http://{}{path}", self.proxy.local_addr()))
+            .header("accept", "text/html")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let response = client.request(request).await.unwrap();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let body = String::from_utf8(body.to_vec()).unwrap();
+        body.trim_start_matches("<html><body>").trim_end_matches("</body></html>").to_string()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_that_found_nothing_is_skipped_for_the_same_validator_only() {
+    let s = Setup::new().await;
+    s.serve("alpha", Some("\"v1\""), None);
+    assert_eq!(s.get("/").await, "ALPHA", "first response: both rules run, `beta` finds nothing");
+    // Same URL and ETag, a body that now has `beta` (a lying upstream): the rule is skipped.
+    s.serve("alpha beta", Some("\"v1\""), None);
+    assert_eq!(s.get("/").await, "ALPHA beta", "the rule that found nothing was skipped");
+    // Another URL has its own entry.
+    assert_eq!(s.get("/other").await, "ALPHA BETA");
+    // A changed validator: the rules run again.
+    s.serve("alpha beta", Some("\"v2\""), None);
+    assert_eq!(s.get("/").await, "ALPHA BETA");
+    // Last-Modified serves as the validator when there is no ETag.
+    s.serve("alpha", None, Some("Mon, 30 Nov 2026 10:00:00 GMT"));
+    assert_eq!(s.get("/lm").await, "ALPHA");
+    s.serve("alpha beta", None, Some("Mon, 30 Nov 2026 10:00:00 GMT"));
+    assert_eq!(s.get("/lm").await, "ALPHA beta");
+    s.serve("alpha beta", None, Some("Mon, 30 Nov 2026 10:00:01 GMT"));
+    assert_eq!(s.get("/lm").await, "ALPHA BETA");
+    s.proxy.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_validator_nothing_is_skipped() {
+    let s = Setup::new().await;
+    s.serve("alpha", None, None);
+    assert_eq!(s.get("/").await, "ALPHA");
+    s.serve("alpha beta", None, None);
+    assert_eq!(s.get("/").await, "ALPHA BETA");
+    s.proxy.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adding_or_removing_a_rule_makes_every_rule_run_again() {
+    let s = Setup::new().await;
+    s.serve("alpha", Some("\"v1\""), None);
+    assert_eq!(s.get("/").await, "ALPHA");
+    s.serve("alpha beta", Some("\"v1\""), None);
+    assert_eq!(s.get("/").await, "ALPHA beta", "skipped before the rule set changes");
+    let id = s.proxy.add_rule(Rule::regex("gamma", "g", RuleReplacement::Text("GAMMA".into())).unwrap()).unwrap();
+    assert_eq!(s.get("/").await, "ALPHA BETA", "a rule added: the table's entry is stale");
+    s.serve("alpha", Some("\"v1\""), None);
+    assert_eq!(s.get("/").await, "ALPHA");
+    s.serve("alpha beta", Some("\"v1\""), None);
+    assert_eq!(s.get("/").await, "ALPHA beta");
+    assert!(s.proxy.remove_rule(id));
+    assert_eq!(s.get("/").await, "ALPHA BETA", "a rule removed: the table's entry is stale");
+    s.proxy.stop().await;
+}
