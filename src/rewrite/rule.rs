@@ -90,13 +90,21 @@ pub(super) struct RegexRule {
     /// Reverse anchored DFA: from a match's end back to its start.
     pub(super) reverse: Dfa,
     /// Only built when the replacement needs capture groups.
-    pub(super) captures: Option<meta::Regex>,
+    pub(super) captures: Option<GroupFinder>,
     pub(super) candidates: Candidates,
     pub(super) replacement: Replacement,
     pub(super) anchored_starts: StartStates,
     pub(super) unanchored_starts: StartStates,
     /// Reads back from the end of the data to where a pending match may start; `None` when too big.
     pub(super) prefix_reverse: Option<Dfa>,
+}
+
+/// What resolves a match's groups: the engine's own captures search, or, where JavaScript's repetition rules
+/// give groups other values (see `js_regex::needs_js_captures`), a matcher that follows them.
+#[derive(Debug)]
+pub(super) enum GroupFinder {
+    Meta(meta::Regex),
+    Js(js_regex::JsCaptures),
 }
 
 /// The replacement side of a user rule.
@@ -185,7 +193,9 @@ impl Rule {
     }
 
     fn build(label: String, pattern: &str, global: bool, replacement: Replacement) -> Result<Rule, RuleError> {
-        let hir = parse(pattern)?;
+        let groups_hir = parse(pattern)?;
+        // The automata find spans only: they run the pattern with JavaScript's repetition rules made explicit.
+        let hir = js_regex::js_repetitions(&groups_hir);
         let candidates = match Prefilter::from_hir_prefix(MatchKind::LeftmostFirst, &hir) {
             Some(pre) if pre.is_fast() => Candidates::Prefix(pre),
             _ => Candidates::Every,
@@ -197,15 +207,17 @@ impl Rule {
             Replacement::Template(t) => t.needs_groups(),
             Replacement::Function(_) => true,
         };
-        let captures = if needs_captures {
-            Some(
+        let captures = if !needs_captures {
+            None
+        } else if js_regex::needs_js_captures(&groups_hir) {
+            Some(GroupFinder::Js(js_regex::JsCaptures::new(&groups_hir).map_err(|e| RuleError::TooComplex(e.0))?))
+        } else {
+            Some(GroupFinder::Meta(
                 meta::Builder::new()
                     .configure(meta::Config::new().nfa_size_limit(Some(NFA_SIZE_LIMIT)))
-                    .build_from_hir(&hir)
+                    .build_from_hir(&groups_hir)
                     .map_err(|e| RuleError::TooComplex(e.to_string()))?,
-            )
-        } else {
-            None
+            ))
         };
         Ok(Rule {
             inner: Arc::new(CompiledRule {

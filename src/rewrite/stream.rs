@@ -9,13 +9,13 @@
 use regex_automata::dfa::Automaton;
 use regex_automata::util::captures::Captures;
 use regex_automata::util::start;
-use regex_automata::{Anchored, Input, PatternID, Span};
+use regex_automata::{Anchored, Input, PatternID};
 
 use super::hay::{is_continuation, utf8_width, Hay, Next};
 use std::sync::Arc;
 
 use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
-use super::rule::{Dfa, Engine, Rule};
+use super::rule::{Dfa, Engine, GroupFinder, Rule};
 use super::search::{Attempt, RegexSearch};
 use super::sweep::Sweep;
 use crate::error::ReplaceError;
@@ -164,7 +164,10 @@ impl Stage {
     fn new(rule: Rule, local_host: &str, max_match: usize) -> Stage {
         let (captures, utf16) = match &rule.inner.engine {
             Engine::Regex(re) => (
-                re.captures.as_ref().map(|c| (c.create_captures(), c.create_cache())),
+                match &re.captures {
+                    Some(GroupFinder::Meta(c)) => Some((c.create_captures(), c.create_cache())),
+                    _ => None,
+                },
                 matches!(re.replacement, Replacement::Function(_)).then(Utf16Counter::default),
             ),
             Engine::Links(_) => (None, None),
@@ -306,7 +309,7 @@ impl Stage {
             }
             Engine::Regex(re) => re,
         };
-        let Some((caps, cache)) = captures.as_mut() else {
+        let Some(finder) = re.captures.as_ref() else {
             if let Replacement::Template(t) = &re.replacement {
                 t.expand(whole, |_| None, |_| None, out);
             }
@@ -324,22 +327,43 @@ impl Stage {
             }
             _ => (hay.bytes, 0),
         };
-        let regex = re.captures.as_ref().expect("captures come with their regex");
-        let input = Input::new(buf).span(start + base..buf.len()).anchored(Anchored::Yes);
-        regex.search_captures_with(cache, &input, caps);
-        debug_assert_eq!(caps.get_match().map(|m| m.end()), Some(end + base), "DFA and captures disagree");
+        // Each group's span in `buf` (index 0: the whole match) and name.
+        let (spans, names): (Vec<Option<std::ops::Range<usize>>>, Vec<Option<&str>>) = match finder {
+            GroupFinder::Meta(regex) => {
+                let Some((caps, cache)) = captures.as_mut() else {
+                    return Err(ReplaceError {
+                        rule: rule.inner.label.clone(),
+                        message: "internal error: no captures".into(),
+                    });
+                };
+                let input = Input::new(buf).span(start + base..buf.len()).anchored(Anchored::Yes);
+                regex.search_captures_with(cache, &input, caps);
+                debug_assert_eq!(caps.get_match().map(|m| m.end()), Some(end + base), "DFA and captures disagree");
+                (
+                    (0..caps.group_len()).map(|i| caps.get_group(i).map(|s| s.range())).collect(),
+                    caps.group_info().pattern_names(PatternID::ZERO).collect(),
+                )
+            }
+            GroupFinder::Js(js) => {
+                let groups = js.captures(buf, start + base, end + base);
+                debug_assert!(groups.is_some(), "DFA and JS captures disagree");
+                let count = js.names().len();
+                (
+                    groups.map_or_else(|| vec![None; count], |g| g.into_iter().map(|g| g.map(|(a, b)| a..b)).collect()),
+                    js.names().iter().map(|n| n.as_deref()).collect(),
+                )
+            }
+        };
+        let group = |i: usize| spans.get(i).cloned().flatten().map(|r| &buf[r]);
         match &re.replacement {
-            Replacement::Template(t) => t.expand(
-                whole,
-                |i| caps.get_group(i).map(|s| &buf[s.range()]),
-                |n| caps.get_group_by_name(n).map(|s| &buf[s.range()]),
-                out,
-            ),
+            Replacement::Template(t) => {
+                t.expand(whole, group, |n| names.iter().position(|m| *m == Some(n)).and_then(group), out)
+            }
             Replacement::Function(f) => {
-                let text = |s: Span| String::from_utf8_lossy(&buf[s.range()]).into_owned();
-                let groups: Vec<Option<String>> = (1..caps.group_len()).map(|i| caps.get_group(i).map(text)).collect();
+                let text = |g: &[u8]| String::from_utf8_lossy(g).into_owned();
+                let groups: Vec<Option<String>> = (1..spans.len()).map(|i| group(i).map(text)).collect();
                 let group_refs: Vec<Option<&str>> = groups.iter().map(|g| g.as_deref()).collect();
-                let names: Vec<Option<&str>> = caps.group_info().pattern_names(PatternID::ZERO).skip(1).collect();
+                let names = &names[1..];
                 // Bytes are counted once each, from where the last match (or chunk) left off.
                 let label = &rule.inner.label;
                 // `Stage::new` gives every function rule a counter; were one missing, the body fails, not the process.

@@ -690,3 +690,62 @@ proptest! {
         held_after_each_push(&bounded_rules()[rule], &input, &cut_positions(&cuts, input.len()));
     }
 }
+
+/// Puts `[match|group 1|…]` in place of a match, with `U` for a group that did not participate.
+struct Bracket;
+impl ReplaceFn for Bracket {
+    fn replace(&self, call: &ReplaceCall) -> Result<String, String> {
+        let groups = call.groups.iter().map(|g| g.unwrap_or("U"));
+        Ok(format!("[{}]", std::iter::once(call.whole).chain(groups).collect::<Vec<_>>().join("|")))
+    }
+}
+
+// JavaScript's repetition rules (an optional iteration that matches empty fails; a body's groups are cleared at
+// every iteration), which the engine's own rules read differently. Expectations from Node 20:
+// `hay.replace(new RegExp(source, flags), (...a) => "[" + groups.map(g => g ?? "U").join("|") + "]")`.
+#[test]
+fn repetitions_follow_js_iteration_rules() {
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("(?:|a)*", "g", "aab", "[aa][]b[]"),
+        ("x(?:a??)+", "g", "xaax", "[xaa][x]"),
+        ("(?:a?|b){2,3}", "g", "abbab", "[ab][b][ab][]"),
+        ("((a)|(b))+", "g", "abba", "[abba|a|a|U]"),
+        ("x(?:a(b)?)*", "g", "xabaab", "[xabaab|b]"),
+        ("(a?){1,3}", "g", "aab", "[aa|a][|]b[|]"),
+        ("(?:(a)|b){2}", "g", "abba", "[ab|U][ba|a]"),
+        ("(a|)*b", "g", "aab", "[aab|a]"),
+        ("(a*)*", "g", "aab", "[aa|aa][|U]b[|U]"),
+        ("(a*)+?b", "g", "ab", "[ab|a]"),
+        ("(?:(a)|(b)|)+c", "g", "abc", "[abc|U|b]"),
+        ("((a??)|b)*?c", "g", "aabc", "[aabc|b|U]"),
+        ("(?:\\b|a)*", "g", "aa b", "[aa][] []b[]"),
+        ("(z)((a+)?(b+)?(c))*", "g", "zaacbbbcac", "[zaacbbbcac|z|ac|a|U|c]"),
+        ("(a|ab)(c|bcd)(d*)", "g", "abcd", "[abcd|a|bcd|]"),
+        ("(?:(a)|b)*?c", "g", "abac", "[abac|a]"),
+        ("(?:()|a)+", "g", "aa", "[aa|U][|]"),
+        ("(\\w?)*?$", "g", "ab", "[ab|b][|U]"),
+    ];
+    for &(source, flags, hay, want) in cases {
+        let rule = Rule::regex(source, flags, RuleReplacement::Function(std::sync::Arc::new(Bracket))).unwrap();
+        let rules = [rule];
+        assert_eq!(whole(hay, &rules), want, "/{source}/{flags} on {hay:?}");
+        let bytes = one_byte_chunks(hay.as_bytes(), &rules);
+        assert_eq!(String::from_utf8(bytes).unwrap(), want, "/{source}/{flags} on {hay:?} in 1-byte chunks");
+        // Spans alone (no groups asked for) come from the automata.
+        let spans = text_rule(source, flags, "[$&]");
+        let mut want_spans = String::new();
+        let mut in_groups = false;
+        for c in want.chars() {
+            match c {
+                '|' => in_groups = true,
+                ']' => {
+                    in_groups = false;
+                    want_spans.push(c);
+                }
+                _ if !in_groups => want_spans.push(c),
+                _ => {}
+            }
+        }
+        assert_eq!(whole(hay, &[spans]), want_spans, "/{source}/{flags} on {hay:?}, spans only");
+    }
+}
