@@ -339,37 +339,60 @@ fn function_calls_name_the_groups_when_the_pattern_names_any() {
 }
 
 /// Reference: JS's replace loop driven by `meta::Regex` over the whole input (same translated pattern
-/// and template as the engine, so it checks the streaming search, not the translation).
+/// and template as the engine, so it checks the streaming search, not the translation). Without `u` it
+/// steps by UTF-16 unit and writes the result as JavaScript's string would be (see `hay::unit_text`).
 fn reference(input: &str, source: &str, flags: &str, replace: &str) -> String {
+    use super::hay::{low_half, resolve_surrogates, unit_text};
     let parsed = js_regex::parse_flags(flags).unwrap();
+    let units = !parsed.unicode;
     let pattern = js_regex::translate(source, &parsed).unwrap();
-    let re = meta::Regex::new(&pattern).unwrap();
+    let re = meta::Regex::builder()
+        .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+        .configure(meta::Regex::config().utf8_empty(false))
+        .build(&pattern)
+        .unwrap();
     let template = {
         let hir = parse(&pattern).unwrap();
         let (count, named) = group_info(&hir);
         Template::parse(replace, count, named).unwrap()
     };
     let hay = input.as_bytes();
+    let text =
+        |from: usize, to: usize| if units { unit_text(hay, from, to).into_owned() } else { hay[from..to].to_vec() };
     let (mut out, mut emitted, mut last_index) = (Vec::new(), 0, 0);
     let mut caps = re.create_captures();
     while last_index <= hay.len() {
         re.search_captures(&Input::new(hay).range(last_index..), &mut caps);
         let Some(m) = caps.get_match() else { break };
-        out.extend_from_slice(&hay[emitted..m.start()]);
+        let boundary = m.start() == hay.len() || input.is_char_boundary(m.start());
+        if !boundary && !(units && low_half(hay, m.start())) {
+            // JS never sees a position inside a character (but for a low half without `u`).
+            last_index = m.start() + 1;
+            continue;
+        }
+        out.extend(text(emitted, m.start()));
+        let groups: Vec<Option<Vec<u8>>> =
+            (0..caps.group_len()).map(|i| caps.get_group(i).map(|s| text(s.start, s.end))).collect();
+        let names: Vec<Option<&str>> = caps.group_info().pattern_names(regex_automata::PatternID::ZERO).collect();
         template.expand(
-            &hay[m.range()],
-            |i| caps.get_group(i).map(|s| &hay[s.range()]),
-            |n| caps.get_group_by_name(n).map(|s| &hay[s.range()]),
+            &text(m.start(), m.end()),
+            |i| groups[i].as_deref(),
+            |n| names.iter().position(|x| *x == Some(n)).and_then(|i| groups[i].as_deref()),
             &mut out,
         );
         emitted = m.end();
-        last_index =
-            if m.is_empty() { m.end() + input[m.end()..].chars().next().map_or(1, char::len_utf8) } else { m.end() };
+        last_index = match hay.get(m.end()) {
+            _ if !m.is_empty() => m.end(),
+            Some(0xF0..=0xF4) if units => m.end() + 3,
+            Some(&b) => m.end() + super::hay::utf8_width(b),
+            None => m.end() + 1,
+        };
         if !parsed.global {
             break;
         }
     }
-    out.extend_from_slice(&hay[emitted..]);
+    out.extend(text(emitted, hay.len()));
+    resolve_surrogates(&mut out, 0, false);
     String::from_utf8(out).unwrap()
 }
 
@@ -724,6 +747,7 @@ fn repetitions_follow_js_iteration_rules() {
         ("(?:(a)|b)*?c", "g", "abac", "[abac|a]"),
         ("(?:()|a)+", "g", "aa", "[aa|U][|]"),
         ("(\\w?)*?$", "g", "ab", "[ab|b][|U]"),
+        ("(\u{1F389}{2,}||\\s{2}){1,3}", "g", "\r\nA", "[\r\n|\r\n][|]A[|]"),
     ];
     for &(source, flags, hay, want) in cases {
         let rule = Rule::regex(source, flags, RuleReplacement::Function(std::sync::Arc::new(Bracket))).unwrap();
@@ -747,5 +771,36 @@ fn repetitions_follow_js_iteration_rules() {
             }
         }
         assert_eq!(whole(hay, &[spans]), want_spans, "/{source}/{flags} on {hay:?}, spans only");
+    }
+}
+
+// Without `u` JavaScript sees an astral character as two UTF-16 units. Expectations from Node 20, with the
+// result written as Node writes a string in UTF-8 (a lone surrogate as U+FFFD), whole and in 1-byte chunks.
+#[test]
+fn astral_characters_are_two_units_without_u() {
+    let cases: &[(&str, &str, &str, &str, &str)] = &[
+        ("(?:)", "g", "a\u{1F600}", "-", "-a-\u{FFFD}-\u{FFFD}-"),
+        ("(?:)", "g", "a\u{1F600}", "", "a\u{1F600}"),
+        ("x*", "g", "\u{1F600}\u{1F600}", "", "\u{1F600}\u{1F600}"),
+        ("[^a]b", "g", "\u{1F600}b", "[$&]", "\u{FFFD}[\u{FFFD}b]"),
+        ("(.)(.)", "g", "\u{1F600}x", "[$2$1]", "[\u{FFFD}\u{FFFD}]x"),
+        ("(.)(.)", "g", "\u{1F600}x", "$1$2", "\u{1F600}x"),
+        (".{3}", "", "\u{1F600}\u{1F600}", "X", "X\u{FFFD}"),
+        (".{3}", "", "\u{1F600}\u{1F600}", "$&", "\u{1F600}\u{1F600}"),
+        (".", "g", "\u{1F389}", "X", "XX"),
+        ("\\S", "", "\u{1F389}", "", "\u{FFFD}"),
+        ("\u{1F600}+", "g", "\u{1F600}\u{1F600}", "X", "XX"),
+        ("\u{1F600}{0}", "g", "\u{1F601}", "X", "X\u{FFFD}"),
+        ("\u{1F600}*?", "g", "\u{1F600}", "[$&]", "[\u{FFFD}]\u{FFFD}"),
+        ("\\uD83D", "g", "\u{1F600}\u{1F389}", "X", "X\u{FFFD}\u{1F389}"),
+        ("\\b", "g", "a\u{1F600}", "|", "|a|\u{1F600}"),
+        (".$", "", "a\u{1F600}", "X", "a\u{FFFD}X"),
+        (".$", "u", "a\u{1F600}", "X", "aX"),
+    ];
+    for &(source, flags, hay, replace, want) in cases {
+        let rules = [text_rule(source, flags, replace)];
+        assert_eq!(whole(hay, &rules), want, "/{source}/{flags} on {hay:?} with {replace:?}");
+        let bytes = one_byte_chunks(hay.as_bytes(), &rules);
+        assert_eq!(String::from_utf8(bytes).unwrap(), want, "/{source}/{flags} on {hay:?} in 1-byte chunks");
     }
 }

@@ -185,6 +185,7 @@ impl<'s> Parser<'s> {
         };
         let unicode = self.flags.unicode;
         // Assertions return early: a quantifier after one then fails as "nothing to repeat", like JavaScript.
+        let out_start = self.out.len();
         let astral = match c {
             '^' => {
                 self.bump();
@@ -209,17 +210,17 @@ impl<'s> Parser<'s> {
             '\\' => self.atom_escape()?,
             '(' => {
                 self.group()?;
-                false
+                None
             }
             '.' => {
                 self.bump();
                 let set = self.dot_set();
                 self.emit_set(&set);
-                false
+                None
             }
             '[' => {
                 self.class()?;
-                false
+                None
             }
             '*' | '+' | '?' => return Err(syntax("nothing to repeat", start)),
             '{' => {
@@ -232,22 +233,21 @@ impl<'s> Parser<'s> {
                 // Annex B: a `{` that starts no quantifier is a literal.
                 self.bump();
                 self.emit_char(c, start)?;
-                false
+                None
             }
             '}' | ']' if unicode => return Err(syntax("lone quantifier brackets", start)),
             _ => {
                 self.bump();
                 self.emit_char(c, start)?;
-                !unicode && is_astral(c)
+                (!unicode && is_astral(c)).then_some(c)
             }
         };
-        self.quantifier(start, astral)
+        self.quantifier(out_start, astral)
     }
 
-    /// Parses an optional quantifier after the atom at `atom_start`. `astral` says the
-    /// atom is an astral character in non-`u` mode, where JavaScript would repeat only its second UTF-16 code
-    /// unit.
-    fn quantifier(&mut self, atom_start: usize, astral: bool) -> Result<(), JsRegexError> {
+    /// Parses an optional quantifier after the atom written from `out_start` on. `astral` is the atom when it
+    /// is an astral character in non-`u` mode, where JavaScript repeats only its second UTF-16 code unit.
+    fn quantifier(&mut self, out_start: usize, astral: Option<char>) -> Result<(), JsRegexError> {
         let start = self.pos;
         let (text, min, max) = match self.peek() {
             Some(c @ ('*' | '+' | '?')) => {
@@ -288,11 +288,12 @@ impl<'s> Parser<'s> {
             },
             _ => return Ok(()),
         };
-        if astral {
-            return Err(unsupported("quantifier on an astral character without the `u` flag", atom_start, UTF16_HINT));
-        }
-        let _ = (min, max);
         let lazy = self.eat('?');
+        if let Some(c) = astral {
+            self.out.truncate(out_start);
+            self.emit_quantified_astral(c, min, max, lazy);
+            return Ok(());
+        }
         self.out.push_str(&text);
         if lazy {
             self.out.push('?');

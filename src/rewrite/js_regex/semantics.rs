@@ -63,8 +63,18 @@ fn has_captures(hir: &Hir) -> bool {
     hir.properties().explicit_captures_len() > 0
 }
 
+/// Whether `hir` can match the empty string. (Not `minimum_len`, which is `None` when a branch can never
+/// match, such as an astral character repeated twice without `u`.)
 pub(super) fn nullable(hir: &Hir) -> bool {
-    hir.properties().minimum_len() == Some(0)
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => true,
+        HirKind::Literal(lit) => lit.0.is_empty(),
+        HirKind::Class(_) => false,
+        HirKind::Repetition(rep) => rep.min == 0 || nullable(&rep.sub),
+        HirKind::Capture(cap) => nullable(&cap.sub),
+        HirKind::Concat(subs) => subs.iter().all(nullable),
+        HirKind::Alternation(subs) => subs.iter().any(nullable),
+    }
 }
 
 /// One run of a pattern's ways of matching, in order of preference: all non-empty, or all empty.
