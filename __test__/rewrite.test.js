@@ -41,8 +41,7 @@ const ALPHABETS = {
   digits: ['0', '1', '2', '7', '9', ' ', 'a'],
   mixed: ['a', 'b', 'c', ' ', '\n', 'É', 'é', '€', 'ab', 'abc', '中'],
   crlf: ['a', 'b', '\r', '\n', ' '],
-  // Astral characters (two UTF-16 units) and CRLF, only for patterns that cannot match half of a
-  // surrogate pair (README: without `u` the engine sees an emoji as one character, JS as two).
+  // Astral characters (two UTF-16 units) and CRLF.
   wide: ['a', 'b', 'ab', '😀', '🎉a', '中文', 'é', '€', '\r\n', ' '],
 }
 
@@ -279,13 +278,21 @@ function byFunction(calls) {
   return calls.map((call, i) => [call, i]).sort((x, y) => x[0][0] - y[0][0] || x[1] - y[1]).map(([call]) => call)
 }
 
+/**
+ * A JS string as the engine's UTF-8 output shows it: a lone surrogate (a rule without `u` that splits an
+ * astral character) as U+FFFD, which is how Node writes it in UTF-8 (README, Rules).
+ */
+function asUtf8(value) {
+  return typeof value === 'string' ? value.toWellFormed() : value
+}
+
 /** Runs `fn`, returning its result (or the error message) and the calls recorded meanwhile. */
 function run(fn) {
   recording = []
   try {
-    return { out: fn(), calls: byFunction(recording) }
+    return { out: asUtf8(fn()), calls: byFunction(recording).map(([id, args]) => [id, args.map(asUtf8)]) }
   } catch (err) {
-    return { out: `<threw ${err && err.message}>`, calls: byFunction(recording) }
+    return { out: `<threw ${err && err.message}>`, calls: byFunction(recording).map(([id, args]) => [id, args.map(asUtf8)]) }
   } finally {
     recording = null
   }
@@ -385,7 +392,7 @@ function randomPattern(rnd, depth, state) {
     for (let j = 0; j < terms; j++) {
       let atom
       const r = rnd()
-      if (depth < 3 && r < 0.3) {
+      if (depth < 2 && r < 0.3) {
         const kind = rnd()
         const inner = randomPattern(rnd, depth + 1, state)
         if (kind < 0.45) {
@@ -438,10 +445,29 @@ test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty i
   const rnd = mulberry32(SEED ^ 0x17)
   const cases = []
   let refused = 0
+  let lineEnds = 0
+  let splitArgs = 0
   const refusals = []
-  while (cases.length + refused < count) {
+  while (cases.length + refused + lineEnds + splitArgs < count) {
     const rule = randomPatternRule(rnd)
     const input = Array.from({ length: Math.floor(rnd() * 12) }, () => pick(rnd, RANDOM_INPUT)).join('')
+    // README's remaining difference: multi-line ^/$ next to \u2028/\u2029 and between \r and \n.
+    if (rule.match.multiline && /[$^]/.test(rule.match.source) && /\r\n|[\u2028\u2029]/.test(input)) {
+      lineEnds++
+      continue
+    }
+    // README's other remaining difference: a function shown half of an astral character (no `u`) gets U+FFFD,
+    // so what it returns cannot pair up with the other half again as it does in JS.
+    if (typeof rule.replace === 'function' && !rule.match.unicode) {
+      recording = []
+      expected(input, [rule])
+      const split = recording.some(([, args]) => args.some((a) => typeof a === 'string' && !a.isWellFormed()))
+      recording = null
+      if (split) {
+        splitArgs++
+        continue
+      }
+    }
     try {
       rewrite('', [rule])
     } catch (err) {
@@ -451,7 +477,8 @@ test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty i
     }
     cases.push({ input, rules: [rule] })
   }
-  console.log(`random patterns: ${cases.length} cases compared, ${refused} refused`)
+  console.log(`random patterns: ${cases.length} cases compared, ${refused} refused, ${lineEnds} skipped (multi-line anchors with \\r\\n or \\u2028/\\u2029 in the input), ${splitArgs} skipped (a function given half of an astral character)`)
+  assert.ok(cases.length >= count * 0.9, `only ${cases.length} of ${count} cases compared`)
   assert.equal(refused, 0, `refused:\n  ${refusals.join('\n  ')}`)
   total += check(cases)
 })
@@ -515,25 +542,30 @@ test('rewrite(): multi-line anchors around \\r\\n and \\u2028 follow the documen
   }
 })
 
-test('rewrite(): what the engine cannot reproduce exactly ($`, $\', captures reset in repetitions) is rejected naming the rule, never silently different', () => {
+test('rewrite(): what the engine cannot reproduce ($`, $\', look-around, backreferences) is rejected naming the rule; groups in repetitions get JS\'s values', () => {
   const { rewrite } = jsForm()
-  const cases = [
+  const refused = [
     ['abc', /b/, '$`'],
     ['abc', /b/, "$'"],
+    ['abc', /b(?=c)/, 'x'],
+    ['abc', /(?<=a)b/, 'x'],
+    ['abb', /(b)\1/, 'x'],
+  ]
+  for (const [input, match, replace] of refused) {
+    const rules = [{ match: /zzz/g, replace: 'q' }, { match, replace }]
+    assert.throws(() => rewrite(input, rules), /rules\[1\]/, `${describe(input, rules)} did not throw naming the rule`)
+  }
+  // JS clears a repetition's groups at every iteration and fails an optional iteration that matches empty.
+  const accepted = [
     ['ab', /(?:(a)|b)+/, '[$1]'],
     ['aab', /(a)*b/, '[$1]'],
+    ['abba', /((a)|(b))+/g, '[$1|$2|$3]'],
+    ['aab', /(?:|a)*/g, '[$&]'],
+    ['abbab', /(?:a?|b){2,3}/g, '[$&]'],
   ]
-  for (const [input, match, replace] of cases) {
-    const rules = [{ match: /zzz/g, replace: 'q' }, { match, replace }]
-    const want = expected(input, rules)
-    let got
-    try {
-      got = rewrite(input, rules)
-    } catch (err) {
-      assert.match(err.message, /rules\[1\]/, `${describe(input, rules)} threw without naming the rule: ${err.message}`)
-      continue
-    }
-    assert.equal(got, want, `${describe(input, rules)} neither threw nor matched String.prototype.replace`)
+  for (const [input, match, replace] of accepted) {
+    const rules = [{ match, replace }]
+    assert.equal(rewrite(input, rules), expected(input, rules), describe(input, rules))
   }
 })
 

@@ -20,6 +20,7 @@ impl Hay<'_> {
 
     /// Whether JavaScript may start a match at `at`: a character boundary, or, for a rule that works on
     /// UTF-16 units (no `u` flag), the low half of an astral character.
+    #[inline]
     pub(super) fn can_start(&self, at: usize, units: bool) -> bool {
         at >= self.bytes.len() || !is_continuation(self.bytes[at]) || (units && low_half(self.bytes, at))
     }

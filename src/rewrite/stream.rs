@@ -448,7 +448,7 @@ impl Stage {
                     exchange: exchange.as_ref(),
                     whole: &text(whole),
                     groups: &group_refs,
-                    names: names.iter().any(Option::is_some).then_some(&names[..]),
+                    names: names.iter().any(Option::is_some).then_some(names),
                     offset: counter.units(),
                 };
                 let replaced = f.replace(&call).map_err(|message| ReplaceError { rule: label.clone(), message })?;

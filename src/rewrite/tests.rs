@@ -365,7 +365,7 @@ fn reference(input: &str, source: &str, flags: &str, replace: &str) -> String {
         re.search_captures(&Input::new(hay).range(last_index..), &mut caps);
         let Some(m) = caps.get_match() else { break };
         let boundary = m.start() == hay.len() || input.is_char_boundary(m.start());
-        if !boundary && !(units && low_half(hay, m.start())) {
+        if !(boundary || (units && low_half(hay, m.start()))) {
             // JS never sees a position inside a character (but for a low half without `u`).
             last_index = m.start() + 1;
             continue;

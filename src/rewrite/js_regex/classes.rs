@@ -140,7 +140,7 @@ impl Parser<'_> {
 
     pub(super) fn emit_char(&mut self, c: char, offset: usize) -> Result<(), JsRegexError> {
         // Without `u` an astral character is a pair of units with no case: its four bytes.
-        if self.flags.ignore_case && !(is_astral(c) && !self.flags.unicode) {
+        if self.flags.ignore_case && (self.flags.unicode || !is_astral(c)) {
             let mut set = ranges(&[(c, c)]);
             self.apply_ignore_case(&mut set, offset)?;
             self.emit_set(&set);
