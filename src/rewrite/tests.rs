@@ -804,3 +804,57 @@ fn astral_characters_are_two_units_without_u() {
         assert_eq!(String::from_utf8(bytes).unwrap(), want, "/{source}/{flags} on {hay:?} in 1-byte chunks");
     }
 }
+
+/// Rules that need JS's repetition rules or UTF-16 halves (issue 17), for the chunking property below.
+const JS_RULE_PATTERNS: &[(&str, &str)] = &[
+    ("(?:|a)*", "g"),
+    ("((a)|(b))+", "g"),
+    ("(a?){1,3}", "g"),
+    ("x(?:a(b)?)*", "g"),
+    ("(?:a??b?)+c", "g"),
+    (".", "g"),
+    ("[^a]{1,3}", "g"),
+    ("(.)(.)", "g"),
+    ("\u{1F600}*?", "g"),
+    ("(?:)", "g"),
+    ("\\S\\S|\\s", "g"),
+    ("\\uD83D", "g"),
+    ("(\\W)\\b", "g"),
+    (".{3}", ""),
+];
+const JS_RULE_REPLACEMENTS: &[&str] = &["", "-", "[$&]", "$1", "<$2$1>"];
+
+fn js_rule(pattern: usize, replacement: usize) -> Rule {
+    static RULES: std::sync::OnceLock<Vec<Vec<Rule>>> = std::sync::OnceLock::new();
+    let rules = RULES.get_or_init(|| {
+        JS_RULE_PATTERNS
+            .iter()
+            .map(|&(source, flags)| {
+                let mut list: Vec<Rule> = JS_RULE_REPLACEMENTS.iter().map(|r| text_rule(source, flags, r)).collect();
+                list.push(Rule::regex(source, flags, RuleReplacement::Function(std::sync::Arc::new(Bracket))).unwrap());
+                list
+            })
+            .collect()
+    });
+    rules[pattern][replacement].clone()
+}
+
+proptest! {
+    /// JS's repetition rules and the UTF-16 halves of astral characters give the same output whole and in
+    /// 1-, 7- and 4096-byte chunks (cuts inside characters and inside pairs' halves included).
+    #[test]
+    fn js_semantics_rules_are_chunking_invariant(
+        input in prop_oneof![alphabet_input(), long_alphabet_input()],
+        picks in prop::collection::vec((0..JS_RULE_PATTERNS.len(), 0..=JS_RULE_REPLACEMENTS.len()), 1..3),
+    ) {
+        let rules: Vec<Rule> = picks.iter().map(|&(p, r)| js_rule(p, r)).collect();
+        let bytes = input.as_bytes();
+        let whole_out = rewrite_bytes(bytes, &rules, "l", DEFAULT_MAX_MATCH_BYTES).unwrap();
+        prop_assert!(std::str::from_utf8(&whole_out).is_ok(), "output is UTF-8");
+        for size in [1usize, 7, 4096] {
+            let cuts: Vec<usize> = (size..bytes.len()).step_by(size).collect();
+            let out = chunked(bytes, &rules, &cuts, DEFAULT_MAX_MATCH_BYTES);
+            prop_assert_eq!(&out, &whole_out, "{}-byte chunks, rules {:?}", size, picks);
+        }
+    }
+}
