@@ -445,10 +445,11 @@ test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty i
   const rnd = mulberry32(SEED ^ 0x17)
   const cases = []
   let refused = 0
+  let tooBig = 0
   let lineEnds = 0
   let splitArgs = 0
   const refusals = []
-  while (cases.length + refused + lineEnds + splitArgs < count) {
+  while (cases.length + refused + tooBig + lineEnds + splitArgs < count) {
     const rule = randomPatternRule(rnd)
     const input = Array.from({ length: Math.floor(rnd() * 12) }, () => pick(rnd, RANDOM_INPUT)).join('')
     // README's remaining difference: multi-line ^/$ next to \u2028/\u2029 and between \r and \n.
@@ -471,15 +472,19 @@ test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty i
     try {
       rewrite('', [rule])
     } catch (err) {
-      refused++
+      // The automata's size cap (a resource limit, not a feature): large random nestings of bounded
+      // repetitions of Unicode classes reach it.
+      if (/too complex/.test(err.message)) tooBig++
+      else refused++
       if (refusals.length < 5) refusals.push(`${rule.match}: ${err.message}`)
       continue
     }
     cases.push({ input, rules: [rule] })
   }
-  console.log(`random patterns: ${cases.length} cases compared, ${refused} refused, ${lineEnds} skipped (multi-line anchors with \\r\\n or \\u2028/\\u2029 in the input), ${splitArgs} skipped (a function given half of an astral character)`)
+  console.log(`random patterns: ${cases.length} cases compared, ${refused} refused, ${tooBig} over the automata's size cap, ${lineEnds} skipped (multi-line anchors with \\r\\n or \\u2028/\\u2029 in the input), ${splitArgs} skipped (a function given half of an astral character)`)
   assert.ok(cases.length >= count * 0.9, `only ${cases.length} of ${count} cases compared`)
   assert.equal(refused, 0, `refused:\n  ${refusals.join('\n  ')}`)
+  assert.ok(tooBig <= count / 1000, `${tooBig} over the size cap:\n  ${refusals.join('\n  ')}`)
   total += check(cases)
 })
 
