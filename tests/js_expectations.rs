@@ -13,9 +13,7 @@ const FIXTURE: &str = include_str!("fixtures/js-expectations.json");
 /// differences ("differs") and the rules it refuses when they are created ("rejected"). A case that
 /// starts or stops differing fails the test, so this list and the fixture's marks stay exact.
 const KNOWN: &[(&str, &str)] = &[
-    ("dot-astral-without-u", "differs"),
     ("class-astral-without-u", "rejected"),
-    ("astral-plus-without-u", "rejected"),
     ("multiline-starts-crlf", "differs"),
     ("multiline-ends-crlf", "differs"),
     ("multiline-u2028", "differs"),
@@ -26,7 +24,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("sticky-flag", "rejected"),
     ("text-before-match", "rejected"),
     ("text-after-match", "rejected"),
-    ("capture-reset-in-repetition", "rejected"),
 ];
 
 fn text(value: &Value, key: &str) -> String {

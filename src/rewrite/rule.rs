@@ -85,18 +85,32 @@ impl StartStates {
 
 #[derive(Debug)]
 pub(super) struct RegexRule {
+    /// The rule works on UTF-16 code units (a JS regex without `u`): matches may start or end between the
+    /// halves of an astral character.
+    pub(super) units: bool,
+    /// A match may start on the low half of an astral character: the stage then holds characters whole, so
+    /// that a high half already written out is never split from its low half afterwards.
+    pub(super) low_half_starts: bool,
     /// Forward DFA, anchored and unanchored starts, leftmost-first.
     pub(super) dfa: Dfa,
     /// Reverse anchored DFA: from a match's end back to its start.
     pub(super) reverse: Dfa,
     /// Only built when the replacement needs capture groups.
-    pub(super) captures: Option<meta::Regex>,
+    pub(super) captures: Option<GroupFinder>,
     pub(super) candidates: Candidates,
     pub(super) replacement: Replacement,
     pub(super) anchored_starts: StartStates,
     pub(super) unanchored_starts: StartStates,
     /// Reads back from the end of the data to where a pending match may start; `None` when too big.
     pub(super) prefix_reverse: Option<Dfa>,
+}
+
+/// What resolves a match's groups: the engine's own captures search, or, where JavaScript's repetition rules
+/// give groups other values (see `js_regex::needs_js_captures`), a matcher that follows them.
+#[derive(Debug)]
+pub(super) enum GroupFinder {
+    Meta(meta::Regex),
+    Js(js_regex::JsCaptures),
 }
 
 /// The replacement side of a user rule.
@@ -114,20 +128,21 @@ impl Rule {
         let parsed = js_regex::parse_flags(flags)?;
         let pattern = js_regex::translate(source, &parsed)?;
         let label = format!("/{source}/{flags}");
-        Rule::compile(label, &pattern, parsed.global, replacement)
+        Rule::compile(label, &pattern, parsed.global, !parsed.unicode, replacement)
     }
 
     /// A rule whose match is a plain string: like `String.prototype.replace` with a string
     /// pattern, it replaces the first occurrence only.
     pub fn literal(text: &str, replacement: RuleReplacement) -> Result<Rule, RuleError> {
         let label = format!("{text:?}");
-        Rule::compile(label, &js_regex::literal(text), false, replacement)
+        Rule::compile(label, &js_regex::literal(text), false, false, replacement)
     }
 
     /// Browsersync's snippet rule: `snippet` right after the first `<body ...>` tag.
     pub fn snippet(snippet: &str) -> Rule {
         let replacement = Replacement::Template(Template::match_then(snippet));
-        Rule::build("snippet".into(), r"(?i:<body[^>]*>)", false, replacement).expect("the snippet rule compiles")
+        Rule::build("snippet".into(), r"(?i:<body[^>]*>)", false, false, replacement)
+            .expect("the snippet rule compiles")
     }
 
     /// `snippetOptions.rule.match` without a function: `snippet` right after the first match of the
@@ -136,7 +151,7 @@ impl Rule {
         let parsed = js_regex::parse_flags(flags)?;
         let pattern = js_regex::translate(source, &parsed)?;
         let replacement = Replacement::Template(Template::match_then(snippet));
-        Rule::build(format!("/{source}/{flags}"), &pattern, parsed.global, replacement)
+        Rule::build(format!("/{source}/{flags}"), &pattern, parsed.global, !parsed.unicode, replacement)
     }
 
     /// This rule limited to the URLs `paths` matches, and applied there whatever the response type.
@@ -172,7 +187,13 @@ impl Rule {
         &self.inner.label
     }
 
-    fn compile(label: String, pattern: &str, global: bool, replacement: RuleReplacement) -> Result<Rule, RuleError> {
+    fn compile(
+        label: String,
+        pattern: &str,
+        global: bool,
+        units: bool,
+        replacement: RuleReplacement,
+    ) -> Result<Rule, RuleError> {
         let replacement = match replacement {
             RuleReplacement::Function(f) => Replacement::Function(f),
             RuleReplacement::Text(text) => {
@@ -181,11 +202,19 @@ impl Rule {
                 Replacement::Template(Template::parse(&text, count, named)?)
             }
         };
-        Rule::build(label, pattern, global, replacement)
+        Rule::build(label, pattern, global, units, replacement)
     }
 
-    fn build(label: String, pattern: &str, global: bool, replacement: Replacement) -> Result<Rule, RuleError> {
-        let hir = parse(pattern)?;
+    fn build(
+        label: String,
+        pattern: &str,
+        global: bool,
+        units: bool,
+        replacement: Replacement,
+    ) -> Result<Rule, RuleError> {
+        let groups_hir = parse(pattern)?;
+        // The automata find spans only: they run the pattern with JavaScript's repetition rules made explicit.
+        let hir = js_regex::js_repetitions(&groups_hir);
         let candidates = match Prefilter::from_hir_prefix(MatchKind::LeftmostFirst, &hir) {
             Some(pre) if pre.is_fast() => Candidates::Prefix(pre),
             _ => Candidates::Every,
@@ -197,22 +226,32 @@ impl Rule {
             Replacement::Template(t) => t.needs_groups(),
             Replacement::Function(_) => true,
         };
-        let captures = if needs_captures {
-            Some(
-                meta::Builder::new()
-                    .configure(meta::Config::new().nfa_size_limit(Some(NFA_SIZE_LIMIT)))
-                    .build_from_hir(&hir)
-                    .map_err(|e| RuleError::TooComplex(e.to_string()))?,
-            )
-        } else {
+        let captures = if !needs_captures {
             None
+        } else if js_regex::needs_js_captures(&groups_hir) {
+            Some(GroupFinder::Js(js_regex::JsCaptures::new(&groups_hir).map_err(|e| RuleError::TooComplex(e.0))?))
+        } else {
+            Some(GroupFinder::Meta(
+                meta::Builder::new()
+                    .configure(meta::Config::new().nfa_size_limit(Some(NFA_SIZE_LIMIT)).utf8_empty(false))
+                    .build_from_hir(&groups_hir)
+                    .map_err(|e| RuleError::TooComplex(e.to_string()))?,
+            ))
         };
+        let anchored_starts = StartStates::new(&dfa, Anchored::Yes);
+        // A low half follows two continuation bytes; any continuation byte stands for all of them.
+        let low_half_starts = units
+            && anchored_starts
+                .get(Some(0x80))
+                .is_some_and(|state| (0x80..=0xBF).any(|byte| !dfa.is_dead_state(dfa.next_state(state, byte))));
         Ok(Rule {
             inner: Arc::new(CompiledRule {
                 label,
                 global,
                 engine: Engine::Regex(Box::new(RegexRule {
-                    anchored_starts: StartStates::new(&dfa, Anchored::Yes),
+                    units,
+                    low_half_starts,
+                    anchored_starts,
                     unanchored_starts: StartStates::new(&dfa, Anchored::No),
                     dfa,
                     reverse,
@@ -228,8 +267,9 @@ impl Rule {
 }
 
 pub(super) fn parse(pattern: &str) -> Result<Hir, RuleError> {
+    // Without `u` a pattern may match half of an astral character (see `js_regex`), which is not UTF-8.
     regex_syntax::ParserBuilder::new()
-        .utf8(true)
+        .utf8(false)
         .nest_limit(256)
         .build()
         .parse(pattern)

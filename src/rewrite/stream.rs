@@ -9,13 +9,15 @@
 use regex_automata::dfa::Automaton;
 use regex_automata::util::captures::Captures;
 use regex_automata::util::start;
-use regex_automata::{Anchored, Input, PatternID, Span};
+use regex_automata::{Anchored, Input, PatternID};
 
-use super::hay::{is_continuation, utf8_width, Hay, Next};
+use super::hay::{
+    char_start, low_half, push_surrogate, resolve_surrogates, surrogates_of, unit_text, utf8_width, Hay, Next,
+};
 use std::sync::Arc;
 
 use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
-use super::rule::{Dfa, Engine, Rule};
+use super::rule::{Dfa, Engine, GroupFinder, Rule};
 use super::search::{Attempt, RegexSearch};
 use super::sweep::Sweep;
 use crate::error::ReplaceError;
@@ -138,6 +140,13 @@ struct Stage {
     before: Option<u8>,
     /// During a scan: how much of the hay is already written out.
     emitted: usize,
+    /// Bytes at the start of the held data that are already written out: a rule that works on UTF-16 units
+    /// holds back whole characters, also when a match took the high half of one.
+    carried: usize,
+    /// This call wrote a lone surrogate (see `hay::unit_text`): the output needs `resolve_surrogates`.
+    surrogates: bool,
+    /// A high surrogate the last output ended with, which the next output may pair with.
+    pending_high: Option<u16>,
     /// Where the next match search starts (JS `lastIndex`), relative to the hay.
     search_from: usize,
     /// After an empty match JS moves `lastIndex` one character on before searching again.
@@ -171,7 +180,10 @@ impl Stage {
     fn new(rule: Rule, local_host: &str, max_match: usize) -> Stage {
         let (captures, utf16) = match &rule.inner.engine {
             Engine::Regex(re) => (
-                re.captures.as_ref().map(|c| (c.create_captures(), c.create_cache())),
+                match &re.captures {
+                    Some(GroupFinder::Meta(c)) => Some((c.create_captures(), c.create_cache())),
+                    _ => None,
+                },
                 matches!(re.replacement, Replacement::Function(_)).then(Utf16Counter::default),
             ),
             Engine::Links(_) => (None, None),
@@ -183,6 +195,9 @@ impl Stage {
             held: Vec::new(),
             before: None,
             emitted: 0,
+            carried: 0,
+            surrogates: false,
+            pending_high: None,
             search_from: 0,
             skip_char: false,
             done: false,
@@ -203,6 +218,22 @@ impl Stage {
     /// starts when the stage finished inside it (the caller passes that rest on as it is), otherwise
     /// `input.len()`.
     fn process(&mut self, input: &[u8], last: bool, out: &mut Vec<u8>) -> Result<usize, ReplaceError> {
+        let mark = out.len();
+        if let Some(high) = self.pending_high.take() {
+            push_surrogate(out, high);
+            self.surrogates = true;
+        }
+        let result = self.process_halves(input, last, out);
+        if std::mem::take(&mut self.surrogates) {
+            // Only output that more output follows may end waiting for a low half.
+            let more = !last && !self.done && result.as_ref().is_ok_and(|&untouched| untouched == input.len());
+            self.pending_high = resolve_surrogates(out, mark, more);
+        }
+        result
+    }
+
+    /// [`Stage::process`] with split halves of astral characters left as lone surrogates.
+    fn process_halves(&mut self, input: &[u8], last: bool, out: &mut Vec<u8>) -> Result<usize, ReplaceError> {
         if self.done {
             out.extend_from_slice(&self.held);
             self.held.clear();
@@ -215,7 +246,8 @@ impl Stage {
             held.extend_from_slice(input);
         }
         let hay = Hay { bytes: if in_place { input } else { &held }, before: self.before };
-        self.emitted = 0;
+        let units = self.units();
+        self.emitted = std::mem::take(&mut self.carried);
         let held_from = match self.scan(hay, last, out) {
             Ok(at) => at,
             Err(err) => {
@@ -226,19 +258,34 @@ impl Stage {
         if self.done {
             if in_place {
                 self.held = held;
+                // A low half whose high half went with the match is written alone; the rest goes as it is.
+                if units && low_half(input, self.emitted) {
+                    push_surrogate(out, surrogates_of(input, self.emitted - 3).1);
+                    self.surrogates = true;
+                    return Ok(self.emitted + 1);
+                }
                 return Ok(self.emitted);
             }
-            out.extend_from_slice(&held[self.emitted..]);
+            self.surrogates |= emit_plain(out, &held, self.emitted, held.len(), units);
             held.clear();
             self.held = held;
             return Ok(input.len());
         }
-        out.extend_from_slice(&hay.bytes[self.emitted..held_from]);
+        // A rule whose matches may start on a low half holds a character cut by the end of the data (or by
+        // where holding starts) whole: whether a match splits it is only known with the bytes after it.
+        let whole_chars = matches!(&self.rule.inner.engine, Engine::Regex(re) if re.low_half_starts);
+        let held_from = if whole_chars { char_start(hay.bytes, held_from) } else { held_from };
+        if self.emitted < held_from {
+            self.surrogates |= emit_plain(out, hay.bytes, self.emitted, held_from, units);
+        }
+        self.carried = self.emitted.saturating_sub(held_from);
         self.before = hay.look_behind(held_from);
         if let Some(counter) = &mut self.utf16 {
-            counter.feed(&hay.bytes[self.counted..held_from]);
+            if self.counted < held_from {
+                counter.feed(&hay.bytes[self.counted..held_from]);
+            }
         }
-        self.counted = 0;
+        self.counted = self.counted.saturating_sub(held_from);
         self.search_from -= held_from;
         if in_place {
             held.extend_from_slice(&input[held_from..]);
@@ -249,9 +296,15 @@ impl Stage {
         Ok(input.len())
     }
 
+    /// Whether the rule works on UTF-16 code units (a JS regex without `u`).
+    fn units(&self) -> bool {
+        matches!(&self.rule.inner.engine, Engine::Regex(re) if re.units)
+    }
+
     /// Replaces every match that is final; returns the first byte that must stay held back.
     fn scan(&mut self, hay: Hay, last: bool, out: &mut Vec<u8>) -> Result<usize, ReplaceError> {
         let len = hay.bytes.len();
+        let units = self.units();
         loop {
             if self.skip_char {
                 if self.search_from >= len {
@@ -259,7 +312,11 @@ impl Stage {
                     self.done |= last;
                     return Ok(len);
                 }
-                let width = utf8_width(hay.bytes[self.search_from]);
+                // One character on, or one UTF-16 unit: from an astral character's start to its low half.
+                let width = match hay.bytes[self.search_from] {
+                    0xF0..=0xF4 if units => 3,
+                    byte => utf8_width(byte),
+                };
                 if self.search_from + width > len && !last {
                     return Ok(self.search_from);
                 }
@@ -269,7 +326,7 @@ impl Stage {
             match self.next_match(hay, last) {
                 Next::Match { start, end } => {
                     self.matched = true;
-                    out.extend_from_slice(&hay.bytes[self.emitted..start]);
+                    self.surrogates |= emit_plain(out, hay.bytes, self.emitted, start, units);
                     self.replace(hay, start, end, out)?;
                     self.emitted = end;
                     self.search_from = end;
@@ -306,7 +363,8 @@ impl Stage {
     }
     /// Writes the replacement of `hay.bytes[start..end]`.
     fn replace(&mut self, hay: Hay, start: usize, end: usize, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
-        let Stage { rule, captures, local_host, max_match, utf16, counted, exchange, .. } = self;
+        let units = self.units();
+        let Stage { rule, captures, local_host, max_match, utf16, counted, exchange, surrogates, .. } = self;
         let whole = &hay.bytes[start..end];
         let re = match &rule.inner.engine {
             Engine::Links(matcher) => {
@@ -315,7 +373,13 @@ impl Stage {
             }
             Engine::Regex(re) => re,
         };
-        let Some((caps, cache)) = captures.as_mut() else {
+        // Halves of an astral character cut off by the match (rules without `u`) are lone surrogates in `$&`
+        // and groups, as in JavaScript.
+        let text = |bytes, from, to| match_text(bytes, from, to, units);
+        let whole_text = text(hay.bytes, start, end);
+        *surrogates |= matches!(whole_text, std::borrow::Cow::Owned(_));
+        let whole = &whole_text[..];
+        let Some(finder) = re.captures.as_ref() else {
             if let Replacement::Template(t) = &re.replacement {
                 t.expand(whole, |_| None, |_| None, out);
             }
@@ -333,22 +397,51 @@ impl Stage {
             }
             _ => (hay.bytes, 0),
         };
-        let regex = re.captures.as_ref().expect("captures come with their regex");
-        let input = Input::new(buf).span(start + base..buf.len()).anchored(Anchored::Yes);
-        regex.search_captures_with(cache, &input, caps);
-        debug_assert_eq!(caps.get_match().map(|m| m.end()), Some(end + base), "DFA and captures disagree");
+        // Each group's span in `buf` (index 0: the whole match) and name.
+        let (spans, names): (Vec<Option<std::ops::Range<usize>>>, Vec<Option<&str>>) = match finder {
+            GroupFinder::Meta(regex) => {
+                let Some((caps, cache)) = captures.as_mut() else {
+                    return Err(ReplaceError {
+                        rule: rule.inner.label.clone(),
+                        message: "internal error: no captures".into(),
+                    });
+                };
+                let input = Input::new(buf).span(start + base..buf.len()).anchored(Anchored::Yes);
+                regex.search_captures_with(cache, &input, caps);
+                debug_assert_eq!(caps.get_match().map(|m| m.end()), Some(end + base), "DFA and captures disagree");
+                (
+                    (0..caps.group_len()).map(|i| caps.get_group(i).map(|s| s.range())).collect(),
+                    caps.group_info().pattern_names(PatternID::ZERO).collect(),
+                )
+            }
+            GroupFinder::Js(js) => {
+                let groups = js.captures(buf, start + base, end + base);
+                debug_assert!(groups.is_some(), "DFA and JS captures disagree");
+                let count = js.names().len();
+                (
+                    groups.map_or_else(|| vec![None; count], |g| g.into_iter().map(|g| g.map(|(a, b)| a..b)).collect()),
+                    js.names().iter().map(|n| n.as_deref()).collect(),
+                )
+            }
+        };
+        let texts: Vec<Option<std::borrow::Cow<'_, [u8]>>> =
+            spans.iter().map(|span| span.clone().map(|r| text(buf, r.start, r.end))).collect();
+        *surrogates |= texts.iter().any(|t| matches!(t, Some(std::borrow::Cow::Owned(_))));
+        let group = |i: usize| texts.get(i).and_then(|t| t.as_deref());
         match &re.replacement {
-            Replacement::Template(t) => t.expand(
-                whole,
-                |i| caps.get_group(i).map(|s| &buf[s.range()]),
-                |n| caps.get_group_by_name(n).map(|s| &buf[s.range()]),
-                out,
-            ),
+            Replacement::Template(t) => {
+                t.expand(whole, group, |n| names.iter().position(|m| *m == Some(n)).and_then(group), out)
+            }
             Replacement::Function(f) => {
-                let text = |s: Span| String::from_utf8_lossy(&buf[s.range()]).into_owned();
-                let groups: Vec<Option<String>> = (1..caps.group_len()).map(|i| caps.get_group(i).map(text)).collect();
+                // A lone surrogate reaches the function as U+FFFD (a Rust string cannot hold one).
+                let text = |g: &[u8]| {
+                    let mut g = g.to_vec();
+                    resolve_surrogates(&mut g, 0, false);
+                    String::from_utf8_lossy(&g).into_owned()
+                };
+                let groups: Vec<Option<String>> = (1..spans.len()).map(|i| group(i).map(text)).collect();
                 let group_refs: Vec<Option<&str>> = groups.iter().map(|g| g.as_deref()).collect();
-                let names: Vec<Option<&str>> = caps.group_info().pattern_names(PatternID::ZERO).skip(1).collect();
+                let names = &names[1..];
                 // Bytes are counted once each, from where the last match (or chunk) left off.
                 let label = &rule.inner.label;
                 // `Stage::new` gives every function rule a counter; were one missing, the body fails, not the process.
@@ -362,9 +455,9 @@ impl Stage {
                 *counted = start;
                 let call = ReplaceCall {
                     exchange: exchange.as_ref(),
-                    whole: &String::from_utf8_lossy(whole),
+                    whole: &text(whole),
                     groups: &group_refs,
-                    names: names.iter().any(Option::is_some).then_some(&names[..]),
+                    names: names.iter().any(Option::is_some).then_some(names),
                     offset: counter.units(),
                 };
                 let replaced = f.replace(&call).map_err(|message| ReplaceError { rule: label.clone(), message })?;
@@ -380,7 +473,6 @@ impl Stage {
 impl RegexSearch<'_> {
     fn next_match(&self, from: usize, abandoned: &mut u64) -> Next {
         let hay = self.hay;
-        let len = hay.bytes.len();
         let mut from = from;
         loop {
             let (end, died) = match self.scan_forward(from) {
@@ -389,8 +481,9 @@ impl RegexSearch<'_> {
                 Scan::Undecided => return self.pending_start(from, abandoned),
             };
             let start = self.match_start(from, end);
-            if start < len && is_continuation(hay.bytes[start]) {
-                // An empty match inside a UTF-8 character: JS never sees that position.
+            if !hay.can_start(start, self.re.units) {
+                // A match inside a UTF-8 character: JS never sees that position (but for the low half of an
+                // astral character without `u`).
                 from = start + 1;
                 continue;
             }
@@ -511,7 +604,7 @@ impl RegexSearch<'_> {
             let Some(at) = self.next_candidate(from) else { return Next::Exhausted };
             if let Some(&byte) = bytes.get(at) {
                 // Most starts die on their first byte: that costs one lookup, not an attempt.
-                let alive = !is_continuation(byte)
+                let alive = self.hay.can_start(at, self.re.units)
                     && self
                         .re
                         .anchored_starts
@@ -562,7 +655,7 @@ pub(super) fn first_viable_three_ways(
         let mut at = from;
         while at <= len {
             let Some(candidate) = search.next_candidate(at) else { break };
-            if candidate < len && is_continuation(bytes[candidate]) {
+            if !search.hay.can_start(candidate, re.units) {
                 at = candidate + 1;
                 continue;
             }
@@ -579,4 +672,22 @@ pub(super) fn first_viable_three_ways(
     let mut abandoned = 0;
     let swept = search.sweep(from, &mut abandoned);
     (naive, (swept, abandoned), search.next_match(from, &mut 0))
+}
+
+/// `bytes[from..to]`, a match or a group; see [`unit_text`] for a rule that works on UTF-16 units.
+fn match_text(bytes: &[u8], from: usize, to: usize, units: bool) -> std::borrow::Cow<'_, [u8]> {
+    if units {
+        unit_text(bytes, from, to)
+    } else {
+        std::borrow::Cow::Borrowed(&bytes[from..to])
+    }
+}
+
+/// Writes `bytes[from..to]`, text outside any match; for a rule that works on UTF-16 units, a half of an astral
+/// character cut off by a match at either edge is a lone surrogate (see [`unit_text`]). Returns whether one was
+/// written.
+fn emit_plain(out: &mut Vec<u8>, bytes: &[u8], from: usize, to: usize, units: bool) -> bool {
+    let text = match_text(bytes, from, to, units);
+    out.extend_from_slice(&text);
+    matches!(text, std::borrow::Cow::Owned(_))
 }

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use regex_automata::dfa::Automaton;
 use regex_automata::util::primitives::StateID;
 
-use super::hay::{is_continuation, Next};
+use super::hay::Next;
 use super::rule::RegexRule;
 use super::search::RegexSearch;
 
@@ -65,8 +65,9 @@ impl Sweep {
                 }
             }
             if next_candidate == Some(at) {
-                // A match never starts inside a UTF-8 character (JS never sees those positions).
-                let starts_char = at == len || !is_continuation(hay.bytes[at]);
+                // A match never starts inside a UTF-8 character (JS never sees those positions), but for
+                // the halves of astral characters without `u`.
+                let starts_char = hay.can_start(at, re.units);
                 if let Some(state) = re.anchored_starts.get(hay.look_behind(at)).filter(|_| starts_char) {
                     if !dfa.is_dead_state(state) {
                         let id = self.alloc(state);

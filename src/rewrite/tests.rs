@@ -339,37 +339,60 @@ fn function_calls_name_the_groups_when_the_pattern_names_any() {
 }
 
 /// Reference: JS's replace loop driven by `meta::Regex` over the whole input (same translated pattern
-/// and template as the engine, so it checks the streaming search, not the translation).
+/// and template as the engine, so it checks the streaming search, not the translation). Without `u` it
+/// steps by UTF-16 unit and writes the result as JavaScript's string would be (see `hay::unit_text`).
 fn reference(input: &str, source: &str, flags: &str, replace: &str) -> String {
+    use super::hay::{low_half, resolve_surrogates, unit_text};
     let parsed = js_regex::parse_flags(flags).unwrap();
+    let units = !parsed.unicode;
     let pattern = js_regex::translate(source, &parsed).unwrap();
-    let re = meta::Regex::new(&pattern).unwrap();
+    let re = meta::Regex::builder()
+        .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+        .configure(meta::Regex::config().utf8_empty(false))
+        .build(&pattern)
+        .unwrap();
     let template = {
         let hir = parse(&pattern).unwrap();
         let (count, named) = group_info(&hir);
         Template::parse(replace, count, named).unwrap()
     };
     let hay = input.as_bytes();
+    let text =
+        |from: usize, to: usize| if units { unit_text(hay, from, to).into_owned() } else { hay[from..to].to_vec() };
     let (mut out, mut emitted, mut last_index) = (Vec::new(), 0, 0);
     let mut caps = re.create_captures();
     while last_index <= hay.len() {
         re.search_captures(&Input::new(hay).range(last_index..), &mut caps);
         let Some(m) = caps.get_match() else { break };
-        out.extend_from_slice(&hay[emitted..m.start()]);
+        let boundary = m.start() == hay.len() || input.is_char_boundary(m.start());
+        if !(boundary || (units && low_half(hay, m.start()))) {
+            // JS never sees a position inside a character (but for a low half without `u`).
+            last_index = m.start() + 1;
+            continue;
+        }
+        out.extend(text(emitted, m.start()));
+        let groups: Vec<Option<Vec<u8>>> =
+            (0..caps.group_len()).map(|i| caps.get_group(i).map(|s| text(s.start, s.end))).collect();
+        let names: Vec<Option<&str>> = caps.group_info().pattern_names(regex_automata::PatternID::ZERO).collect();
         template.expand(
-            &hay[m.range()],
-            |i| caps.get_group(i).map(|s| &hay[s.range()]),
-            |n| caps.get_group_by_name(n).map(|s| &hay[s.range()]),
+            &text(m.start(), m.end()),
+            |i| groups[i].as_deref(),
+            |n| names.iter().position(|x| *x == Some(n)).and_then(|i| groups[i].as_deref()),
             &mut out,
         );
         emitted = m.end();
-        last_index =
-            if m.is_empty() { m.end() + input[m.end()..].chars().next().map_or(1, char::len_utf8) } else { m.end() };
+        last_index = match hay.get(m.end()) {
+            _ if !m.is_empty() => m.end(),
+            Some(0xF0..=0xF4) if units => m.end() + 3,
+            Some(&b) => m.end() + super::hay::utf8_width(b),
+            None => m.end() + 1,
+        };
         if !parsed.global {
             break;
         }
     }
-    out.extend_from_slice(&hay[emitted..]);
+    out.extend(text(emitted, hay.len()));
+    resolve_surrogates(&mut out, 0, false);
     String::from_utf8(out).unwrap()
 }
 
@@ -688,5 +711,150 @@ proptest! {
     ) {
         let input = parts.concat().into_bytes();
         held_after_each_push(&bounded_rules()[rule], &input, &cut_positions(&cuts, input.len()));
+    }
+}
+
+/// Puts `[match|group 1|…]` in place of a match, with `U` for a group that did not participate.
+struct Bracket;
+impl ReplaceFn for Bracket {
+    fn replace(&self, call: &ReplaceCall) -> Result<String, String> {
+        let groups = call.groups.iter().map(|g| g.unwrap_or("U"));
+        Ok(format!("[{}]", std::iter::once(call.whole).chain(groups).collect::<Vec<_>>().join("|")))
+    }
+}
+
+// JavaScript's repetition rules (an optional iteration that matches empty fails; a body's groups are cleared at
+// every iteration), which the engine's own rules read differently. Expectations from Node 20:
+// `hay.replace(new RegExp(source, flags), (...a) => "[" + groups.map(g => g ?? "U").join("|") + "]")`.
+#[test]
+fn repetitions_follow_js_iteration_rules() {
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("(?:|a)*", "g", "aab", "[aa][]b[]"),
+        ("x(?:a??)+", "g", "xaax", "[xaa][x]"),
+        ("(?:a?|b){2,3}", "g", "abbab", "[ab][b][ab][]"),
+        ("((a)|(b))+", "g", "abba", "[abba|a|a|U]"),
+        ("x(?:a(b)?)*", "g", "xabaab", "[xabaab|b]"),
+        ("(a?){1,3}", "g", "aab", "[aa|a][|]b[|]"),
+        ("(?:(a)|b){2}", "g", "abba", "[ab|U][ba|a]"),
+        ("(a|)*b", "g", "aab", "[aab|a]"),
+        ("(a*)*", "g", "aab", "[aa|aa][|U]b[|U]"),
+        ("(a*)+?b", "g", "ab", "[ab|a]"),
+        ("(?:(a)|(b)|)+c", "g", "abc", "[abc|U|b]"),
+        ("((a??)|b)*?c", "g", "aabc", "[aabc|b|U]"),
+        ("(?:\\b|a)*", "g", "aa b", "[aa][] []b[]"),
+        ("(z)((a+)?(b+)?(c))*", "g", "zaacbbbcac", "[zaacbbbcac|z|ac|a|U|c]"),
+        ("(a|ab)(c|bcd)(d*)", "g", "abcd", "[abcd|a|bcd|]"),
+        ("(?:(a)|b)*?c", "g", "abac", "[abac|a]"),
+        ("(?:()|a)+", "g", "aa", "[aa|U][|]"),
+        ("(\\w?)*?$", "g", "ab", "[ab|b][|U]"),
+        ("(\u{1F389}{2,}||\\s{2}){1,3}", "g", "\r\nA", "[\r\n|\r\n][|]A[|]"),
+    ];
+    for &(source, flags, hay, want) in cases {
+        let rule = Rule::regex(source, flags, RuleReplacement::Function(std::sync::Arc::new(Bracket))).unwrap();
+        let rules = [rule];
+        assert_eq!(whole(hay, &rules), want, "/{source}/{flags} on {hay:?}");
+        let bytes = one_byte_chunks(hay.as_bytes(), &rules);
+        assert_eq!(String::from_utf8(bytes).unwrap(), want, "/{source}/{flags} on {hay:?} in 1-byte chunks");
+        // Spans alone (no groups asked for) come from the automata.
+        let spans = text_rule(source, flags, "[$&]");
+        let mut want_spans = String::new();
+        let mut in_groups = false;
+        for c in want.chars() {
+            match c {
+                '|' => in_groups = true,
+                ']' => {
+                    in_groups = false;
+                    want_spans.push(c);
+                }
+                _ if !in_groups => want_spans.push(c),
+                _ => {}
+            }
+        }
+        assert_eq!(whole(hay, &[spans]), want_spans, "/{source}/{flags} on {hay:?}, spans only");
+    }
+}
+
+// Without `u` JavaScript sees an astral character as two UTF-16 units. Expectations from Node 20, with the
+// result written as Node writes a string in UTF-8 (a lone surrogate as U+FFFD), whole and in 1-byte chunks.
+#[test]
+fn astral_characters_are_two_units_without_u() {
+    let cases: &[(&str, &str, &str, &str, &str)] = &[
+        ("(?:)", "g", "a\u{1F600}", "-", "-a-\u{FFFD}-\u{FFFD}-"),
+        ("(?:)", "g", "a\u{1F600}", "", "a\u{1F600}"),
+        ("x*", "g", "\u{1F600}\u{1F600}", "", "\u{1F600}\u{1F600}"),
+        ("[^a]b", "g", "\u{1F600}b", "[$&]", "\u{FFFD}[\u{FFFD}b]"),
+        ("(.)(.)", "g", "\u{1F600}x", "[$2$1]", "[\u{FFFD}\u{FFFD}]x"),
+        ("(.)(.)", "g", "\u{1F600}x", "$1$2", "\u{1F600}x"),
+        (".{3}", "", "\u{1F600}\u{1F600}", "X", "X\u{FFFD}"),
+        (".{3}", "", "\u{1F600}\u{1F600}", "$&", "\u{1F600}\u{1F600}"),
+        (".", "g", "\u{1F389}", "X", "XX"),
+        ("\\S", "", "\u{1F389}", "", "\u{FFFD}"),
+        ("\u{1F600}+", "g", "\u{1F600}\u{1F600}", "X", "XX"),
+        ("\u{1F600}{0}", "g", "\u{1F601}", "X", "X\u{FFFD}"),
+        ("\u{1F600}*?", "g", "\u{1F600}", "[$&]", "[\u{FFFD}]\u{FFFD}"),
+        ("\\uD83D", "g", "\u{1F600}\u{1F389}", "X", "X\u{FFFD}\u{1F389}"),
+        ("\\b", "g", "a\u{1F600}", "|", "|a|\u{1F600}"),
+        (".$", "", "a\u{1F600}", "X", "a\u{FFFD}X"),
+        (".$", "u", "a\u{1F600}", "X", "aX"),
+    ];
+    for &(source, flags, hay, replace, want) in cases {
+        let rules = [text_rule(source, flags, replace)];
+        assert_eq!(whole(hay, &rules), want, "/{source}/{flags} on {hay:?} with {replace:?}");
+        let bytes = one_byte_chunks(hay.as_bytes(), &rules);
+        assert_eq!(String::from_utf8(bytes).unwrap(), want, "/{source}/{flags} on {hay:?} in 1-byte chunks");
+    }
+}
+
+/// Rules that need JS's repetition rules or UTF-16 halves (issue 17), for the chunking property below.
+const JS_RULE_PATTERNS: &[(&str, &str)] = &[
+    ("(?:|a)*", "g"),
+    ("((a)|(b))+", "g"),
+    ("(a?){1,3}", "g"),
+    ("x(?:a(b)?)*", "g"),
+    ("(?:a??b?)+c", "g"),
+    (".", "g"),
+    ("[^a]{1,3}", "g"),
+    ("(.)(.)", "g"),
+    ("\u{1F600}*?", "g"),
+    ("(?:)", "g"),
+    ("\\S\\S|\\s", "g"),
+    ("\\uD83D", "g"),
+    ("(\\W)\\b", "g"),
+    (".{3}", ""),
+];
+const JS_RULE_REPLACEMENTS: &[&str] = &["", "-", "[$&]", "$1", "<$2$1>"];
+
+fn js_rule(pattern: usize, replacement: usize) -> Rule {
+    static RULES: std::sync::OnceLock<Vec<Vec<Rule>>> = std::sync::OnceLock::new();
+    let rules = RULES.get_or_init(|| {
+        JS_RULE_PATTERNS
+            .iter()
+            .map(|&(source, flags)| {
+                let mut list: Vec<Rule> = JS_RULE_REPLACEMENTS.iter().map(|r| text_rule(source, flags, r)).collect();
+                list.push(Rule::regex(source, flags, RuleReplacement::Function(std::sync::Arc::new(Bracket))).unwrap());
+                list
+            })
+            .collect()
+    });
+    rules[pattern][replacement].clone()
+}
+
+proptest! {
+    /// JS's repetition rules and the UTF-16 halves of astral characters give the same output whole and in
+    /// 1-, 7- and 4096-byte chunks (cuts inside characters and inside pairs' halves included).
+    #[test]
+    fn js_semantics_rules_are_chunking_invariant(
+        input in prop_oneof![alphabet_input(), long_alphabet_input()],
+        picks in prop::collection::vec((0..JS_RULE_PATTERNS.len(), 0..=JS_RULE_REPLACEMENTS.len()), 1..3),
+    ) {
+        let rules: Vec<Rule> = picks.iter().map(|&(p, r)| js_rule(p, r)).collect();
+        let bytes = input.as_bytes();
+        let whole_out = rewrite_bytes(bytes, &rules, "l", DEFAULT_MAX_MATCH_BYTES).unwrap();
+        prop_assert!(std::str::from_utf8(&whole_out).is_ok(), "output is UTF-8");
+        for size in [1usize, 7, 4096] {
+            let cuts: Vec<usize> = (size..bytes.len()).step_by(size).collect();
+            let out = chunked(bytes, &rules, &cuts, DEFAULT_MAX_MATCH_BYTES);
+            prop_assert_eq!(&out, &whole_out, "{}-byte chunks, rules {:?}", size, picks);
+        }
     }
 }

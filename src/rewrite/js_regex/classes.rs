@@ -139,7 +139,8 @@ impl Parser<'_> {
     }
 
     pub(super) fn emit_char(&mut self, c: char, offset: usize) -> Result<(), JsRegexError> {
-        if self.flags.ignore_case {
+        // Without `u` an astral character is a pair of units with no case: its four bytes.
+        if self.flags.ignore_case && (self.flags.unicode || !is_astral(c)) {
             let mut set = ranges(&[(c, c)]);
             self.apply_ignore_case(&mut set, offset)?;
             self.emit_set(&set);
@@ -149,9 +150,18 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// Emits a set as a single engine atom, writing every class member as `\x{…}` so the engine's class
-    /// syntax (`&&`, `--`, `~~`, `[`) never applies.
+    /// Emits a set of characters (with `u`) or of UTF-16 units (without, see `units`) as one engine atom.
     pub(super) fn emit_set(&mut self, set: &ClassUnicode) {
+        if self.flags.unicode {
+            self.emit_code_points(set);
+        } else {
+            self.emit_unit_set(set);
+        }
+    }
+
+    /// Emits a set of code points as a single engine atom, writing every class member as `\x{…}` so the
+    /// engine's class syntax (`&&`, `--`, `~~`, `[`) never applies.
+    pub(super) fn emit_code_points(&mut self, set: &ClassUnicode) {
         let ranges = set.ranges();
         match ranges {
             [] => self.out.push_str(NEVER),

@@ -20,24 +20,29 @@ pub(super) enum Escape {
 }
 
 impl Parser<'_> {
-    /// An escape outside a class (`\b`/`\B` are handled by the caller). Returns whether it produced an astral
-    /// character in non-`u` mode.
-    pub(super) fn atom_escape(&mut self) -> Result<bool, JsRegexError> {
+    /// An escape outside a class (`\b`/`\B` are handled by the caller). Returns the character when it is an
+    /// astral one in non-`u` mode (a quantifier then repeats its low half only).
+    pub(super) fn atom_escape(&mut self) -> Result<Option<char>, JsRegexError> {
         let start = self.pos;
         match self.escape(false)? {
+            // Without `u` a lone high surrogate is one unit: the high half of an astral character.
+            Escape::Char(cp) if !self.flags.unicode && (0xD800..0xDC00).contains(&cp) => {
+                self.emit_high_half(cp);
+                Ok(None)
+            }
             Escape::Char(cp) => {
                 let c = scalar(cp, start)?;
                 self.emit_char(c, start)?;
-                Ok(!self.flags.unicode && is_astral(c))
+                Ok((!self.flags.unicode && is_astral(c)).then_some(c))
             }
             Escape::Set(mut set) => {
                 self.apply_ignore_case(&mut set, start)?;
                 self.emit_set(&set);
-                Ok(false)
+                Ok(None)
             }
             Escape::Backslash => {
                 self.emit_char('\\', start)?;
-                Ok(false)
+                Ok(None)
             }
         }
     }

@@ -8,17 +8,15 @@ use regex_syntax::hir::ClassUnicode;
 
 use super::classes::{class_contains, parse_class};
 use super::parser::{syntax, unsupported, Parser, ENGINE_HINT, MAX_NESTING};
-use super::semantics::Shape;
 use crate::error::JsRegexError;
 
 impl Parser<'_> {
-    pub(super) fn group(&mut self) -> Result<Shape, JsRegexError> {
+    pub(super) fn group(&mut self) -> Result<(), JsRegexError> {
         let start = self.pos;
         self.bump();
         if self.depth == MAX_NESTING {
             return Err(unsupported(format!("nesting deeper than {MAX_NESTING}"), start, ""));
         }
-        let capturing = !self.src[self.pos..].starts_with("?:");
         if self.eat('?') {
             let lookaround = match (self.peek(), self.peek_at(1)) {
                 (Some(':'), _) => {
@@ -47,14 +45,13 @@ impl Parser<'_> {
         if self.depth > self.deepest.1 {
             self.deepest = (start, self.depth);
         }
-        let mut shape = self.disjunction()?;
+        self.disjunction()?;
         self.depth -= 1;
         if !self.eat(')') {
             return Err(syntax("unterminated group", start));
         }
         self.out.push(')');
-        shape.captures |= capturing;
-        Ok(shape)
+        Ok(())
     }
 
     fn named_group_open(&mut self, start: usize) -> Result<(), JsRegexError> {

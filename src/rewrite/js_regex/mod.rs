@@ -11,14 +11,13 @@
 //! What cannot be reproduced exactly (see also the comments at each place):
 //! - multi-line `^`/`$` use the engine's CRLF-aware anchors: `\u2028` and `\u2029` do not end lines, and no
 //!   anchor matches between `\r` and `\n`;
-//! - without `u`, JavaScript works on UTF-16 code units: here `.`, `\S`, `[^…]` and friends consume a whole
-//!   astral character instead of half of it, and patterns whose meaning depends on surrogate halves are
-//!   rejected;
+//! - without `u`, JavaScript works on UTF-16 code units: [`units`] matches the halves of astral characters
+//!   as pieces of their UTF-8 form; a low surrogate on its own (`\uDE00`, `[😀]`), whose half would need the
+//!   byte before it, is rejected;
 //! - with `iu`, JavaScript counts `ſ` (U+017F) and `K` (U+212A) as word characters for `\b`/`\B`; the
 //!   engine's ASCII boundaries do not;
-//! - a group whose `?` takes an empty iteration is unset in JavaScript but empty here (`$1` becomes the empty
-//!   string either way); repetitions where the two engines' iteration rules give different results are
-//!   rejected;
+//! - (no difference) JavaScript's repetition rules, where they differ from the engine's, are applied to the
+//!   parsed pattern by [`semantics`] for the spans and by [`captures`] for group values;
 //! - with `u`, case folding and `\p{…}` follow the engine's Unicode tables, which may be older than the
 //!   JavaScript engine's.
 //!
@@ -27,17 +26,23 @@
 //! a non-empty one, which JavaScript does not.)
 //!
 //! The translator's files, by concern: [`parser`] holds the entry points and the recursive descent over terms
-//! and quantifiers; [`semantics`] the repetition rules that JavaScript and the engine read differently;
+//! and quantifiers; [`semantics`] the repetition rules that JavaScript and the engine read differently, as a
+//! rewrite of the parsed pattern; [`captures`] the matcher that gives groups JavaScript's values;
 //! [`groups`] the groups and their names; [`escapes`] the `\` sequences; [`classes`] the character sets,
-//! JavaScript's character tables and case folding, and how a set is written out.
+//! JavaScript's character tables and case folding, and how a set is written out; [`units`] the
+//! UTF-16 halves of astral characters without `u`.
 
+mod captures;
 mod classes;
 mod escapes;
 mod groups;
 mod parser;
 mod semantics;
+mod units;
 
+pub(crate) use captures::JsCaptures;
 pub(crate) use parser::{literal, parse_flags, translate};
+pub(crate) use semantics::{js_repetitions, needs_js_captures};
 
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,6 @@
 
 use super::classes::is_astral;
 use super::groups::scan_groups;
-use super::semantics::Shape;
 use crate::error::JsRegexError;
 
 /// Longest accepted pattern source, in bytes.
@@ -160,65 +159,68 @@ impl<'s> Parser<'s> {
         }
     }
 
-    pub(super) fn disjunction(&mut self) -> Result<Shape, JsRegexError> {
-        let mut shape = self.alternative()?;
+    pub(super) fn disjunction(&mut self) -> Result<(), JsRegexError> {
+        self.alternative()?;
         while self.eat('|') {
             self.out.push('|');
-            shape = shape.or(self.alternative()?);
+            self.alternative()?;
         }
-        Ok(shape)
+        Ok(())
     }
 
-    fn alternative(&mut self) -> Result<Shape, JsRegexError> {
-        let mut shape = Shape::EMPTY;
+    fn alternative(&mut self) -> Result<(), JsRegexError> {
         while let Some(c) = self.peek() {
             if c == '|' || c == ')' {
                 break;
             }
-            shape = shape.then(self.term()?);
+            self.term()?;
         }
-        Ok(shape)
+        Ok(())
     }
 
-    fn term(&mut self) -> Result<Shape, JsRegexError> {
+    fn term(&mut self) -> Result<(), JsRegexError> {
         let start = self.pos;
         let Some(c) = self.peek() else {
-            return Ok(Shape::EMPTY);
+            return Ok(());
         };
         let unicode = self.flags.unicode;
         // Assertions return early: a quantifier after one then fails as "nothing to repeat", like JavaScript.
-        let (shape, astral) = match c {
+        let out_start = self.out.len();
+        let astral = match c {
             '^' => {
                 self.bump();
                 // CRLF mode is the nearest the engine offers to JS line terminators; it misses \u2028/\u2029
                 // and never matches between \r and \n (JavaScript does).
                 self.out.push_str(if self.flags.multiline { "(?mR:^)" } else { r"\A" });
-                return Ok(Shape::ASSERTION);
+                return Ok(());
             }
             '$' => {
                 self.bump();
                 // Without `m`, JS `$` is only the very end (no final-newline allowance), which is `\z`.
                 self.out.push_str(if self.flags.multiline { "(?mR:$)" } else { r"\z" });
-                return Ok(Shape::ASSERTION);
+                return Ok(());
             }
             '\\' if matches!(self.peek_at(1), Some('b' | 'B')) => {
                 let negated = self.peek_at(1) == Some('B');
                 self.pos += 2;
                 // JS word characters are ASCII only.
                 self.out.push_str(if negated { r"(?-u:\B)" } else { r"(?-u:\b)" });
-                return Ok(Shape::ASSERTION);
+                return Ok(());
             }
-            '\\' => (Shape::CHAR, self.atom_escape()?),
-            '(' => (self.group()?, false),
+            '\\' => self.atom_escape()?,
+            '(' => {
+                self.group()?;
+                None
+            }
             '.' => {
                 self.bump();
                 let set = self.dot_set();
                 self.emit_set(&set);
-                (Shape::CHAR, false)
+                None
             }
             '[' => {
                 self.class()?;
-                (Shape::CHAR, false)
+                None
             }
             '*' | '+' | '?' => return Err(syntax("nothing to repeat", start)),
             '{' => {
@@ -231,22 +233,21 @@ impl<'s> Parser<'s> {
                 // Annex B: a `{` that starts no quantifier is a literal.
                 self.bump();
                 self.emit_char(c, start)?;
-                (Shape::CHAR, false)
+                None
             }
             '}' | ']' if unicode => return Err(syntax("lone quantifier brackets", start)),
             _ => {
                 self.bump();
                 self.emit_char(c, start)?;
-                (Shape::CHAR, !unicode && is_astral(c))
+                (!unicode && is_astral(c)).then_some(c)
             }
         };
-        self.quantifier(start, shape, astral)
+        self.quantifier(out_start, astral)
     }
 
-    /// Parses an optional quantifier after the atom at `atom_start`, which has `shape`. `astral` says the
-    /// atom is an astral character in non-`u` mode, where JavaScript would repeat only its second UTF-16 code
-    /// unit.
-    fn quantifier(&mut self, atom_start: usize, shape: Shape, astral: bool) -> Result<Shape, JsRegexError> {
+    /// Parses an optional quantifier after the atom written from `out_start` on. `astral` is the atom when it
+    /// is an astral character in non-`u` mode, where JavaScript repeats only its second UTF-16 code unit.
+    fn quantifier(&mut self, out_start: usize, astral: Option<char>) -> Result<(), JsRegexError> {
         let start = self.pos;
         let (text, min, max) = match self.peek() {
             Some(c @ ('*' | '+' | '?')) => {
@@ -283,20 +284,21 @@ impl<'s> Parser<'s> {
                 }
                 None if self.flags.unicode => return Err(syntax("incomplete quantifier", start)),
                 // Annex B: not a quantifier; the `{` is the next literal.
-                None => return Ok(shape),
+                None => return Ok(()),
             },
-            _ => return Ok(shape),
+            _ => return Ok(()),
         };
-        if astral {
-            return Err(unsupported("quantifier on an astral character without the `u` flag", atom_start, UTF16_HINT));
-        }
         let lazy = self.eat('?');
-        self.check_repetition(atom_start, shape, min, max)?;
+        if let Some(c) = astral {
+            self.out.truncate(out_start);
+            self.emit_quantified_astral(c, min, max, lazy);
+            return Ok(());
+        }
         self.out.push_str(&text);
         if lazy {
             self.out.push('?');
         }
-        Ok(shape.repeat(min, max, lazy))
+        Ok(())
     }
 
     /// Reads `{n}`, `{n,}` or `{n,m}` at the current position without consuming it: `(min, max, end)`, where

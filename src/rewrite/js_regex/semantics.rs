@@ -1,126 +1,157 @@
-//! Where JavaScript and the engine read a repetition differently: the [`Shape`] of a parsed piece and the
-//! check that rejects the repetitions whose matches or group values would differ.
+//! Where JavaScript and the engine read a repetition differently, and the rewrite of the translated pattern
+//! that makes the engine's matches (spans) JavaScript's.
+//!
+//! JavaScript fails an optional iteration that matches empty (ES2024 RepeatMatcher: "if min = 0 and y's
+//! endIndex = x's endIndex, return failure") and backtracks into the other ways the body could match; the
+//! engine takes the empty iteration (bounded repetitions are unrolled) or drops it by its own rule (loops).
+//! So for a body `X` that can match empty, `X{n,m}` becomes `X{n}` followed by `m - n` optional iterations of
+//! `X` restricted to its non-empty ways, in the same order of preference: the same spans as JavaScript.
+//!
+//! Group values are another matter (JavaScript also clears the body's groups at every iteration): rules whose
+//! groups depend on it get them from [`super::captures`]; [`needs_js_captures`] says which.
 
-use super::parser::{unsupported, Parser};
-use crate::error::JsRegexError;
+use regex_syntax::hir::{Hir, HirKind, Repetition};
 
-/// What the repetition checks need to know about a parsed piece.
-///
-/// JavaScript and the engine repeat differently: JS refuses an optional iteration that matches empty (and
-/// backtracks into the other ways the body could match), and clears the groups inside the body at every
-/// iteration; the engine accepts one empty iteration and keeps group values from earlier iterations. These
-/// fields say when that can change a result.
-#[derive(Clone, Copy)]
-pub(super) struct Shape {
-    /// Can match the empty string.
-    nullable: bool,
-    /// Can match a non-empty string.
-    consumes: bool,
-    /// No way of matching empty is preferred over a way of matching non-empty, so an empty match is only
-    /// taken when nothing else fits.
-    empty_last: bool,
-    /// Contains an assertion (whose empty matches may or may not succeed).
-    assertion: bool,
-    /// Contains a capture group.
-    pub(super) captures: bool,
-    /// Contains a capture group that a match of the piece can leave unset.
-    skippable_captures: bool,
-}
-
-impl Shape {
-    /// One character.
-    pub(super) const CHAR: Shape = Shape {
-        nullable: false,
-        consumes: true,
-        empty_last: true,
-        assertion: false,
-        captures: false,
-        skippable_captures: false,
-    };
-    /// Nothing.
-    pub(super) const EMPTY: Shape = Shape { nullable: true, consumes: false, ..Shape::CHAR };
-    /// `^`, `$`, `\b`, `\B`.
-    pub(super) const ASSERTION: Shape = Shape { assertion: true, ..Shape::EMPTY };
-
-    /// `self` followed by `next`.
-    pub(super) fn then(self, next: Shape) -> Shape {
-        Shape {
-            nullable: self.nullable && next.nullable,
-            consumes: self.consumes || next.consumes,
-            // Two empty ways through `self` that differ in an assertion could put an empty match ahead of a
-            // longer one through `next`.
-            empty_last: !(self.nullable && next.nullable)
-                || (self.empty_last && next.empty_last && !(self.assertion && next.consumes)),
-            assertion: self.assertion || next.assertion,
-            captures: self.captures || next.captures,
-            skippable_captures: self.skippable_captures || next.skippable_captures,
+/// `hir` with JavaScript's empty-iteration rule made explicit and capture groups removed (the automata that
+/// find spans never report groups).
+pub(crate) fn js_repetitions(hir: &Hir) -> Hir {
+    match hir.kind() {
+        HirKind::Repetition(rep) => {
+            let sub = js_repetitions(&rep.sub);
+            let optional = rep.max.is_none_or(|max| max > rep.min);
+            if !(nullable(&sub) && optional) {
+                return Hir::repetition(Repetition { sub: Box::new(sub), ..rep.clone() });
+            }
+            let mandatory = Hir::repetition(Repetition {
+                min: rep.min,
+                max: Some(rep.min),
+                greedy: true,
+                sub: Box::new(sub.clone()),
+            });
+            let rest = Hir::repetition(Repetition {
+                min: 0,
+                max: rep.max.map(|max| max - rep.min),
+                greedy: rep.greedy,
+                sub: Box::new(nonempty(&sub)),
+            });
+            Hir::concat(vec![mandatory, rest])
         }
-    }
-
-    /// `self` as the earlier alternative, `next` as the later one.
-    pub(super) fn or(self, next: Shape) -> Shape {
-        Shape {
-            nullable: self.nullable || next.nullable,
-            consumes: self.consumes || next.consumes,
-            empty_last: self.empty_last && next.empty_last && !(self.nullable && next.consumes),
-            assertion: self.assertion || next.assertion,
-            captures: self.captures || next.captures,
-            // Taking one alternative skips the groups of the other.
-            skippable_captures: self.captures || next.captures,
-        }
-    }
-
-    /// `self` repeated `min..=max` times (`None`: unbounded).
-    pub(super) fn repeat(self, min: u64, max: Option<u64>, lazy: bool) -> Shape {
-        let nullable = self.nullable || min == 0;
-        let empty_last = if !nullable {
-            true
-        } else if lazy {
-            // Lazy prefers fewer iterations: stopping early is preferred.
-            !self.consumes || max == Some(0)
-        } else {
-            self.empty_last && !(self.nullable && self.assertion)
-        };
-        Shape {
-            nullable,
-            consumes: self.consumes && max != Some(0),
-            empty_last,
-            assertion: self.assertion,
-            captures: self.captures,
-            skippable_captures: self.skippable_captures || (min == 0 && self.captures),
-        }
+        HirKind::Capture(cap) => js_repetitions(&cap.sub),
+        HirKind::Concat(subs) => Hir::concat(subs.iter().map(js_repetitions).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.iter().map(js_repetitions).collect()),
+        _ => hir.clone(),
     }
 }
 
-impl Parser<'_> {
-    /// Rejects repetitions where JavaScript's iteration rules (see [`Shape`]) would give a different match or
-    /// different group values.
-    pub(super) fn check_repetition(
-        &self,
-        atom_start: usize,
-        shape: Shape,
-        min: u64,
-        max: Option<u64>,
-    ) -> Result<(), JsRegexError> {
-        let optional_iterations = max.is_none_or(|max| max > min);
-        if optional_iterations && shape.nullable && !shape.empty_last {
-            return Err(unsupported(
-                "repetition of something that prefers to match empty",
-                atom_start,
-                " (JavaScript skips empty iterations; the engine takes them)",
-            ));
+/// Whether the engine's group values can differ from JavaScript's: a group inside a repetition that can run
+/// its body more than once (JavaScript clears the body's groups at every iteration), or a repetition whose
+/// iteration rule [`js_repetitions`] rewrote (the rewritten pattern has no groups to report).
+pub(crate) fn needs_js_captures(hir: &Hir) -> bool {
+    match hir.kind() {
+        HirKind::Repetition(rep) => {
+            let optional = rep.max.is_none_or(|max| max > rep.min);
+            let repeats = rep.max.is_none_or(|max| max > 1);
+            (has_captures(&rep.sub) && repeats) || (nullable(&rep.sub) && optional) || needs_js_captures(&rep.sub)
         }
-        // An unbounded loop drops a repeated empty iteration like JS does, so only bounded ones can overwrite
-        // a group with an empty match.
-        let repeats = max.is_none_or(|max| max > 1);
-        let bounded_empty = shape.nullable && max.is_some_and(|max| max > min);
-        if shape.captures && repeats && (shape.skippable_captures || bounded_empty) {
-            return Err(unsupported(
-                "capture group in a repetition that can skip it or match empty",
-                atom_start,
-                " (JavaScript resets the group on every iteration; the engine keeps earlier values)",
-            ));
-        }
-        Ok(())
+        HirKind::Capture(cap) => needs_js_captures(&cap.sub),
+        HirKind::Concat(subs) | HirKind::Alternation(subs) => subs.iter().any(needs_js_captures),
+        _ => false,
     }
+}
+
+fn has_captures(hir: &Hir) -> bool {
+    hir.properties().explicit_captures_len() > 0
+}
+
+/// Whether `hir` can match the empty string. (Not `minimum_len`, which is `None` when a branch can never
+/// match, such as an astral character repeated twice without `u`.)
+pub(super) fn nullable(hir: &Hir) -> bool {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => true,
+        HirKind::Literal(lit) => lit.0.is_empty(),
+        HirKind::Class(_) => false,
+        HirKind::Repetition(rep) => rep.min == 0 || nullable(&rep.sub),
+        HirKind::Capture(cap) => nullable(&cap.sub),
+        HirKind::Concat(subs) => subs.iter().all(nullable),
+        HirKind::Alternation(subs) => subs.iter().any(nullable),
+    }
+}
+
+/// One run of a pattern's ways of matching, in order of preference: all non-empty, or all empty.
+struct Piece {
+    hir: Hir,
+    empty: bool,
+}
+
+/// `hir` (already rewritten, so its repetitions follow JavaScript's rule) restricted to its non-empty
+/// matches, with their order of preference kept.
+fn nonempty(hir: &Hir) -> Hir {
+    Hir::alternation(pieces(hir).into_iter().filter(|p| !p.empty).map(|p| p.hir).collect())
+}
+
+/// `hir`'s ways of matching as runs of non-empty and empty ones, in order of preference. Empty ways differ
+/// only in the assertions they pass, so a run of them keeps its assertions.
+fn pieces(hir: &Hir) -> Vec<Piece> {
+    if !nullable(hir) {
+        return vec![Piece { hir: hir.clone(), empty: false }];
+    }
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => vec![Piece { hir: hir.clone(), empty: true }],
+        HirKind::Capture(cap) => pieces(&cap.sub),
+        HirKind::Alternation(subs) => merged(subs.iter().flat_map(pieces)),
+        HirKind::Concat(subs) => {
+            let mut acc = vec![Piece { hir: Hir::empty(), empty: true }];
+            for sub in subs {
+                let next = pieces(sub);
+                let mut out = Vec::new();
+                for piece in acc {
+                    if piece.empty {
+                        for q in &next {
+                            out.push(Piece {
+                                hir: Hir::concat(vec![piece.hir.clone(), q.hir.clone()]),
+                                empty: q.empty,
+                            });
+                        }
+                    } else {
+                        out.push(Piece { hir: Hir::concat(vec![piece.hir, sub.clone()]), empty: false });
+                    }
+                }
+                acc = merged(out);
+            }
+            acc
+        }
+        HirKind::Repetition(rep) if !nullable(&rep.sub) => {
+            // min is 0 here (a body that cannot match empty would make the repetition non-nullable).
+            if rep.max == Some(0) {
+                return vec![Piece { hir: Hir::empty(), empty: true }];
+            }
+            let more = Piece { hir: Hir::repetition(Repetition { min: 1, ..rep.clone() }), empty: false };
+            let stop = Piece { hir: Hir::empty(), empty: true };
+            if rep.greedy {
+                vec![more, stop]
+            } else {
+                vec![stop, more]
+            }
+        }
+        HirKind::Repetition(rep) => {
+            // A nullable body is only left with a fixed count: that many iterations in a row.
+            let count = rep.max.unwrap_or(rep.min);
+            let copies = (0..count).map(|_| (*rep.sub).clone()).collect();
+            pieces(&Hir::concat(copies))
+        }
+        // Literals and classes never match empty.
+        _ => vec![Piece { hir: hir.clone(), empty: false }],
+    }
+}
+
+/// Joins neighbouring runs of the same kind.
+fn merged(pieces: impl IntoIterator<Item = Piece>) -> Vec<Piece> {
+    let mut out: Vec<(Vec<Hir>, bool)> = Vec::new();
+    for piece in pieces {
+        match out.last_mut() {
+            Some((hirs, empty)) if *empty == piece.empty => hirs.push(piece.hir),
+            _ => out.push((vec![piece.hir], piece.empty)),
+        }
+    }
+    out.into_iter().map(|(hirs, empty)| Piece { hir: Hir::alternation(hirs), empty }).collect()
 }
