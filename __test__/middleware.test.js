@@ -77,6 +77,20 @@ test('next() continues to the proxy with what the middleware changed (url, heade
   })
 })
 
+test('over HTTPS (https: true), next() reaches the proxy: the host trusts exactly the certificate the proxy serves', async () => {
+  const middleware = [(req, res, next) => { req.headers['x-added-by-mw'] = 'tls'; next() }]
+  await withProxy({ proxy: up.url, middleware, https: true, port: 0 }, async (server) => {
+    assert.match(server.url, /^https:/)
+    const n = up.requests.length
+    const res = await request(server.url + '/echo', { ca: server.certificate })
+    assert.equal(res.status, 200)
+    assert.equal(JSON.parse(res.body).headers['x-added-by-mw'], 'tls')
+    assert.equal(up.requests.length, n + 1, 'the upstream got the request once')
+    const page = await request(server.url + '/page', { ca: server.certificate, headers: { accept: ACCEPT_HTML } })
+    assert.match(page.body.toString(), new RegExp(`href="//127.0.0.1:${server.port}/x"`))
+  })
+})
+
 test('HTML a middleware answers gets the snippet and rules, as Browsersync response modifier wraps middleware', async () => {
   const middleware = [(req, res) => { res.setHeader('content-type', 'text/html'); res.end('<html><body><p>mw page</p></body></html>') }]
   await withProxy({ proxy: up.url, middleware, snippet: '<script>SNIP</script>', rewriteRules: [{ match: /mw page/, replace: 'MW PAGE' }], port: 0 }, async (server) => {

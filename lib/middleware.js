@@ -9,6 +9,7 @@
 // and only the host can skip the middleware or ask for the 500 page of a failed middleware.
 
 const http = require('node:http')
+const https = require('node:https')
 const crypto = require('node:crypto')
 const connect = require('connect')
 
@@ -62,6 +63,7 @@ function describe(err) {
 class MiddlewareHost {
   #server
   #agent = new http.Agent({ keepAlive: true })
+  #request = http.request
   #proxy = null // where the native server listens: { host, port }
 
   constructor(items) {
@@ -95,12 +97,23 @@ class MiddlewareHost {
     this.port = this.#server.address().port
   }
 
-  /** The native server's URL (`http://host:port`), once it has started. */
-  setProxy(url) {
-    const { hostname, port } = new URL(url)
+  /**
+   * The native server's URL (`http://` or `https://host:port`) once it has started, and the
+   * certificate it serves over HTTPS (`server.certificate`).
+   */
+  setProxy(url, certificate) {
+    const { protocol, hostname, port } = new URL(url)
     const host = hostname.replace(/^\[|\]$/g, '')
     const loopback = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
     this.#proxy = { host: loopback, port: Number(port) }
+    if (protocol === 'https:') {
+      // The hop back is to our own server over loopback: trust exactly the certificate it serves,
+      // whatever names that certificate was made for (given `https: { key, cert }` files may name
+      // only the site's host).
+      this.#agent.destroy()
+      this.#agent = new https.Agent({ keepAlive: true, ca: certificate, checkServerIdentity: () => undefined })
+      this.#request = https.request
+    }
   }
 
   /** The 500 page is the native side's: it gets the error, marked with the token. */
@@ -118,7 +131,7 @@ class MiddlewareHost {
     if (this.#proxy === null) return this.#fail(res, new Error('the proxy is not running'))
     const headers = { ...req.headers, [TOKEN_HEADER]: this.token }
     for (const name of HOP_BY_HOP) delete headers[name]
-    const upstream = http.request({
+    const upstream = this.#request({
       ...this.#proxy,
       method: req.method,
       path: req.url,

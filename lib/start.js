@@ -41,7 +41,7 @@ async function start(options) {
     for (const cleanup of cleanups) await cleanup()
     throw e
   }
-  host?.setProxy(native.url)
+  host?.setProxy(native.url, native.certificate)
   warn(options, [...proxyOptionsWarnings(options.proxy), ...warnings])
   return new ProxyServer(native, cleanups)
 }
