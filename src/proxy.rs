@@ -162,10 +162,7 @@ pub(crate) fn fail(shared: &Shared, error: ProxyError) -> Response<ProxyBody> {
         shared.stats.log_error(&line);
     }
     // The target named is the one that failed, a route's or `proxy`'s: the origin its URL starts with.
-    let origin = error.url().and_then(|url| {
-        let authority = url.find("://")? + 3;
-        Some(url[..url[authority..].find('/').map_or(url.len(), |end| authority + end)].to_string())
-    });
+    let origin = error.url().and_then(|url| url::Url::parse(url).ok()).map(|url| url.origin().ascii_serialization());
     error.page(&origin.unwrap_or_else(|| shared.config.target.origin()))
 }
 
