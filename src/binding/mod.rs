@@ -2,9 +2,9 @@
 //! culprit. Nothing else lives here; the proxy itself is in the core modules.
 //!
 //! This file holds the exported functions (`start`, `rewrite`, `__panicProbe`) and the helpers the
-//! others share; `options` declares and parses the options and rules (`local`: `serveStatic` and
-//! `routes`), `replace` calls JS replacement
-//! functions, `server` is the `ProxyServer` class.
+//! others share; `options` declares and parses the options (`local`: `serveStatic` and `routes`),
+//! `rules` the rewrite rules and `snippetOptions`, `replace` calls JS replacement functions, `hooks`
+//! the proxyReq/proxyRes functions and the middleware host, `server` is the `ProxyServer` class.
 
 // `#[napi]` registers exports only outside `cfg(test)`.
 #![cfg_attr(test, allow(dead_code))]
@@ -13,6 +13,7 @@ mod hooks;
 mod local;
 mod options;
 mod replace;
+mod rules;
 mod server;
 
 use napi::bindgen_prelude::*;
@@ -22,8 +23,9 @@ use napi_derive::napi;
 use crate::error::{ConfigError, StartError};
 use crate::rewrite;
 use crate::server as core_server;
-use options::{compile_off_thread, parse_options, parse_rules, CallMode, RuleSpec};
+use options::parse_options;
 use replace::DirectScope;
+use rules::{compile_off_thread, parse_rules, CallMode, RuleSpec};
 use server::{JsProxyServer, KeepAlive};
 
 fn invalid(message: impl Into<String>) -> Error {

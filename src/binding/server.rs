@@ -10,7 +10,7 @@ use napi::Env;
 use napi_derive::napi;
 
 use super::invalid;
-use super::options::{compile_off_thread, parse_rule, CallMode};
+use super::rules::{compile_off_thread, parse_rule, CallMode};
 use crate::server;
 
 /// What the server has done so far.

@@ -1,0 +1,14 @@
+//! The body pipeline: which responses are rewritten, and the streaming body that decodes, rewrites
+//! and re-encodes them without ever holding a whole body.
+
+mod pipeline;
+mod plan;
+mod stream;
+
+pub use pipeline::*;
+pub(crate) use plan::*;
+pub(crate) use stream::*;
+
+/// Errors that end a response body early; hyper then aborts the connection, so the client never
+/// mistakes a cut body for a complete one.
+pub(crate) type BodyError = Box<dyn std::error::Error + Send + Sync>;

@@ -1,0 +1,169 @@
+//! decode → rewrite → encode, one chunk at a time, and sniffing the start of a body through it.
+
+use super::plan::looks_like_html;
+use super::stream::UpstreamBody;
+use super::BodyError;
+use crate::codec::{CodecError, Decoder, Encoder, Encoding, DECODED_PIECE};
+use crate::error::ReplaceError;
+use crate::rewrite::Rewriter;
+
+/// Why a body could not go through the pipeline.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// Decoding the upstream's body, or encoding ours, failed.
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    /// A replacement function threw.
+    #[error(transparent)]
+    Replace(#[from] ReplaceError),
+}
+
+/// A decoder that neither consumes nor produces would loop forever: treat it as a corrupt body.
+fn stalled_decoder() -> PipelineError {
+    PipelineError::Codec(CodecError::Corrupt("compressed", "decoder made no progress".into()))
+}
+
+/// decode → rewrite → encode, one chunk at a time.
+pub struct Pipeline {
+    /// An uncompressed body skips the decoder: its chunks are rewritten where they lie.
+    identity: bool,
+    decoder: Decoder,
+    rewriter: Rewriter,
+    encoder: Encoder,
+    decoded: Vec<u8>,
+    rewritten: Vec<u8>,
+}
+
+impl Pipeline {
+    /// Decodes from `decode`, rewrites with `rewriter`, encodes to `encode`.
+    pub fn new(decode: Encoding, encode: Encoding, rewriter: Rewriter) -> Pipeline {
+        Pipeline {
+            identity: decode == Encoding::Identity,
+            decoder: Decoder::new(decode),
+            rewriter,
+            encoder: Encoder::for_upstream(encode, decode),
+            decoded: Vec::with_capacity(DECODED_PIECE),
+            rewritten: Vec::new(),
+        }
+    }
+
+    /// Decodes `raw` into `decoded` (sniffing uses this before deciding to rewrite).
+    pub fn decode(&mut self, mut raw: &[u8], decoded: &mut Vec<u8>) -> Result<(), PipelineError> {
+        loop {
+            let before = decoded.len();
+            let consumed = self.decoder.decode(raw, decoded)?;
+            raw = &raw[consumed..];
+            let produced = decoded.len() - before;
+            if consumed == 0 && produced == 0 && !raw.is_empty() {
+                return Err(stalled_decoder());
+            }
+            if raw.is_empty() && produced < DECODED_PIECE {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Rewrites and encodes already-decoded bytes.
+    pub fn push_decoded(&mut self, decoded: &[u8], out: &mut Vec<u8>) -> Result<(), PipelineError> {
+        self.rewritten.clear();
+        self.rewriter.push(decoded, &mut self.rewritten)?;
+        self.encoder.encode(&self.rewritten, out)?;
+        Ok(())
+    }
+
+    /// Runs compressed bytes through the whole pipeline, in bounded pieces.
+    pub fn push(&mut self, mut raw: &[u8], out: &mut Vec<u8>) -> Result<(), PipelineError> {
+        if self.identity {
+            return self.push_decoded(raw, out);
+        }
+        let mut decoded = std::mem::take(&mut self.decoded);
+        let result = loop {
+            decoded.clear();
+            let consumed = match self.decoder.decode(raw, &mut decoded) {
+                Ok(n) => n,
+                Err(e) => break Err(e.into()),
+            };
+            raw = &raw[consumed..];
+            if consumed == 0 && decoded.is_empty() && !raw.is_empty() {
+                break Err(stalled_decoder());
+            }
+            if let Err(e) = self.push_decoded(&decoded, out) {
+                break Err(e);
+            }
+            if raw.is_empty() && decoded.len() < DECODED_PIECE {
+                break Ok(());
+            }
+        };
+        self.decoded = decoded;
+        result
+    }
+
+    /// Sends what the encoder holds, for a stream that pauses.
+    pub fn flush(&mut self, out: &mut Vec<u8>) -> Result<(), PipelineError> {
+        Ok(self.encoder.flush(out)?)
+    }
+
+    /// Ends the body: checks the compressed stream was complete, releases what the rewriter held back and
+    /// closes the encoding.
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), PipelineError> {
+        self.push(&[], out)?;
+        self.decoder.finish()?;
+        self.rewritten.clear();
+        self.rewriter.finish(&mut self.rewritten)?;
+        self.encoder.encode(&self.rewritten, out)?;
+        self.encoder.finish(out)?;
+        Ok(())
+    }
+
+    /// Match candidates left unreplaced because they grew past `max_match_bytes` (counted in the stats).
+    pub fn abandoned_matches(&self) -> u64 {
+        self.rewriter.abandoned_matches()
+    }
+
+    /// Whether a step may call a JS function (and so wait on Node's thread).
+    pub fn calls_functions(&self) -> bool {
+        self.rewriter.calls_functions()
+    }
+
+    /// For each rule, in order: whether it replaced something so far.
+    pub fn matched_rules(&self) -> Vec<bool> {
+        self.rewriter.matched_rules()
+    }
+}
+
+pub(crate) enum Sniffed {
+    /// Decoded bytes read so far, to be rewritten first.
+    Html(Vec<u8>),
+    /// Raw bytes read so far, to be sent first, untouched.
+    NotHtml(Vec<u8>),
+}
+
+pub(crate) enum SniffError {
+    Upstream(BodyError),
+    Decode(PipelineError),
+}
+
+/// Reads just enough of the body to tell whether it starts like HTML.
+pub(crate) async fn sniff_html(
+    upstream: &mut UpstreamBody,
+    pipeline: &mut Pipeline,
+    limit: usize,
+) -> Result<Sniffed, SniffError> {
+    let mut raw = Vec::new();
+    let mut decoded = Vec::new();
+    loop {
+        let Some(data) = upstream.next_data().await.transpose().map_err(SniffError::Upstream)? else {
+            let html = looks_like_html(&decoded) == Some(true);
+            return Ok(if html { Sniffed::Html(decoded) } else { Sniffed::NotHtml(raw) });
+        };
+        raw.extend_from_slice(&data);
+        // Nothing has been sent yet, so a body we cannot decode becomes a 502 that says why.
+        pipeline.decode(&data, &mut decoded).map_err(SniffError::Decode)?;
+        match looks_like_html(&decoded) {
+            Some(true) => return Ok(Sniffed::Html(decoded)),
+            Some(false) => return Ok(Sniffed::NotHtml(raw)),
+            None if decoded.len() > limit => return Ok(Sniffed::NotHtml(raw)),
+            None => {}
+        }
+    }
+}
