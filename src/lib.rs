@@ -14,6 +14,7 @@
 #![deny(unreachable_pub)]
 
 pub mod body;
+pub mod cassette;
 pub mod codec;
 pub mod config;
 mod error;
@@ -23,6 +24,7 @@ mod headers;
 mod hooks;
 mod local_files;
 mod middleware;
+pub mod observe;
 mod pages;
 mod proxy;
 pub mod rewrite;

@@ -1,0 +1,131 @@
+//! The cassette format: JSON Lines, one line per event of an exchange, in the order they happened
+//! (lines of concurrent exchanges interleave; `id` ties them together). Readable and diffable in a
+//! code review; `toHar()` turns it into HAR 1.2.
+//!
+//! ```text
+//! {"type":"cassette","version":1,"createdAt":"2026-11-30T16:00:00Z"}
+//! {"type":"request","id":1,"method":"POST","url":"/v1/chat/completions","headers":[["authorization","[redacted]"]],"body":{"text":"{...}"}}
+//! {"type":"response","id":1,"at":312.5,"status":200,"headers":[["content-type","text/event-stream"]],"encoding":"identity"}
+//! {"type":"body","id":1,"chunk":0,"at":340.1,"text":"data: {\"choices\":[...]}\n\n"}
+//! {"type":"body","id":1,"chunk":0,"at":340.1,"text":"data: {\"choices\":[...]}\n\n"}
+//! {"type":"body","id":1,"chunk":1,"at":371.0,"text":"data: [DONE]\n\n"}
+//! {"type":"end","id":1,"at":371.2}
+//! ```
+//!
+//! - `at`: milliseconds from the request's arrival at the proxy (fractional).
+//! - Bodies are stored decoded: `encoding` says what the upstream sent, and the stored response
+//!   headers have no `content-encoding` / `content-length` (replay compresses for the client as a
+//!   proxied response would be).
+//! - A body chunk is the decoded bytes of one upstream chunk. An SSE body (`text/event-stream`)
+//!   writes one line per event: a chunk holding three events is three `body` lines with the same
+//!   `chunk` index and `at` (a piece of an event that a chunk cuts is a line of its own). Replay
+//!   joins the lines of one `chunk` index into one chunk, so chunk boundaries are kept exactly.
+//! - `text` when the bytes are UTF-8, else `base64`.
+//! - `ws` lines hold WebSocket messages of an upgraded exchange, from the client or the server.
+
+use serde::{Deserialize, Serialize};
+
+/// The version this build writes and reads.
+pub const VERSION: u32 = 1;
+
+/// One line of a cassette.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Line {
+    /// The first line.
+    #[serde(rename_all = "camelCase")]
+    Cassette {
+        /// [`VERSION`] when written.
+        version: u32,
+        /// RFC 3339 time of recording.
+        created_at: String,
+    },
+    /// A request as it went to the upstream (secrets redacted).
+    Request {
+        /// Ties the lines of one exchange together; unique in the cassette.
+        id: u64,
+        /// Method.
+        method: String,
+        /// Path and query (redacted query parameters keep their name).
+        url: String,
+        /// Headers in order, names lowercase.
+        headers: Vec<(String, String)>,
+        /// The request body, if it had one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        body: Option<Data>,
+    },
+    /// The upstream's response head.
+    Response {
+        /// The exchange.
+        id: u64,
+        /// Milliseconds from the request's arrival.
+        at: f64,
+        /// Status code.
+        status: u16,
+        /// Headers in order, names lowercase, without content-encoding and content-length.
+        headers: Vec<(String, String)>,
+        /// The Content-Encoding the upstream sent (`identity` when none).
+        encoding: String,
+    },
+    /// Decoded body bytes: one upstream chunk, or one SSE event of it.
+    Body {
+        /// The exchange.
+        id: u64,
+        /// Index of the upstream chunk these bytes came in, from 0.
+        chunk: u64,
+        /// Milliseconds from the request's arrival.
+        at: f64,
+        /// The bytes.
+        #[serde(flatten)]
+        data: Data,
+    },
+    /// A WebSocket message of an upgraded exchange.
+    Ws {
+        /// The exchange.
+        id: u64,
+        /// Milliseconds from the request's arrival.
+        at: f64,
+        /// `client` or `server`.
+        from: String,
+        /// The message (text frames as `text`, binary as `base64`).
+        #[serde(flatten)]
+        data: Data,
+    },
+    /// The exchange's end.
+    End {
+        /// The exchange.
+        id: u64,
+        /// Milliseconds from the request's arrival.
+        at: f64,
+        /// Set when the upstream body failed (replay fails the body at the same point).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+/// Bytes as UTF-8 text or base64.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Data {
+    /// Valid UTF-8.
+    Text(String),
+    /// Anything else, standard base64.
+    Base64(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_round_trip_in_the_documented_shape() {
+        let body = Line::Body { id: 1, chunk: 0, at: 340.5, data: Data::Text("data: {}\n\n".into()) };
+        let json = serde_json::to_string(&body).unwrap();
+        assert_eq!(json, r#"{"type":"body","id":1,"chunk":0,"at":340.5,"text":"data: {}\n\n"}"#);
+        assert_eq!(serde_json::from_str::<Line>(&json).unwrap(), body);
+        let head = Line::Cassette { version: VERSION, created_at: "2026-11-30T16:00:00Z".into() };
+        let json = serde_json::to_string(&head).unwrap();
+        assert_eq!(json, r#"{"type":"cassette","version":1,"createdAt":"2026-11-30T16:00:00Z"}"#);
+        assert_eq!(serde_json::from_str::<Line>(&json).unwrap(), head);
+    }
+}
