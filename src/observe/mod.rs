@@ -51,6 +51,19 @@ pub struct ExchangeRecord {
     pub response_headers: Vec<(String, String)>,
     /// Why the exchange failed, if it did.
     pub error: Option<String>,
+    /// The first KiB of the decoded body before and after rewriting, for the inspector's diff view
+    /// (filled only while the inspector is on; lossy UTF-8).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview: Option<Preview>,
+}
+
+/// The start of a rewritten body, before and after the rules ran.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Preview {
+    /// Up to 1 KiB of the decoded upstream body.
+    pub before: String,
+    /// Up to 1 KiB of the rewritten body, before encoding.
+    pub after: String,
 }
 
 /// How often one rule matched in one body.
