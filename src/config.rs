@@ -316,6 +316,8 @@ pub struct ProxyConfig {
     pub serve_static: Vec<StaticMount>,
     /// Path prefixes sent to other targets (`routes`).
     pub routes: Vec<Route>,
+    /// `serverTiming`, `logRequests`, `logFormat`, `onRequest`: what is done with each exchange's record.
+    pub observe: crate::observe::ObserveConfig,
 }
 
 /// One `serveStatic` directory: its files answer GET and HEAD requests under `route`.
@@ -490,6 +492,7 @@ impl ProxyConfig {
             change_origin: true,
             serve_static: Vec::new(),
             routes: Vec::new(),
+            observe: crate::observe::ObserveConfig::default(),
         }
     }
 
@@ -592,6 +595,9 @@ pub(crate) mod option_names {
         "serveStatic",
         "serveStaticOptions",
         "routes",
+        "serverTiming",
+        "logRequests",
+        "logFormat",
     ];
     pub(crate) const PROXY_TARGET: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure", "proxyOptions"];
     pub(crate) const PROXY_OPTIONS: &[&str] = &["xfwd", "secure", "changeOrigin"];

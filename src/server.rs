@@ -24,6 +24,7 @@ use crate::config::{LogLevel, ProxyConfig};
 use crate::error::{panic_message, RuleError, StartError};
 use crate::forward;
 use crate::local_files::CompressedFiles;
+use crate::observe::{ObserveSnapshot, Observer};
 use crate::pages::ProxyError;
 use crate::proxy;
 use crate::rewrite::Rule;
@@ -91,13 +92,14 @@ impl ProxyServer {
             links: Rule::links(&config.target.link_host()),
             rules,
             skips: Arc::new(SkipTable::default()),
-            stats,
+            stats: stats.clone(),
             phase,
             hosts: HostGuard::new(&config.allowed_hosts, &config.host),
             local_addr,
             routes: Routes::new(&config, verifier),
             local_files: Arc::new(config.serve_static.clone()),
             compressed_files: Arc::new(CompressedFiles::new()),
+            observer: Arc::new(Observer::new(config.observe.clone(), stats.clone())),
             config,
         });
         for warning in &shared.config.warnings {
@@ -151,6 +153,11 @@ impl ProxyServer {
     /// The counters so far.
     pub fn stats(&self) -> StatsSnapshot {
         self.shared.stats.snapshot()
+    }
+
+    /// Latency percentiles and per-rule match counts so far.
+    pub fn observations(&self) -> ObserveSnapshot {
+        self.shared.observer.snapshot()
     }
 
     /// Stops accepting (the port is free when this returns), lets in-flight responses finish
@@ -318,6 +325,7 @@ async fn handle(
 ) -> Result<Response<ProxyBody>, Infallible> {
     req.extensions_mut().insert(ClientAddr(peer));
     let path = req.uri().path().to_string();
+    let begun = shared.observer.begin(&req);
     let response = match AssertUnwindSafe(proxy::proxy(shared.clone(), req)).catch_unwind().await {
         Ok(Ok(response)) => response,
         Ok(Err(error)) => proxy::fail(&shared, error),
@@ -326,5 +334,5 @@ async fn handle(
             proxy::fail(&shared, ProxyError::Internal { path, reason })
         }
     };
-    Ok(response)
+    Ok(shared.observer.respond(begun, response))
 }

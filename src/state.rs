@@ -84,6 +84,8 @@ pub(crate) struct Shared {
     pub local_files: Arc<Vec<StaticMount>>,
     /// Compressed copies of local text files.
     pub compressed_files: Arc<CompressedFiles>,
+    /// Where each exchange's record goes when its answer ends (log, stats, `onRequest`, inspector).
+    pub observer: Arc<crate::observe::Observer>,
 }
 
 impl Shared {

@@ -11,6 +11,7 @@ use napi_derive::napi;
 
 use super::rules::{parse_rules, parse_snippet_options, CallMode, RewriteRule, RuleSpec, SnippetOptions};
 use super::{config_error, get, invalid, type_name};
+use crate::observe::LogFormat;
 use crate::config::{
     AllowedHosts, Https, LogLevel, ProxyConfig, Target, UpstreamCompression, MAX_CONNECTIONS_LIMIT, MAX_DURATION_MS,
     MAX_MATCH_BYTES_LIMIT,
@@ -143,6 +144,17 @@ pub struct ProxyOptions {
     /// longest prefix wins; everything else goes to `proxy`. Links to every target are rewritten.
     #[napi(ts_type = "Record<string, string | RouteOptions>")]
     pub routes: Option<std::collections::HashMap<String, String>>,
+    /// A `Server-Timing` header on every answer (default true): `upstream;dur=` (ms to the target's
+    /// response headers) and `proxy;dur=` (the proxy's own time before the headers). DevTools shows it
+    /// in the Timing tab. Times known only at the body's end go to the request log and `onRequest`.
+    pub server_timing: Option<bool>,
+    /// One log line per request at `logLevel: 'info'` (default false; `'debug'` always logs them):
+    /// method, path, status, coding in->out, bytes in->out, total and upstream time, rewritten or passed.
+    pub log_requests: Option<bool>,
+    /// Form of the request lines: `'text'` (default) or `'json'` (the exchange record, one JSON object
+    /// per line, without the prefix).
+    #[napi(ts_type = "'text' | 'json'")]
+    pub log_format: Option<String>,
 }
 
 /// `https: { key, cert }`: the certificate the proxy serves, as PEM files.
@@ -384,6 +396,17 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     }
     if let Some(prefix) = options.get("logPrefix")? {
         config.log_prefix = expect_string(prefix, "logPrefix")?;
+    }
+    if let Some(flag) = options.get("serverTiming")? {
+        config.observe.server_timing = expect_bool(flag, "serverTiming")?;
+    }
+    if let Some(flag) = options.get("logRequests")? {
+        config.observe.log_requests = expect_bool(flag, "logRequests")?;
+    }
+    if let Some(format) = options.get("logFormat")? {
+        let format = expect_string(format, "logFormat")?;
+        config.observe.log_format = LogFormat::parse(&format)
+            .ok_or_else(|| invalid(format!("option `logFormat` must be 'text' or 'json', got '{format}'")))?;
     }
     if let Some(path) = options.get("startPath")? {
         config.start_path = Some(expect_string(path, "startPath")?);
