@@ -49,10 +49,11 @@ pub(super) fn apply(js: &Object, config: &mut ProxyConfig) -> Result<()> {
     }
     let function: Function<String, ()> = Function::from_unknown(value)?;
     // Weak: pending records must not keep Node alive after `stop()` or `unref()`.
-    let dispatcher: Dispatcher =
-        function.build_threadsafe_function::<String>().callee_handled::<false>().weak::<true>().build_callback(
-            |ctx| Ok(ctx.value),
-        )?;
+    let dispatcher: Dispatcher = function
+        .build_threadsafe_function::<String>()
+        .callee_handled::<false>()
+        .weak::<true>()
+        .build_callback(|ctx| Ok(ctx.value))?;
     let (queue, records) = mpsc::channel(QUEUE);
     napi::bindgen_prelude::spawn(drain(records, dispatcher));
     config.observe.sinks.push(Arc::new(OnRequestSink { queue, dropped: AtomicU64::new(0) }));

@@ -11,12 +11,12 @@ use napi_derive::napi;
 
 use super::rules::{parse_rules, parse_snippet_options, CallMode, RewriteRule, RuleSpec, SnippetOptions};
 use super::{config_error, get, invalid, type_name};
-use crate::observe::LogFormat;
 use crate::config::{
     AllowedHosts, Https, LogLevel, ProxyConfig, Target, UpstreamCompression, MAX_CONNECTIONS_LIMIT, MAX_DURATION_MS,
     MAX_MATCH_BYTES_LIMIT,
 };
 use crate::error::ConfigError;
+use crate::observe::LogFormat;
 use crate::warnings;
 
 /// Where the proxy forwards to: a URL string, or an object with more settings.

@@ -123,7 +123,10 @@ impl UpstreamBody {
 /// The body the proxy answers with.
 pub(crate) enum ProxyBody {
     Full(Option<Bytes>),
-    Passthrough { prefix: Option<Bytes>, upstream: UpstreamBody },
+    Passthrough {
+        prefix: Option<Bytes>,
+        upstream: UpstreamBody,
+    },
     Rewrite(Box<RewriteState>),
     Tee(Box<Tee>),
     /// Any of the above, counted and timed for the exchange record (see `crate::observe`).

@@ -29,9 +29,8 @@ struct Times {
 
 impl Default for Latency {
     fn default() -> Latency {
-        let histogram = || {
-            Histogram::new_with_bounds(1, HIGHEST_US, SIGNIFICANT_FIGURES).expect("the histogram bounds are valid")
-        };
+        let histogram =
+            || Histogram::new_with_bounds(1, HIGHEST_US, SIGNIFICANT_FIGURES).expect("the histogram bounds are valid");
         Latency {
             times: Mutex::new(Times { upstream: histogram(), total: histogram() }),
             rules: Mutex::new(HashMap::new()),

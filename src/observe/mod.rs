@@ -357,11 +357,9 @@ fn ms(duration: Duration) -> f64 {
 fn server_timing(begun: &Begun, facts: &Facts) -> HeaderValue {
     let before_headers = begun.started.elapsed();
     let value = match facts.upstream {
-        Some(upstream) => format!(
-            "upstream;dur={:.1}, proxy;dur={:.1}",
-            ms(upstream),
-            ms(before_headers.saturating_sub(upstream))
-        ),
+        Some(upstream) => {
+            format!("upstream;dur={:.1}, proxy;dur={:.1}", ms(upstream), ms(before_headers.saturating_sub(upstream)))
+        }
         None => format!("proxy;dur={:.1}", ms(before_headers)),
     };
     HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static("proxy"))
