@@ -217,6 +217,26 @@ test('onRequest: a throwing callback costs its own record only; a non-function i
   await assert.rejects(start({ proxy: up.url, port: 0, onRequest: 'yes' }), /option `onRequest` must be a function, got string/)
 })
 
+test('onRequest: a middleware\'s own answer is recorded as such; one passed on with next() once, as the proxy\'s', async () => {
+  const c = collector()
+  const middleware = [{ route: '/mw', handle: (req, res) => res.end('from middleware') }, (req, res, next) => next()]
+  await withProxy({ proxy: up.url, port: 0, middleware, onRequest: c.onRequest }, async (server) => {
+    const own = await request(server.url + '/mw')
+    assert.equal(own.body.toString(), 'from middleware')
+    await c.until(1)
+    const passed = await request(server.url + '/style.css')
+    assert.equal(passed.body.toString(), 'p { color: red }')
+    await c.until(2)
+    assert.deepEqual(c.entries.map((e) => [e.url, e.source]), [['/mw', 'middleware'], ['/style.css', 'proxy']])
+    assert.equal(typeof c.entries[1].upstreamMs, 'number')
+    assert.equal(passed.headers['server-timing'].match(/upstream;/g).length, 1, passed.headers['server-timing'])
+    // No second record of the passed-on request: the next request's record is the third one.
+    await request(server.url + '/mw')
+    await c.until(3)
+    assert.deepEqual(c.entries.map((e) => e.url), ['/mw', '/style.css', '/mw'])
+  })
+})
+
 test('stats(): per-rule matches across requests and p50/p99 of upstream and total time', async () => {
   await withProxy({ proxy: up.url, port: 0, rewriteRules: [{ match: /hello/g, replace: 'bye' }, { match: /absent/, replace: 'x' }] }, async (server) => {
     const fresh = server.stats()

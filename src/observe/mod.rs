@@ -93,7 +93,8 @@ pub struct Preview {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RuleMatches {
-    /// The rule as the user wrote it (its pattern), or `snippet` / `links` for the built-in ones.
+    /// The rule as the user wrote it (its pattern, `/x/g` or `"text"`), or `snippet` / `link rewrite`
+    /// for the built-in ones.
     pub rule: String,
     /// Matches replaced in this body.
     pub matches: u64,
@@ -267,11 +268,12 @@ impl Observer {
     pub(crate) fn respond(self: &Arc<Self>, begun: Begun, response: Response<ProxyBody>) -> Response<ProxyBody> {
         let (mut head, body) = response.into_parts();
         let facts = head.extensions.remove::<Facts>().unwrap_or_default();
-        if facts.passed_on || head.status == http::StatusCode::SWITCHING_PROTOCOLS {
-            // A passed-on answer was recorded on its own hop; a tunnel's 101 has no body to time.
+        if facts.passed_on {
+            // A middleware's `next()` answer was recorded, and timed, on its own hop.
             return Response::from_parts(head, body);
         }
-        if self.config.server_timing {
+        // A WebSocket's 101 is recorded (its tunnel is not), without a header a browser never reads.
+        if self.config.server_timing && head.status != http::StatusCode::SWITCHING_PROTOCOLS {
             head.headers.append(header::HeaderName::from_static("server-timing"), server_timing(&begun, &facts));
         }
         let trace = Trace {
