@@ -131,6 +131,8 @@ export interface RequestEntry {
   responseHeaders: Array<[string, string]>
   /** Why the exchange failed (an error page, a body cut off, a client gone), else null. */
   error: string | null
+  /** The first KiB of a rewritten body before and after the rules; only while the inspector asks for it. */
+  preview?: { before: string; after: string }
 }
 
 /** Options of `start()`. */

@@ -181,6 +181,8 @@ pub(crate) struct Facts {
     pub rewritten: bool,
     /// A middleware's `next()` answer handed back as it came: its own hop was recorded already.
     pub passed_on: bool,
+    /// The exchange went to a cassette (record/replay sets it).
+    pub recorded: bool,
     /// Why the request failed (error answers).
     pub error: Option<String>,
 }
@@ -315,7 +317,7 @@ impl Observer {
             rewrite_ms: report.times.filter(|_| rewritten).map(|(rewrite, _)| ms(rewrite)),
             encode_ms: report.times.map(|(_, encode)| ms(encode)),
             rewritten,
-            recorded: false,
+            recorded: facts.recorded,
             rules: report.rules,
             request_headers: begun.request_headers.unwrap_or_default(),
             response_headers: response_headers.unwrap_or_default(),
@@ -364,5 +366,46 @@ fn server_timing(begun: &Begun, facts: &Facts) -> HeaderValue {
         }
         None => format!("proxy;dur={:.1}", ms(before_headers)),
     };
-    HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static("proxy"))
+    // Digits, dots and names only: always a valid value; taken without a copy.
+    HeaderValue::from_maybe_shared(bytes::Bytes::from(value)).unwrap_or(HeaderValue::from_static("proxy"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::body::Pipeline;
+    use crate::codec::Encoding;
+    use crate::rewrite::{Rewriter, Rule, RuleReplacement};
+
+    #[test]
+    fn the_preview_keeps_the_first_kib_before_and_after_the_rules_across_chunks() {
+        let rule = Rule::regex("a", "g", RuleReplacement::Text("bb".into())).unwrap();
+        let mut pipeline =
+            Pipeline::new(Encoding::Identity, Encoding::Identity, Rewriter::new(&[rule], "h", 1024)).keep_preview();
+        let input: Vec<u8> = b"xa".iter().copied().cycle().take(3000).collect();
+        let mut out = Vec::new();
+        for chunk in input.chunks(700) {
+            pipeline.push(chunk, &mut out).unwrap();
+        }
+        pipeline.finish(&mut out).unwrap();
+        let preview = pipeline.take_preview().expect("kept");
+        assert_eq!(preview.before.as_bytes(), &input[..PREVIEW_BYTES]);
+        assert_eq!(preview.after.as_bytes(), &out[..PREVIEW_BYTES]);
+        assert!(pipeline.take_preview().is_none(), "taken once");
+        let mut plain = Pipeline::new(Encoding::Identity, Encoding::Identity, Rewriter::new(&[], "h", 1024));
+        plain.push(b"abc", &mut Vec::new()).unwrap();
+        assert!(plain.take_preview().is_none(), "nothing kept unless asked");
+    }
+
+    #[test]
+    fn a_cut_character_is_mended_once() {
+        let mut buffer = PreviewBuffer::default();
+        let text = "é".repeat(PREVIEW_BYTES);
+        let (first, rest) = text.as_bytes().split_at(1);
+        buffer.keep(first, first);
+        buffer.keep(rest, rest);
+        let preview = buffer.into_preview();
+        assert_eq!(preview.before, "é".repeat(PREVIEW_BYTES / 2));
+        assert_eq!(preview.after.len(), PREVIEW_BYTES);
+    }
 }
