@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 use crate::body::ProxyBody;
+use crate::cassette::replay::{CassetteError, Player, ReplayOptions};
 use crate::config::{LogLevel, ProxyConfig};
 use crate::error::{panic_message, RuleError, StartError};
 use crate::forward;
@@ -71,6 +72,8 @@ impl ProxyServer {
             }
             verifier
         });
+        // Cassettes are read and checked before the port is taken: a bad one fails the start.
+        let (replay, route_players) = load_players(&config).await?;
         let listener = bind(ip, &config, &stats).await?;
         let local_addr = listener
             .local_addr()
@@ -95,9 +98,10 @@ impl ProxyServer {
             phase,
             hosts: HostGuard::new(&config.allowed_hosts, &config.host),
             local_addr,
-            routes: Routes::new(&config, verifier),
+            routes: Routes::new(&config, verifier, &route_players),
             local_files: Arc::new(config.serve_static.clone()),
             compressed_files: Arc::new(CompressedFiles::new()),
+            replay: std::sync::RwLock::new(replay),
             config,
         });
         for warning in &shared.config.warnings {
@@ -116,6 +120,19 @@ impl ProxyServer {
             stop: std::sync::Mutex::new(Some(stop_tx)),
             task: tokio::sync::Mutex::new(Some(task)),
         })
+    }
+
+    /// Switches to replay (`server.replay()`): requests from now on are answered from the cassette,
+    /// read and checked first (a bad one leaves the mode as it was). Routes with their own keep theirs.
+    pub async fn replay(&self, options: ReplayOptions) -> Result<(), CassetteError> {
+        let player = load_player(options).await?;
+        *self.shared.replay.write().unwrap_or_else(PoisonError::into_inner) = Some(player);
+        Ok(())
+    }
+
+    /// Switches back to proxying (`server.passthrough()`).
+    pub fn passthrough(&self) {
+        *self.shared.replay.write().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     /// The address actually bound (the real port when 0 was asked for).
@@ -327,4 +344,28 @@ async fn handle(
         }
     };
     Ok(response)
+}
+
+/// The cassettes of `replay` and of the routes' `replay`, read off the async workers.
+async fn load_players(
+    config: &ProxyConfig,
+) -> Result<(Option<Arc<Player>>, Vec<(String, Arc<Player>)>), CassetteError> {
+    let main = match &config.replay {
+        Some(options) => Some(load_player(options.clone()).await?),
+        None => None,
+    };
+    let mut routes = Vec::new();
+    for route in &config.routes {
+        if let Some(options) = &route.replay {
+            routes.push((route.prefix.clone(), load_player(options.clone()).await?));
+        }
+    }
+    Ok((main, routes))
+}
+
+async fn load_player(options: ReplayOptions) -> Result<Arc<Player>, CassetteError> {
+    let path = options.path.display().to_string();
+    tokio::task::spawn_blocking(move || Player::load(options).map(Arc::new))
+        .await
+        .map_err(|e| CassetteError::Io { path, reason: format!("reading failed: {e}") })?
 }
