@@ -166,7 +166,7 @@ pub enum StartError {
         source: std::io::Error,
     },
     /// A `replay` cassette that cannot be read or is not a valid cassette (file and line named).
-    #[error("option `replay`: {0}")]
+    #[error("replay: {0}")]
     Cassette(#[from] crate::cassette::replay::CassetteError),
     /// The listen host is neither `localhost` nor an IP address.
     #[error("cannot listen on host '{host}': {reason}")]

@@ -13,6 +13,7 @@ mod hooks;
 mod local;
 mod options;
 mod replace;
+mod replay;
 mod rules;
 mod server;
 

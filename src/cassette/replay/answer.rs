@@ -199,6 +199,13 @@ impl ReplayStream {
             return Poll::Ready(None);
         }
         if let Some(after) = self.cut.filter(|after| self.next > *after) {
+            // Pause once first, so that hyper writes out the chunks before the cut (on an error it
+            // drops the connection with what it still buffers).
+            if !self.paused {
+                self.paused = true;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             self.done = true;
             return Poll::Ready(Some(Err(format!("replay fault: the body is cut after chunk {after}").into())));
         }
