@@ -58,6 +58,10 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     let ctx = RequestCtx::new(shared, target.config, &req);
     if target.config.ws && websocket::is_upgrade(&req) {
         security::websocket_filter(&req, shared.local_addr, target.config, &shared.hosts)?;
+        // Replayed from the cassette when it has the upgrade (cassette/replay/ws.rs).
+        if let Some(response) = shared.player_for(&target).and_then(|player| replay::ws::answer(&player, &mut req)) {
+            return Ok(response);
+        }
         return websocket::tunnel(shared.clone(), target, req, &ctx.local_host).await;
     }
     if !returned {

@@ -109,6 +109,7 @@ fn synthetic(status: u16, headers: Vec<(String, String)>, body: String) -> Arc<R
         chunks: vec![RecordedChunk { at: 0.0, bytes: body.into() }],
         end_at: 0.0,
         error: None,
+        ws: Vec::new(),
     })
 }
 

@@ -63,6 +63,21 @@ pub struct Recorded {
     pub end_at: f64,
     /// Set when the upstream body failed: replay fails it at the same point.
     pub error: Option<String>,
+    /// WebSocket messages of an upgraded exchange (status 101), in recorded order.
+    pub ws: Vec<RecordedMessage>,
+}
+
+/// One WebSocket message.
+#[derive(Debug, Clone)]
+pub struct RecordedMessage {
+    /// Offset from the request's arrival, ms.
+    pub at: f64,
+    /// Sent by the client (matched on replay), else by the server (played).
+    pub from_client: bool,
+    /// A text frame (`text`), else binary (`base64`).
+    pub text: bool,
+    /// The payload.
+    pub data: Bytes,
 }
 
 /// One upstream chunk: the bytes of every `body` line with the same `chunk` index, joined.
@@ -171,6 +186,7 @@ pub fn read(mut input: impl BufRead, name: &str) -> Result<Vec<Recorded>, Casset
                         chunks: Vec::new(),
                         end_at: 0.0,
                         error: None,
+                        ws: Vec::new(),
                     },
                     last_chunk: None,
                     has_response: false,
@@ -183,8 +199,8 @@ pub fn read(mut input: impl BufRead, name: &str) -> Result<Vec<Recorded>, Casset
                     return Err(at_line(number, format!("exchange {id} already has a response")));
                 }
                 check_at(at).map_err(|reason| at_line(number, reason))?;
-                if http::StatusCode::from_u16(status).is_err() || status < 200 {
-                    return Err(at_line(number, format!("status {status} is not a final HTTP status (200-999)")));
+                if http::StatusCode::from_u16(status).is_err() || (status < 200 && status != 101) {
+                    return Err(at_line(number, format!("status {status} is not a final HTTP status (101, 200-999)")));
                 }
                 for (name, value) in &headers {
                     if http::HeaderName::from_bytes(name.as_bytes()).is_err()
@@ -227,9 +243,27 @@ pub fn read(mut input: impl BufRead, name: &str) -> Result<Vec<Recorded>, Casset
                 }
                 partial.last_chunk = Some(chunk);
             }
-            Line::Ws { id, at, .. } => {
-                find(&mut exchanges, &by_id, id).map_err(|reason| at_line(number, reason))?;
+            Line::Ws { id, at, from, data } => {
+                let partial = find(&mut exchanges, &by_id, id).map_err(|reason| at_line(number, reason))?;
                 check_at(at).map_err(|reason| at_line(number, reason))?;
+                if partial.recorded.status != 101 || partial.ended {
+                    return Err(at_line(
+                        number,
+                        format!(
+                            "a `ws` line of exchange {id}, which is not an open WebSocket (status 101, before its end)"
+                        ),
+                    ));
+                }
+                let from_client = match from.as_str() {
+                    "client" => true,
+                    "server" => false,
+                    other => {
+                        return Err(at_line(number, format!("`from` must be 'client' or 'server', got '{other}'")))
+                    }
+                };
+                let text = matches!(data, Data::Text(_));
+                let data = decode(data).map_err(|reason| at_line(number, reason))?;
+                partial.recorded.ws.push(RecordedMessage { at, from_client, text, data });
             }
             Line::End { id, at, error } => {
                 let partial = find(&mut exchanges, &by_id, id).map_err(|reason| at_line(number, reason))?;

@@ -9,6 +9,7 @@ pub(crate) mod answer;
 mod faults;
 mod load;
 mod matching;
+pub(crate) mod ws;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -19,7 +20,7 @@ use serde::Deserialize;
 
 pub(crate) use faults::error_body;
 pub use faults::{Fault, FaultAction};
-pub use load::{read, read_file, CassetteError, Recorded, RecordedChunk};
+pub use load::{read, read_file, CassetteError, Recorded, RecordedChunk, RecordedMessage};
 pub use matching::MatchOptions;
 use matching::RequestView;
 
@@ -240,6 +241,7 @@ mod tests {
             chunks: vec![RecordedChunk { at: 2.0, bytes: text.as_bytes().to_vec().into() }],
             end_at: 3.0,
             error: None,
+            ws: Vec::new(),
         }
     }
 
