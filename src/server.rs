@@ -74,6 +74,9 @@ impl ProxyServer {
         });
         // Cassettes are read and checked before the port is taken: a bad one fails the start.
         let (replay, route_players) = load_players(&config).await?;
+        for player in replay.iter().chain(route_players.iter().map(|(_, p)| p)) {
+            warn_unrecorded(player, &stats);
+        }
         let listener = bind(ip, &config, &stats).await?;
         let local_addr = listener
             .local_addr()
@@ -126,6 +129,7 @@ impl ProxyServer {
     /// read and checked first (a bad one leaves the mode as it was). Routes with their own keep theirs.
     pub async fn replay(&self, options: ReplayOptions) -> Result<(), CassetteError> {
         let player = load_player(options).await?;
+        warn_unrecorded(&player, &self.shared.stats);
         *self.shared.replay.write().unwrap_or_else(PoisonError::into_inner) = Some(player);
         Ok(())
     }
@@ -361,6 +365,17 @@ async fn load_players(
         }
     }
     Ok((main, routes))
+}
+
+/// SEAM(record): until the recorder is merged, `onMiss: 'record'` forwards misses without recording
+/// them; the log says so once, rather than the option doing less in silence.
+fn warn_unrecorded(player: &Player, stats: &Stats) {
+    if player.options.on_miss == crate::cassette::replay::OnMiss::Record {
+        stats.log_error(&format!(
+            "replay '{}': onMiss 'record' forwards misses to the target but does not record them (recording is not built in this branch)",
+            player.options.path.display()
+        ));
+    }
 }
 
 async fn load_player(options: ReplayOptions) -> Result<Arc<Player>, CassetteError> {

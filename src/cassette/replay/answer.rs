@@ -238,3 +238,56 @@ impl ReplayStream {
         Poll::Ready(Some(Ok(chunk.bytes.clone())))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorded(error: Option<&str>) -> Arc<Recorded> {
+        let chunk = |at: f64, text: &'static str| RecordedChunk { at, bytes: Bytes::from_static(text.as_bytes()) };
+        Arc::new(Recorded {
+            chunks: vec![chunk(0.0, "a"), chunk(10.0, "b"), chunk(20.0, "c")],
+            end_at: 21.0,
+            error: error.map(str::to_string),
+            ..(*synthetic(200, Vec::new(), String::new())).clone()
+        })
+    }
+
+    /// The chunks, and the error that ended the stream if one did.
+    async fn drain(mut stream: ReplayStream) -> (Vec<Bytes>, Option<String>) {
+        let mut chunks = Vec::new();
+        loop {
+            match std::future::poll_fn(|cx| stream.poll_chunk(cx)).await {
+                Some(Ok(chunk)) => chunks.push(chunk),
+                Some(Err(e)) => return (chunks, Some(e.to_string())),
+                None => return (chunks, None),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn chunks_one_by_one_then_the_end_the_error_or_the_cut() {
+        let (chunks, error) = drain(ReplayStream::new(recorded(None), Instant::now(), 0.0, Vec::new(), None)).await;
+        assert_eq!((chunks, error), (vec![Bytes::from("a"), Bytes::from("b"), Bytes::from("c")], None));
+        let (chunks, error) =
+            drain(ReplayStream::new(recorded(Some("reset")), Instant::now(), 0.0, Vec::new(), None)).await;
+        assert_eq!(chunks.len(), 3);
+        assert_eq!(error.as_deref(), Some("replayed upstream body failed: reset"));
+        let (chunks, error) = drain(ReplayStream::new(recorded(None), Instant::now(), 0.0, Vec::new(), Some(1))).await;
+        assert_eq!(chunks, vec![Bytes::from("a"), Bytes::from("b")]);
+        assert_eq!(error.as_deref(), Some("replay fault: the body is cut after chunk 1"));
+    }
+
+    #[tokio::test]
+    async fn nothing_comes_before_its_time_and_a_stall_moves_what_follows() {
+        let start = Instant::now();
+        let stalls = vec![(1, Duration::from_millis(30))];
+        let mut stream = ReplayStream::new(recorded(None), start, 1.0, stalls, None);
+        let mut times = Vec::new();
+        while let Some(Ok(_)) = std::future::poll_fn(|cx| stream.poll_chunk(cx)).await {
+            times.push(start.elapsed());
+        }
+        let ms = |n| Duration::from_millis(n);
+        assert!(times[1] >= ms(40) && times[2] >= ms(50), "{times:?}");
+    }
+}

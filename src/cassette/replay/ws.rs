@@ -271,6 +271,6 @@ async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R) -> std::io::Result<(bo
 mod tests {
     #[test]
     fn accept_key_is_rfc_6455s() {
-        assert_eq!(super::accept_key(b"dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kLMo6xOjo4LYbA=");
+        assert_eq!(super::accept_key(b"dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
     }
 }
