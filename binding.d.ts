@@ -271,6 +271,7 @@ export interface ProxyOptions {
    * per line, without the prefix).
    */
   logFormat?: 'text' | 'json'
+  /**
    * Answer requests from a cassette instead of the target (see `ReplayOptions`); switch at run
    * time with `server.replay()` / `server.passthrough()`.
    */
