@@ -50,6 +50,11 @@ class ProxyServer {
     return this.#native.stats()
   }
 
+  /** Where the `record` option's recording stands, or null (see binding.d.ts). */
+  recording() {
+    return this.#native.recording()
+  }
+
   unref() {
     this.#native.unref()
   }

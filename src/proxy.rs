@@ -110,6 +110,7 @@ async fn upstream_phase(
     req: Request<Incoming>,
 ) -> Result<(http::response::Parts, UpstreamBody), ProxyError> {
     let config = target.config;
+    let started = std::time::Instant::now();
     let client_addr: Option<IpAddr> = req.extensions().get::<ClientAddr>().map(|addr| addr.0.ip());
     let (parts, body) = req.into_parts();
     let hooked = config.hooks.proxy_req.is_some() || config.hooks.proxy_res.is_some();
@@ -121,15 +122,37 @@ async fn upstream_phase(
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_req, &client) {
         hooks::request(hook.as_ref(), "proxy.proxyReq", &mut parts, client.clone(), config, &ctx.url).await?;
     }
-    let response = forward::send(target.client, parts, body, config.upstream_timeout)
-        .await
-        .map_err(|reason| ProxyError::Upstream { url: ctx.url.clone(), reason })?;
+    // Record (cassette/record.rs): the request as it goes upstream, its body teed.
+    let recording = match shared.recorder.as_ref().filter(|r| r.wants(parts.uri.path())) {
+        Some(recorder) => Some(recorder.request(started, &parts.method, &parts.uri, &parts.headers).await),
+        None => None,
+    };
+    let response = match &recording {
+        Some(exchange) => {
+            forward::send(target.client, parts, exchange.request_body(body), config.upstream_timeout).await
+        }
+        None => forward::send(target.client, parts, body, config.upstream_timeout).await,
+    };
+    let response = match response {
+        Ok(response) => response,
+        Err(reason) => {
+            if let Some(exchange) = recording {
+                exchange.failed(reason.clone()).await;
+            }
+            return Err(ProxyError::Upstream { url: ctx.url.clone(), reason });
+        }
+    };
     let (mut head, body) = response.into_parts();
+    let tee = match recording {
+        Some(exchange) => Some(exchange.response(&head).await),
+        None => None,
+    };
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_res, client) {
         hooks::response(hook.as_ref(), &mut head, client, &ctx.url).await?;
     }
     headers::to_client(&mut head.headers, head.status, config, &ctx.local_host);
-    Ok((head, UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), ctx.url.clone())))
+    let upstream = UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), ctx.url.clone());
+    Ok((head, upstream.with_tee(tee)))
 }
 
 /// Body plan of a whole local file: as a proxied body's, except that compressed text that no rule

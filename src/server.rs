@@ -84,6 +84,13 @@ impl ProxyServer {
                 source,
             })?;
         }
+        let recorder = match config.record.clone() {
+            Some(options) => Some(
+                crate::cassette::record::Recorder::start(options, stats.clone())
+                    .map_err(|reason| crate::error::ConfigError::InvalidOption { name: "record.path", reason })?,
+            ),
+            None => None,
+        };
         let shared = Arc::new(Shared {
             client: forward::client(verifier.clone().filter(|_| config.verify_tls)),
             websocket_tls: forward::tls_config(verifier.clone().filter(|_| config.verify_tls), &[b"http/1.1"]),
@@ -98,6 +105,7 @@ impl ProxyServer {
             routes: Routes::new(&config, verifier),
             local_files: Arc::new(config.serve_static.clone()),
             compressed_files: Arc::new(CompressedFiles::new()),
+            recorder,
             config,
         });
         for warning in &shared.config.warnings {
@@ -151,6 +159,11 @@ impl ProxyServer {
     /// The counters so far.
     pub fn stats(&self) -> StatsSnapshot {
         self.shared.stats.snapshot()
+    }
+
+    /// Where the `record` option's recording stands; `None` when not recording.
+    pub fn recording(&self) -> Option<crate::cassette::record::RecordingSnapshot> {
+        self.shared.recorder.as_ref().map(|r| r.snapshot())
     }
 
     /// Stops accepting (the port is free when this returns), lets in-flight responses finish

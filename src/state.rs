@@ -84,6 +84,8 @@ pub(crate) struct Shared {
     pub local_files: Arc<Vec<StaticMount>>,
     /// Compressed copies of local text files.
     pub compressed_files: Arc<CompressedFiles>,
+    /// `record`: the running recording, if any.
+    pub recorder: Option<crate::cassette::record::Recorder>,
 }
 
 impl Shared {

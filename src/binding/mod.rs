@@ -12,6 +12,7 @@
 mod hooks;
 mod local;
 mod options;
+mod record;
 mod replace;
 mod rules;
 mod server;

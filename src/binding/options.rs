@@ -143,6 +143,10 @@ pub struct ProxyOptions {
     /// longest prefix wins; everything else goes to `proxy`. Links to every target are rewritten.
     #[napi(ts_type = "Record<string, string | RouteOptions>")]
     pub routes: Option<std::collections::HashMap<String, String>>,
+    /// Record upstream exchanges (streams with their timing) to a cassette: `{ path, match?, redact? }`.
+    /// Secret headers and query parameters are redacted; an exchange whose body holds a key-shaped
+    /// string is not written (the log names where), unless `redact.allow` lists it.
+    pub record: Option<super::record::RecordOptions>,
 }
 
 /// `https: { key, cert }`: the certificate the proxy serves, as PEM files.
@@ -432,6 +436,9 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     }
     if let Some(routes) = options.get("routes")? {
         config.routes = super::local::parse_routes(routes)?;
+    }
+    if let Some(record) = options.get("record")? {
+        config.record = Some(super::record::parse_record(record)?);
     }
     // Undocumented test hook: requests under /__devproxy_panic_probe/ panic (see config.rs).
     if let Some(flag) = get(&options.object, "__panicProbes")? {

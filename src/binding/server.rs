@@ -10,6 +10,7 @@ use napi::Env;
 use napi_derive::napi;
 
 use super::invalid;
+use super::record::RecordingStatus;
 use super::rules::{compile_off_thread, parse_rule, CallMode};
 use crate::server;
 
@@ -109,6 +110,19 @@ impl JsProxyServer {
     pub fn remove_rule(&self, id: u32) -> Result<bool> {
         self.check_running("removeRule")?;
         Ok(self.inner.remove_rule(id))
+    }
+
+    /// Where the `record` option's recording stands (`null` when not recording): exchanges written
+    /// and refused, the last refusal's reason (naming the field), and the write error that stopped it.
+    #[napi(catch_unwind)]
+    pub fn recording(&self) -> Option<RecordingStatus> {
+        self.inner.recording().map(|r| RecordingStatus {
+            path: r.path,
+            written: r.written as f64,
+            refused: r.refused as f64,
+            last_refusal: r.last_refusal,
+            error: r.error,
+        })
     }
 
     #[napi(catch_unwind)]

@@ -27,6 +27,8 @@ pub(crate) struct UpstreamBody {
     deadline: Pin<Box<Sleep>>,
     stats: Arc<Stats>,
     url: String,
+    /// `record`: each chunk read is also sent to the cassette's writer.
+    tee: Option<Box<crate::cassette::record::BodyTee>>,
 }
 
 /// Where the bytes come from: the target's response, or a local file (`serveStatic`).
@@ -42,7 +44,20 @@ const FILE_CHUNK: usize = 64 * 1024;
 
 impl UpstreamBody {
     pub(crate) fn new(inner: hyper::body::Incoming, idle: Duration, stats: Arc<Stats>, url: String) -> UpstreamBody {
-        UpstreamBody { inner: Source::Http(inner), idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url }
+        UpstreamBody {
+            inner: Source::Http(inner),
+            idle,
+            deadline: Box::pin(tokio::time::sleep(idle)),
+            stats,
+            url,
+            tee: None,
+        }
+    }
+
+    /// Records what this body reads (see `crate::cassette::record`).
+    pub(crate) fn with_tee(mut self, tee: Option<crate::cassette::record::BodyTee>) -> UpstreamBody {
+        self.tee = tee.map(Box::new);
+        self
     }
 
     /// `len` bytes of `file` from its current position, streamed; `path` names it in errors.
@@ -50,11 +65,18 @@ impl UpstreamBody {
         use tokio::io::AsyncReadExt;
         let reader = tokio::fs::File::from_std(file).take(len);
         let inner = Source::File(Box::new(tokio_util::io::ReaderStream::with_capacity(reader, FILE_CHUNK)));
-        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url: path }
+        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url: path, tee: None }
     }
 
     fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
+        // The previous chunk's copy must be in the recording's channel before the next is read.
+        if let Some(tee) = &mut self.tee {
+            std::task::ready!(tee.poll_ready(cx));
+        }
         let polled = self.poll_upstream(cx);
+        if let Some(tee) = &mut self.tee {
+            tee.observe(&polled, cx);
+        }
         if let Poll::Ready(Some(Err(e))) = &polled {
             self.stats.add_upstream_error();
             self.stats.log_error(&format!("upstream body of {} failed: {e}", self.url));
@@ -106,9 +128,21 @@ impl UpstreamBody {
     }
 
     fn is_end_stream(&self) -> bool {
+        if self.tee.as_ref().is_some_and(|tee| !tee.ended()) {
+            return false; // polled once more, so that the recording sees the end
+        }
         match &self.inner {
             Source::Http(inner) => inner.is_end_stream(),
             Source::File(_) => false,
+        }
+    }
+}
+
+impl Drop for UpstreamBody {
+    fn drop(&mut self) {
+        if let Some(tee) = &mut self.tee {
+            let complete = matches!(&self.inner, Source::Http(inner) if inner.is_end_stream());
+            tee.dropped(complete);
         }
     }
 }

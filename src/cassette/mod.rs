@@ -2,4 +2,7 @@
 //! timing, and played back from it.
 
 pub mod format;
+pub mod har;
 pub mod read;
+pub mod record;
+pub mod redact;
