@@ -776,7 +776,7 @@ mod tests {
         msgs.push(Msg::Body { id: 1, at: 3.0, bytes: Bytes::copy_from_slice(&gz[cut..]) });
         msgs.push(Msg::End { id: 1, at: 4.0, error: None });
         // Exchange 2: refused for the key in its request body; its lines never reach the file.
-        msgs.extend(request(2, b"{\"messages\":[{\"content\":\"sk-abcdefghijklmnopqrstuvwx\"}]}"));
+        msgs.extend(request(2, b"{\"messages\":[{\"content\":\"sk-abc123defghijklmnopqrstuvwx\"}]}"));
         msgs.push(Msg::Response { id: 2, at: 1.0, status: 200, headers: vec![], encoding: "identity".into() });
         msgs.push(Msg::Body { id: 2, at: 2.0, bytes: Bytes::from_static(b"ok") });
         msgs.push(Msg::End { id: 2, at: 3.0, error: None });
@@ -784,7 +784,7 @@ mod tests {
             w.handle(msg).unwrap();
         }
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(!text.contains("secret") && !text.contains("abcdefghij"), "{text}");
+        assert!(!text.contains("secret") && !text.contains("abc123def"), "{text}");
         let cassette = super::super::read::read(&path).unwrap();
         assert_eq!(cassette.exchanges.len(), 1);
         let ex = &cassette.exchanges[0];

@@ -202,13 +202,24 @@ fn walk_strings(value: &Value, path: &mut String, f: &mut dyn FnMut(&str, &str))
 }
 
 /// What each pattern of [`scanner`] is, as an error names it.
+/// Each starts at a word boundary (`task-...` is no `sk-` key). Keys and tokens are random: those
+/// whose shape is only a prefix and a length must also hold a digit ([`looks_random`]), so that
+/// CSS classes such as `sk-folding-cube-animation-delay` are not taken for keys.
 const KINDS: &[(&str, &str)] = &[
-    (r"sk-ant-[A-Za-z0-9_\-]{16,}", "an Anthropic key (sk-ant-...)"),
-    (r"sk-[A-Za-z0-9_\-]{20,}", "an OpenAI key (sk-...)"),
-    (r"AKIA[0-9A-Z]{16}", "an AWS access key id (AKIA...)"),
-    (r"(?i:bearer) [A-Za-z0-9._~+/\-]{16,}=*", "a bearer token (Bearer ...)"),
-    (r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", "a JWT (eyJ...)"),
+    (r"\bsk-ant-[A-Za-z0-9_\-]{16,}", "an Anthropic key (sk-ant-...)"),
+    (r"\bsk-[A-Za-z0-9_\-]{20,}", "an OpenAI key (sk-...)"),
+    (r"\bAKIA[0-9A-Z]{16}\b", "an AWS access key id (AKIA...)"),
+    (r"\b(?i:bearer) [A-Za-z0-9._~+/\-]{16,}=*", "a bearer token (Bearer ...)"),
+    (r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", "a JWT (eyJ...)"),
 ];
+
+/// Whether a match of pattern `kind` is random enough to be a key.
+fn looks_random(kind: usize, text: &[u8]) -> bool {
+    match kind {
+        0..=1 | 3 => text.iter().skip(7).any(u8::is_ascii_digit),
+        _ => true,
+    }
+}
 
 fn scanner() -> &'static Regex {
     static SCANNER: OnceLock<Regex> = OnceLock::new();
@@ -227,7 +238,10 @@ pub fn find_key(bytes: &[u8]) -> Option<&'static str> {
     if memchr::memchr3(b's', b'A', b'e', bytes).is_none() && memchr::memchr2(b'B', b'b', bytes).is_none() {
         return None;
     }
-    scanner().find(bytes).map(|m| KINDS[m.pattern().as_usize()].1)
+    scanner()
+        .find_iter(bytes)
+        .find(|m| looks_random(m.pattern().as_usize(), &bytes[m.range()]))
+        .map(|m| KINDS[m.pattern().as_usize()].1)
 }
 
 #[cfg(test)]
@@ -236,17 +250,22 @@ mod tests {
 
     #[test]
     fn key_shapes_are_found_and_named() {
-        assert_eq!(find_key(b"x sk-abcdefghijklmnopqrstuvwx y"), Some("an OpenAI key (sk-...)"));
+        assert_eq!(find_key(b"x sk-abc123defghijklmnopqrstuvwx y"), Some("an OpenAI key (sk-...)"));
         assert_eq!(find_key(b"sk-ant-api03-abcdefghijklmnop"), Some("an Anthropic key (sk-ant-...)"));
         assert_eq!(find_key(b"AKIAABCDEFGHIJKLMNOP"), Some("an AWS access key id (AKIA...)"));
-        assert_eq!(find_key(b"Authorization: Bearer abcdefghijklmnopqrstu"), Some("a bearer token (Bearer ...)"));
+        assert_eq!(find_key(b"Authorization: Bearer abcdefghijk1mnopqrstu"), Some("a bearer token (Bearer ...)"));
         assert_eq!(find_key(b"eyJhbGciOiJI.eyJzdWIiOiIx.SflKxwRJSMeKKF2QT4f"), Some("a JWT (eyJ...)"));
         assert_eq!(find_key(b"ask-me anything; sk-short; the risk-averse"), None);
+        // Words and CSS classes of the same shape are not keys.
+        assert_eq!(find_key(b"<div class=\"task-management-dashboard-widget\">"), None);
+        assert_eq!(find_key(b"<i class=\"sk-folding-cube-animation-delay\">"), None);
+        assert_eq!(find_key(b"see Bearer authentication_is_required here"), None);
+        assert_eq!(find_key(b"xAKIAABCDEFGHIJKLMNOP"), None);
     }
 
     #[test]
     fn a_json_body_names_the_field_and_allow_lets_it_through() {
-        let body = br#"{"messages":[{"role":"user","content":"my key is sk-abcdefghijklmnopqrstuvwx"}]}"#;
+        let body = br#"{"messages":[{"role":"user","content":"my key is sk-abc123defghijklmnopqrstuvwx"}]}"#;
         let value: Value = serde_json::from_slice(body).unwrap();
         let err = Redaction::default().scan(body, "request body", Some(&value)).unwrap_err();
         assert_eq!(err, "request body field `messages[0].content` holds a string shaped like an OpenAI key (sk-...)");
