@@ -355,4 +355,8 @@ test('a bad record option is refused naming it', async () => {
     lib().start({ proxy: 'http://127.0.0.1:9', port: 0, record: { path: path.join(tempDir(), 'c.jsonl'), redact: { json: ['a[x]'] } } }),
     /record\.redact\.json\[0\]/,
   )
+  if (process.platform === 'linux') {
+    // A cassette that cannot be written (every write to /dev/full fails) is refused at start.
+    await assert.rejects(lib().start({ proxy: 'http://127.0.0.1:9', port: 0, record: { path: '/dev/full' } }), /record\.path.*cannot write '\/dev\/full'/)
+  }
 })

@@ -548,7 +548,13 @@ fn body_lines(open: &mut Open, redact: &Redaction, id: u64, at: f64, bytes: &[u8
     let pieces: Vec<&[u8]> = if open.sse { sse_pieces(&decoded) } else { vec![&decoded[..]] };
     for piece in pieces {
         let mut piece = piece.to_vec();
-        let json = if open.sse { sse_json(&piece) } else { serde_json::from_slice::<Value>(&piece).ok() };
+        // Parsed only to redact JSON paths or to name where a key-shaped string is.
+        let parse = !redact.json.is_empty() || super::redact::find_key(&piece).is_some();
+        let json = match (parse, open.sse) {
+            (false, _) => None,
+            (true, true) => sse_json(&piece),
+            (true, false) => serde_json::from_slice::<Value>(&piece).ok(),
+        };
         let (json, changed) = match json {
             Some(mut value) => {
                 let changed = redact.json(&mut value);
@@ -819,6 +825,42 @@ mod tests {
         assert_eq!(ex.chunks.len(), 64);
         assert_eq!(ex.chunks.iter().map(|(_, _, d)| d.to_bytes().len()).sum::<usize>(), 4 * 1024 * 1024);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_write_error_stops_the_recording_with_a_clear_error() {
+        let file = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let status = Arc::new(RecordStatus::default());
+        let w = Writer {
+            file,
+            path: PathBuf::from("/dev/full"),
+            redact: Redaction::default(),
+            open: HashMap::new(),
+            status: status.clone(),
+            stats: Arc::new(Stats::new(crate::config::LogLevel::Silent, "test")),
+        };
+        let (tx, rx) = mpsc::channel(CHANNEL);
+        let thread = std::thread::spawn(move || w.run(rx));
+        for id in 1..=2 {
+            let msgs = [
+                Msg::Request { id, method: "GET".into(), url: "/".into(), headers: vec![] },
+                Msg::Response { id, at: 1.0, status: 200, headers: vec![], encoding: "identity".into() },
+                Msg::Body { id, at: 2.0, bytes: Bytes::from_static(b"hello") },
+                Msg::End { id, at: 3.0, error: None },
+            ];
+            for msg in msgs {
+                tx.blocking_send(msg).unwrap();
+            }
+        }
+        drop(tx);
+        thread.join().unwrap();
+        let error = status.failed.lock().unwrap().clone().unwrap();
+        assert!(
+            error.contains("recording to /dev/full failed") && error.contains("nothing more is recorded"),
+            "{error}"
+        );
+        assert_eq!(status.written.load(Ordering::Relaxed), 0);
     }
 
     #[test]
