@@ -362,6 +362,13 @@ impl BodyTee {
     }
 }
 
+impl Drop for BodyTee {
+    /// Dropped before its body was made (a `proxyRes` hook failed): the exchange still ends.
+    fn drop(&mut self) {
+        self.dropped(false);
+    }
+}
+
 /// The writer thread's state.
 struct Writer {
     file: File,
