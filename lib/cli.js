@@ -309,7 +309,6 @@ async function main(argv, { stdout = process.stdout, stderr = process.stderr, cw
     return 1
   }
   const silent = options.logLevel === 'silent' || options.quiet === true
-  if (!silent) stdout.write(banner(server, options, version))
   let stopping = false
   const onSignal = (signal) => {
     if (stopping) {
@@ -328,6 +327,9 @@ async function main(argv, { stdout = process.stdout, stderr = process.stderr, cw
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
+  // Only now: whoever reads the banner may signal at once, and the proxy (native threads) answers
+  // requests while this thread has not run a line more.
+  if (!silent) stdout.write(banner(server, options, version))
   return null
 }
 
