@@ -5,6 +5,7 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
+const http = require('node:http')
 const os = require('node:os')
 const path = require('node:path')
 const zlib = require('node:zlib')
@@ -340,6 +341,28 @@ test('recording a 50 MiB download keeps memory bounded and writes it whole', asy
     for (const l of lines(cassette)) if (l.type === 'body') stored += l.text.length
     assert.equal(stored, 50 * MiB)
     assert.deepEqual(fs.readdirSync(path.dirname(cassette)), ['big.jsonl'])
+  } finally {
+    await upstream.close()
+  }
+})
+
+test('a client that goes away before the response head still ends its exchange in the cassette', async () => {
+  const waiting = []
+  const upstream = await startUpstream({ '/slow': (req, res) => waiting.push(res) }) // answers when told
+  const cassette = path.join(tempDir(), 'gone.jsonl')
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      const req = http.request(`${server.url}/slow`, { agent: false })
+      req.on('error', () => {})
+      req.end()
+      await withTimeout((async () => { while (!waiting.length) await new Promise((r) => setTimeout(r, 5)) })(), 10000, 'upstream request')
+      req.destroy() // the proxy is waiting for the upstream's head
+      await written(server, 1, 'the abandoned exchange')
+      waiting[0].end('late')
+    })
+    const all = lines(cassette)
+    assert.deepEqual(all.map((l) => l.type), ['cassette', 'request', 'end'])
+    assert.match(all[2].error, /client went away before the response head/)
   } finally {
     await upstream.close()
   }

@@ -159,7 +159,7 @@ impl Recorder {
             headers: crate::state::header_pairs(headers),
         };
         let _ = self.tx.send(msg).await;
-        Exchange { id, started, tx: self.tx.clone() }
+        Exchange { id, started, tx: self.tx.clone(), done: false }
     }
 }
 
@@ -168,6 +168,8 @@ pub(crate) struct Exchange {
     id: u64,
     started: Instant,
     tx: mpsc::Sender<Msg>,
+    /// Its response head or failure was sent (else dropping it ends the exchange).
+    done: bool,
 }
 
 impl Exchange {
@@ -177,7 +179,8 @@ impl Exchange {
     }
 
     /// The response head as the upstream sent it; returns the tee for its body.
-    pub(crate) async fn response(self, head: &http::response::Parts) -> BodyTee {
+    pub(crate) async fn response(mut self, head: &http::response::Parts) -> BodyTee {
+        self.done = true;
         let at = ms_since(self.started);
         let encoding =
             head.headers.get(http::header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("identity");
@@ -188,12 +191,24 @@ impl Exchange {
         let msg =
             Msg::Response { id: self.id, at, status: head.status.as_u16(), headers, encoding: encoding.to_string() };
         let _ = self.tx.send(msg).await;
-        BodyTee { id: self.id, started: self.started, out: Outbox::new(self.tx), ended: false }
+        BodyTee { id: self.id, started: self.started, out: Outbox::new(self.tx.clone()), ended: false }
     }
 
     /// The exchange failed before a response head.
-    pub(crate) async fn failed(self, error: String) {
+    pub(crate) async fn failed(mut self, error: String) {
+        self.done = true;
         let _ = self.tx.send(Msg::End { id: self.id, at: ms_since(self.started), error: Some(error) }).await;
+    }
+}
+
+impl Drop for Exchange {
+    /// The request was dropped while it waited for the upstream (the client went away).
+    fn drop(&mut self) {
+        if !self.done {
+            let error = Some("the client went away before the response head".to_string());
+            let end = Msg::End { id: self.id, at: ms_since(self.started), error };
+            Outbox::new(self.tx.clone()).flush_detached(Some(end));
+        }
     }
 }
 
