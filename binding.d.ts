@@ -45,6 +45,16 @@ export declare class ProxyServer {
    */
   recording(): RecordingStatus | null
   stats(): ProxyStats
+  /**
+   * Answers requests from a cassette from now on (routes with their own `replay` keep theirs);
+   * resolves once the cassette is read, rejects naming the file and line of a bad one (the mode
+   * stays as it was). Each call starts the cassette over (identical requests from the first).
+   */
+  replay(options: ReplayOptions): Promise<void>
+  /** Proxies requests to the target again (after `replay()`). */
+  passthrough(): void
+  /** Records exchanges to a cassette from now on. */
+  record(options: { path: string }): Promise<void>
   /** Lets the Node process exit while the server still runs (like `net.Server#unref`). */
   unref(): void
   /**
@@ -135,6 +145,15 @@ export interface JsSide {
   proxyReqWs?: (call: HookRequestCall) => HookRequestHead
   proxyRes?: (call: HookResponseCall) => HookResponseHead
   middleware?: MiddlewareHostOptions
+  /** `onRequest`'s dispatcher: called with a JSON array of exchange records (see on_request.rs). */
+  onRequest?: (batch: string) => void
+}
+
+/** Percentiles of one kind of time (HDR histogram, 1% precision); 0 before the first sample. */
+export interface LatencyStats {
+  count: number
+  p50Ms: number
+  p99Ms: number
 }
 
 /** Where lib/middleware.js's host listens, and the routes it wants. */
@@ -242,6 +261,27 @@ export interface ProxyOptions {
    */
   routes?: Record<string, string | RouteOptions>
   /**
+   * A `Server-Timing` header on every answer (default true): `upstream;dur=` (ms to the target's
+   * response headers) and `proxy;dur=` (the proxy's own time before the headers). DevTools shows it
+   * in the Timing tab. Times known only at the body's end go to the request log and `onRequest`.
+   */
+  serverTiming?: boolean
+  /**
+   * One log line per request at `logLevel: 'info'` (default false; `'debug'` always logs them):
+   * method, path, status, coding in->out, bytes in->out, total and upstream time, rewritten or passed.
+   */
+  logRequests?: boolean
+  /**
+   * Form of the request lines: `'text'` (default) or `'json'` (the exchange record, one JSON object
+   * per line, without the prefix).
+   */
+  logFormat?: 'text' | 'json'
+  /**
+   * Answer requests from a cassette instead of the target (see `ReplayOptions`); switch at run
+   * time with `server.replay()` / `server.passthrough()`.
+   */
+  replay?: ReplayOptions
+  /**
    * Record upstream exchanges (streams with their timing) to a cassette: `{ path, match?, redact? }`.
    * Secret headers and query parameters are redacted; an exchange whose body holds a key-shaped
    * string is not written (the log names where), unless `redact.allow` lists it.
@@ -258,6 +298,14 @@ export interface ProxyStats {
   /** Match candidates longer than `maxMatchBytes`, left unreplaced. */
   abandonedMatches: number
   websockets: number
+  /** Milliseconds to the target's response headers (answers with an upstream exchange only). */
+  upstreamLatency: LatencyStats
+  /** Milliseconds from a request's arrival to the end of its answer's body. */
+  totalLatency: LatencyStats
+  /** Matches per rule over all requests, most first; rules that never matched are left out. */
+  rules: Array<RuleStats>
+  /** Exchange records `onRequest` fell too far behind to take, dropped. */
+  droppedRecords: number
 }
 
 /** Where the proxy forwards to: a URL string, or an object with more settings. */
@@ -323,6 +371,54 @@ export interface RedactOptions {
   allow?: Array<string>
 }
 
+/** One `replay.faults` entry: `{ stallMs, beforeChunk }`, `{ cutAfterChunk }` or `{ status, body? }`. */
+export interface ReplayFault {
+  /** URL glob (path and query) the fault applies to; default every replayed request. */
+  match?: string
+  /** Wait this many ms more (at any speed) before chunk `beforeChunk`; later chunks move as much. */
+  stallMs?: number
+  /** The chunk (0-based, default 0) a stall comes before. */
+  beforeChunk?: number
+  /** Reset the connection after this chunk (0-based), as an upstream dying mid-stream. */
+  cutAfterChunk?: number
+  /**
+   * Answer this error status instead, with `body` or one shaped like the API's own error
+   * (OpenAI's; Anthropic's for `/v1/messages` and 529).
+   */
+  status?: 429 | 500 | 503 | 529 | number
+  /** The error answer's body (JSON text). */
+  body?: string
+}
+
+/** `replay.match`. */
+export interface ReplayMatch {
+  /** Query parameters left out of the match, by name. */
+  ignoreQuery?: Array<string>
+  /** JSON body fields left out of the match: `'user'`, or nested ones as `'metadata.trace_id'`. */
+  ignoreFields?: Array<string>
+}
+
+/**
+ * Answer requests from a cassette (JSON Lines, see the README) instead of the target: each
+ * response at its recorded offsets, its chunks as recorded.
+ */
+export interface ReplayOptions {
+  /** The cassette file (relative to the working directory). */
+  path: string
+  /** 1 (default): recorded timing; 4: four times faster; 0: as fast as possible. */
+  speed?: number
+  /**
+   * A request no recording matches: `'error'` (default) answers 404 with a JSON body naming the
+   * nearest recording and the fields that differ; `'proxy'` forwards it to the target; `'record'`
+   * forwards and records it (update mode).
+   */
+  onMiss?: 'error' | 'proxy' | 'record'
+  /** What matching leaves out (method, path, query and body are compared). */
+  match?: ReplayMatch
+  /** Faults to inject, for testing a UI's error handling. */
+  faults?: Array<ReplayFault>
+}
+
 /**
  * Applies `rules` to a string with the engine the proxy runs on bodies, for trying rules. Equal to
  * `rules.reduce((s, r) => s.replace(r.match, r.replace), input)`. An array of chunks (strings,
@@ -372,6 +468,8 @@ export interface RouteOptions {
   reqHeaders?: Record<string, string>
   /** Verify this target's TLS certificate (default true). */
   secure?: boolean
+  /** Answer this prefix's requests from a cassette (see `ReplayOptions`) while the rest is proxied. */
+  replay?: ReplayOptions
 }
 
 /**
@@ -423,6 +521,13 @@ export interface RuleResponseData {
   statusCode: number
   /** Header names (lower-case) and values, alternating, as they go to the client. */
   rawHeaders: Array<string>
+}
+
+/** How often one rule matched. */
+export interface RuleStats {
+  /** The rule's label: its pattern (`/x/g`, `"text"`), `snippet` or `link rewrite`. */
+  rule: string
+  matches: number
 }
 
 /** Where and how the snippet goes, and which URLs are rewritten (Browsersync's `snippetOptions`). */

@@ -11,7 +11,7 @@ const path = require('node:path')
 const zlib = require('node:zlib')
 const { execFile } = require('node:child_process')
 const { performance } = require('node:perf_hooks')
-const { ROOT, lib, startUpstream, request, withProxy, withTimeout, mulberry32 } = require('./helpers.js')
+const { ROOT, lib, startUpstream, request, withProxy, withTimeout, mulberry32, decodeBody } = require('./helpers.js')
 
 const OPENAI_KEY = 'sk-proj-TESTKEYabcdefghijklmnopqrstuvwxyz0123'
 const ANTHROPIC_KEY = 'sk-ant-api03-TESTKEYabcdefghijklmnopqrstuvwxyz'
@@ -366,6 +366,29 @@ test('a client that goes away before the response head still ends its exchange i
   } finally {
     await upstream.close()
   }
+})
+
+test('what is recorded replays: the same events, byte for byte, with the upstream gone', async () => {
+  const cassette = path.join(tempDir(), 'roundtrip.jsonl')
+  const events = anthropicEvents(6)
+  const upstream = await startUpstream({ '/v1/messages': sseRoute(events, events.map(() => 15), [], { gzip: true }) })
+  const body = JSON.stringify({ model: 'claude', stream: true, messages: [{ role: 'user', content: 'hello' }] })
+  const post = (server) =>
+    request(`${server.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'accept-encoding': 'gzip' }, body })
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      const res = await post(server)
+      assert.equal(decodeBody(res.body, res.headers['content-encoding']).toString(), events.join(''))
+      await written(server, 1)
+    })
+  } finally {
+    await upstream.close()
+  }
+  await withProxy({ proxy: upstream.url, port: 0, replay: { path: cassette, speed: 0 } }, async (server) => {
+    const res = await post(server)
+    assert.equal(res.status, 200)
+    assert.equal(decodeBody(res.body, res.headers['content-encoding']).toString(), events.join(''), 'the replayed stream is the recorded one')
+  })
 })
 
 test('a bad record option is refused naming it', async () => {

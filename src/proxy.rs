@@ -6,11 +6,13 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
 
 use crate::body::{self, Pipeline, Plan, ProxyBody, RewriteState, SniffError, Sniffed, UpstreamBody};
+use crate::cassette::replay::{self, answer::Replayed};
 use crate::codec::Encoding;
 use crate::config::PANIC_PROBE_PREFIX;
 use crate::forward;
@@ -18,6 +20,7 @@ use crate::headers;
 use crate::hooks;
 use crate::local_files::{self, Answer};
 use crate::middleware;
+use crate::observe;
 use crate::pages::ProxyError;
 use crate::rewrite::Rewriter;
 use crate::routes::Upstream;
@@ -27,17 +30,9 @@ use crate::skip::SkipKey;
 use crate::state::{header_pairs, RequestCtx, Shared};
 use crate::websocket;
 
-/// Runs a request through every phase; at `logLevel: 'debug'`, logs one line for it.
+/// Runs a request through every phase. Its log line is written when its answer ends (observe.rs).
 pub(crate) async fn proxy(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
-    let debug = shared.stats.debug_enabled().then(|| format!("{} {}", req.method(), req.uri()));
-    let response = phases(&shared, req).await;
-    if let Some(request) = debug {
-        shared.stats.log_debug(|| match &response {
-            Ok(response) => format!("{request} -> {}", response.status().as_u16()),
-            Err(e) => format!("{request} -> failed: {e:?}"),
-        });
-    }
-    response
+    phases(&shared, req).await
 }
 
 async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
@@ -57,13 +52,20 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     let ctx = RequestCtx::new(shared, target.config, &req);
     if target.config.ws && websocket::is_upgrade(&req) {
         security::websocket_filter(&req, shared.local_addr, target.config, &shared.hosts)?;
+        // Replayed from the cassette when it has the upgrade (cassette/replay/ws.rs).
+        if let Some(response) = shared.player_for(&target).and_then(|player| replay::ws::answer(&player, &mut req)) {
+            return Ok(response);
+        }
         return websocket::tunnel(shared.clone(), target, req, &ctx.local_host).await;
     }
     if !returned {
         // Local files (local_files.rs), then middleware (middleware.rs): Browsersync's order.
         match local_files::answer(&shared.local_files, &req, shared.config.upstream_timeout, &shared.stats).await? {
             None => {}
-            Some(Answer::Done(response)) => return Ok(response),
+            Some(Answer::Done(mut response)) => {
+                observe::facts(response.extensions_mut()).source = Some("local");
+                return Ok(response);
+            }
             Some(Answer::File { head, body, version }) => {
                 return local_file_phase(shared, ctx, head, body, version).await
             }
@@ -75,6 +77,7 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     let (head, upstream) = upstream_phase(shared, &target, &ctx, req).await?;
     // Body plan (body.rs), then respond.
     let plan = body::plan(&ctx.facts(), head.status, &head.headers, shared.config.rewrite_text_types);
+    let plan = replay::answer::plan(plan, &head, &ctx.facts());
     body_phase(shared, ctx, head, upstream, plan).await
 }
 
@@ -89,10 +92,14 @@ async fn middleware_phase(
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let timeout = shared.config.upstream_timeout;
     let answer = middleware::hand_off(&shared.client, host, req, &ctx.url, timeout).await?;
-    let (passed, (head, body)) = match answer {
+    let (passed, (mut head, body)) = match answer {
         middleware::Answer::Passed(response) => (true, response.into_parts()),
         middleware::Answer::Own(response) => (false, response.into_parts()),
     };
+    let facts = observe::facts(&mut head.extensions);
+    facts.passed_on = passed;
+    facts.source = Some("middleware");
+    facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
     let upstream = UpstreamBody::new(body, timeout, shared.stats.clone(), ctx.url.clone());
     if passed {
         return Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }));
@@ -102,15 +109,17 @@ async fn middleware_phase(
 }
 
 /// The exchange with the target: upstream request (forward.rs), request hook (hooks.rs), send with
-/// its timeout and retry (forward.rs), response hook (hooks.rs), response headers (headers.rs).
+/// its timeout and retry (forward.rs) or the cassette's answer (cassette/replay), response hook
+/// (hooks.rs), response headers (headers.rs).
 async fn upstream_phase(
     shared: &Shared,
     target: &Upstream<'_>,
     ctx: &RequestCtx,
     req: Request<Incoming>,
 ) -> Result<(http::response::Parts, UpstreamBody), ProxyError> {
+    // Recorded offsets count from here.
+    let arrived = tokio::time::Instant::now();
     let config = target.config;
-    let started = std::time::Instant::now();
     let client_addr: Option<IpAddr> = req.extensions().get::<ClientAddr>().map(|addr| addr.0.ip());
     let (parts, body) = req.into_parts();
     let hooked = config.hooks.proxy_req.is_some() || config.hooks.proxy_res.is_some();
@@ -122,16 +131,33 @@ async fn upstream_phase(
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_req, &client) {
         hooks::request(hook.as_ref(), "proxy.proxyReq", &mut parts, client.clone(), config, &ctx.url).await?;
     }
+    let timeout = config.upstream_timeout;
+    let (stats, url) = (shared.stats.clone(), ctx.url.clone());
+    let sent = Instant::now();
+    let player = shared.player_for(target);
     // Record (cassette/record.rs): the request as it goes upstream, its body teed.
-    let recording = match shared.recorder.as_ref().filter(|r| r.wants(parts.uri.path())) {
-        Some(recorder) => Some(recorder.request(started, &parts.method, &parts.uri, &parts.headers).await),
+    let recorder = shared.recorder.as_ref().filter(|r| player.is_none() && r.wants(parts.uri.path()));
+    let recording = match recorder {
+        Some(recorder) => Some(recorder.request(arrived.into_std(), &parts.method, &parts.uri, &parts.headers).await),
         None => None,
     };
-    let response = match &recording {
-        Some(exchange) => {
-            forward::send(target.client, parts, exchange.request_body(body), config.upstream_timeout).await
-        }
-        None => forward::send(target.client, parts, body, config.upstream_timeout).await,
+    let response = match player {
+        None => match &recording {
+            Some(exchange) => forward::send(target.client, parts, exchange.request_body(body), timeout).await,
+            None => forward::send(target.client, parts, body, timeout).await,
+        },
+        Some(player) => match replay::answer::exchange(&player, &parts, body, arrived).await {
+            Replayed::Answer(mut head, stream) => {
+                replay::answer::head_time(&stream).await;
+                let facts = observe::facts(&mut head.extensions);
+                facts.source = Some("replay");
+                facts.upstream = Some(sent.elapsed());
+                facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
+                let upstream = UpstreamBody::replay(stream, timeout, stats, url);
+                return respond(head, upstream, target, ctx, client).await;
+            }
+            Replayed::Forward(bytes) => forward::send_buffered(target.client, parts, bytes, timeout).await,
+        },
     };
     let response = match response {
         Ok(response) => response,
@@ -147,12 +173,28 @@ async fn upstream_phase(
         Some(exchange) => Some(exchange.response(&head).await),
         None => None,
     };
+    let facts = observe::facts(&mut head.extensions);
+    facts.upstream = Some(sent.elapsed());
+    facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
+    facts.recorded |= tee.is_some();
+    let upstream = UpstreamBody::new(body, timeout, stats, url).with_tee(tee);
+    respond(head, upstream, target, ctx, client).await
+}
+
+/// The end of the upstream exchange: response hook (hooks.rs), response headers (headers.rs).
+async fn respond(
+    mut head: http::response::Parts,
+    body: UpstreamBody,
+    target: &Upstream<'_>,
+    ctx: &RequestCtx,
+    client: Option<Arc<hooks::ClientRequest>>,
+) -> Result<(http::response::Parts, UpstreamBody), ProxyError> {
+    let config = target.config;
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_res, client) {
         hooks::response(hook.as_ref(), &mut head, client, &ctx.url).await?;
     }
     headers::to_client(&mut head.headers, head.status, config, &ctx.local_host);
-    let upstream = UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), ctx.url.clone());
-    Ok((head, upstream.with_tee(tee)))
+    Ok((head, body))
 }
 
 /// Body plan of a whole local file: as a proxied body's, except that compressed text that no rule
@@ -160,10 +202,11 @@ async fn upstream_phase(
 async fn local_file_phase(
     shared: &Arc<Shared>,
     mut ctx: RequestCtx,
-    head: http::response::Parts,
+    mut head: http::response::Parts,
     body: UpstreamBody,
     version: local_files::FileVersion,
 ) -> Result<Response<ProxyBody>, ProxyError> {
+    observe::facts(&mut head.extensions).source = Some("local");
     // Read uncompressed on the client's behalf, like a page from a loopback target.
     ctx.upstream_identity = true;
     let plan = local_files::plan(&ctx.facts(), &head, shared.config.rewrite_text_types);
@@ -181,12 +224,17 @@ pub(crate) fn fail(shared: &Shared, error: ProxyError) -> Response<ProxyBody> {
     if error.is_upstream_error() {
         shared.stats.add_upstream_error();
     }
-    if let Some(line) = error.log_line() {
-        shared.stats.log_error(&line);
+    let line = error.log_line();
+    if let Some(line) = &line {
+        shared.stats.log_error(line);
     }
     // The target named is the one that failed, a route's or `proxy`'s: the origin its URL starts with.
     let origin = error.url().and_then(|url| url::Url::parse(url).ok()).map(|url| url.origin().ascii_serialization());
-    error.page(&origin.unwrap_or_else(|| shared.config.target.origin()))
+    let mut page = error.page(&origin.unwrap_or_else(|| shared.config.target.origin()));
+    let facts = observe::facts(page.extensions_mut());
+    facts.source = Some("error");
+    facts.error = Some(line.unwrap_or_else(|| format!("{error:?}")));
+    page
 }
 
 /// Body plan and respond: passthrough, or sniff, rewrite the start of the page before the headers go
@@ -226,6 +274,9 @@ async fn body_phase(
         rewriter = rewriter.with_exchange(Arc::new(exchange));
     }
     let mut pipeline = Pipeline::new(decode, encode, rewriter);
+    if shared.observer.wants_preview() {
+        pipeline = pipeline.keep_preview();
+    }
     let mut decoded_prefix = None;
     if sniff {
         let url = || ctx.url.clone();
@@ -272,6 +323,7 @@ async fn body_phase(
     if rewritten {
         shared.stats.add_rewritten();
     }
+    observe::facts(&mut head.extensions).rewritten = rewritten;
     let panic_probe = config.panic_probes && ctx.path_and_query.starts_with(&format!("{PANIC_PROBE_PREFIX}/body"));
     let state = RewriteState::new(upstream, pipeline, out, shared.stats.clone(), ctx.url, panic_probe)
         .with_skip_memo(skip_memo);

@@ -20,10 +20,12 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 use crate::body::ProxyBody;
+use crate::cassette::replay::{CassetteError, Player, ReplayOptions};
 use crate::config::{LogLevel, ProxyConfig};
 use crate::error::{panic_message, RuleError, StartError};
 use crate::forward;
 use crate::local_files::CompressedFiles;
+use crate::observe::{ObserveSnapshot, Observer};
 use crate::pages::ProxyError;
 use crate::proxy;
 use crate::rewrite::Rule;
@@ -71,6 +73,11 @@ impl ProxyServer {
             }
             verifier
         });
+        // Cassettes are read and checked before the port is taken: a bad one fails the start.
+        let (replay, route_players) = load_players(&config).await?;
+        for player in replay.iter().chain(route_players.iter().map(|(_, p)| p)) {
+            warn_unrecorded(player, &stats);
+        }
         let listener = bind(ip, &config, &stats).await?;
         let local_addr = listener
             .local_addr()
@@ -98,14 +105,16 @@ impl ProxyServer {
             links: Rule::links(&config.target.link_host()),
             rules,
             skips: Arc::new(SkipTable::default()),
-            stats,
+            stats: stats.clone(),
             phase,
             hosts: HostGuard::new(&config.allowed_hosts, &config.host),
             local_addr,
-            routes: Routes::new(&config, verifier),
+            routes: Routes::new(&config, verifier, &route_players),
             local_files: Arc::new(config.serve_static.clone()),
             compressed_files: Arc::new(CompressedFiles::new()),
             recorder,
+            observer: Arc::new(Observer::new(config.observe.clone(), stats.clone())),
+            replay: std::sync::RwLock::new(replay),
             config,
         });
         for warning in &shared.config.warnings {
@@ -124,6 +133,20 @@ impl ProxyServer {
             stop: std::sync::Mutex::new(Some(stop_tx)),
             task: tokio::sync::Mutex::new(Some(task)),
         })
+    }
+
+    /// Switches to replay (`server.replay()`): requests from now on are answered from the cassette,
+    /// read and checked first (a bad one leaves the mode as it was). Routes with their own keep theirs.
+    pub async fn replay(&self, options: ReplayOptions) -> Result<(), CassetteError> {
+        let player = load_player(options).await?;
+        warn_unrecorded(&player, &self.shared.stats);
+        *self.shared.replay.write().unwrap_or_else(PoisonError::into_inner) = Some(player);
+        Ok(())
+    }
+
+    /// Switches back to proxying (`server.passthrough()`).
+    pub fn passthrough(&self) {
+        *self.shared.replay.write().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     /// The address actually bound (the real port when 0 was asked for).
@@ -164,6 +187,11 @@ impl ProxyServer {
     /// Where the `record` option's recording stands; `None` when not recording.
     pub fn recording(&self) -> Option<crate::cassette::record::RecordingSnapshot> {
         self.shared.recorder.as_ref().map(|r| r.snapshot())
+    }
+
+    /// Latency percentiles and per-rule match counts so far.
+    pub fn observations(&self) -> ObserveSnapshot {
+        self.shared.observer.snapshot()
     }
 
     /// Stops accepting (the port is free when this returns), lets in-flight responses finish
@@ -331,6 +359,7 @@ async fn handle(
 ) -> Result<Response<ProxyBody>, Infallible> {
     req.extensions_mut().insert(ClientAddr(peer));
     let path = req.uri().path().to_string();
+    let begun = shared.observer.begin(&req);
     let response = match AssertUnwindSafe(proxy::proxy(shared.clone(), req)).catch_unwind().await {
         Ok(Ok(response)) => response,
         Ok(Err(error)) => proxy::fail(&shared, error),
@@ -339,5 +368,40 @@ async fn handle(
             proxy::fail(&shared, ProxyError::Internal { path, reason })
         }
     };
-    Ok(response)
+    Ok(shared.observer.respond(begun, response))
+}
+
+/// The cassettes of `replay` and of the routes' `replay`, read off the async workers.
+async fn load_players(
+    config: &ProxyConfig,
+) -> Result<(Option<Arc<Player>>, Vec<(String, Arc<Player>)>), CassetteError> {
+    let main = match &config.replay {
+        Some(options) => Some(load_player(options.clone()).await?),
+        None => None,
+    };
+    let mut routes = Vec::new();
+    for route in &config.routes {
+        if let Some(options) = &route.replay {
+            routes.push((route.prefix.clone(), load_player(options.clone()).await?));
+        }
+    }
+    Ok((main, routes))
+}
+
+/// SEAM(record): until the recorder is merged, `onMiss: 'record'` forwards misses without recording
+/// them; the log says so once, rather than the option doing less in silence.
+fn warn_unrecorded(player: &Player, stats: &Stats) {
+    if player.options.on_miss == crate::cassette::replay::OnMiss::Record {
+        stats.log_error(&format!(
+            "replay '{}': onMiss 'record' forwards misses to the target but does not record them (recording is not built in this branch)",
+            player.options.path.display()
+        ));
+    }
+}
+
+async fn load_player(options: ReplayOptions) -> Result<Arc<Player>, CassetteError> {
+    let path = options.path.display().to_string();
+    tokio::task::spawn_blocking(move || Player::load(options).map(Arc::new))
+        .await
+        .map_err(|e| CassetteError::Io { path, reason: format!("reading failed: {e}") })?
 }

@@ -11,9 +11,11 @@
 
 mod hooks;
 mod local;
+mod on_request;
 mod options;
 mod record;
 mod replace;
+mod replay;
 mod rules;
 mod server;
 

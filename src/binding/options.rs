@@ -16,6 +16,7 @@ use crate::config::{
     MAX_MATCH_BYTES_LIMIT,
 };
 use crate::error::ConfigError;
+use crate::observe::LogFormat;
 use crate::warnings;
 
 /// Where the proxy forwards to: a URL string, or an object with more settings.
@@ -143,6 +144,21 @@ pub struct ProxyOptions {
     /// longest prefix wins; everything else goes to `proxy`. Links to every target are rewritten.
     #[napi(ts_type = "Record<string, string | RouteOptions>")]
     pub routes: Option<std::collections::HashMap<String, String>>,
+    /// A `Server-Timing` header on every answer (default true): `upstream;dur=` (ms to the target's
+    /// response headers) and `proxy;dur=` (the proxy's own time before the headers). DevTools shows it
+    /// in the Timing tab. Times known only at the body's end go to the request log and `onRequest`.
+    pub server_timing: Option<bool>,
+    /// One log line per request at `logLevel: 'info'` (default false; `'debug'` always logs them):
+    /// method, path, status, coding in->out, bytes in->out, total and upstream time, rewritten or passed.
+    pub log_requests: Option<bool>,
+    /// Form of the request lines: `'text'` (default) or `'json'` (the exchange record, one JSON object
+    /// per line, without the prefix).
+    #[napi(ts_type = "'text' | 'json'")]
+    pub log_format: Option<String>,
+    /// Answer requests from a cassette instead of the target (see `ReplayOptions`); switch at run
+    /// time with `server.replay()` / `server.passthrough()`.
+    #[napi(ts_type = "ReplayOptions")]
+    pub replay: Option<std::collections::HashMap<String, String>>,
     /// Record upstream exchanges (streams with their timing) to a cassette: `{ path, match?, redact? }`.
     /// Secret headers and query parameters are redacted; an exchange whose body holds a key-shaped
     /// string is not written (the log names where), unless `redact.allow` lists it.
@@ -208,6 +224,9 @@ pub struct RouteOptions {
     pub req_headers: Option<std::collections::HashMap<String, String>>,
     /// Verify this target's TLS certificate (default true).
     pub secure: Option<bool>,
+    /// Answer this prefix's requests from a cassette (see `ReplayOptions`) while the rest is proxied.
+    #[napi(ts_type = "ReplayOptions")]
+    pub replay: Option<std::collections::HashMap<String, String>>,
 }
 
 // The keys of each options object live in config.rs, where a napi-free test checks them against binding.d.ts.
@@ -389,6 +408,17 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     if let Some(prefix) = options.get("logPrefix")? {
         config.log_prefix = expect_string(prefix, "logPrefix")?;
     }
+    if let Some(flag) = options.get("serverTiming")? {
+        config.observe.server_timing = expect_bool(flag, "serverTiming")?;
+    }
+    if let Some(flag) = options.get("logRequests")? {
+        config.observe.log_requests = expect_bool(flag, "logRequests")?;
+    }
+    if let Some(format) = options.get("logFormat")? {
+        let format = expect_string(format, "logFormat")?;
+        config.observe.log_format = LogFormat::parse(&format)
+            .ok_or_else(|| invalid(format!("option `logFormat` must be 'text' or 'json', got '{format}'")))?;
+    }
     if let Some(path) = options.get("startPath")? {
         config.start_path = Some(expect_string(path, "startPath")?);
     }
@@ -435,7 +465,10 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
         config.serve_static = super::local::parse_serve_static(dirs, static_options.as_ref())?;
     }
     if let Some(routes) = options.get("routes")? {
-        config.routes = super::local::parse_routes(routes)?;
+        config.routes = super::local::parse_routes(env, routes)?;
+    }
+    if let Some(replay) = options.get("replay")? {
+        config.replay = Some(super::replay::parse_replay(env, replay, "replay")?);
     }
     if let Some(record) = options.get("record")? {
         config.record = Some(super::record::parse_record(record)?);

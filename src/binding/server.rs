@@ -11,6 +11,7 @@ use napi_derive::napi;
 
 use super::invalid;
 use super::record::RecordingStatus;
+use super::replay::parse_replay;
 use super::rules::{compile_off_thread, parse_rule, CallMode};
 use crate::server;
 
@@ -24,6 +25,36 @@ pub struct ProxyStats {
     /// Match candidates longer than `maxMatchBytes`, left unreplaced.
     pub abandoned_matches: f64,
     pub websockets: f64,
+    /// Milliseconds to the target's response headers (answers with an upstream exchange only).
+    pub upstream_latency: LatencyStats,
+    /// Milliseconds from a request's arrival to the end of its answer's body.
+    pub total_latency: LatencyStats,
+    /// Matches per rule over all requests, most first; rules that never matched are left out.
+    pub rules: Vec<RuleStats>,
+    /// Exchange records `onRequest` fell too far behind to take, dropped.
+    pub dropped_records: f64,
+}
+
+/// Percentiles of one kind of time (HDR histogram, 1% precision); 0 before the first sample.
+#[napi(object)]
+pub struct LatencyStats {
+    pub count: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// How often one rule matched.
+#[napi(object)]
+pub struct RuleStats {
+    /// The rule's label: its pattern (`/x/g`, `"text"`), `snippet` or `link rewrite`.
+    pub rule: String,
+    pub matches: f64,
+}
+
+impl From<crate::observe::LatencySnapshot> for LatencyStats {
+    fn from(l: crate::observe::LatencySnapshot) -> LatencyStats {
+        LatencyStats { count: l.count as f64, p50_ms: l.p50_ms, p99_ms: l.p99_ms }
+    }
 }
 
 /// A running proxy server. It keeps the Node process alive until `stop()` (or `unref()`).
@@ -128,7 +159,12 @@ impl JsProxyServer {
     #[napi(catch_unwind)]
     pub fn stats(&self) -> ProxyStats {
         let s = self.inner.stats();
+        let o = self.inner.observations();
         ProxyStats {
+            upstream_latency: o.upstream.into(),
+            total_latency: o.total.into(),
+            rules: o.rules.into_iter().map(|r| RuleStats { rule: r.rule, matches: r.matches as f64 }).collect(),
+            dropped_records: o.dropped_records as f64,
             requests: s.requests as f64,
             rewritten: s.rewritten as f64,
             passed_through: s.passed_through as f64,
@@ -136,6 +172,37 @@ impl JsProxyServer {
             abandoned_matches: s.abandoned_matches as f64,
             websockets: s.websockets as f64,
         }
+    }
+
+    /// Answers requests from a cassette from now on (routes with their own `replay` keep theirs);
+    /// resolves once the cassette is read, rejects naming the file and line of a bad one (the mode
+    /// stays as it was). Each call starts the cassette over (identical requests from the first).
+    #[napi(catch_unwind, ts_args_type = "options: ReplayOptions", ts_return_type = "Promise<void>")]
+    pub fn replay<'env>(&self, env: &'env Env, options: Unknown) -> Result<PromiseRaw<'env, ()>> {
+        let options = self.check_running("replay").and_then(|()| parse_replay(env, options, "replay"));
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            inner.replay(options?).await.map_err(|e| Error::new(Status::GenericFailure, format!("replay: {e}")))
+        })
+    }
+
+    /// Proxies requests to the target again (after `replay()`).
+    #[napi(catch_unwind)]
+    pub fn passthrough(&self) -> Result<()> {
+        self.check_running("passthrough")?;
+        self.inner.passthrough();
+        Ok(())
+    }
+
+    /// Records exchanges to a cassette from now on.
+    // SEAM(record): the recorder (issue 15's other half) is wired here by the lead at merge.
+    #[napi(catch_unwind, ts_args_type = "options: { path: string }", ts_return_type = "Promise<void>")]
+    pub fn record<'env>(&self, env: &'env Env, _options: Unknown) -> Result<PromiseRaw<'env, ()>> {
+        let checked = self.check_running("record");
+        env.spawn_future(async move {
+            checked?;
+            Err::<(), _>(Error::new(Status::GenericFailure, "record: recording is not built in this branch"))
+        })
     }
 
     /// Lets the Node process exit while the server still runs (like `net.Server#unref`).

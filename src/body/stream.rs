@@ -29,6 +29,8 @@ pub(crate) struct UpstreamBody {
     url: String,
     /// `record`: each chunk read is also sent to the cassette's writer.
     tee: Option<Box<crate::cassette::record::BodyTee>>,
+    /// Bytes received so far, as they came (the exchange record's `bytesIn`).
+    bytes_in: u64,
 }
 
 /// Where the bytes come from: the target's response, or a local file (`serveStatic`).
@@ -37,6 +39,9 @@ enum Source {
     /// `len` bytes from the file's position, in chunks of [`FILE_CHUNK`].
     /// Boxed: a file reader is large, and every proxied body would carry its size.
     File(Box<tokio_util::io::ReaderStream<tokio::io::Take<tokio::fs::File>>>),
+    /// A recorded body played at its recorded times (cassette replay); no idle timeout: its pauses
+    /// are the recording's.
+    Replay(Box<crate::cassette::replay::answer::ReplayStream>),
 }
 
 /// How much of a local file is read at once: one read per chunk, each a trip to the blocking pool.
@@ -44,14 +49,19 @@ const FILE_CHUNK: usize = 64 * 1024;
 
 impl UpstreamBody {
     pub(crate) fn new(inner: hyper::body::Incoming, idle: Duration, stats: Arc<Stats>, url: String) -> UpstreamBody {
-        UpstreamBody {
-            inner: Source::Http(inner),
-            idle,
-            deadline: Box::pin(tokio::time::sleep(idle)),
-            stats,
-            url,
-            tee: None,
-        }
+        let deadline = Box::pin(tokio::time::sleep(idle));
+        UpstreamBody { inner: Source::Http(inner), idle, deadline, stats, url, bytes_in: 0, tee: None }
+    }
+
+    /// A recorded body played back; `url` names it in errors.
+    pub(crate) fn replay(
+        stream: crate::cassette::replay::answer::ReplayStream,
+        idle: Duration,
+        stats: Arc<Stats>,
+        url: String,
+    ) -> UpstreamBody {
+        let inner = Source::Replay(Box::new(stream));
+        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url, bytes_in: 0, tee: None }
     }
 
     /// Records what this body reads (see `crate::cassette::record`).
@@ -65,7 +75,15 @@ impl UpstreamBody {
         use tokio::io::AsyncReadExt;
         let reader = tokio::fs::File::from_std(file).take(len);
         let inner = Source::File(Box::new(tokio_util::io::ReaderStream::with_capacity(reader, FILE_CHUNK)));
-        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url: path, tee: None }
+        UpstreamBody {
+            inner,
+            idle,
+            deadline: Box::pin(tokio::time::sleep(idle)),
+            stats,
+            url: path,
+            bytes_in: 0,
+            tee: None,
+        }
     }
 
     fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
@@ -77,9 +95,13 @@ impl UpstreamBody {
         if let Some(tee) = &mut self.tee {
             tee.observe(&polled, cx);
         }
-        if let Poll::Ready(Some(Err(e))) = &polled {
-            self.stats.add_upstream_error();
-            self.stats.log_error(&format!("upstream body of {} failed: {e}", self.url));
+        match &polled {
+            Poll::Ready(Some(Ok(data))) => self.bytes_in += data.len() as u64,
+            Poll::Ready(Some(Err(e))) => {
+                self.stats.add_upstream_error();
+                self.stats.log_error(&format!("upstream body of {} failed: {e}", self.url));
+            }
+            _ => {}
         }
         polled
     }
@@ -93,6 +115,7 @@ impl UpstreamBody {
                     other => other.map(|chunk| chunk.map(|c| c.map_err(|e| Box::new(e) as BodyError))),
                 };
             }
+            Source::Replay(stream) => return stream.poll_chunk(cx),
         };
         loop {
             match Pin::new(&mut *inner).poll_frame(cx) {
@@ -123,7 +146,7 @@ impl UpstreamBody {
     fn size_hint(&self) -> SizeHint {
         match &self.inner {
             Source::Http(inner) => inner.size_hint(),
-            Source::File(_) => SizeHint::default(),
+            Source::File(_) | Source::Replay(_) => SizeHint::default(),
         }
     }
 
@@ -133,7 +156,7 @@ impl UpstreamBody {
         }
         match &self.inner {
             Source::Http(inner) => inner.is_end_stream(),
-            Source::File(_) => false,
+            Source::File(_) | Source::Replay(_) => false,
         }
     }
 }
@@ -150,9 +173,26 @@ impl Drop for UpstreamBody {
 /// The body the proxy answers with.
 pub(crate) enum ProxyBody {
     Full(Option<Bytes>),
-    Passthrough { prefix: Option<Bytes>, upstream: UpstreamBody },
+    Passthrough {
+        prefix: Option<Bytes>,
+        upstream: UpstreamBody,
+    },
     Rewrite(Box<RewriteState>),
     Tee(Box<Tee>),
+    /// Any of the above, counted and timed for the exchange record (see `crate::observe`).
+    Observed(Box<crate::observe::ObservedBody>),
+}
+
+/// What a body knows about itself once it has ended: the exchange record's body fields.
+#[derive(Debug, Default)]
+pub(crate) struct BodyReport {
+    /// Bytes read from the upstream or file (`None`: the body was in memory).
+    pub bytes_in: Option<u64>,
+    /// Time in the rules and in the encoder (`None`: no pipeline).
+    pub times: Option<(Duration, Duration)>,
+    /// Rules that matched, with their counts.
+    pub rules: Vec<crate::observe::RuleMatches>,
+    pub preview: Option<crate::observe::Preview>,
 }
 
 /// A body whose bytes are also kept, up to a limit, and handed to `done` once it has ended whole
@@ -267,6 +307,19 @@ impl ProxyBody {
     pub(crate) fn full(bytes: impl Into<Bytes>) -> ProxyBody {
         ProxyBody::Full(Some(bytes.into()))
     }
+
+    /// What this body did, for its exchange record (called once, when it has ended or failed).
+    pub(crate) fn report(&mut self) -> BodyReport {
+        match self {
+            ProxyBody::Full(_) => BodyReport::default(),
+            ProxyBody::Passthrough { upstream, .. } => {
+                BodyReport { bytes_in: Some(upstream.bytes_in), ..BodyReport::default() }
+            }
+            ProxyBody::Rewrite(state) => state.report(),
+            ProxyBody::Tee(tee) => tee.inner.report(),
+            ProxyBody::Observed(observed) => observed.inner_mut().report(),
+        }
+    }
 }
 
 impl RewriteState {
@@ -290,6 +343,20 @@ impl RewriteState {
             frames_sent: 0,
             skip_memo: None,
         }
+    }
+
+    fn report(&mut self) -> BodyReport {
+        let mut report = BodyReport { bytes_in: Some(self.upstream.bytes_in), ..BodyReport::default() };
+        if let Work::Ready(pipeline) = &mut self.work {
+            report.times = Some(pipeline.times());
+            report.rules = pipeline
+                .match_counts()
+                .filter(|(_, matches)| *matches > 0)
+                .map(|(rule, matches)| crate::observe::RuleMatches { rule: rule.to_string(), matches })
+                .collect();
+            report.preview = pipeline.take_preview();
+        }
+        report
     }
 
     /// Remembers, once the whole body went through, which rules found nothing in it.
@@ -442,6 +509,7 @@ impl Body for ProxyBody {
             // A panic while rewriting (a bug) ends this body as an error, which aborts this response
             // only; it must not unwind through hyper's connection task or further.
             ProxyBody::Tee(tee) => tee.poll(cx),
+            ProxyBody::Observed(observed) => observed.poll(cx),
             ProxyBody::Rewrite(state) => {
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| state.poll(cx))) {
                     Ok(poll) => poll,
@@ -460,6 +528,7 @@ impl Body for ProxyBody {
             ProxyBody::Passthrough { prefix, upstream } => prefix.is_none() && upstream.is_end_stream(),
             ProxyBody::Rewrite(_) => false,
             ProxyBody::Tee(tee) => tee.inner.is_end_stream(),
+            ProxyBody::Observed(observed) => observed.inner().is_end_stream(),
         }
     }
 
@@ -468,6 +537,7 @@ impl Body for ProxyBody {
             ProxyBody::Full(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
             ProxyBody::Passthrough { prefix: None, upstream } => upstream.size_hint(),
             ProxyBody::Tee(tee) => tee.inner.size_hint(),
+            ProxyBody::Observed(observed) => observed.inner().size_hint(),
             _ => SizeHint::default(),
         }
     }

@@ -6,3 +6,4 @@ pub mod har;
 pub mod read;
 pub mod record;
 pub mod redact;
+pub mod replay;
