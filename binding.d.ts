@@ -53,8 +53,11 @@ export declare class ProxyServer {
   replay(options: ReplayOptions): Promise<void>
   /** Proxies requests to the target again (after `replay()`). */
   passthrough(): void
-  /** Records exchanges to a cassette from now on. */
-  record(options: { path: string }): Promise<void>
+  /**
+   * Records exchanges to a new cassette (created, or emptied) from now on, proxying them: ends
+   * replay and any earlier recording. Rejects naming `record.path` when the file cannot be written.
+   */
+  record(options: RecordOptions): Promise<void>
   /** Lets the Node process exit while the server still runs (like `net.Server#unref`). */
   unref(): void
   /**

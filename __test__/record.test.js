@@ -391,6 +391,28 @@ test('what is recorded replays: the same events, byte for byte, with the upstrea
   })
 })
 
+test('server.record() starts a recording at run time; passthrough() ends it', async () => {
+  const upstream = await startUpstream({ '/v1/a': (req, res) => res.end('a') })
+  const cassette = path.join(tempDir(), 'runtime.jsonl')
+  try {
+    await withProxy({ proxy: upstream.url, port: 0 }, async (server) => {
+      assert.equal(server.recording(), null)
+      await request(`${server.url}/v1/a?n=0`)
+      await server.record({ path: cassette })
+      assert.equal(server.recording().path, cassette)
+      await request(`${server.url}/v1/a?n=1`)
+      await written(server, 1)
+      server.passthrough()
+      assert.equal(server.recording(), null)
+      await request(`${server.url}/v1/a?n=2`)
+      await assert.rejects(server.record({ path: '/nonexistent-dir-xyz/c.jsonl' }), /record\.path/)
+    })
+    assert.deepEqual(lines(cassette).filter((l) => l.type === 'request').map((l) => l.url), ['/v1/a?n=1'])
+  } finally {
+    await upstream.close()
+  }
+})
+
 test('a bad record option is refused naming it', async () => {
   await assert.rejects(lib().start({ proxy: 'http://127.0.0.1:9', port: 0, record: {} }), /record\.path/)
   await assert.rejects(

@@ -136,7 +136,8 @@ async fn upstream_phase(
     let sent = Instant::now();
     let player = shared.player_for(target);
     // Record (cassette/record.rs): the request as it goes upstream, its body teed.
-    let recorder = shared.recorder.as_ref().filter(|r| player.is_none() && r.wants(parts.uri.path()));
+    let recorder = shared.recorder.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let recorder = recorder.filter(|r| player.is_none() && r.wants(parts.uri.path()));
     let recording = match recorder {
         Some(recorder) => Some(recorder.request(arrived.into_std(), &parts.method, &parts.uri, &parts.headers).await),
         None => None,
