@@ -108,10 +108,12 @@ test('an OpenAI-style stream is teed: the client gets each event at once, the ca
       })
       assert.equal(res.status, 200)
       assert.equal(res.body.toString(), events.join(''), 'the client got every event unchanged')
-      // Not held back: each event reached the client before the upstream wrote the one after the next.
-      for (let i = 0; i + 2 < events.length; i++) {
-        assert.ok(arrivals[i] < sent[i + 2].abs, `event ${i} reached the client after the upstream sent event ${i + 2}`)
-      }
+      // Not held back: events reach the client before the upstream writes the one after the next. The
+      // upstream and the client share this process's event loop, so a pause of it (GC, a loaded
+      // machine) can delay one reading; a proxy that buffered would make them all late.
+      const late = []
+      for (let i = 0; i + 2 < events.length; i++) if (arrivals[i] >= sent[i + 2].abs) late.push(i)
+      assert.ok(late.length <= 3, `events ${late} reached the client after the upstream sent the one after the next`)
       await written(server, 1)
       assert.equal(server.recording().written, 1)
     })
