@@ -39,6 +39,11 @@ export declare class ProxyServer {
    * false if there is no such rule. Throws after `stop()`.
    */
   removeRule(id: number): boolean
+  /**
+   * Where the `record` option's recording stands (`null` when not recording): exchanges written
+   * and refused, the last refusal's reason (naming the field), and the write error that stopped it.
+   */
+  recording(): RecordingStatus | null
   stats(): ProxyStats
   /**
    * Answers requests from a cassette from now on (routes with their own `replay` keep theirs);
@@ -48,8 +53,11 @@ export declare class ProxyServer {
   replay(options: ReplayOptions): Promise<void>
   /** Proxies requests to the target again (after `replay()`). */
   passthrough(): void
-  /** Records exchanges to a cassette from now on. */
-  record(options: { path: string }): Promise<void>
+  /**
+   * Records exchanges to a new cassette (created, or emptied) from now on, proxying them: ends
+   * replay and any earlier recording. Rejects naming `record.path` when the file cannot be written.
+   */
+  record(options: RecordOptions): Promise<void>
   /** Lets the Node process exit while the server still runs (like `net.Server#unref`). */
   unref(): void
   /**
@@ -276,6 +284,12 @@ export interface ProxyOptions {
    * time with `server.replay()` / `server.passthrough()`.
    */
   replay?: ReplayOptions
+  /**
+   * Record upstream exchanges (streams with their timing) to a cassette: `{ path, match?, redact? }`.
+   * Secret headers and query parameters are redacted; an exchange whose body holds a key-shaped
+   * string is not written (the log names where), unless `redact.allow` lists it.
+   */
+  record?: RecordOptions
 }
 
 /** What the server has done so far. */
@@ -318,6 +332,46 @@ export interface ProxyTargetOptions {
    * key is ignored with a warning naming it.
    */
   proxyOptions?: HttpProxyOptions
+}
+
+/** `server.recording()`. */
+export interface RecordingStatus {
+  /** The cassette. */
+  path: string
+  /** Exchanges written. */
+  written: number
+  /** Exchanges refused because a body held a key-shaped string. */
+  refused: number
+  /** The last refusal's reason, naming the field. */
+  lastRefusal?: string
+  /** Set when a write failed: nothing more is recorded. */
+  error?: string
+}
+
+/** `record`: upstream exchanges appended to a cassette (JSON Lines; see the README's "Record"). */
+export interface RecordOptions {
+  /** The cassette file (created, or emptied when it exists); its directory must exist. */
+  path: string
+  /** Path globs (as a rule's `paths`): only requests whose path matches one are recorded. */
+  match?: string | string[]
+  /** What to redact besides the default secret headers and query parameters. */
+  redact?: RedactOptions
+}
+
+/** `record.redact`. */
+export interface RedactOptions {
+  /** More header names whose values are written as `[redacted]`. */
+  headers?: Array<string>
+  /**
+   * JSON paths in request bodies and SSE events whose values are written as `[redacted]`:
+   * `'$.user'`, `'metadata.email'`, `'messages[*].content'`.
+   */
+  json?: Array<string>
+  /**
+   * Fields (as a refusal names them, e.g. `'messages[0].content'`) or strings (at least 8
+   * characters) that the key scan lets through.
+   */
+  allow?: Array<string>
 }
 
 /** One `replay.faults` entry: `{ stallMs, beforeChunk }`, `{ cutAfterChunk }` or `{ status, body? }`. */
@@ -527,3 +581,9 @@ export interface StaticOptions {
   /** Extensions tried when a path names no file: `['html']` serves `about.html` for `/about`. */
   extensions?: string[] | false
 }
+
+/**
+ * Converts a cassette to HAR 1.2 (a JSON string). Rejects, naming the line, when the cassette is
+ * corrupt, truncated or hand-edited into something it cannot read. Reads on a worker thread.
+ */
+export declare function toHar(path: string): Promise<string>

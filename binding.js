@@ -840,3 +840,4 @@ module.exports.JsProxyServer = nativeBinding.JsProxyServer
 module.exports.__panicProbe = nativeBinding.__panicProbe
 module.exports.rewrite = nativeBinding.rewrite
 module.exports.start = nativeBinding.start
+module.exports.toHar = nativeBinding.toHar

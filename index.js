@@ -8,9 +8,13 @@ const { start } = require('./lib/start.js')
 const { ProxyServer } = require('./lib/server.js')
 const { rewrite } = require('./lib/rules.js')
 
+/** A cassette (`record.path`) as HAR 1.2: resolves to the JSON text; rejects naming the bad line. */
+const toHar = (path) => binding.toHar(path)
+
 module.exports = {
   start,
   rewrite,
   ProxyServer,
+  toHar,
   __panicProbe: binding.__panicProbe,
 }

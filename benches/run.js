@@ -575,6 +575,37 @@ async function hookWorkload(contenders, upstream) {
   return { plain: summary(rows.plain), hooked: { ...summary(rows.hooked), probe: probeRow }, hookCalls };
 }
 
+/**
+ * The record workload: workload 1 through a second devproxy-native with `record` on (to /dev/null),
+ * interleaved with the plain one so both see the same machine load.
+ */
+async function recordWorkload(contenders, upstream) {
+  const plain = contenders.find((c) => c.name === 'devproxy-native');
+  if (!plain) return null;
+  const w1 = WORKLOADS.find((w) => w.id === 1);
+  log(`workload 8: ${w1.name} with record on`);
+  const snapshot = path.join(WORK, 'devproxy-native.snapshot.node');
+  const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
+  const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, '', 'record'], 'devproxy-native+record', env);
+  const recording = { name: 'devproxy-native + record', port: c.port, pids: () => [c.child.pid], child: c.child };
+  const rows = { plain: [], recording: [] };
+  if (cfg.warmup > 0) await wrk(recording.port, w1, cfg.warmup);
+  for (let run = 1; run <= cfg.runs; run++) {
+    for (const [key, x] of [['plain', plain], ['recording', recording]]) {
+      const r = await wrk(x.port, w1, cfg.duration);
+      rows[key].push(r);
+      log(`  run ${run} ${x.name.padEnd(27)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${(r.p50_us / 1000).toFixed(2)} ms  p99 ${(r.p99_us / 1000).toFixed(2)} ms`);
+    }
+  }
+  const status = await new Promise((resolve) => {
+    c.child.once('message', (m) => resolve(m.recording));
+    c.child.send('recording');
+  });
+  c.child.disconnect();
+  const summary = (runs) => ({ rps: median(runs.map((r) => r.rps)), p50_ms: median(runs.map((r) => r.p50_us / 1000)), p99_ms: median(runs.map((r) => r.p99_us / 1000)), requests: runs.reduce((a, r) => a + r.requests, 0) });
+  return { plain: summary(rows.plain), recording: summary(rows.recording), written: status ? status.written : null };
+}
+
 async function bigWorkload(contenders) {
   log('workload 4: 20 MB HTML, TTFB + total (3 single requests), then peak RSS during 4 concurrent downloads');
   const rows = {};
@@ -744,6 +775,18 @@ function markdown(res) {
     L.push(`The hook ran ${h.hookCalls} times for ${h.hooked.requests} requests measured (plus warm-up and probe).`);
     L.push('');
   }
+  if (res.record) {
+    const r = res.record;
+    L.push('### Workload 8: workload 1 with `record` on (cassette written to /dev/null)');
+    L.push('');
+    table(L, [['devproxy-native'], ['req/s', 1], ['p50 ms', 1], ['p99 ms', 1]], [
+      ['plain', f(r.plain.rps), f(r.plain.p50_ms, 2), f(r.plain.p99_ms, 2)],
+      ['recording', f(r.recording.rps), f(r.recording.p50_ms, 2), f(r.recording.p99_ms, 2)],
+    ]);
+    L.push('');
+    L.push(`${r.written} exchanges recorded for ${r.recording.requests} requests measured (plus warm-up).`);
+    L.push('');
+  }
   L.push('### Targets (ratios from this run)');
   L.push('');
   for (const t of res.targets) L.push(`- ${t.ok === null ? 'n/a ' : t.ok ? 'met: ' : '**MISSED**: '}${t.text}`);
@@ -801,6 +844,10 @@ function targets(res) {
     const x = ratio(res.hook.hooked.rps, res.hook.plain.rps);
     out.push({ ok: x >= 0.8, text: `workload 7: a proxyReq hook keeps ${f(x * 100, 0)}% of workload 1's req/s (${f(res.hook.hooked.rps)} vs ${f(res.hook.plain.rps)}; target ≥ 80%)` });
   }
+  if (res.record) {
+    const x = ratio(res.record.recording.rps, res.record.plain.rps);
+    out.push({ ok: x >= 0.9, text: `workload 8: recording keeps ${f(x * 100, 0)}% of workload 1's req/s (${f(res.record.recording.rps)} vs ${f(res.record.plain.rps)}; target ≥ 90%)` });
+  }
   const s = sseRows[D];
   out.push({ ok: s.events === 50 && s.max_ms <= 5, text: `workload 5: ${s.events}/50 events, median ${f(s.median_ms, 2)} ms, max ${f(s.max_ms, 2)} ms (target: each within 5 ms)` });
   return out;
@@ -857,7 +904,8 @@ async function main() {
   const big = await bigWorkload(contenders);
   const sseRows = await sseWorkload(contenders);
   const hook = await hookWorkload(contenders, upstream);
-  const res = { meta: versions(), upstream, load, big, sse: sseRows, names, hook };
+  const record = await recordWorkload(contenders, upstream);
+  const res = { meta: versions(), upstream, load, big, sse: sseRows, names, hook, record };
   res.targets = targets(res);
   const md = markdown(res);
   fs.writeFileSync(path.join(WORK, 'peers-latest.json'), JSON.stringify({ cfg, ...res, upstream: { port: upstream.port, sizes: upstream.sizes } }, (k, v) => (k === 'child' ? undefined : v), 2));

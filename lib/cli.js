@@ -11,6 +11,7 @@ const { pathToFileURL } = require('node:url')
 const USAGE = `Usage:
   devproxy <target> [options]
   devproxy start --proxy <target> [options]     (browser-sync's spelling)
+  devproxy har <cassette> [out.har]             a recorded cassette as HAR 1.2 (stdout without out.har)
 
 Puts a local proxy in front of <target> (http://localhost:8000, https://example.test, localhost:8000):
 pages come back with the target's links pointing at the proxy, your rewrite rules applied and your
@@ -252,12 +253,35 @@ function banner(server, options, version) {
   return lines.join('\n') + '\n'
 }
 
+/** `devproxy har <cassette> [out]`: resolves to the exit code. */
+async function har(args, { stdout, stderr, cwd }) {
+  if (args.length < 1 || args.length > 2 || args[0].startsWith('-')) {
+    stderr.write('devproxy: usage: devproxy har <cassette> [out.har]\n')
+    return 2
+  }
+  const { toHar } = require('../index.js')
+  let text
+  try {
+    text = await toHar(path.resolve(cwd, args[0]))
+  } catch (e) {
+    stderr.write(`devproxy: ${e && e.message ? e.message : e}\n`)
+    return 1
+  }
+  if (args[1] === undefined) {
+    stdout.write(text + '\n')
+  } else {
+    fs.writeFileSync(path.resolve(cwd, args[1]), text + '\n')
+  }
+  return 0
+}
+
 /**
  * Runs the command line; resolves to the exit code for `--help`/`--version`/bad input, or, once the
  * proxy runs, stays until Ctrl-C (and exits the process itself).
  */
 async function main(argv, { stdout = process.stdout, stderr = process.stderr, cwd = process.cwd() } = {}) {
   const version = require('../package.json').version
+  if (argv[0] === 'har') return har(argv.slice(1), { stdout, stderr, cwd })
   let built
   try {
     built = await buildOptions(argv, cwd)
@@ -285,7 +309,6 @@ async function main(argv, { stdout = process.stdout, stderr = process.stderr, cw
     return 1
   }
   const silent = options.logLevel === 'silent' || options.quiet === true
-  if (!silent) stdout.write(banner(server, options, version))
   let stopping = false
   const onSignal = (signal) => {
     if (stopping) {
@@ -304,6 +327,9 @@ async function main(argv, { stdout = process.stdout, stderr = process.stderr, cw
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
+  // Only now: whoever reads the banner may signal at once, and the proxy (native threads) answers
+  // requests while this thread has not run a line more.
+  if (!silent) stdout.write(banner(server, options, version))
   return null
 }
 

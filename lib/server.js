@@ -50,6 +50,11 @@ class ProxyServer {
     return this.#native.stats()
   }
 
+  /** Where the `record` option's recording stands, or null (see binding.d.ts). */
+  recording() {
+    return this.#native.recording()
+  }
+
   /** Answers requests from a cassette from now on; resolves once it is read (rejects on a bad one). */
   replay(options) {
     return this.#native.replay(options)

@@ -316,6 +316,8 @@ pub struct ProxyConfig {
     pub serve_static: Vec<StaticMount>,
     /// Path prefixes sent to other targets (`routes`).
     pub routes: Vec<Route>,
+    /// `record`: upstream exchanges appended to a cassette.
+    pub record: Option<crate::cassette::record::RecordOptions>,
     /// `serverTiming`, `logRequests`, `logFormat`, `onRequest`: what is done with each exchange's record.
     pub observe: crate::observe::ObserveConfig,
     /// `replay`: answer requests from a cassette instead of the target (`None`: proxy them).
@@ -503,6 +505,7 @@ impl ProxyConfig {
             change_origin: true,
             serve_static: Vec::new(),
             routes: Vec::new(),
+            record: None,
             observe: crate::observe::ObserveConfig::default(),
             replay: None,
         }
@@ -612,6 +615,7 @@ pub(crate) mod option_names {
         "logRequests",
         "logFormat",
         "replay",
+        "record",
     ];
     pub(crate) const PROXY_TARGET: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure", "proxyOptions"];
     pub(crate) const PROXY_OPTIONS: &[&str] = &["xfwd", "secure", "changeOrigin"];
@@ -623,6 +627,8 @@ pub(crate) mod option_names {
     pub(crate) const STATIC_DIR: &[&str] = &["route", "dir", "options"];
     pub(crate) const STATIC_OPTIONS: &[&str] = &["index", "extensions"];
     pub(crate) const ROUTE: &[&str] = &["target", "ws", "reqHeaders", "secure", "replay"];
+    pub(crate) const RECORD: &[&str] = &["path", "match", "redact"];
+    pub(crate) const REDACT: &[&str] = &["headers", "json", "allow"];
 }
 
 #[cfg(test)]
@@ -728,6 +734,8 @@ mod tests {
             ("StaticDir", option_names::STATIC_DIR),
             ("StaticOptions", option_names::STATIC_OPTIONS),
             ("RouteOptions", option_names::ROUTE),
+            ("RecordOptions", option_names::RECORD),
+            ("RedactOptions", option_names::REDACT),
         ] {
             let mut declared = interface_keys(&dts, interface);
             let mut parsed: Vec<String> = names.iter().map(|n| n.to_string()).collect();

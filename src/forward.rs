@@ -8,7 +8,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, Uri};
-use http_body::Body as _;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -83,12 +82,15 @@ pub(crate) fn upstream_request(
 
 /// Phase "send": the request to the target, waiting at most `timeout` for its answer's headers. A
 /// body-less GET/HEAD/OPTIONS that fails before any answer is tried once more, on a fresh connection.
-pub(crate) async fn send(
+pub(crate) async fn send<B>(
     client: &UpstreamClient,
     parts: http::request::Parts,
-    body: Incoming,
+    body: B,
     timeout: Duration,
-) -> Result<Response<Incoming>, String> {
+) -> Result<Response<Incoming>, String>
+where
+    B: http_body::Body<Data = Bytes, Error = hyper::Error> + Send + Sync + 'static,
+{
     let empty = body.is_end_stream();
     send_body(client, parts, body.boxed(), empty, timeout).await
 }

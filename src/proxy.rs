@@ -134,8 +134,19 @@ async fn upstream_phase(
     let timeout = config.upstream_timeout;
     let (stats, url) = (shared.stats.clone(), ctx.url.clone());
     let sent = Instant::now();
-    let response = match shared.player_for(target) {
-        None => forward::send(target.client, parts, body, timeout).await,
+    let player = shared.player_for(target);
+    // Record (cassette/record.rs): the request as it goes upstream, its body teed.
+    let recorder = shared.recorder.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let recorder = recorder.filter(|r| player.is_none() && r.wants(parts.uri.path()));
+    let recording = match recorder {
+        Some(recorder) => Some(recorder.request(arrived.into_std(), &parts.method, &parts.uri, &parts.headers).await),
+        None => None,
+    };
+    let response = match player {
+        None => match &recording {
+            Some(exchange) => forward::send(target.client, parts, exchange.request_body(body), timeout).await,
+            None => forward::send(target.client, parts, body, timeout).await,
+        },
         Some(player) => match replay::answer::exchange(&player, &parts, body, arrived).await {
             Replayed::Answer(mut head, stream) => {
                 replay::answer::head_time(&stream).await;
@@ -149,12 +160,26 @@ async fn upstream_phase(
             Replayed::Forward(bytes) => forward::send_buffered(target.client, parts, bytes, timeout).await,
         },
     };
-    let response = response.map_err(|reason| ProxyError::Upstream { url: ctx.url.clone(), reason })?;
+    let response = match response {
+        Ok(response) => response,
+        Err(reason) => {
+            if let Some(exchange) = recording {
+                exchange.failed(reason.clone()).await;
+            }
+            return Err(ProxyError::Upstream { url: ctx.url.clone(), reason });
+        }
+    };
     let (mut head, body) = response.into_parts();
+    let tee = match recording {
+        Some(exchange) => Some(exchange.response(&head).await),
+        None => None,
+    };
     let facts = observe::facts(&mut head.extensions);
     facts.upstream = Some(sent.elapsed());
     facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
-    respond(head, UpstreamBody::new(body, timeout, stats, url), target, ctx, client).await
+    facts.recorded |= tee.is_some();
+    let upstream = UpstreamBody::new(body, timeout, stats, url).with_tee(tee);
+    respond(head, upstream, target, ctx, client).await
 }
 
 /// The end of the upstream exchange: response hook (hooks.rs), response headers (headers.rs).

@@ -91,6 +91,13 @@ impl ProxyServer {
                 source,
             })?;
         }
+        let recorder = match config.record.clone() {
+            Some(options) => Some(
+                crate::cassette::record::Recorder::start(options, stats.clone())
+                    .map_err(|reason| crate::error::ConfigError::InvalidOption { name: "record.path", reason })?,
+            ),
+            None => None,
+        };
         let shared = Arc::new(Shared {
             client: forward::client(verifier.clone().filter(|_| config.verify_tls)),
             websocket_tls: forward::tls_config(verifier.clone().filter(|_| config.verify_tls), &[b"http/1.1"]),
@@ -105,6 +112,7 @@ impl ProxyServer {
             routes: Routes::new(&config, verifier, &route_players),
             local_files: Arc::new(config.serve_static.clone()),
             compressed_files: Arc::new(CompressedFiles::new()),
+            recorder: std::sync::RwLock::new(recorder.map(Arc::new)),
             observer: Arc::new(Observer::new(config.observe.clone(), stats.clone())),
             replay: std::sync::RwLock::new(replay),
             config,
@@ -133,12 +141,23 @@ impl ProxyServer {
         let player = load_player(options).await?;
         warn_unrecorded(&player, &self.shared.stats);
         *self.shared.replay.write().unwrap_or_else(PoisonError::into_inner) = Some(player);
+        *self.shared.recorder.write().unwrap_or_else(PoisonError::into_inner) = None;
+        Ok(())
+    }
+
+    /// Records exchanges to a new cassette from now on, proxying (`server.record()`): ends replay
+    /// and any earlier recording (whose exchanges in flight still finish in their cassette).
+    pub fn record(&self, options: crate::cassette::record::RecordOptions) -> Result<(), String> {
+        let recorder = crate::cassette::record::Recorder::start(options, self.shared.stats.clone())?;
+        *self.shared.replay.write().unwrap_or_else(PoisonError::into_inner) = None;
+        *self.shared.recorder.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(recorder));
         Ok(())
     }
 
     /// Switches back to proxying (`server.passthrough()`).
     pub fn passthrough(&self) {
         *self.shared.replay.write().unwrap_or_else(PoisonError::into_inner) = None;
+        *self.shared.recorder.write().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     /// The address actually bound (the real port when 0 was asked for).
@@ -174,6 +193,11 @@ impl ProxyServer {
     /// The counters so far.
     pub fn stats(&self) -> StatsSnapshot {
         self.shared.stats.snapshot()
+    }
+
+    /// Where the `record` option's recording stands; `None` when not recording.
+    pub fn recording(&self) -> Option<crate::cassette::record::RecordingSnapshot> {
+        self.shared.recorder.read().unwrap_or_else(PoisonError::into_inner).as_ref().map(|r| r.snapshot())
     }
 
     /// Latency percentiles and per-rule match counts so far.

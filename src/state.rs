@@ -85,6 +85,9 @@ pub(crate) struct Shared {
     pub local_files: Arc<Vec<StaticMount>>,
     /// Compressed copies of local text files.
     pub compressed_files: Arc<CompressedFiles>,
+    /// `record` (or `server.record()`): the running recording, if any; `replay()` and `passthrough()`
+    /// end it. Requests in flight keep the one they started with.
+    pub recorder: RwLock<Option<Arc<crate::cassette::record::Recorder>>>,
     /// Where each exchange's record goes when its answer ends (log, stats, `onRequest`, inspector).
     pub observer: Arc<crate::observe::Observer>,
     /// The server's mode: a cassette requests are answered from (`replay`, `server.replay()`), or

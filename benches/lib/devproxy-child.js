@@ -12,11 +12,15 @@ const proxy =
     ? { target, proxyReq: (proxyReq) => { hookCalls++; proxyReq.setHeader('x-bench-hook', '1'); } }
     : target;
 
+// `record`: every exchange recorded (workload 8). To /dev/null: the tee, decoding and JSON cost is
+// measured, not the disk's speed (a 100 KB page at thousands of req/s would fill gigabytes).
+const record = variant === 'record' ? { path: '/dev/null' } : undefined;
+
 (async () => {
   const lib = require(path.join(__dirname, '..', '..'));
   let server;
   try {
-    server = await lib.start({ proxy, port: 0, snippet, quiet: true, serveStatic });
+    server = await lib.start({ proxy, port: 0, snippet, quiet: true, serveStatic, record });
   } catch (err) {
     // An older build may not know `quiet`.
     if (!/quiet/i.test(String(err && err.message))) throw err;
@@ -25,6 +29,7 @@ const proxy =
   process.send({ ready: true, port: server.port });
   process.on('message', (m) => {
     if (m === 'hookCalls') process.send({ hookCalls });
+    if (m === 'recording') process.send({ recording: server.recording ? server.recording() : null });
   });
   process.on('disconnect', async () => {
     try {

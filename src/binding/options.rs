@@ -159,6 +159,10 @@ pub struct ProxyOptions {
     /// time with `server.replay()` / `server.passthrough()`.
     #[napi(ts_type = "ReplayOptions")]
     pub replay: Option<std::collections::HashMap<String, String>>,
+    /// Record upstream exchanges (streams with their timing) to a cassette: `{ path, match?, redact? }`.
+    /// Secret headers and query parameters are redacted; an exchange whose body holds a key-shaped
+    /// string is not written (the log names where), unless `redact.allow` lists it.
+    pub record: Option<super::record::RecordOptions>,
 }
 
 /// `https: { key, cert }`: the certificate the proxy serves, as PEM files.
@@ -465,6 +469,9 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     }
     if let Some(replay) = options.get("replay")? {
         config.replay = Some(super::replay::parse_replay(env, replay, "replay")?);
+    }
+    if let Some(record) = options.get("record")? {
+        config.record = Some(super::record::parse_record(record)?);
     }
     // Undocumented test hook: requests under /__devproxy_panic_probe/ panic (see config.rs).
     if let Some(flag) = get(&options.object, "__panicProbes")? {

@@ -10,6 +10,7 @@ use napi::Env;
 use napi_derive::napi;
 
 use super::invalid;
+use super::record::{parse_record, RecordingStatus};
 use super::replay::parse_replay;
 use super::rules::{compile_off_thread, parse_rule, CallMode};
 use crate::server;
@@ -142,6 +143,19 @@ impl JsProxyServer {
         Ok(self.inner.remove_rule(id))
     }
 
+    /// Where the `record` option's recording stands (`null` when not recording): exchanges written
+    /// and refused, the last refusal's reason (naming the field), and the write error that stopped it.
+    #[napi(catch_unwind)]
+    pub fn recording(&self) -> Option<RecordingStatus> {
+        self.inner.recording().map(|r| RecordingStatus {
+            path: r.path,
+            written: r.written as f64,
+            refused: r.refused as f64,
+            last_refusal: r.last_refusal,
+            error: r.error,
+        })
+    }
+
     #[napi(catch_unwind)]
     pub fn stats(&self) -> ProxyStats {
         let s = self.inner.stats();
@@ -180,14 +194,14 @@ impl JsProxyServer {
         Ok(())
     }
 
-    /// Records exchanges to a cassette from now on.
-    // SEAM(record): the recorder (issue 15's other half) is wired here by the lead at merge.
-    #[napi(catch_unwind, ts_args_type = "options: { path: string }", ts_return_type = "Promise<void>")]
-    pub fn record<'env>(&self, env: &'env Env, _options: Unknown) -> Result<PromiseRaw<'env, ()>> {
-        let checked = self.check_running("record");
+    /// Records exchanges to a new cassette (created, or emptied) from now on, proxying them: ends
+    /// replay and any earlier recording. Rejects naming `record.path` when the file cannot be written.
+    #[napi(catch_unwind, ts_args_type = "options: RecordOptions", ts_return_type = "Promise<void>")]
+    pub fn record<'env>(&self, env: &'env Env, options: Unknown) -> Result<PromiseRaw<'env, ()>> {
+        let options = self.check_running("record").and_then(|()| parse_record(options));
+        let inner = self.inner.clone();
         env.spawn_future(async move {
-            checked?;
-            Err::<(), _>(Error::new(Status::GenericFailure, "record: recording is not built in this branch"))
+            inner.record(options?).map_err(|e| Error::new(Status::GenericFailure, format!("record.path: {e}")))
         })
     }
 

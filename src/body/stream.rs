@@ -27,6 +27,8 @@ pub(crate) struct UpstreamBody {
     deadline: Pin<Box<Sleep>>,
     stats: Arc<Stats>,
     url: String,
+    /// `record`: each chunk read is also sent to the cassette's writer.
+    tee: Option<Box<crate::cassette::record::BodyTee>>,
     /// Bytes received so far, as they came (the exchange record's `bytesIn`).
     bytes_in: u64,
 }
@@ -48,7 +50,7 @@ const FILE_CHUNK: usize = 64 * 1024;
 impl UpstreamBody {
     pub(crate) fn new(inner: hyper::body::Incoming, idle: Duration, stats: Arc<Stats>, url: String) -> UpstreamBody {
         let deadline = Box::pin(tokio::time::sleep(idle));
-        UpstreamBody { inner: Source::Http(inner), idle, deadline, stats, url, bytes_in: 0 }
+        UpstreamBody { inner: Source::Http(inner), idle, deadline, stats, url, bytes_in: 0, tee: None }
     }
 
     /// A recorded body played back; `url` names it in errors.
@@ -59,7 +61,13 @@ impl UpstreamBody {
         url: String,
     ) -> UpstreamBody {
         let inner = Source::Replay(Box::new(stream));
-        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url, bytes_in: 0 }
+        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url, bytes_in: 0, tee: None }
+    }
+
+    /// Records what this body reads (see `crate::cassette::record`).
+    pub(crate) fn with_tee(mut self, tee: Option<crate::cassette::record::BodyTee>) -> UpstreamBody {
+        self.tee = tee.map(Box::new);
+        self
     }
 
     /// `len` bytes of `file` from its current position, streamed; `path` names it in errors.
@@ -67,11 +75,26 @@ impl UpstreamBody {
         use tokio::io::AsyncReadExt;
         let reader = tokio::fs::File::from_std(file).take(len);
         let inner = Source::File(Box::new(tokio_util::io::ReaderStream::with_capacity(reader, FILE_CHUNK)));
-        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url: path, bytes_in: 0 }
+        UpstreamBody {
+            inner,
+            idle,
+            deadline: Box::pin(tokio::time::sleep(idle)),
+            stats,
+            url: path,
+            bytes_in: 0,
+            tee: None,
+        }
     }
 
     fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
+        // The previous chunk's copy must be in the recording's channel before the next is read.
+        if let Some(tee) = &mut self.tee {
+            std::task::ready!(tee.poll_ready(cx));
+        }
         let polled = self.poll_upstream(cx);
+        if let Some(tee) = &mut self.tee {
+            tee.observe(&polled, cx);
+        }
         match &polled {
             Poll::Ready(Some(Ok(data))) => self.bytes_in += data.len() as u64,
             Poll::Ready(Some(Err(e))) => {
@@ -128,9 +151,21 @@ impl UpstreamBody {
     }
 
     fn is_end_stream(&self) -> bool {
+        if self.tee.as_ref().is_some_and(|tee| !tee.ended()) {
+            return false; // polled once more, so that the recording sees the end
+        }
         match &self.inner {
             Source::Http(inner) => inner.is_end_stream(),
             Source::File(_) | Source::Replay(_) => false,
+        }
+    }
+}
+
+impl Drop for UpstreamBody {
+    fn drop(&mut self) {
+        if let Some(tee) = &mut self.tee {
+            let complete = matches!(&self.inner, Source::Http(inner) if inner.is_end_stream());
+            tee.dropped(complete);
         }
     }
 }

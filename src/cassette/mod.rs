@@ -2,4 +2,8 @@
 //! timing, and played back from it.
 
 pub mod format;
+pub mod har;
+pub mod read;
+pub mod record;
+pub mod redact;
 pub mod replay;

@@ -1,0 +1,432 @@
+'use strict'
+// Recording (issue 15, the recording half): streams teed to a cassette with their timing, secrets kept
+// out of it, and the cassette exported as HAR. Real upstreams on 127.0.0.1, real files in a temp dir.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const http = require('node:http')
+const os = require('node:os')
+const path = require('node:path')
+const zlib = require('node:zlib')
+const { execFile } = require('node:child_process')
+const { performance } = require('node:perf_hooks')
+const { ROOT, lib, startUpstream, request, withProxy, withTimeout, mulberry32, decodeBody } = require('./helpers.js')
+
+const OPENAI_KEY = 'sk-proj-TESTKEYabcdefghijklmnopqrstuvwxyz0123'
+const ANTHROPIC_KEY = 'sk-ant-api03-TESTKEYabcdefghijklmnopqrstuvwxyz'
+
+function tempDir() {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'devproxy-record-'))
+}
+
+/** The cassette's lines, parsed. */
+function lines(file) {
+  return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+}
+
+/** Waits until the recording has written `n` exchanges (the writer runs off the request path). */
+async function written(server, n, label = 'recording') {
+  await withTimeout(
+    (async () => {
+      while (server.recording().written + server.recording().refused < n) await new Promise((r) => setTimeout(r, 10))
+    })(),
+    20000,
+    label,
+  )
+}
+
+/** An SSE upstream route: `events` written one `res.write` each, `gaps[i]` ms apart; records send times. */
+function sseRoute(events, gaps, sent, { gzip = false } = {}) {
+  return (req, res) => {
+    const t0 = performance.now()
+    req.resume()
+    req.on('end', async () => {
+      const headers = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }
+      let out = res
+      if (gzip) {
+        headers['content-encoding'] = 'gzip'
+        out = zlib.createGzip()
+        out.pipe(res)
+      }
+      res.writeHead(200, headers)
+      for (let i = 0; i < events.length; i++) {
+        await new Promise((r) => setTimeout(r, gaps[i]))
+        sent.push({ at: performance.now() - t0, abs: performance.now() })
+        out.write(events[i])
+        if (gzip) out.flush(zlib.constants.Z_SYNC_FLUSH)
+      }
+      out.end()
+    })
+  }
+}
+
+function openaiEvents(n) {
+  const events = []
+  for (let i = 0; i < n; i++) {
+    const chunk = { id: 'chatcmpl-1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: `tok${i} ` } }] }
+    events.push(`data: ${JSON.stringify(chunk)}\n\n`)
+  }
+  events.push('data: [DONE]\n\n')
+  return events
+}
+
+function anthropicEvents(n) {
+  const events = ['event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1"}}\n\n']
+  for (let i = 0; i < n; i++) {
+    const delta = { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: `word${i} ` } }
+    events.push(`event: content_block_delta\ndata: ${JSON.stringify(delta)}\n\n`)
+  }
+  events.push('event: message_stop\ndata: {"type":"message_stop"}\n\n')
+  return events
+}
+
+test('an OpenAI-style stream is teed: the client gets each event at once, the cassette holds each with its offset', async () => {
+  const dir = tempDir()
+  const cassette = path.join(dir, 'openai.jsonl')
+  const rnd = mulberry32(15)
+  const events = openaiEvents(40)
+  const gaps = events.map(() => 15 + Math.floor(rnd() * 46))
+  const sent = []
+  const upstream = await startUpstream({ '/v1/chat/completions': sseRoute(events, gaps, sent) })
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      const arrivals = []
+      let received = ''
+      const body = JSON.stringify({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hi' }] })
+      const res = await request(`${server.url}/v1/chat/completions?api_key=${OPENAI_KEY}&q=1`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${OPENAI_KEY}`, 'content-type': 'application/json', 'x-api-key': OPENAI_KEY },
+        body,
+        onData: (c) => {
+          received += c.toString()
+          // Count whole events received so far; note when each one completed.
+          while (arrivals.length < events.length && received.length >= events.slice(0, arrivals.length + 1).join('').length) {
+            arrivals.push(performance.now())
+          }
+        },
+      })
+      assert.equal(res.status, 200)
+      assert.equal(res.body.toString(), events.join(''), 'the client got every event unchanged')
+      // Not held back: events reach the client before the upstream writes the one after the next. The
+      // upstream and the client share this process's event loop, so a pause of it (GC, a loaded
+      // machine) can delay one reading; a proxy that buffered would make them all late.
+      const late = []
+      for (let i = 0; i + 2 < events.length; i++) if (arrivals[i] >= sent[i + 2].abs) late.push(i)
+      assert.ok(late.length <= 3, `events ${late} reached the client after the upstream sent the one after the next`)
+      await written(server, 1)
+      assert.equal(server.recording().written, 1)
+    })
+    const text = fs.readFileSync(cassette, 'utf8')
+    assert.ok(!text.includes('TESTKEY'), 'the API key appears nowhere in the cassette')
+    const [head, req, res, ...rest] = lines(cassette)
+    assert.equal(head.type, 'cassette')
+    assert.equal(req.type, 'request')
+    assert.equal(req.method, 'POST')
+    assert.equal(req.url, '/v1/chat/completions?api_key=[redacted]&q=1')
+    assert.deepEqual(req.headers.find(([n]) => n === 'authorization'), ['authorization', '[redacted]'])
+    assert.deepEqual(req.headers.find(([n]) => n === 'x-api-key'), ['x-api-key', '[redacted]'])
+    assert.equal(JSON.parse(req.body.text).model, 'gpt-4o')
+    assert.equal(res.type, 'response')
+    assert.equal(res.status, 200)
+    assert.equal(res.encoding, 'identity')
+    const bodies = rest.filter((l) => l.type === 'body')
+    assert.deepEqual(bodies.map((b) => b.text), events, 'one line per event, byte for byte')
+    for (let i = 1; i < bodies.length; i++) {
+      assert.ok(bodies[i].at >= bodies[i - 1].at, 'offsets never go back')
+      assert.ok(bodies[i].chunk >= bodies[i - 1].chunk)
+    }
+    assert.ok(bodies[0].at >= res.at)
+    // The upstream wrote each event alone: the cassette's chunks follow those writes (an event is
+    // never split across chunks; a chunk holding two means TCP joined two writes).
+    const chunks = new Set(bodies.map((b) => b.chunk))
+    assert.ok(chunks.size >= events.length * 0.75, `${chunks.size} chunks for ${events.length} writes`)
+    // The recorded schedule follows the upstream's: the spread of offsets is the upstream's spread.
+    const recorded = bodies[bodies.length - 1].at - bodies[0].at
+    const upstreamSpread = sent[sent.length - 1].at - sent[0].at
+    assert.ok(Math.abs(recorded - upstreamSpread) < upstreamSpread * 0.25, `recorded ${recorded} ms, upstream ${upstreamSpread} ms`)
+    const end = rest[rest.length - 1]
+    assert.equal(end.type, 'end')
+    assert.equal(end.error, undefined)
+  } finally {
+    await upstream.close()
+  }
+})
+
+test('an Anthropic-style gzip stream is stored decoded, one named event per line, keys nowhere', async () => {
+  const dir = tempDir()
+  const cassette = path.join(dir, 'anthropic.jsonl')
+  const events = anthropicEvents(12)
+  const sent = []
+  const upstream = await startUpstream({ '/v1/messages': sseRoute(events, events.map(() => 15), sent, { gzip: true }) })
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      const res = await request(`${server.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': ANTHROPIC_KEY, 'anthropic-version': '2023-06-01', 'accept-encoding': 'gzip', 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'claude', stream: true, messages: [{ role: 'user', content: 'hello' }] }),
+      })
+      assert.equal(res.headers['content-encoding'], 'gzip', 'the client still gets the upstream gzip')
+      assert.equal(zlib.gunzipSync(res.body).toString(), events.join(''))
+      await written(server, 1)
+    })
+    assert.ok(!fs.readFileSync(cassette, 'utf8').includes('TESTKEY'))
+    const all = lines(cassette)
+    const response = all.find((l) => l.type === 'response')
+    assert.equal(response.encoding, 'gzip')
+    assert.ok(!response.headers.some(([n]) => n === 'content-encoding' || n === 'content-length'))
+    const bodies = all.filter((l) => l.type === 'body')
+    assert.deepEqual(bodies.map((b) => b.text), events)
+    assert.ok(bodies.filter((b) => b.text.startsWith('event: content_block_delta\n')).length === 12)
+  } finally {
+    await upstream.close()
+  }
+})
+
+test('a body holding a key-shaped string is refused, named; the client still gets its answer; redact.allow lets it through', async () => {
+  const upstream = await startUpstream({
+    '/v1/chat/completions': (req, res) => {
+      req.resume()
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end('{"ok":true}')
+      })
+    },
+  })
+  const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `here is my key ${OPENAI_KEY}` }] })
+  const post = (server) =>
+    request(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+  try {
+    const dir = tempDir()
+    const refused = path.join(dir, 'refused.jsonl')
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: refused } }, async (server) => {
+      const res = await post(server)
+      assert.equal(res.status, 200)
+      assert.equal(res.body.toString(), '{"ok":true}')
+      await written(server, 1)
+      const status = server.recording()
+      assert.equal(status.refused, 1)
+      assert.equal(status.written, 0)
+      assert.match(status.lastRefusal, /request body field `messages\[0\]\.content` holds a string shaped like an OpenAI key \(sk-\.\.\.\)/)
+    })
+    assert.ok(!fs.readFileSync(refused, 'utf8').includes('TESTKEY'))
+    assert.deepEqual(lines(refused).map((l) => l.type), ['cassette'])
+
+    const allowed = path.join(dir, 'allowed.jsonl')
+    const record = { path: allowed, redact: { allow: ['messages[0].content'] } }
+    await withProxy({ proxy: upstream.url, port: 0, record }, async (server) => {
+      await post(server)
+      await written(server, 1)
+      assert.equal(server.recording().written, 1)
+    })
+    assert.equal(JSON.parse(lines(allowed)[1].body.text).messages[0].content, `here is my key ${OPENAI_KEY}`)
+  } finally {
+    await upstream.close()
+  }
+})
+
+test('record.match limits what is recorded; redact.headers and redact.json redact more', async () => {
+  const upstream = await startUpstream({
+    '/v1/echo': (req, res) => {
+      const chunks = []
+      req.on('data', (c) => chunks.push(c))
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end(Buffer.concat(chunks))
+      })
+    },
+    '/other': (req, res) => res.end('other'),
+  })
+  try {
+    const cassette = path.join(tempDir(), 'match.jsonl')
+    const record = { path: cassette, match: '/v1/**', redact: { headers: ['X-Session'], json: ['$.user', 'metadata.email'] } }
+    await withProxy({ proxy: upstream.url, port: 0, record }, async (server) => {
+      assert.equal((await request(`${server.url}/other`)).body.toString(), 'other')
+      const body = JSON.stringify({ user: 'alice', metadata: { email: 'a@example.com', plan: 'pro' } })
+      const res = await request(`${server.url}/v1/echo`, { method: 'POST', headers: { 'x-session': 's3cr3t' }, body })
+      assert.equal(res.body.toString(), body, 'the client gets the unredacted answer')
+      await written(server, 1)
+    })
+    const all = lines(cassette)
+    assert.deepEqual(all.filter((l) => l.type === 'request').map((l) => l.url), ['/v1/echo'])
+    const text = fs.readFileSync(cassette, 'utf8')
+    assert.ok(!text.includes('alice') && !text.includes('a@example.com') && !text.includes('s3cr3t'), text)
+    assert.deepEqual(JSON.parse(all[1].body.text), { user: '[redacted]', metadata: { email: '[redacted]', plan: 'pro' } })
+  } finally {
+    await upstream.close()
+  }
+})
+
+test('toHar and `devproxy har`: a recorded cassette becomes HAR 1.2; a corrupt one is an error naming the line', async () => {
+  const dir = tempDir()
+  const cassette = path.join(dir, 'har.jsonl')
+  const events = openaiEvents(5)
+  const upstream = await startUpstream({ '/v1/chat/completions': sseRoute(events, events.map(() => 15), []) })
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      await request(`${server.url}/v1/chat/completions`, { method: 'POST', body: '{"stream":true}' })
+      await written(server, 1)
+    })
+  } finally {
+    await upstream.close()
+  }
+  const { toHar } = lib()
+  const har = JSON.parse(await toHar(cassette))
+  assert.equal(har.log.version, '1.2')
+  const [entry] = har.log.entries
+  assert.equal(entry.request.method, 'POST')
+  assert.match(entry.request.url, /^http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions$/)
+  assert.equal(entry.request.postData.text, '{"stream":true}')
+  assert.equal(entry.response.status, 200)
+  assert.equal(entry.response.content.text, events.join(''))
+  assert.ok(entry.timings.wait >= 0 && entry.timings.receive > 0, JSON.stringify(entry.timings))
+  assert.ok(entry.time >= entry.timings.wait + entry.timings.receive - 0.01)
+
+  // Cut in the middle of its fourth line: the error names line 4.
+  const good = fs.readFileSync(cassette, 'utf8').split('\n')
+  const corrupt = path.join(dir, 'corrupt.jsonl')
+  fs.writeFileSync(corrupt, good.slice(0, 3).join('\n') + '\n' + good[3].slice(0, 20))
+  await assert.rejects(toHar(corrupt), /corrupt\.jsonl, line 4: not a cassette line/)
+  const edited = path.join(dir, 'edited.jsonl')
+  fs.writeFileSync(edited, good.filter((_, i) => i !== 1).join('\n'))
+  await assert.rejects(toHar(edited), /line 2: response line for exchange 1, whose request line does not come before it/)
+  await assert.rejects(toHar(path.join(dir, 'missing.jsonl')), /cannot read cassette .*missing\.jsonl/)
+
+  const cli = (args) =>
+    new Promise((resolve) => {
+      execFile(process.execPath, [path.join(ROOT, 'bin/devproxy.js'), 'har', ...args], (error, stdout, stderr) =>
+        resolve({ code: error ? error.code : 0, stdout, stderr }),
+      )
+    })
+  const out = path.join(dir, 'out.har')
+  assert.equal((await cli([cassette, out])).code, 0)
+  assert.equal(JSON.parse(fs.readFileSync(out, 'utf8')).log.entries.length, 1)
+  const bad = await cli([corrupt])
+  assert.equal(bad.code, 1)
+  assert.match(bad.stderr, /line 4/)
+})
+
+test('recording a 50 MiB download keeps memory bounded and writes it whole', async () => {
+  const MiB = 1024 * 1024
+  const piece = Buffer.alloc(64 * 1024, 'abcdefghijklmnopqrstuvwxyz0123456789\n')
+  const upstream = await startUpstream({
+    '/big': async (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': 50 * MiB })
+      for (let sent = 0; sent < 50 * MiB; sent += piece.length) {
+        if (!res.write(piece)) await new Promise((r) => res.once('drain', r))
+      }
+      res.end()
+    },
+  })
+  const cassette = path.join(tempDir(), 'big.jsonl')
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      global.gc && global.gc()
+      const before = process.memoryUsage().rss
+      let peak = before
+      let bytes = 0
+      const sampler = setInterval(() => {
+        peak = Math.max(peak, process.memoryUsage().rss)
+      }, 20)
+      try {
+        await request(`${server.url}/big`, { collect: false, timeout: 120000, onData: (c) => (bytes += c.length) })
+        await written(server, 1, '50 MiB recording')
+      } finally {
+        clearInterval(sampler)
+      }
+      peak = Math.max(peak, process.memoryUsage().rss)
+      assert.equal(bytes, 50 * MiB)
+      assert.ok(peak - before < 64 * MiB, `RSS grew ${((peak - before) / MiB).toFixed(1)} MiB`)
+    })
+    // Every byte is in the cassette, and no spill file is left behind.
+    let stored = 0
+    for (const l of lines(cassette)) if (l.type === 'body') stored += l.text.length
+    assert.equal(stored, 50 * MiB)
+    assert.deepEqual(fs.readdirSync(path.dirname(cassette)), ['big.jsonl'])
+  } finally {
+    await upstream.close()
+  }
+})
+
+test('a client that goes away before the response head still ends its exchange in the cassette', async () => {
+  const waiting = []
+  const upstream = await startUpstream({ '/slow': (req, res) => waiting.push(res) }) // answers when told
+  const cassette = path.join(tempDir(), 'gone.jsonl')
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      const req = http.request(`${server.url}/slow`, { agent: false })
+      req.on('error', () => {})
+      req.end()
+      await withTimeout((async () => { while (!waiting.length) await new Promise((r) => setTimeout(r, 5)) })(), 10000, 'upstream request')
+      req.destroy() // the proxy is waiting for the upstream's head
+      await written(server, 1, 'the abandoned exchange')
+      waiting[0].end('late')
+    })
+    const all = lines(cassette)
+    assert.deepEqual(all.map((l) => l.type), ['cassette', 'request', 'end'])
+    assert.match(all[2].error, /client went away before the response head/)
+  } finally {
+    await upstream.close()
+  }
+})
+
+test('what is recorded replays: the same events, byte for byte, with the upstream gone', async () => {
+  const cassette = path.join(tempDir(), 'roundtrip.jsonl')
+  const events = anthropicEvents(6)
+  const upstream = await startUpstream({ '/v1/messages': sseRoute(events, events.map(() => 15), [], { gzip: true }) })
+  const body = JSON.stringify({ model: 'claude', stream: true, messages: [{ role: 'user', content: 'hello' }] })
+  const post = (server) =>
+    request(`${server.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'accept-encoding': 'gzip' }, body })
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      const res = await post(server)
+      assert.equal(decodeBody(res.body, res.headers['content-encoding']).toString(), events.join(''))
+      await written(server, 1)
+    })
+  } finally {
+    await upstream.close()
+  }
+  await withProxy({ proxy: upstream.url, port: 0, replay: { path: cassette, speed: 0 } }, async (server) => {
+    const res = await post(server)
+    assert.equal(res.status, 200)
+    assert.equal(decodeBody(res.body, res.headers['content-encoding']).toString(), events.join(''), 'the replayed stream is the recorded one')
+  })
+})
+
+test('server.record() starts a recording at run time; passthrough() ends it', async () => {
+  const upstream = await startUpstream({ '/v1/a': (req, res) => res.end('a') })
+  const cassette = path.join(tempDir(), 'runtime.jsonl')
+  try {
+    await withProxy({ proxy: upstream.url, port: 0 }, async (server) => {
+      assert.equal(server.recording(), null)
+      await request(`${server.url}/v1/a?n=0`)
+      await server.record({ path: cassette })
+      assert.equal(server.recording().path, cassette)
+      await request(`${server.url}/v1/a?n=1`)
+      await written(server, 1)
+      server.passthrough()
+      assert.equal(server.recording(), null)
+      await request(`${server.url}/v1/a?n=2`)
+      await assert.rejects(server.record({ path: '/nonexistent-dir-xyz/c.jsonl' }), /record\.path/)
+    })
+    assert.deepEqual(lines(cassette).filter((l) => l.type === 'request').map((l) => l.url), ['/v1/a?n=1'])
+  } finally {
+    await upstream.close()
+  }
+})
+
+test('a bad record option is refused naming it', async () => {
+  await assert.rejects(lib().start({ proxy: 'http://127.0.0.1:9', port: 0, record: {} }), /record\.path/)
+  await assert.rejects(
+    lib().start({ proxy: 'http://127.0.0.1:9', port: 0, record: { path: '/nonexistent-dir-xyz/c.jsonl' } }),
+    /record\.path.*does not exist/,
+  )
+  await assert.rejects(
+    lib().start({ proxy: 'http://127.0.0.1:9', port: 0, record: { path: path.join(tempDir(), 'c.jsonl'), redact: { json: ['a[x]'] } } }),
+    /record\.redact\.json\[0\]/,
+  )
+  if (process.platform === 'linux') {
+    // A cassette that cannot be written (every write to /dev/full fails) is refused at start.
+    await assert.rejects(lib().start({ proxy: 'http://127.0.0.1:9', port: 0, record: { path: '/dev/full' } }), /record\.path.*cannot write '\/dev\/full'/)
+  }
+})

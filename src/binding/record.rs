@@ -1,0 +1,127 @@
+//! `record` option and `toHar()`: their declarations for binding.d.ts and their parsing.
+
+use napi::bindgen_prelude::*;
+use napi::{Env, ValueType};
+use napi_derive::napi;
+
+use super::options::{expect_object, expect_string, string_array, Fields};
+use super::{config_error, invalid};
+use crate::cassette::record::{check_path, RecordOptions as CoreRecordOptions};
+use crate::cassette::redact::{parse_json_path, Redaction};
+use crate::config::option_names::{RECORD, REDACT};
+use crate::globs::UrlGlobs;
+
+/// `record`: upstream exchanges appended to a cassette (JSON Lines; see the README's "Record").
+// Declared for binding.d.ts; parse_record reads the object field by field to name the bad one.
+#[allow(dead_code)]
+#[napi(object)]
+pub struct RecordOptions {
+    /// The cassette file (created, or emptied when it exists); its directory must exist.
+    pub path: String,
+    /// Path globs (as a rule's `paths`): only requests whose path matches one are recorded.
+    #[napi(js_name = "match", ts_type = "string | string[]")]
+    pub matches: Option<Vec<String>>,
+    /// What to redact besides the default secret headers and query parameters.
+    pub redact: Option<RedactOptions>,
+}
+
+/// `record.redact`.
+// Declared for binding.d.ts; parse_record reads the object field by field to name the bad one.
+#[allow(dead_code)]
+#[napi(object)]
+pub struct RedactOptions {
+    /// More header names whose values are written as `[redacted]`.
+    pub headers: Option<Vec<String>>,
+    /// JSON paths in request bodies and SSE events whose values are written as `[redacted]`:
+    /// `'$.user'`, `'metadata.email'`, `'messages[*].content'`.
+    pub json: Option<Vec<String>>,
+    /// Fields (as a refusal names them, e.g. `'messages[0].content'`) or strings (at least 8
+    /// characters) that the key scan lets through.
+    pub allow: Option<Vec<String>>,
+}
+
+/// Reads `record`.
+pub(super) fn parse_record(value: Unknown) -> Result<CoreRecordOptions> {
+    let fields = Fields::new(expect_object(value, "record")?, RECORD);
+    let path = fields.get("path")?.ok_or_else(|| invalid("option `record.path` is required: the cassette file"))?;
+    let path = expect_string(path, "record.path")?;
+    if path.trim().is_empty() {
+        return Err(invalid("option `record.path` is empty"));
+    }
+    let path = std::path::PathBuf::from(path);
+    check_path(&path).map_err(|reason| invalid(format!("option `record.path`: {reason}")))?;
+    let matches = match fields.get("match")? {
+        None => None,
+        Some(value) => {
+            let globs = if value.get_type()? == ValueType::String {
+                vec![expect_string(value, "record.match")?]
+            } else {
+                string_array(value, "record.match", "path globs")?
+            };
+            Some(UrlGlobs::new(&globs, "record.match").map_err(config_error)?)
+        }
+    };
+    let mut redact = Redaction::default();
+    if let Some(value) = fields.get("redact")? {
+        let r = Fields::new(expect_object(value, "record.redact")?, REDACT);
+        if let Some(headers) = r.get("headers")? {
+            redact.headers = string_array(headers, "record.redact.headers", "header names")?
+                .iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect();
+        }
+        if let Some(json) = r.get("json")? {
+            for (i, path) in string_array(json, "record.redact.json", "JSON paths")?.iter().enumerate() {
+                let parsed = parse_json_path(path).ok_or_else(|| {
+                    invalid(format!("record.redact.json[{i}]: '{path}' is not a JSON path such as '$.user' or 'messages[*].content'"))
+                })?;
+                redact.json.push(parsed);
+            }
+        }
+        if let Some(allow) = r.get("allow")? {
+            redact.allow = string_array(allow, "record.redact.allow", "fields or strings")?;
+        }
+        r.finish();
+    }
+    fields.finish();
+    Ok(CoreRecordOptions { path, matches, redact, append: false })
+}
+
+/// Converts a cassette to HAR 1.2 (a JSON string). Rejects, naming the line, when the cassette is
+/// corrupt, truncated or hand-edited into something it cannot read. Reads on a worker thread.
+#[napi(js_name = "toHar", ts_return_type = "Promise<string>")]
+pub fn to_har(path: String) -> AsyncTask<HarTask> {
+    AsyncTask::new(HarTask { path })
+}
+
+pub struct HarTask {
+    path: String,
+}
+
+impl Task for HarTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> Result<String> {
+        crate::cassette::har::to_har_file(std::path::Path::new(&self.path)).map_err(|e| invalid(e.to_string()))
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
+        Ok(output)
+    }
+}
+
+/// `server.recording()`.
+#[napi(object)]
+pub struct RecordingStatus {
+    /// The cassette.
+    pub path: String,
+    /// Exchanges written.
+    pub written: f64,
+    /// Exchanges refused because a body held a key-shaped string.
+    pub refused: f64,
+    /// The last refusal's reason, naming the field.
+    pub last_refusal: Option<String>,
+    /// Set when a write failed: nothing more is recorded.
+    pub error: Option<String>,
+}

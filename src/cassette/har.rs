@@ -1,0 +1,167 @@
+//! A cassette as HAR 1.2, for DevTools and the tools that read HAR: one entry per exchange, bodies
+//! whole (text, or base64 when not UTF-8), `timings.wait` the time to the response head and
+//! `timings.receive` from there to the end. Chunk offsets go in `_chunks` (HAR's custom-field
+//! convention), WebSocket messages in Chrome's `_webSocketMessages`.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::format::Data;
+use super::read::{read, Cassette, Exchange, ReadError};
+
+/// Reads the cassette at `path` and returns its HAR as JSON text.
+pub fn to_har_file(path: &Path) -> Result<String, ReadError> {
+    let cassette = read(path)?;
+    Ok(serde_json::to_string_pretty(&to_har(&cassette)).unwrap_or_default())
+}
+
+/// The HAR of a cassette.
+pub fn to_har(cassette: &Cassette) -> Value {
+    let entries: Vec<Value> = cassette.exchanges.iter().map(|ex| entry(ex, &cassette.created_at)).collect();
+    json!({
+        "log": {
+            "version": "1.2",
+            "creator": { "name": "devproxy-native", "version": env!("CARGO_PKG_VERSION") },
+            "pages": [],
+            "entries": entries,
+        }
+    })
+}
+
+fn pairs(headers: &[(String, String)]) -> Vec<Value> {
+    headers.iter().map(|(name, value)| json!({ "name": name, "value": value })).collect()
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+}
+
+/// Bytes as HAR content: `text`, with `encoding: base64` when they are not UTF-8.
+fn content(bytes: Vec<u8>, mime: &str) -> Value {
+    match String::from_utf8(bytes) {
+        Ok(text) => json!({ "size": text.len(), "mimeType": mime, "text": text }),
+        Err(e) => {
+            let bytes = e.into_bytes();
+            let Data::Base64(b64) = Data::of(&bytes) else { unreachable!("not UTF-8") };
+            json!({ "size": bytes.len(), "mimeType": mime, "text": b64, "encoding": "base64" })
+        }
+    }
+}
+
+fn entry(ex: &Exchange, started: &str) -> Value {
+    let host = header(&ex.headers, "host").unwrap_or("localhost");
+    let url = format!("http://{host}{}", ex.url);
+    let query: Vec<Value> = url::Url::parse(&url)
+        .map(|u| u.query_pairs().map(|(n, v)| json!({ "name": n, "value": v })).collect())
+        .unwrap_or_default();
+    let mut request = json!({
+        "method": ex.method,
+        "url": url,
+        "httpVersion": "HTTP/1.1",
+        "cookies": [],
+        "headers": pairs(&ex.headers),
+        "queryString": query,
+        "headersSize": -1,
+        "bodySize": 0,
+    });
+    if let Some(body) = &ex.body {
+        let bytes = body.to_bytes();
+        request["bodySize"] = json!(bytes.len());
+        let mime = header(&ex.headers, "content-type").unwrap_or("application/octet-stream");
+        let mut post = content(bytes, mime);
+        post.as_object_mut().map(|o| o.remove("size"));
+        request["postData"] = post;
+    }
+    let (wait, status, headers, mime) = match &ex.response {
+        Some(head) => (
+            head.at,
+            head.status,
+            pairs(&head.headers),
+            header(&head.headers, "content-type").unwrap_or("application/octet-stream").to_string(),
+        ),
+        None => (ex.end_at, 0, Vec::new(), String::new()),
+    };
+    let mut body = Vec::new();
+    let mut chunks: Vec<Value> = Vec::new();
+    for (chunk, at, data) in &ex.chunks {
+        let bytes = data.to_bytes();
+        match chunks.last_mut() {
+            Some(last) if last["chunk"] == json!(chunk) => {
+                last["size"] = json!(last["size"].as_u64().unwrap_or(0) + bytes.len() as u64)
+            }
+            _ => chunks.push(json!({ "chunk": chunk, "at": at, "size": bytes.len() })),
+        }
+        body.extend_from_slice(&bytes);
+    }
+    let size = body.len();
+    let mut entry = json!({
+        "startedDateTime": started,
+        "time": ex.end_at,
+        "request": request,
+        "response": {
+            "status": status,
+            "statusText": http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or(""),
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
+            "headers": headers,
+            "content": content(body, &mime),
+            "redirectURL": "",
+            "headersSize": -1,
+            "bodySize": size,
+            "_chunks": chunks,
+        },
+        "cache": {},
+        "timings": { "send": 0, "wait": wait, "receive": (ex.end_at - wait).max(0.0) },
+    });
+    if let Some(error) = &ex.error {
+        entry["_error"] = json!(error);
+    }
+    if !ex.ws.is_empty() {
+        let messages: Vec<Value> = ex
+            .ws
+            .iter()
+            .map(|(at, from, data)| {
+                let (opcode, text) = match data {
+                    Data::Text(t) => (1, t.clone()),
+                    Data::Base64(b) => (2, b.clone()),
+                };
+                let kind = if from == "client" { "send" } else { "receive" };
+                json!({ "type": kind, "time": at / 1000.0, "opcode": opcode, "data": text })
+            })
+            .collect();
+        entry["_webSocketMessages"] = json!(messages);
+    }
+    entry
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cassette::read::read_from;
+
+    #[test]
+    fn an_exchange_becomes_an_entry_with_timings() {
+        let text = [
+            r#"{"type":"cassette","version":1,"createdAt":"2026-11-30T16:00:00Z"}"#,
+            r#"{"type":"request","id":1,"method":"POST","url":"/v1/x?a=1","headers":[["host","127.0.0.1:9"],["content-type","application/json"]],"body":{"text":"{}"}}"#,
+            r#"{"type":"response","id":1,"at":10,"status":200,"headers":[["content-type","text/event-stream"]],"encoding":"gzip"}"#,
+            r#"{"type":"body","id":1,"chunk":0,"at":12,"text":"data: 1\n\n"}"#,
+            r#"{"type":"body","id":1,"chunk":0,"at":12,"text":"data: 2\n\n"}"#,
+            r#"{"type":"body","id":1,"chunk":1,"at":20,"base64":"/w=="}"#,
+            r#"{"type":"end","id":1,"at":25}"#,
+        ]
+        .join("\n");
+        let har = to_har(&read_from(text.as_bytes(), "t").unwrap());
+        let entry = &har["log"]["entries"][0];
+        assert_eq!(entry["request"]["url"], "http://127.0.0.1:9/v1/x?a=1");
+        assert_eq!(entry["request"]["queryString"][0]["name"], "a");
+        assert_eq!(entry["request"]["postData"]["text"], "{}");
+        assert_eq!(entry["timings"]["wait"], 10.0);
+        assert_eq!(entry["timings"]["receive"], 15.0);
+        assert_eq!(entry["response"]["content"]["encoding"], "base64");
+        assert_eq!(entry["response"]["bodySize"], 19);
+        assert_eq!(entry["response"]["_chunks"].as_array().unwrap().len(), 2);
+        assert_eq!(entry["response"]["statusText"], "OK");
+    }
+}

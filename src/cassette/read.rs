@@ -1,0 +1,354 @@
+//! Reading a cassette back: every line parsed and checked, lines grouped into exchanges. A corrupt,
+//! truncated or hand-edited file gives a [`ReadError`] naming its line, never a panic or a hang.
+//! Shared by replay and `toHar()`.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::Path;
+
+use super::format::{Data, Line, VERSION};
+
+/// Why a cassette could not be read. Line numbers count from 1.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The file could not be opened or read.
+    #[error("cannot read cassette {path}: {reason}")]
+    Io {
+        /// The cassette's path.
+        path: String,
+        /// The OS's reason.
+        reason: String,
+    },
+    /// A line is not a JSON cassette line (cut short, edited, or not JSON at all).
+    #[error("cassette {path}, line {line}: {reason}")]
+    Line {
+        /// The cassette's path.
+        path: String,
+        /// The line's number, from 1.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// One exchange, its lines in the order they were written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange {
+    /// The line of its `request`.
+    pub line: usize,
+    /// Its `id`.
+    pub id: u64,
+    /// Method.
+    pub method: String,
+    /// Path and query.
+    pub url: String,
+    /// Request headers.
+    pub headers: Vec<(String, String)>,
+    /// Request body.
+    pub body: Option<Data>,
+    /// The response head; `None` for a WebSocket exchange that has only `ws` lines.
+    pub response: Option<ResponseHead>,
+    /// Body lines: (chunk index, `at`, bytes), in order.
+    pub chunks: Vec<(u64, f64, Data)>,
+    /// WebSocket messages: (`at`, from, message).
+    pub ws: Vec<(f64, String, Data)>,
+    /// The `end` line's `at`.
+    pub end_at: f64,
+    /// The `end` line's error (the upstream body failed there).
+    pub error: Option<String>,
+}
+
+/// A recorded response head.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResponseHead {
+    /// Milliseconds from the request's arrival.
+    pub at: f64,
+    /// Status.
+    pub status: u16,
+    /// Headers (no content-encoding / content-length).
+    pub headers: Vec<(String, String)>,
+    /// The coding the upstream sent.
+    pub encoding: String,
+}
+
+/// A whole cassette.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cassette {
+    /// When it was recorded (RFC 3339).
+    pub created_at: String,
+    /// Exchanges in the order their requests were written.
+    pub exchanges: Vec<Exchange>,
+}
+
+/// Reads and checks the cassette at `path`.
+pub fn read(path: &Path) -> Result<Cassette, ReadError> {
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| ReadError::Io { path: name.clone(), reason: e.to_string() })?;
+    read_from(std::io::BufReader::new(file), &name)
+}
+
+/// Reads a cassette from any reader; `path` names it in errors.
+pub fn read_from(reader: impl BufRead, path: &str) -> Result<Cassette, ReadError> {
+    let mut created_at = None;
+    let mut exchanges: Vec<Exchange> = Vec::new();
+    // id -> index in `exchanges`, while the exchange is open (no `end` yet).
+    let mut open: HashMap<u64, usize> = HashMap::new();
+    let mut seen: HashMap<u64, usize> = HashMap::new();
+    let mut number = 0;
+    for raw in reader.split(b'\n') {
+        number += 1;
+        let line = number;
+        let bad = |reason: String| ReadError::Line { path: path.to_string(), line, reason };
+        let raw = raw.map_err(|e| ReadError::Io { path: path.to_string(), reason: e.to_string() })?;
+        let text = std::str::from_utf8(&raw).map_err(|_| bad("not UTF-8 text".into()))?;
+        let text = text.trim_end_matches('\r');
+        if text.trim().is_empty() {
+            continue;
+        }
+        let parsed: Line = serde_json::from_str(text).map_err(|e| bad(format!("not a cassette line: {e}")))?;
+        let Some(_) = created_at else {
+            let Line::Cassette { version, created_at: at } = parsed else {
+                return Err(bad("the first line must be the cassette header ({\"type\":\"cassette\",...}): this file is not a cassette".into()));
+            };
+            if version != VERSION {
+                return Err(bad(format!("cassette version {version}; this build reads version {VERSION}")));
+            }
+            created_at = Some(at);
+            continue;
+        };
+        let exchange = |id: u64, what: &str, exchanges: &mut Vec<Exchange>| -> Result<usize, ReadError> {
+            match open.get(&id) {
+                Some(&index) => Ok(index),
+                None if seen.contains_key(&id) => Err(bad(format!(
+                    "{what} line for exchange {id}, which already ended (line {})",
+                    exchanges[seen[&id]].line
+                ))),
+                None => Err(bad(format!("{what} line for exchange {id}, whose request line does not come before it"))),
+            }
+        };
+        let check_at = |at: f64| {
+            if at.is_finite() && at >= 0.0 {
+                Ok(at)
+            } else {
+                Err(bad(format!("`at` must be a number of milliseconds >= 0, not {at}")))
+            }
+        };
+        match parsed {
+            Line::Cassette { .. } => return Err(bad("a second cassette header".into())),
+            Line::Request { id, method, url, headers, body } => {
+                if let Some(&first) = seen.get(&id) {
+                    return Err(bad(format!(
+                        "exchange id {id} is used twice (first on line {})",
+                        exchanges[first].line
+                    )));
+                }
+                seen.insert(id, exchanges.len());
+                open.insert(id, exchanges.len());
+                exchanges.push(Exchange {
+                    line,
+                    id,
+                    method,
+                    url,
+                    headers,
+                    body,
+                    response: None,
+                    chunks: Vec::new(),
+                    ws: Vec::new(),
+                    end_at: 0.0,
+                    error: None,
+                });
+            }
+            Line::Response { id, at, status, headers, encoding } => {
+                let index = exchange(id, "response", &mut exchanges)?;
+                let at = check_at(at)?;
+                if exchanges[index].response.is_some() {
+                    return Err(bad(format!("a second response line for exchange {id}")));
+                }
+                if !(100..=999).contains(&status) {
+                    return Err(bad(format!("status {status} is not an HTTP status")));
+                }
+                exchanges[index].response = Some(ResponseHead { at, status, headers, encoding });
+            }
+            Line::Body { id, chunk, at, data } => {
+                let index = exchange(id, "body", &mut exchanges)?;
+                let at = check_at(at)?;
+                let ex = &mut exchanges[index];
+                let Some(head) = &ex.response else {
+                    return Err(bad(format!("body line for exchange {id} before its response line")));
+                };
+                if at < head.at {
+                    return Err(bad(format!("body at {at} ms comes before its response head ({} ms)", head.at)));
+                }
+                if let Some(&(last_chunk, last_at, _)) = ex.chunks.last() {
+                    if chunk < last_chunk || at < last_at {
+                        return Err(bad(format!(
+                            "body chunk {chunk} at {at} ms comes after chunk {last_chunk} at {last_at} ms: chunks must go forward"
+                        )));
+                    }
+                }
+                check_data(&data).map_err(bad)?;
+                ex.chunks.push((chunk, at, data));
+            }
+            Line::Ws { id, at, from, data } => {
+                let index = exchange(id, "ws", &mut exchanges)?;
+                let at = check_at(at)?;
+                if from != "client" && from != "server" {
+                    return Err(bad(format!("ws `from` must be \"client\" or \"server\", not {from:?}")));
+                }
+                check_data(&data).map_err(bad)?;
+                exchanges[index].ws.push((at, from, data));
+            }
+            Line::End { id, at, error } => {
+                let index = exchange(id, "end", &mut exchanges)?;
+                let at = check_at(at)?;
+                let ex = &mut exchanges[index];
+                if ex.response.is_none() && ex.ws.is_empty() && error.is_none() {
+                    return Err(bad(format!("exchange {id} ends without a response line")));
+                }
+                ex.end_at = at;
+                ex.error = error;
+                open.remove(&id);
+            }
+        }
+    }
+    if created_at.is_none() {
+        return Err(ReadError::Line {
+            path: path.to_string(),
+            line: number.max(1),
+            reason: "the cassette is empty".into(),
+        });
+    }
+    if let Some(ex) = open.values().map(|&i| &exchanges[i]).min_by_key(|ex| ex.line) {
+        return Err(ReadError::Line {
+            path: path.to_string(),
+            line: number,
+            reason: format!(
+                "the file ends before exchange {} (request on line {}) has its end line: the cassette is truncated",
+                ex.id, ex.line
+            ),
+        });
+    }
+    Ok(Cassette { created_at: created_at.unwrap_or_default(), exchanges })
+}
+
+fn check_data(data: &Data) -> Result<(), String> {
+    if let Data::Base64(b64) = data {
+        decode_base64(b64).map_err(|e| format!("`base64` is not valid base64: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Standard base64 with padding, as cassettes store non-UTF-8 bytes.
+pub fn decode_base64(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(text)
+}
+
+impl Data {
+    /// The bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Data::Text(text) => text.as_bytes().to_vec(),
+            // Checked when read.
+            Data::Base64(b64) => decode_base64(b64).unwrap_or_default(),
+        }
+    }
+
+    /// `text` when `bytes` are UTF-8, else `base64`.
+    pub fn of(bytes: &[u8]) -> Data {
+        use base64::Engine;
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Data::Text(text.to_string()),
+            Err(_) => Data::Base64(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = r#"{"type":"cassette","version":1,"createdAt":"2026-11-30T16:00:00Z"}"#;
+
+    fn read_str(text: &str) -> Result<Cassette, ReadError> {
+        read_from(text.as_bytes(), "t.jsonl")
+    }
+
+    #[test]
+    fn a_whole_exchange_is_grouped() {
+        let text = format!(
+            "{HEAD}\n{}\n{}\n{}\n{}\n{}\n",
+            r#"{"type":"request","id":1,"method":"POST","url":"/v1","headers":[["a","b"]],"body":{"text":"{}"}}"#,
+            r#"{"type":"response","id":1,"at":3.5,"status":200,"headers":[],"encoding":"gzip"}"#,
+            r#"{"type":"body","id":1,"chunk":0,"at":4,"text":"data: 1\n\n"}"#,
+            r#"{"type":"body","id":1,"chunk":1,"at":9,"base64":"/w=="}"#,
+            r#"{"type":"end","id":1,"at":9.5}"#,
+        );
+        let cassette = read_str(&text).unwrap();
+        assert_eq!(cassette.exchanges.len(), 1);
+        let ex = &cassette.exchanges[0];
+        assert_eq!((ex.line, ex.method.as_str(), ex.end_at), (2, "POST", 9.5));
+        assert_eq!(ex.response.as_ref().unwrap().encoding, "gzip");
+        assert_eq!(ex.chunks.len(), 2);
+        assert_eq!(ex.chunks[1].2.to_bytes(), vec![0xff]);
+    }
+
+    #[test]
+    fn broken_files_name_the_line() {
+        let req = r#"{"type":"request","id":1,"method":"GET","url":"/","headers":[]}"#;
+        let res = r#"{"type":"response","id":1,"at":1,"status":200,"headers":[],"encoding":"identity"}"#;
+        let cases = [
+            (String::new(), 1, "empty"),
+            ("not json\n".to_string(), 1, "not a cassette line"),
+            (format!("{req}\n"), 1, "cassette header"),
+            (format!("{HEAD}\n{req}\n{res}\n{{\"type\":\"body\",\"id\":1,\"chu"), 4, "not a cassette line"),
+            (format!("{HEAD}\n{req}\n{res}\n"), 3, "truncated"),
+            (format!("{HEAD}\n{res}\n"), 2, "request line does not come before"),
+            (format!("{HEAD}\n{req}\n{req}\n"), 3, "used twice"),
+            (
+                format!("{HEAD}\n{req}\n{}\n", r#"{"type":"body","id":1,"chunk":0,"at":1,"text":"x"}"#),
+                3,
+                "before its response",
+            ),
+            (
+                format!("{HEAD}\n{req}\n{res}\n{}\n", r#"{"type":"body","id":1,"chunk":0,"at":-1,"text":"x"}"#),
+                4,
+                ">= 0",
+            ),
+            (
+                format!("{HEAD}\n{req}\n{res}\n{}\n", r#"{"type":"body","id":1,"chunk":0,"at":2,"base64":"!!"}"#),
+                4,
+                "base64",
+            ),
+            (HEAD.replace("\"version\":1", "\"version\":9"), 1, "version 9"),
+            (
+                format!(
+                    "{HEAD}\n{req}\n{res}\n{}\n{}\n",
+                    r#"{"type":"end","id":1,"at":2}"#, r#"{"type":"end","id":1,"at":3}"#
+                ),
+                5,
+                "already ended",
+            ),
+        ];
+        for (text, line, says) in cases {
+            let err = read_str(&text).unwrap_err().to_string();
+            assert!(err.contains(&format!("line {line}:")) && err.contains(says), "{text:?} -> {err}");
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        for seed in 0u32..300 {
+            let mut bytes = format!("{HEAD}\n").into_bytes();
+            let mut x = seed.wrapping_mul(2654435761);
+            for _ in 0..(seed % 200) {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let alphabet = b"{}[]\":,\n typeidbodyat0123456789";
+                bytes.push(alphabet[x as usize % alphabet.len()]);
+            }
+            let _ = read_from(&bytes[..], "fuzz");
+        }
+    }
+}

@@ -1,0 +1,894 @@
+//! Recording: the proxy tees each upstream exchange to a writer thread, which decodes the bodies,
+//! redacts, scans for keys and appends the exchange's lines to the cassette.
+//!
+//! The request path only clones `Bytes` (reference counted) into a bounded channel; when it is full
+//! the tee waits before reading the next upstream chunk (a slow disk slows the recording, never loses
+//! a chunk) but never holds back a chunk already read: the client gets it at once. An exchange's lines
+//! are kept (in memory up to [`SPOOL_MEMORY`], then in a spill file next to the cassette) until its end,
+//! so that a refused exchange leaves nothing in the file; then they are appended whole.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::PollSender;
+
+use super::format::{Data, Line, VERSION};
+use super::redact::Redaction;
+use crate::codec::{Decoder, Encoding};
+use crate::globs::UrlGlobs;
+use crate::stats::Stats;
+
+/// Messages in flight between the proxy and the writer, each holding one chunk at most: what bounds
+/// the memory a recording holds (a chunk of a fast download can be a few hundred KiB).
+const CHANNEL: usize = 16;
+/// Request body bytes kept in the cassette; a longer body is recorded as its length and CRC-32.
+pub const REQUEST_BODY_LIMIT: usize = 1024 * 1024;
+/// An exchange's lines kept in memory before they go to its spill file.
+const SPOOL_MEMORY: usize = 1024 * 1024;
+
+/// The `record` option, validated.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// The cassette file.
+    pub path: PathBuf,
+    /// Only request paths matching these are recorded (`record.match`); `None`: all.
+    pub matches: Option<UrlGlobs>,
+    /// `record.redact`.
+    pub redact: Redaction,
+    /// Add to an existing cassette instead of starting a new one.
+    pub append: bool,
+}
+
+/// What the writer says about the recording.
+#[derive(Debug, Default)]
+pub(crate) struct RecordStatus {
+    /// Exchanges written.
+    pub written: AtomicU64,
+    /// Exchanges refused (a key-shaped string).
+    pub refused: AtomicU64,
+    /// Why the recording stopped, if a write failed.
+    pub failed: Mutex<Option<String>>,
+    /// Why the last refused exchange was refused.
+    pub last_refusal: Mutex<Option<String>>,
+}
+
+/// Where a recording stands (`server.recording()`).
+#[derive(Debug, Clone, Default)]
+pub struct RecordingSnapshot {
+    /// The cassette.
+    pub path: String,
+    /// Exchanges written.
+    pub written: u64,
+    /// Exchanges refused because a body held a key-shaped string.
+    pub refused: u64,
+    /// The last refusal's reason, naming the field.
+    pub last_refusal: Option<String>,
+    /// Set when a write failed: nothing more is recorded.
+    pub error: Option<String>,
+}
+
+/// A running recording: the writer thread and the way to it.
+pub(crate) struct Recorder {
+    tx: mpsc::Sender<Msg>,
+    next_id: AtomicU64,
+    matches: Option<UrlGlobs>,
+    path: PathBuf,
+    pub status: Arc<RecordStatus>,
+}
+
+enum Msg {
+    Request { id: u64, method: String, url: String, headers: Vec<(String, String)> },
+    RequestBody { id: u64, bytes: Bytes },
+    Response { id: u64, at: f64, status: u16, headers: Vec<(String, String)>, encoding: String },
+    Body { id: u64, at: f64, bytes: Bytes },
+    End { id: u64, at: f64, error: Option<String> },
+}
+
+impl Recorder {
+    /// Opens (creates, or with `append` extends) the cassette and starts its writer thread.
+    pub(crate) fn start(options: RecordOptions, stats: Arc<Stats>) -> Result<Recorder, String> {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(options.append)
+            .truncate(!options.append)
+            .open(&options.path)
+            .map_err(|e| format!("cannot open '{}' for writing: {e}", options.path.display()))?;
+        let empty = file.metadata().map(|m| m.len() == 0).unwrap_or(true);
+        if empty {
+            let head = Line::Cassette { version: VERSION, created_at: now_rfc3339() };
+            write_line(&mut file, &head).map_err(|e| format!("cannot write '{}': {e}", options.path.display()))?;
+        }
+        let (tx, rx) = mpsc::channel(CHANNEL);
+        let status = Arc::new(RecordStatus::default());
+        let writer = Writer {
+            file,
+            path: options.path.clone(),
+            redact: options.redact,
+            open: HashMap::new(),
+            status: status.clone(),
+            stats,
+        };
+        std::thread::Builder::new()
+            .name("devproxy-record".into())
+            .spawn(move || writer.run(rx))
+            .map_err(|e| format!("cannot start the recording thread: {e}"))?;
+        Ok(Recorder { tx, next_id: AtomicU64::new(1), matches: options.matches, path: options.path, status })
+    }
+
+    /// Where the recording stands.
+    pub(crate) fn snapshot(&self) -> RecordingSnapshot {
+        let lock = |m: &Mutex<Option<String>>| m.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        RecordingSnapshot {
+            path: self.path.display().to_string(),
+            written: self.status.written.load(Ordering::Relaxed),
+            refused: self.status.refused.load(Ordering::Relaxed),
+            last_refusal: lock(&self.status.last_refusal),
+            error: lock(&self.status.failed),
+        }
+    }
+
+    /// Whether a request path is recorded.
+    pub(crate) fn wants(&self, path: &str) -> bool {
+        self.status.failed.lock().unwrap_or_else(PoisonError::into_inner).is_none()
+            && self.matches.as_ref().is_none_or(|m| m.matches(path))
+    }
+
+    /// Starts recording one exchange: its request as it goes upstream. `started`: the request's arrival.
+    pub(crate) async fn request(
+        &self,
+        started: Instant,
+        method: &http::Method,
+        uri: &http::Uri,
+        headers: &http::HeaderMap,
+    ) -> Exchange {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let msg = Msg::Request {
+            id,
+            method: method.to_string(),
+            url: uri.path_and_query().map_or("/", |p| p.as_str()).to_string(),
+            headers: crate::state::header_pairs(headers),
+        };
+        let _ = self.tx.send(msg).await;
+        Exchange { id, started, tx: self.tx.clone(), done: false }
+    }
+}
+
+/// One exchange being recorded, between its request and its response head.
+pub(crate) struct Exchange {
+    id: u64,
+    started: Instant,
+    tx: mpsc::Sender<Msg>,
+    /// Its response head or failure was sent (else dropping it ends the exchange).
+    done: bool,
+}
+
+impl Exchange {
+    /// The request body, teed.
+    pub(crate) fn request_body<B>(&self, body: B) -> RequestTee<B> {
+        RequestTee { inner: body, out: Outbox::new(self.tx.clone()), id: self.id }
+    }
+
+    /// The response head as the upstream sent it; returns the tee for its body.
+    pub(crate) async fn response(mut self, head: &http::response::Parts) -> BodyTee {
+        self.done = true;
+        let at = ms_since(self.started);
+        let encoding =
+            head.headers.get(http::header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("identity");
+        let headers = crate::state::header_pairs(&head.headers)
+            .into_iter()
+            .filter(|(name, _)| name != "content-encoding" && name != "content-length")
+            .collect();
+        let msg =
+            Msg::Response { id: self.id, at, status: head.status.as_u16(), headers, encoding: encoding.to_string() };
+        let _ = self.tx.send(msg).await;
+        BodyTee { id: self.id, started: self.started, out: Outbox::new(self.tx.clone()), ended: false }
+    }
+
+    /// The exchange failed before a response head.
+    pub(crate) async fn failed(mut self, error: String) {
+        self.done = true;
+        let _ = self.tx.send(Msg::End { id: self.id, at: ms_since(self.started), error: Some(error) }).await;
+    }
+}
+
+impl Drop for Exchange {
+    /// The request was dropped while it waited for the upstream (the client went away).
+    fn drop(&mut self) {
+        if !self.done {
+            let error = Some("the client went away before the response head".to_string());
+            let end = Msg::End { id: self.id, at: ms_since(self.started), error };
+            Outbox::new(self.tx.clone()).flush_detached(Some(end));
+        }
+    }
+}
+
+fn ms_since(started: Instant) -> f64 {
+    (started.elapsed().as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// One message waiting for room in the channel.
+struct Outbox {
+    tx: PollSender<Msg>,
+    pending: Option<Msg>,
+}
+
+impl Outbox {
+    fn new(tx: mpsc::Sender<Msg>) -> Outbox {
+        Outbox { tx: PollSender::new(tx), pending: None }
+    }
+
+    /// Ready once the waiting message (if any) is in the channel.
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(msg) = self.pending.take() else { return Poll::Ready(()) };
+        match self.tx.poll_reserve(cx) {
+            Poll::Ready(Ok(())) => {
+                let _ = self.tx.send_item(msg);
+                Poll::Ready(())
+            }
+            // The writer is gone (the server stopped): nothing more to record.
+            Poll::Ready(Err(_)) => Poll::Ready(()),
+            Poll::Pending => {
+                self.pending = Some(msg);
+                Poll::Pending
+            }
+        }
+    }
+
+    /// Queues a message and tries to send it (the caller's poll is woken when there is room).
+    fn push(&mut self, msg: Msg, cx: &mut Context<'_>) {
+        debug_assert!(self.pending.is_none());
+        self.pending = Some(msg);
+        let _ = self.poll_ready(cx);
+    }
+
+    /// Sends what is left, in order, without waiting: now if there is room, else from a task.
+    fn flush_detached(&mut self, last: Option<Msg>) {
+        let mut left: Vec<Msg> = self.pending.take().into_iter().chain(last).collect();
+        let Some(tx) = self.tx.get_ref().cloned() else { return };
+        while !left.is_empty() {
+            match tx.try_send(left.remove(0)) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Closed(_)) => return,
+                Err(mpsc::error::TrySendError::Full(msg)) => {
+                    left.insert(0, msg);
+                    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                        handle.spawn(async move {
+                            for msg in left {
+                                let _ = tx.send(msg).await;
+                            }
+                        });
+                    }
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The request body on its way upstream, with a copy of each chunk for the cassette.
+pub(crate) struct RequestTee<B> {
+    inner: B,
+    out: Outbox,
+    id: u64,
+}
+
+impl<B> http_body::Body for RequestTee<B>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, B::Error>>> {
+        let this = &mut *self;
+        std::task::ready!(this.out.poll_ready(cx));
+        let polled = std::pin::Pin::new(&mut this.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled {
+            if let Some(data) = frame.data_ref().filter(|d| !d.is_empty()) {
+                this.out.push(Msg::RequestBody { id: this.id, bytes: data.clone() }, cx);
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl<B> Drop for RequestTee<B> {
+    fn drop(&mut self) {
+        self.out.flush_detached(None);
+    }
+}
+
+/// The response body's tee: told of each chunk the proxy reads from the upstream, and of its end.
+pub(crate) struct BodyTee {
+    id: u64,
+    started: Instant,
+    out: Outbox,
+    ended: bool,
+}
+
+impl BodyTee {
+    /// Ready when the previous copy is in the channel: call before reading the next chunk.
+    pub(crate) fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        self.out.poll_ready(cx)
+    }
+
+    /// What one read of the upstream body gave.
+    pub(crate) fn observe<E: std::fmt::Display>(
+        &mut self,
+        polled: &Poll<Option<Result<Bytes, E>>>,
+        cx: &mut Context<'_>,
+    ) {
+        if self.ended {
+            return;
+        }
+        let at = ms_since(self.started);
+        match polled {
+            Poll::Ready(Some(Ok(bytes))) if !bytes.is_empty() => {
+                self.out.push(Msg::Body { id: self.id, at, bytes: bytes.clone() }, cx)
+            }
+            Poll::Ready(Some(Err(e))) => {
+                self.ended = true;
+                self.out.flush_detached(Some(Msg::End { id: self.id, at, error: Some(e.to_string()) }));
+            }
+            Poll::Ready(None) => {
+                self.ended = true;
+                self.out.flush_detached(Some(Msg::End { id: self.id, at, error: None }));
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether the end was seen (until then the body must not say it has ended).
+    pub(crate) fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// The body is dropped: `complete` when the upstream had nothing more to send (a HEAD or 204
+    /// response nobody read), else the client went away before the end.
+    pub(crate) fn dropped(&mut self, complete: bool) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        let error = (!complete).then(|| "the client went away before the body's end".to_string());
+        let end = Msg::End { id: self.id, at: ms_since(self.started), error };
+        self.out.flush_detached(Some(end));
+    }
+}
+
+impl Drop for BodyTee {
+    /// Dropped before its body was made (a `proxyRes` hook failed): the exchange still ends.
+    fn drop(&mut self) {
+        self.dropped(false);
+    }
+}
+
+/// The writer thread's state.
+struct Writer {
+    file: File,
+    path: PathBuf,
+    redact: Redaction,
+    open: HashMap<u64, Open>,
+    status: Arc<RecordStatus>,
+    stats: Arc<Stats>,
+}
+
+/// An exchange whose end has not come yet.
+struct Open {
+    method: String,
+    url: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    body_len: u64,
+    body_crc: crc32fast::Hasher,
+    decoder: Option<Decoder>,
+    sse: bool,
+    chunk: u64,
+    events: u64,
+    refused: Option<String>,
+    spool: Spool,
+}
+
+impl Writer {
+    fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
+        while let Some(msg) = rx.blocking_recv() {
+            if self.status.failed.lock().unwrap_or_else(PoisonError::into_inner).is_some() {
+                continue; // drained, so that the proxy never waits on a dead recording
+            }
+            if let Err(e) = self.handle(msg) {
+                let reason = format!("recording to {} failed: {e}; nothing more is recorded", self.path.display());
+                self.stats.log_error(&reason);
+                *self.status.failed.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason);
+                for (_, open) in self.open.drain() {
+                    open.spool.discard();
+                }
+            }
+        }
+        for (_, open) in self.open.drain() {
+            open.spool.discard();
+        }
+    }
+
+    fn handle(&mut self, msg: Msg) -> std::io::Result<()> {
+        match msg {
+            Msg::Request { id, method, url, headers } => {
+                let spool = Spool::new(self.path.with_extension(format!("{id}.part")));
+                self.open.insert(
+                    id,
+                    Open {
+                        method,
+                        url,
+                        headers,
+                        body: Vec::new(),
+                        body_len: 0,
+                        body_crc: crc32fast::Hasher::new(),
+                        decoder: None,
+                        sse: false,
+                        chunk: 0,
+                        events: 0,
+                        refused: None,
+                        spool,
+                    },
+                );
+            }
+            Msg::RequestBody { id, bytes } => {
+                let Some(open) = self.open.get_mut(&id) else { return Ok(()) };
+                open.body_len += bytes.len() as u64;
+                open.body_crc.update(&bytes);
+                if open.body.len() + bytes.len() <= REQUEST_BODY_LIMIT {
+                    open.body.extend_from_slice(&bytes);
+                }
+            }
+            Msg::Response { id, at, status, headers, encoding } => {
+                let Some(open) = self.open.get_mut(&id) else { return Ok(()) };
+                open.decoder = Encoding::from_content_encoding(Some(&encoding)).map(Decoder::new);
+                open.sse = headers.iter().any(|(n, v)| n == "content-type" && v.contains("text/event-stream"));
+                let headers = self.redact.headers(&headers);
+                // An unknown coding is stored as it came (base64), and says so.
+                let encoding = if open.decoder.is_none() { format!("{encoding} (not decoded)") } else { encoding };
+                let line = Line::Response { id, at, status, headers, encoding };
+                open.spool.push(&line)?;
+            }
+            Msg::Body { id, at, bytes } => {
+                let Some(open) = self.open.get_mut(&id) else { return Ok(()) };
+                if open.refused.is_none() {
+                    body_lines(open, &self.redact, id, at, &bytes)?;
+                }
+                open.chunk += 1;
+            }
+            Msg::End { id, at, error } => {
+                let Some(open) = self.open.remove(&id) else { return Ok(()) };
+                self.finish(id, open, at, error)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, id: u64, mut open: Open, at: f64, error: Option<String>) -> std::io::Result<()> {
+        let (body, refused) = request_body(&open, &self.redact);
+        let refused = refused.or(open.refused.take());
+        if let Some(reason) = refused {
+            open.spool.discard();
+            let message = format!(
+                "recording: {} {} not written to {}: {reason} (list it in record.redact.allow to record it)",
+                open.method,
+                self.redact.url(&open.url),
+                self.path.display()
+            );
+            self.stats.log_error(&message);
+            *self.status.last_refusal.lock().unwrap_or_else(PoisonError::into_inner) = Some(message);
+            self.status.refused.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let request = Line::Request {
+            id,
+            method: open.method.clone(),
+            url: self.redact.url(&open.url),
+            headers: self.redact.headers(&open.headers),
+            body,
+        };
+        write_line(&mut self.file, &request)?;
+        open.spool.append_to(&mut self.file)?;
+        write_line(&mut self.file, &Line::End { id, at, error })?;
+        self.status.written.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// The request line's body (JSON paths redacted), or why the exchange is refused.
+fn request_body(open: &Open, redact: &Redaction) -> (Option<Data>, Option<String>) {
+    if open.body_len == 0 {
+        return (None, None);
+    }
+    if open.body_len as usize > open.body.len() {
+        let crc = open.body_crc.clone().finalize();
+        let text = format!("[request body not kept: {} bytes, crc32 {crc:08x}, over 1 MiB]", open.body_len);
+        // What was kept is still scanned: a key in the first MiB refuses the exchange.
+        return (Some(Data::Text(text)), redact.scan(&open.body, "request body", None).err());
+    }
+    let mut bytes = open.body.clone();
+    let mut json = serde_json::from_slice::<Value>(&bytes).ok();
+    if let Some(value) = &mut json {
+        if redact.json(value) {
+            bytes = serde_json::to_vec(value).unwrap_or(bytes);
+        }
+    }
+    let refused = redact.scan(&bytes, "request body", json.as_ref()).err();
+    (Some(Data::of(&bytes)), refused)
+}
+
+/// Decodes one upstream chunk and spools its lines (one per SSE event piece).
+fn body_lines(open: &mut Open, redact: &Redaction, id: u64, at: f64, bytes: &[u8]) -> std::io::Result<()> {
+    let mut decoded = Vec::new();
+    match &mut open.decoder {
+        None => decoded.extend_from_slice(bytes),
+        Some(decoder) => {
+            let mut input = bytes;
+            loop {
+                let before = decoded.len();
+                match decoder.decode(input, &mut decoded) {
+                    Ok(consumed) => input = &input[consumed..],
+                    Err(e) => {
+                        // Stored as it came from here on, so the cassette still holds the bytes.
+                        open.decoder = None;
+                        open.refused = None;
+                        decoded.extend_from_slice(input);
+                        let _ = e;
+                        break;
+                    }
+                }
+                if input.is_empty() && decoded.len() - before < crate::codec::DECODED_PIECE {
+                    break;
+                }
+            }
+        }
+    }
+    if decoded.is_empty() {
+        return Ok(());
+    }
+    let pieces: Vec<&[u8]> = if open.sse { sse_pieces(&decoded) } else { vec![&decoded[..]] };
+    for piece in pieces {
+        let mut piece = piece.to_vec();
+        // Parsed only to redact JSON paths or to name where a key-shaped string is.
+        let parse = !redact.json.is_empty() || super::redact::find_key(&piece).is_some();
+        let json = match (parse, open.sse) {
+            (false, _) => None,
+            (true, true) => sse_json(&piece),
+            (true, false) => serde_json::from_slice::<Value>(&piece).ok(),
+        };
+        let (json, changed) = match json {
+            Some(mut value) => {
+                let changed = redact.json(&mut value);
+                (Some(value), changed)
+            }
+            None => (None, false),
+        };
+        if changed {
+            if let Some(value) = &json {
+                piece = if open.sse { sse_rewrite(&piece, value) } else { serde_json::to_vec(value).unwrap_or(piece) };
+            }
+        }
+        let what = if open.sse {
+            format!("response body event {}", open.events)
+        } else {
+            format!("response body chunk {}", open.chunk)
+        };
+        if open.sse {
+            open.events += 1;
+        }
+        if let Err(reason) = redact.scan(&piece, &what, json.as_ref()) {
+            open.refused = Some(reason);
+            open.spool.clear();
+            return Ok(());
+        }
+        open.spool.push(&Line::Body { id, chunk: open.chunk, at, data: Data::of(&piece) })?;
+    }
+    Ok(())
+}
+
+/// Splits decoded SSE bytes after each blank line (the end of an event); the rest is a piece too.
+fn sse_pieces(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for newline in memchr::memchr_iter(b'\n', bytes) {
+        let next = &bytes[newline + 1..];
+        let end = if next.starts_with(b"\n") {
+            newline + 2
+        } else if next.starts_with(b"\r\n") {
+            newline + 3
+        } else {
+            continue;
+        };
+        if end > start {
+            pieces.push(&bytes[start..end]);
+            start = end;
+        }
+    }
+    if start < bytes.len() {
+        pieces.push(&bytes[start..]);
+    }
+    pieces
+}
+
+/// The JSON of an event's `data:` lines, if they hold JSON.
+fn sse_json(event: &[u8]) -> Option<Value> {
+    let text = std::str::from_utf8(event).ok()?;
+    let data: Vec<&str> =
+        text.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
+    if data.is_empty() {
+        return None;
+    }
+    serde_json::from_str(&data.join("\n")).ok()
+}
+
+/// The event with its `data:` replaced by `value` (one line), other fields kept.
+fn sse_rewrite(event: &[u8], value: &Value) -> Vec<u8> {
+    let text = String::from_utf8_lossy(event);
+    let mut out = String::new();
+    let mut done = false;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with("data:") {
+            if !done {
+                out.push_str(&format!("data: {}\n", serde_json::to_string(value).unwrap_or_default()));
+                done = true;
+            }
+        } else {
+            out.push_str(line);
+        }
+    }
+    out.into_bytes()
+}
+
+/// An exchange's lines until its end: in memory, then in a spill file.
+struct Spool {
+    memory: Vec<u8>,
+    spill: Option<File>,
+    spill_path: PathBuf,
+}
+
+impl Spool {
+    fn new(spill_path: PathBuf) -> Spool {
+        Spool { memory: Vec::new(), spill: None, spill_path }
+    }
+
+    fn push(&mut self, line: &Line) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.memory, line).map_err(std::io::Error::other)?;
+        self.memory.push(b'\n');
+        if self.memory.len() > SPOOL_MEMORY {
+            if self.spill.is_none() {
+                self.spill = Some(
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .truncate(true)
+                        .read(true)
+                        .write(true)
+                        .open(&self.spill_path)?,
+                );
+            }
+            if let Some(spill) = &mut self.spill {
+                spill.write_all(&self.memory)?;
+            }
+            self.memory.clear();
+        }
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        self.memory = Vec::new();
+        if self.spill.take().is_some() {
+            let _ = std::fs::remove_file(&self.spill_path);
+        }
+    }
+
+    fn discard(mut self) {
+        self.clear();
+    }
+
+    fn append_to(mut self, file: &mut File) -> std::io::Result<()> {
+        if let Some(mut spill) = self.spill.take() {
+            spill.rewind()?;
+            let mut buf = vec![0; 256 * 1024];
+            loop {
+                let n = spill.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                file.write_all(&buf[..n])?;
+            }
+            drop(spill);
+            let _ = std::fs::remove_file(&self.spill_path);
+        }
+        file.write_all(&self.memory)
+    }
+}
+
+fn write_line(file: &mut File, line: &Line) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    file.write_all(&bytes)
+}
+
+/// Now as RFC 3339 (UTC, seconds).
+fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rest) = ((secs / 86400) as i64, secs % 86400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
+}
+
+/// Whether a path may hold a cassette: its directory exists.
+pub fn check_path(path: &Path) -> Result<(), String> {
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) if !dir.is_dir() => Err(format!("the directory '{}' does not exist", dir.display())),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_bodies_split_after_each_event() {
+        let pieces = sse_pieces(b"data: 1\n\ndata: 2\r\n\r\ndata: 3");
+        assert_eq!(pieces, vec![&b"data: 1\n\n"[..], &b"data: 2\r\n\r\n"[..], &b"data: 3"[..]]);
+        assert_eq!(sse_pieces(b"\n\n"), vec![&b"\n\n"[..]]);
+        assert_eq!(sse_json(b"event: x\ndata: {\"a\":1}\n\n"), Some(serde_json::json!({"a":1})));
+    }
+
+    fn writer(path: &Path, redact: Redaction) -> Writer {
+        let mut file = File::create(path).unwrap();
+        write_line(&mut file, &Line::Cassette { version: VERSION, created_at: now_rfc3339() }).unwrap();
+        Writer {
+            file,
+            path: path.to_path_buf(),
+            redact,
+            open: HashMap::new(),
+            status: Arc::new(RecordStatus::default()),
+            stats: Arc::new(Stats::new(crate::config::LogLevel::Silent, "test")),
+        }
+    }
+
+    fn request(id: u64, body: &[u8]) -> Vec<Msg> {
+        let headers = vec![("authorization".into(), "Bearer sk-secretsecretsecretsecret".into())];
+        vec![
+            Msg::Request { id, method: "POST".into(), url: "/v1/x?token=abc".into(), headers },
+            Msg::RequestBody { id, bytes: Bytes::copy_from_slice(body) },
+        ]
+    }
+
+    #[test]
+    fn the_writer_decodes_splits_redacts_and_refuses() {
+        let dir = std::env::temp_dir().join(format!("devproxy-record-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.jsonl");
+        let mut w = writer(&path, Redaction::default());
+        // Exchange 1: a gzip SSE stream in two chunks, the first holding two events.
+        let sse = b"data: {\"a\":1}\n\ndata: {\"a\":2}\n\ndata: [DONE]\n\n";
+        let gz = crate::codec::encode_all(Encoding::Gzip, sse);
+        let cut = gz.len() / 2;
+        let head = vec![("content-type".to_string(), "text/event-stream".to_string())];
+        let mut msgs = request(1, b"{\"stream\":true}");
+        msgs.push(Msg::Response { id: 1, at: 1.0, status: 200, headers: head, encoding: "gzip".into() });
+        msgs.push(Msg::Body { id: 1, at: 2.0, bytes: Bytes::copy_from_slice(&gz[..cut]) });
+        msgs.push(Msg::Body { id: 1, at: 3.0, bytes: Bytes::copy_from_slice(&gz[cut..]) });
+        msgs.push(Msg::End { id: 1, at: 4.0, error: None });
+        // Exchange 2: refused for the key in its request body; its lines never reach the file.
+        msgs.extend(request(2, b"{\"messages\":[{\"content\":\"sk-abc123defghijklmnopqrstuvwx\"}]}"));
+        msgs.push(Msg::Response { id: 2, at: 1.0, status: 200, headers: vec![], encoding: "identity".into() });
+        msgs.push(Msg::Body { id: 2, at: 2.0, bytes: Bytes::from_static(b"ok") });
+        msgs.push(Msg::End { id: 2, at: 3.0, error: None });
+        for msg in msgs {
+            w.handle(msg).unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("secret") && !text.contains("abc123def"), "{text}");
+        let cassette = super::super::read::read(&path).unwrap();
+        assert_eq!(cassette.exchanges.len(), 1);
+        let ex = &cassette.exchanges[0];
+        assert_eq!(ex.url, "/v1/x?token=[redacted]");
+        assert_eq!(ex.headers[0].1, "[redacted]");
+        let joined: Vec<u8> = ex.chunks.iter().flat_map(|(_, _, d)| d.to_bytes()).collect();
+        assert_eq!(joined, sse.to_vec(), "decoded, whole");
+        assert!(ex.chunks.iter().all(|(c, _, _)| *c <= 1));
+        assert!(ex.chunks.len() >= 3, "one line per event at least");
+        assert_eq!(w.status.refused.load(Ordering::Relaxed), 1);
+        let refusal = w.status.last_refusal.lock().unwrap().clone().unwrap();
+        assert!(refusal.contains("`messages[0].content`") && refusal.contains("OpenAI key"), "{refusal}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_long_exchange_spills_and_is_written_whole() {
+        let dir = std::env::temp_dir().join(format!("devproxy-record-spill-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.jsonl");
+        let mut w = writer(&path, Redaction::default());
+        let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
+        w.handle(Msg::Request { id: 1, method: "GET".into(), url: "/big".into(), headers: vec![] }).unwrap();
+        w.handle(Msg::Response { id: 1, at: 1.0, status: 200, headers: vec![], encoding: "identity".into() }).unwrap();
+        for i in 0..64 {
+            w.handle(Msg::Body { id: 1, at: 2.0 + f64::from(i), bytes: chunk.clone() }).unwrap();
+        }
+        assert!(dir.join("c.1.part").exists(), "over 1 MiB, the lines went to the spill file");
+        w.handle(Msg::End { id: 1, at: 99.0, error: None }).unwrap();
+        assert!(!dir.join("c.1.part").exists());
+        let ex = &super::super::read::read(&path).unwrap().exchanges[0];
+        assert_eq!(ex.chunks.len(), 64);
+        assert_eq!(ex.chunks.iter().map(|(_, _, d)| d.to_bytes().len()).sum::<usize>(), 4 * 1024 * 1024);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_write_error_stops_the_recording_with_a_clear_error() {
+        let file = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let status = Arc::new(RecordStatus::default());
+        let w = Writer {
+            file,
+            path: PathBuf::from("/dev/full"),
+            redact: Redaction::default(),
+            open: HashMap::new(),
+            status: status.clone(),
+            stats: Arc::new(Stats::new(crate::config::LogLevel::Silent, "test")),
+        };
+        let (tx, rx) = mpsc::channel(CHANNEL);
+        let thread = std::thread::spawn(move || w.run(rx));
+        for id in 1..=2 {
+            let msgs = [
+                Msg::Request { id, method: "GET".into(), url: "/".into(), headers: vec![] },
+                Msg::Response { id, at: 1.0, status: 200, headers: vec![], encoding: "identity".into() },
+                Msg::Body { id, at: 2.0, bytes: Bytes::from_static(b"hello") },
+                Msg::End { id, at: 3.0, error: None },
+            ];
+            for msg in msgs {
+                tx.blocking_send(msg).unwrap();
+            }
+        }
+        drop(tx);
+        thread.join().unwrap();
+        let error = status.failed.lock().unwrap().clone().unwrap();
+        assert!(
+            error.contains("recording to /dev/full failed") && error.contains("nothing more is recorded"),
+            "{error}"
+        );
+        assert_eq!(status.written.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn dates_are_rfc3339() {
+        let now = now_rfc3339();
+        assert_eq!(now.len(), 20, "{now}");
+        assert!(now.starts_with("20") && now.ends_with('Z'), "{now}");
+    }
+}

@@ -1,0 +1,302 @@
+//! What a cassette never holds: secret header values and query parameters (redacted, the name kept),
+//! user-listed JSON fields (redacted), and key-shaped strings in bodies (the exchange is refused,
+//! naming where the string was, unless the user allows it). The scan is one linear-time automaton.
+
+use std::sync::OnceLock;
+
+use regex_automata::meta::Regex;
+use serde_json::Value;
+
+/// What replaces a secret.
+pub const REDACTED: &str = "[redacted]";
+
+/// Header names whose values are always redacted.
+pub const SECRET_HEADERS: &[&str] = &[
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-api-key",
+    "api-key",
+    "x-goog-api-key",
+    "openai-organization",
+    "openai-project",
+];
+
+/// Query parameter names whose values are always redacted.
+pub const SECRET_PARAMS: &[&str] = &["key", "api_key", "apikey", "token", "access_token"];
+
+/// The `redact` option: what to redact besides the defaults, and which flagged strings to allow.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Redaction {
+    /// More header names (lower-case).
+    pub headers: Vec<String>,
+    /// JSON paths in bodies (`$.user`, `metadata.email`, `messages[*].content`).
+    pub json: Vec<Vec<Segment>>,
+    /// Fields (as a refusal names them, e.g. `messages[0].content`) or exact strings the key scan lets through.
+    pub allow: Vec<String>,
+}
+
+/// One step of a JSON path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Segment {
+    /// An object key.
+    Key(String),
+    /// An array index.
+    Index(usize),
+    /// Any key or index (`*`).
+    Any,
+}
+
+/// Parses `$.a.b[0].c` / `a.b[*]`; `None` when it is not such a path.
+pub fn parse_json_path(path: &str) -> Option<Vec<Segment>> {
+    let rest = path.trim();
+    let rest = rest.strip_prefix('$').unwrap_or(rest);
+    let rest = rest.strip_prefix('.').unwrap_or(rest);
+    let mut segments = Vec::new();
+    for part in rest.split('.') {
+        let (name, mut tail) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        match name {
+            "" if tail.is_empty() => return None,
+            "" => {}
+            "*" => segments.push(Segment::Any),
+            _ => segments.push(Segment::Key(name.to_string())),
+        }
+        while let Some(inner) = tail.strip_prefix('[') {
+            let close = inner.find(']')?;
+            let index = &inner[..close];
+            segments.push(if index == "*" { Segment::Any } else { Segment::Index(index.parse().ok()?) });
+            tail = &inner[close + 1..];
+        }
+        if !tail.is_empty() {
+            return None;
+        }
+    }
+    (!segments.is_empty()).then_some(segments)
+}
+
+impl Redaction {
+    /// Whether a header's value is redacted.
+    pub fn is_secret_header(&self, name: &str) -> bool {
+        SECRET_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name))
+            || self.headers.iter().any(|h| h.eq_ignore_ascii_case(name))
+    }
+
+    /// Headers with secret values (and values holding key-shaped strings) redacted.
+    pub fn headers(&self, headers: &[(String, String)]) -> Vec<(String, String)> {
+        headers
+            .iter()
+            .map(|(name, value)| {
+                let secret =
+                    self.is_secret_header(name) || (find_key(value.as_bytes()).is_some() && !self.allows(name, value));
+                (name.clone(), if secret { REDACTED.to_string() } else { value.clone() })
+            })
+            .collect()
+    }
+
+    /// Path and query with secret parameters' values (and key-shaped ones) redacted.
+    pub fn url(&self, url: &str) -> String {
+        let Some((path, query)) = url.split_once('?') else { return url.to_string() };
+        let params: Vec<String> = query
+            .split('&')
+            .map(|pair| {
+                let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+                let decoded = percent_encoding::percent_decode_str(name).decode_utf8_lossy().to_ascii_lowercase();
+                let decoded_value = percent_encoding::percent_decode_str(value).decode_utf8_lossy();
+                let secret = SECRET_PARAMS.contains(&decoded.as_str())
+                    || (find_key(decoded_value.as_bytes()).is_some() && !self.allows(&decoded, &decoded_value));
+                if secret && pair.contains('=') {
+                    format!("{name}={REDACTED}")
+                } else {
+                    pair.to_string()
+                }
+            })
+            .collect();
+        format!("{path}?{}", params.join("&"))
+    }
+
+    /// Redacts the `json` paths in `value`; true when something was redacted.
+    pub fn json(&self, value: &mut Value) -> bool {
+        let mut changed = false;
+        for path in &self.json {
+            changed |= redact_path(value, path);
+        }
+        changed
+    }
+
+    fn allows(&self, field: &str, found: &str) -> bool {
+        self.allow.iter().any(|a| a == field || found.contains(a.as_str()) && a.len() >= 8)
+    }
+
+    /// Scans bytes for key-shaped strings: `Err(description)` naming where (`what` says which body
+    /// and place, e.g. "request body"), unless allowed. A JSON body is walked, so the error names
+    /// its field.
+    pub fn scan(&self, bytes: &[u8], what: &str, json: Option<&Value>) -> Result<(), String> {
+        let Some(kind) = find_key(bytes) else { return Ok(()) };
+        if let Some(value) = json {
+            let mut found = None;
+            walk_strings(value, &mut String::new(), &mut |path, text| {
+                if found.is_none() {
+                    if let Some(kind) = find_key(text.as_bytes()) {
+                        if !self.allows(path, text) {
+                            found = Some(format!("{what} field `{path}` holds a string shaped like {kind}"));
+                        }
+                    }
+                }
+            });
+            return found.map_or(Ok(()), Err);
+        }
+        let text = String::from_utf8_lossy(bytes);
+        if self.allows(what, &text) {
+            return Ok(());
+        }
+        Err(format!("{what} holds a string shaped like {kind}"))
+    }
+}
+
+fn redact_path(value: &mut Value, path: &[Segment]) -> bool {
+    let Some((first, rest)) = path.split_first() else {
+        if value.as_str() == Some(REDACTED) {
+            return false;
+        }
+        *value = Value::String(REDACTED.into());
+        return true;
+    };
+    match (first, value) {
+        (Segment::Key(key), Value::Object(map)) => map.get_mut(key).is_some_and(|v| redact_path(v, rest)),
+        (Segment::Index(i), Value::Array(items)) => items.get_mut(*i).is_some_and(|v| redact_path(v, rest)),
+        (Segment::Any, Value::Object(map)) => map.values_mut().fold(false, |c, v| redact_path(v, rest) | c),
+        (Segment::Any, Value::Array(items)) => items.iter_mut().fold(false, |c, v| redact_path(v, rest) | c),
+        _ => false,
+    }
+}
+
+/// Calls `f(path, string)` for every string value, paths written as `a.b[0].c`.
+fn walk_strings(value: &Value, path: &mut String, f: &mut dyn FnMut(&str, &str)) {
+    match value {
+        Value::String(text) => f(if path.is_empty() { "$" } else { path }, text),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                walk_strings(item, path, f);
+                path.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+                walk_strings(item, path, f);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What each pattern of [`scanner`] is, as an error names it.
+/// Each starts at a word boundary (`task-...` is no `sk-` key). Keys and tokens are random: those
+/// whose shape is only a prefix and a length must also hold a digit ([`looks_random`]), so that
+/// CSS classes such as `sk-folding-cube-animation-delay` are not taken for keys.
+const KINDS: &[(&str, &str)] = &[
+    (r"\bsk-ant-[A-Za-z0-9_\-]{16,}", "an Anthropic key (sk-ant-...)"),
+    (r"\bsk-[A-Za-z0-9_\-]{20,}", "an OpenAI key (sk-...)"),
+    (r"\bAKIA[0-9A-Z]{16}\b", "an AWS access key id (AKIA...)"),
+    (r"\b(?i:bearer) [A-Za-z0-9._~+/\-]{16,}=*", "a bearer token (Bearer ...)"),
+    (r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", "a JWT (eyJ...)"),
+];
+
+/// Whether a match of pattern `kind` is random enough to be a key.
+fn looks_random(kind: usize, text: &[u8]) -> bool {
+    match kind {
+        0..=1 | 3 => text.iter().skip(7).any(u8::is_ascii_digit),
+        _ => true,
+    }
+}
+
+fn scanner() -> &'static Regex {
+    static SCANNER: OnceLock<Regex> = OnceLock::new();
+    SCANNER.get_or_init(|| {
+        let patterns: Vec<&str> = KINDS.iter().map(|(p, _)| *p).collect();
+        Regex::builder()
+            .syntax(regex_automata::util::syntax::Config::new().unicode(false).utf8(false))
+            .build_many(&patterns)
+            .expect("the key patterns compile")
+    })
+}
+
+/// The kind of the first key-shaped string in `bytes`, if any.
+pub fn find_key(bytes: &[u8]) -> Option<&'static str> {
+    // Every pattern starts with one of these bytes: most text is skipped by memchr.
+    if memchr::memchr3(b's', b'A', b'e', bytes).is_none() && memchr::memchr2(b'B', b'b', bytes).is_none() {
+        return None;
+    }
+    scanner()
+        .find_iter(bytes)
+        .find(|m| looks_random(m.pattern().as_usize(), &bytes[m.range()]))
+        .map(|m| KINDS[m.pattern().as_usize()].1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_shapes_are_found_and_named() {
+        assert_eq!(find_key(b"x sk-abc123defghijklmnopqrstuvwx y"), Some("an OpenAI key (sk-...)"));
+        assert_eq!(find_key(b"sk-ant-api03-abcdefghijklmnop"), Some("an Anthropic key (sk-ant-...)"));
+        assert_eq!(find_key(b"AKIAABCDEFGHIJKLMNOP"), Some("an AWS access key id (AKIA...)"));
+        assert_eq!(find_key(b"Authorization: Bearer abcdefghijk1mnopqrstu"), Some("a bearer token (Bearer ...)"));
+        assert_eq!(find_key(b"eyJhbGciOiJI.eyJzdWIiOiIx.SflKxwRJSMeKKF2QT4f"), Some("a JWT (eyJ...)"));
+        assert_eq!(find_key(b"ask-me anything; sk-short; the risk-averse"), None);
+        // Words and CSS classes of the same shape are not keys.
+        assert_eq!(find_key(b"<div class=\"task-management-dashboard-widget\">"), None);
+        assert_eq!(find_key(b"<i class=\"sk-folding-cube-animation-delay\">"), None);
+        assert_eq!(find_key(b"see Bearer authentication_is_required here"), None);
+        assert_eq!(find_key(b"xAKIAABCDEFGHIJKLMNOP"), None);
+    }
+
+    #[test]
+    fn a_json_body_names_the_field_and_allow_lets_it_through() {
+        let body = br#"{"messages":[{"role":"user","content":"my key is sk-abc123defghijklmnopqrstuvwx"}]}"#;
+        let value: Value = serde_json::from_slice(body).unwrap();
+        let err = Redaction::default().scan(body, "request body", Some(&value)).unwrap_err();
+        assert_eq!(err, "request body field `messages[0].content` holds a string shaped like an OpenAI key (sk-...)");
+        let allowed = Redaction { allow: vec!["messages[0].content".into()], ..Redaction::default() };
+        assert!(allowed.scan(body, "request body", Some(&value)).is_ok());
+    }
+
+    #[test]
+    fn headers_params_and_json_paths_are_redacted() {
+        let r = Redaction {
+            headers: vec!["x-custom".into()],
+            json: vec![parse_json_path("$.user").unwrap(), parse_json_path("metadata.email").unwrap()],
+            ..Redaction::default()
+        };
+        let headers = vec![
+            ("authorization".to_string(), "Bearer abc".to_string()),
+            ("X-Custom".to_string(), "v".to_string()),
+            ("accept".to_string(), "*/*".to_string()),
+        ];
+        let out = r.headers(&headers);
+        assert_eq!(out[0].1, REDACTED);
+        assert_eq!(out[1].1, REDACTED);
+        assert_eq!(out[2].1, "*/*");
+        assert_eq!(r.url("/a?key=1&q=x&access_token=z"), "/a?key=[redacted]&q=x&access_token=[redacted]");
+        let mut v: Value = serde_json::json!({"user":"bob","metadata":{"email":"a@b","n":1},"x":[1]});
+        assert!(r.json(&mut v));
+        assert_eq!(v, serde_json::json!({"user":"[redacted]","metadata":{"email":"[redacted]","n":1},"x":[1]}));
+        assert_eq!(
+            parse_json_path("a[*].b"),
+            Some(vec![Segment::Key("a".into()), Segment::Any, Segment::Key("b".into())])
+        );
+        assert_eq!(parse_json_path("a[x]"), None);
+    }
+}
