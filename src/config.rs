@@ -316,6 +316,8 @@ pub struct ProxyConfig {
     pub serve_static: Vec<StaticMount>,
     /// Path prefixes sent to other targets (`routes`).
     pub routes: Vec<Route>,
+    /// The live inspector page at the proxy's own origin (`inspector`); `None`: off, nothing reserved.
+    pub inspector: Option<InspectorConfig>,
 }
 
 /// One `serveStatic` directory: its files answer GET and HEAD requests under `route`.
@@ -452,6 +454,49 @@ pub const MAX_CONNECTIONS_LIMIT: u32 = 1 << 20;
 /// Largest `upstreamTimeoutMs` and `gracePeriodMs` accepted (about 49 days: the options are u32).
 pub const MAX_DURATION_MS: u32 = u32::MAX;
 
+/// Where the inspector is served unless `inspector.path` says otherwise.
+pub const DEFAULT_INSPECTOR_PATH: &str = "/__devproxy/";
+/// Exchanges the inspector keeps unless `inspector.size` says otherwise.
+pub const DEFAULT_INSPECTOR_SIZE: usize = 500;
+/// Most exchanges the inspector may keep: each holds its headers (and a 2 KiB preview) in memory.
+pub const MAX_INSPECTOR_SIZE: u32 = 10_000;
+
+/// `inspector`: the page at the proxy's own origin that shows the last exchanges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InspectorConfig {
+    /// The reserved prefix, `/__devproxy/`: starts and ends with `/`. Requests under it (and the
+    /// prefix without its final `/`) are the inspector's and never reach a target.
+    pub path: String,
+    /// How many exchanges are kept, the oldest dropped first.
+    pub size: usize,
+}
+
+impl Default for InspectorConfig {
+    fn default() -> InspectorConfig {
+        InspectorConfig { path: DEFAULT_INSPECTOR_PATH.into(), size: DEFAULT_INSPECTOR_SIZE }
+    }
+}
+
+impl InspectorConfig {
+    /// Checks `path` (a final `/` is added) and `size` (1 to [`MAX_INSPECTOR_SIZE`]).
+    pub fn new(path: &str, size: u32) -> Result<InspectorConfig, ConfigError> {
+        let bad = |name, reason: &str| ConfigError::InvalidOption { name, reason: reason.to_string() };
+        if !path.starts_with('/') || path.contains(['?', '#', ' ']) || path.contains("//") {
+            return Err(bad("inspector.path", "it must be a path such as '/__devproxy/'"));
+        }
+        let path = if path.ends_with('/') { path.to_string() } else { format!("{path}/") };
+        if path == "/" {
+            return Err(bad("inspector.path", "'/' would take every request: use a prefix such as '/__devproxy/'"));
+        }
+        if !(1..=MAX_INSPECTOR_SIZE).contains(&size) {
+            let reason =
+                format!("it must be from 1 to {MAX_INSPECTOR_SIZE} (inspector: false turns the inspector off)");
+            return Err(bad("inspector.size", &reason));
+        }
+        Ok(InspectorConfig { path, size: size as usize })
+    }
+}
+
 impl ProxyConfig {
     /// The defaults for `target`: `127.0.0.1:3000`, Browsersync's behaviour, nothing rewritten but links.
     pub fn new(target: Target) -> ProxyConfig {
@@ -490,6 +535,7 @@ impl ProxyConfig {
             change_origin: true,
             serve_static: Vec::new(),
             routes: Vec::new(),
+            inspector: Some(InspectorConfig::default()),
         }
     }
 
@@ -592,6 +638,7 @@ pub(crate) mod option_names {
         "serveStatic",
         "serveStaticOptions",
         "routes",
+        "inspector",
     ];
     pub(crate) const PROXY_TARGET: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure", "proxyOptions"];
     pub(crate) const PROXY_OPTIONS: &[&str] = &["xfwd", "secure", "changeOrigin"];
@@ -603,6 +650,7 @@ pub(crate) mod option_names {
     pub(crate) const STATIC_DIR: &[&str] = &["route", "dir", "options"];
     pub(crate) const STATIC_OPTIONS: &[&str] = &["index", "extensions"];
     pub(crate) const ROUTE: &[&str] = &["target", "ws", "reqHeaders", "secure"];
+    pub(crate) const INSPECTOR: &[&str] = &["path", "size"];
 }
 
 #[cfg(test)]
@@ -673,6 +721,22 @@ mod tests {
     }
 
     #[test]
+    fn inspector_paths_and_sizes_are_checked() {
+        assert_eq!(InspectorConfig::new("/__x", 2).unwrap(), InspectorConfig { path: "/__x/".into(), size: 2 });
+        assert_eq!(InspectorConfig::new("/a/b/", 500).unwrap().path, "/a/b/");
+        for (path, size, says) in [
+            ("__x/", 5, "inspector.path"),
+            ("/", 5, "every request"),
+            ("/x?y", 5, "inspector.path"),
+            ("/x", 0, "inspector.size"),
+            ("/x", MAX_INSPECTOR_SIZE + 1, "inspector.size"),
+        ] {
+            let err = InspectorConfig::new(path, size).unwrap_err().to_string();
+            assert!(err.contains(says), "{path} {size}: {err}");
+        }
+    }
+
+    #[test]
     fn bad_targets_name_the_problem() {
         assert!(Target::parse("ftp://example.com").unwrap_err().to_string().contains("'ftp'"));
         assert!(matches!(Target::parse(""), Err(ConfigError::MissingTarget)));
@@ -708,6 +772,7 @@ mod tests {
             ("StaticDir", option_names::STATIC_DIR),
             ("StaticOptions", option_names::STATIC_OPTIONS),
             ("RouteOptions", option_names::ROUTE),
+            ("InspectorOptions", option_names::INSPECTOR),
         ] {
             let mut declared = interface_keys(&dts, interface);
             let mut parsed: Vec<String> = names.iter().map(|n| n.to_string()).collect();

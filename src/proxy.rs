@@ -18,6 +18,7 @@ use crate::headers;
 use crate::hooks;
 use crate::local_files::{self, Answer};
 use crate::middleware;
+use crate::observe::inspector;
 use crate::pages::ProxyError;
 use crate::rewrite::Rewriter;
 use crate::routes::Upstream;
@@ -30,12 +31,17 @@ use crate::websocket;
 /// Runs a request through every phase; at `logLevel: 'debug'`, logs one line for it.
 pub(crate) async fn proxy(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
     let debug = shared.stats.debug_enabled().then(|| format!("{} {}", req.method(), req.uri()));
+    // inspector-seam: a stand-in record until observe's fan-out is merged (not the inspector's own requests).
+    let seam = shared.inspector.as_ref().filter(|i| !i.owns(req.uri().path())).map(|_| inspector::Seam::start(&req));
     let response = phases(&shared, req).await;
     if let Some(request) = debug {
         shared.stats.log_debug(|| match &response {
             Ok(response) => format!("{request} -> {}", response.status().as_u16()),
             Err(e) => format!("{request} -> failed: {e:?}"),
         });
+    }
+    if let (Some(inspector), Some(seam)) = (&shared.inspector, seam) {
+        seam.finish(inspector, &response); // inspector-seam
     }
     response
 }
@@ -52,6 +58,10 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     }
     // Request filter (security.rs).
     security::request_filter(&req, shared.local_addr, &shared.hosts)?;
+    // The inspector (observe/inspector.rs), under its reserved prefix.
+    if let Some(response) = inspector_phase(shared, &req) {
+        return Ok(response);
+    }
     // Which target: a route's or `proxy`'s (routes.rs).
     let target = shared.upstream_for(req.uri().path());
     let ctx = RequestCtx::new(shared, target.config, &req);
@@ -76,6 +86,13 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     // Body plan (body.rs), then respond.
     let plan = body::plan(&ctx.facts(), head.status, &head.headers, shared.config.rewrite_text_types);
     body_phase(shared, ctx, head, upstream, plan).await
+}
+
+/// The inspector's page, assets and API, when it is on and the path is under its prefix; everything
+/// else (and everything when `inspector: false`) goes on to the target.
+fn inspector_phase(shared: &Shared, req: &Request<Incoming>) -> Option<Response<ProxyBody>> {
+    let inspector = shared.inspector.as_ref().filter(|inspector| inspector.owns(req.uri().path()))?;
+    Some(inspector.serve(req, shared.phase.clone()))
 }
 
 /// Middleware: the request goes to the Node host; what a middleware answers goes through the body

@@ -24,6 +24,7 @@ use crate::config::{LogLevel, ProxyConfig};
 use crate::error::{panic_message, RuleError, StartError};
 use crate::forward;
 use crate::local_files::CompressedFiles;
+use crate::observe::inspector::Inspector;
 use crate::pages::ProxyError;
 use crate::proxy;
 use crate::rewrite::Rule;
@@ -98,6 +99,7 @@ impl ProxyServer {
             routes: Routes::new(&config, verifier),
             local_files: Arc::new(config.serve_static.clone()),
             compressed_files: Arc::new(CompressedFiles::new()),
+            inspector: config.inspector.as_ref().map(|inspector| Arc::new(Inspector::new(inspector))),
             config,
         });
         for warning in &shared.config.warnings {

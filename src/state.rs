@@ -84,6 +84,8 @@ pub(crate) struct Shared {
     pub local_files: Arc<Vec<StaticMount>>,
     /// Compressed copies of local text files.
     pub compressed_files: Arc<CompressedFiles>,
+    /// The live inspector (`inspector`); `None` when it is off.
+    pub inspector: Option<Arc<crate::observe::inspector::Inspector>>,
 }
 
 impl Shared {

@@ -116,9 +116,14 @@ impl UpstreamBody {
 /// The body the proxy answers with.
 pub(crate) enum ProxyBody {
     Full(Option<Bytes>),
-    Passthrough { prefix: Option<Bytes>, upstream: UpstreamBody },
+    Passthrough {
+        prefix: Option<Bytes>,
+        upstream: UpstreamBody,
+    },
     Rewrite(Box<RewriteState>),
     Tee(Box<Tee>),
+    /// An endless stream of chunks: the inspector's Server-Sent Events.
+    Events(Pin<Box<dyn futures_util::Stream<Item = Bytes> + Send>>),
 }
 
 /// A body whose bytes are also kept, up to a limit, and handed to `done` once it has ended whole
@@ -408,6 +413,9 @@ impl Body for ProxyBody {
             // A panic while rewriting (a bug) ends this body as an error, which aborts this response
             // only; it must not unwind through hyper's connection task or further.
             ProxyBody::Tee(tee) => tee.poll(cx),
+            ProxyBody::Events(stream) => {
+                futures_util::Stream::poll_next(stream.as_mut(), cx).map(|chunk| chunk.map(|c| Ok(Frame::data(c))))
+            }
             ProxyBody::Rewrite(state) => {
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| state.poll(cx))) {
                     Ok(poll) => poll,
@@ -424,7 +432,7 @@ impl Body for ProxyBody {
         match self {
             ProxyBody::Full(bytes) => bytes.is_none(),
             ProxyBody::Passthrough { prefix, upstream } => prefix.is_none() && upstream.is_end_stream(),
-            ProxyBody::Rewrite(_) => false,
+            ProxyBody::Rewrite(_) | ProxyBody::Events(_) => false,
             ProxyBody::Tee(tee) => tee.inner.is_end_stream(),
         }
     }

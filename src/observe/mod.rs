@@ -6,6 +6,11 @@
 
 use serde::Serialize;
 
+pub(crate) mod inspector;
+pub mod mask;
+
+pub use mask::{mask, mask_headers};
+
 /// One exchange as the proxy saw it. Serialized as is for `logFormat: 'json'`, `onRequest` and the
 /// inspector, so field names are camelCase and stable.
 #[derive(Debug, Clone, Default, Serialize)]
