@@ -575,6 +575,34 @@ async function hookWorkload(contenders, upstream) {
   return { plain: summary(rows.plain), hooked: { ...summary(rows.hooked), probe: probeRow }, hookCalls };
 }
 
+/**
+ * The inspector workload: workload 1 through devproxy-native with the inspector on (the default,
+ * nobody viewing it) and through a second one with `inspector: false`, runs interleaved so both see
+ * the same machine load.
+ */
+async function inspectorWorkload(contenders, upstream) {
+  const on = contenders.find((c) => c.name === 'devproxy-native');
+  if (!on) return null;
+  const w1 = WORKLOADS.find((w) => w.id === 1);
+  log(`workload 8: ${w1.name} with the inspector on (default, no viewer) and off`);
+  const snapshot = path.join(WORK, 'devproxy-native.snapshot.node');
+  const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
+  const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, '', 'inspector-off'], 'devproxy-native-inspector-off', env);
+  const off = { name: 'devproxy-native, inspector: false', port: c.port, pids: () => [c.child.pid], child: c.child };
+  const rows = { on: [], off: [] };
+  if (cfg.warmup > 0) await wrk(off.port, w1, cfg.warmup);
+  for (let run = 1; run <= cfg.runs; run++) {
+    for (const [key, x] of [['on', on], ['off', off]]) {
+      const r = await wrk(x.port, w1, cfg.duration);
+      rows[key].push(r);
+      log(`  run ${run} ${x.name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${(r.p50_us / 1000).toFixed(2)} ms  p99 ${(r.p99_us / 1000).toFixed(2)} ms`);
+    }
+  }
+  c.child.disconnect();
+  const summary = (runs) => ({ rps: median(runs.map((r) => r.rps)), p50_ms: median(runs.map((r) => r.p50_us / 1000)), p99_ms: median(runs.map((r) => r.p99_us / 1000)), requests: runs.reduce((a, r) => a + r.requests, 0) });
+  return { on: summary(rows.on), off: summary(rows.off) };
+}
+
 async function bigWorkload(contenders) {
   log('workload 4: 20 MB HTML, TTFB + total (3 single requests), then peak RSS during 4 concurrent downloads');
   const rows = {};
@@ -744,6 +772,16 @@ function markdown(res) {
     L.push(`The hook ran ${h.hookCalls} times for ${h.hooked.requests} requests measured (plus warm-up and probe).`);
     L.push('');
   }
+  if (res.inspector) {
+    const x = res.inspector;
+    L.push('### Workload 8: workload 1 with the inspector on (default, nobody viewing it) and off');
+    L.push('');
+    table(L, [['devproxy-native'], ['req/s', 1], ['p50 ms', 1], ['p99 ms', 1]], [
+      ['inspector on', f(x.on.rps), f(x.on.p50_ms, 2), f(x.on.p99_ms, 2)],
+      ['inspector: false', f(x.off.rps), f(x.off.p50_ms, 2), f(x.off.p99_ms, 2)],
+    ]);
+    L.push('');
+  }
   L.push('### Targets (ratios from this run)');
   L.push('');
   for (const t of res.targets) L.push(`- ${t.ok === null ? 'n/a ' : t.ok ? 'met: ' : '**MISSED**: '}${t.text}`);
@@ -801,6 +839,10 @@ function targets(res) {
     const x = ratio(res.hook.hooked.rps, res.hook.plain.rps);
     out.push({ ok: x >= 0.8, text: `workload 7: a proxyReq hook keeps ${f(x * 100, 0)}% of workload 1's req/s (${f(res.hook.hooked.rps)} vs ${f(res.hook.plain.rps)}; target ≥ 80%)` });
   }
+  if (res.inspector) {
+    const x = ratio(res.inspector.on.rps, res.inspector.off.rps);
+    out.push({ ok: x >= 0.97, text: `workload 8: with the inspector on (no viewer) workload 1 keeps ${f(x * 100, 1)}% of its req/s with \`inspector: false\` (${f(res.inspector.on.rps)} vs ${f(res.inspector.off.rps)}; target ≥ 97%)` });
+  }
   const s = sseRows[D];
   out.push({ ok: s.events === 50 && s.max_ms <= 5, text: `workload 5: ${s.events}/50 events, median ${f(s.median_ms, 2)} ms, max ${f(s.max_ms, 2)} ms (target: each within 5 ms)` });
   return out;
@@ -857,7 +899,8 @@ async function main() {
   const big = await bigWorkload(contenders);
   const sseRows = await sseWorkload(contenders);
   const hook = await hookWorkload(contenders, upstream);
-  const res = { meta: versions(), upstream, load, big, sse: sseRows, names, hook };
+  const inspector = await inspectorWorkload(contenders, upstream);
+  const res = { meta: versions(), upstream, load, big, sse: sseRows, names, hook, inspector };
   res.targets = targets(res);
   const md = markdown(res);
   fs.writeFileSync(path.join(WORK, 'peers-latest.json'), JSON.stringify({ cfg, ...res, upstream: { port: upstream.port, sizes: upstream.sizes } }, (k, v) => (k === 'child' ? undefined : v), 2));

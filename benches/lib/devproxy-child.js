@@ -7,6 +7,8 @@ const [target, snippet, staticDir, variant] = process.argv.slice(2);
 const serveStatic = staticDir ? [{ route: '/static', dir: staticDir }] : undefined;
 // `hook`: a `proxy.proxyReq` function that sets a header on every upstream request (workload 7).
 let hookCalls = 0;
+// `inspector-off`: `inspector: false` (workload 8 compares it with the default, inspector on).
+const inspector = variant === 'inspector-off' ? false : undefined
 const proxy =
   variant === 'hook'
     ? { target, proxyReq: (proxyReq) => { hookCalls++; proxyReq.setHeader('x-bench-hook', '1'); } }
@@ -16,7 +18,7 @@ const proxy =
   const lib = require(path.join(__dirname, '..', '..'));
   let server;
   try {
-    server = await lib.start({ proxy, port: 0, snippet, quiet: true, serveStatic });
+    server = await lib.start({ proxy, port: 0, snippet, quiet: true, serveStatic, inspector });
   } catch (err) {
     // An older build may not know `quiet`.
     if (!/quiet/i.test(String(err && err.message))) throw err;

@@ -123,8 +123,11 @@ pub(crate) enum ProxyBody {
     Rewrite(Box<RewriteState>),
     Tee(Box<Tee>),
     /// An endless stream of chunks: the inspector's Server-Sent Events.
-    Events(Pin<Box<dyn futures_util::Stream<Item = Bytes> + Send>>),
+    Events(EventStream),
 }
+
+/// The chunks of a [`ProxyBody::Events`].
+pub(crate) type EventStream = Pin<Box<dyn futures_util::Stream<Item = Bytes> + Send>>;
 
 /// A body whose bytes are also kept, up to a limit, and handed to `done` once it has ended whole
 /// (a failed body, or one over the limit, hands nothing): how a compressed local file is cached.

@@ -16,6 +16,8 @@
   // ---- formatting ----------------------------------------------------------------------------
   const dash = '—'
   const ms = (v) => (typeof v === 'number' ? (v < 10 ? v.toFixed(2) : v.toFixed(1)) : dash)
+  const msUnit = (v) => (typeof v === 'number' ? ms(v) + ' ms' : dash)
+  const coding = (r) => `${r.codingIn || dash} → ${r.codingOut || dash}`
   function bytes(n) {
     if (typeof n !== 'number') return dash
     if (n < 1024) return n + ' B'
@@ -62,7 +64,7 @@
       el('td', r.method),
       el('td', r.url, 'url'),
       el('td', statusText(r), statusClass(r)),
-      el('td', `${r.codingIn || 'identity'} → ${r.codingOut || 'identity'}`),
+      el('td', coding(r)),
       el('td', `${bytes(r.bytesIn)} → ${bytes(r.bytesOut)}`, 'num'),
       el('td', ms(r.upstreamMs), 'num'),
       el('td', ms(r.totalMs), 'num'),
@@ -132,11 +134,11 @@
     kvRows($('detail-timings'), [
       ['started', r.startedAt ? new Date(r.startedAt).toLocaleTimeString() : dash],
       ['answered by', r.source || dash],
-      ['upstream (to its headers)', ms(r.upstreamMs) + ' ms'],
-      ['rewrite', ms(r.rewriteMs) + ' ms'],
-      ['encode', ms(r.encodeMs) + ' ms'],
-      ['total', ms(r.totalMs) + ' ms'],
-      ['coding in → out', `${r.codingIn || 'identity'} → ${r.codingOut || 'identity'}`],
+      ['upstream (to its headers)', msUnit(r.upstreamMs)],
+      ['rewrite', msUnit(r.rewriteMs)],
+      ['encode', msUnit(r.encodeMs)],
+      ['total', msUnit(r.totalMs)],
+      ['coding in → out', coding(r)],
       ['bytes in → out', `${bytes(r.bytesIn)} → ${bytes(r.bytesOut)}${ratio}`],
       ['rewritten', r.rewritten ? 'yes' : 'no'],
       ['recorded', r.recorded ? 'yes' : 'no'],
