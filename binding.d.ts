@@ -127,6 +127,22 @@ export interface InspectorOptions {
   path?: string
   /** How many exchanges it keeps, the oldest dropped first (default 500, at most 10000). */
   size?: number
+  /**
+   * A `Server-Timing` header on every answer (default true): `upstream;dur=` (ms to the target's
+   * response headers) and `proxy;dur=` (the proxy's own time before the headers). DevTools shows it
+   * in the Timing tab. Times known only at the body's end go to the request log and `onRequest`.
+   */
+  serverTiming?: boolean
+  /**
+   * One log line per request at `logLevel: 'info'` (default false; `'debug'` always logs them):
+   * method, path, status, coding in->out, bytes in->out, total and upstream time, rewritten or passed.
+   */
+  logRequests?: boolean
+  /**
+   * Form of the request lines: `'text'` (default) or `'json'` (the exchange record, one JSON object
+   * per line, without the prefix).
+   */
+  logFormat?: 'text' | 'json'
 }
 
 /**
@@ -138,6 +154,15 @@ export interface JsSide {
   proxyReqWs?: (call: HookRequestCall) => HookRequestHead
   proxyRes?: (call: HookResponseCall) => HookResponseHead
   middleware?: MiddlewareHostOptions
+  /** `onRequest`'s dispatcher: called with a JSON array of exchange records (see on_request.rs). */
+  onRequest?: (batch: string) => void
+}
+
+/** Percentiles of one kind of time (HDR histogram, 1% precision); 0 before the first sample. */
+export interface LatencyStats {
+  count: number
+  p50Ms: number
+  p99Ms: number
 }
 
 /** Where lib/middleware.js's host listens, and the routes it wants. */
@@ -262,6 +287,14 @@ export interface ProxyStats {
   /** Match candidates longer than `maxMatchBytes`, left unreplaced. */
   abandonedMatches: number
   websockets: number
+  /** Milliseconds to the target's response headers (answers with an upstream exchange only). */
+  upstreamLatency: LatencyStats
+  /** Milliseconds from a request's arrival to the end of its answer's body. */
+  totalLatency: LatencyStats
+  /** Matches per rule over all requests, most first; rules that never matched are left out. */
+  rules: Array<RuleStats>
+  /** Exchange records `onRequest` fell too far behind to take, dropped. */
+  droppedRecords: number
 }
 
 /** Where the proxy forwards to: a URL string, or an object with more settings. */
@@ -387,6 +420,13 @@ export interface RuleResponseData {
   statusCode: number
   /** Header names (lower-case) and values, alternating, as they go to the client. */
   rawHeaders: Array<string>
+}
+
+/** How often one rule matched. */
+export interface RuleStats {
+  /** The rule's label: its pattern (`/x/g`, `"text"`), `snippet` or `link rewrite`. */
+  rule: string
+  matches: number
 }
 
 /** Where and how the snippet goes, and which URLs are rewritten (Browsersync's `snippetOptions`). */

@@ -87,11 +87,65 @@ export interface ProxyTargetOptions extends NativeProxyTargetOptions {
   middleware?: Middleware | MiddlewareEntry | Array<Middleware | MiddlewareEntry>
 }
 
+/** How often one rule matched in one body. */
+export interface RuleMatches {
+  /** The rule's label: its pattern (`/x/g`, `"text"`), `snippet` or `link rewrite`. */
+  rule: string
+  matches: number
+}
+
+/** What the proxy did with one request: what `onRequest` gets and `logFormat: 'json'` writes. */
+export interface RequestEntry {
+  /** Increasing per server, from 1. */
+  id: number
+  /** Arrival, milliseconds since the Unix epoch. */
+  startedAt: number
+  method: string
+  /** Path and query as the client asked. */
+  url: string
+  /** Status sent to the client. */
+  status: number
+  /** Who answered. */
+  source: 'proxy' | 'local' | 'middleware' | 'replay' | 'error'
+  /** `Content-Encoding` from the upstream and to the client (`identity` when none). */
+  codingIn: string
+  codingOut: string
+  /** Body bytes from the upstream (as they came) and to the client (as they went). */
+  bytesIn: number
+  bytesOut: number
+  /** Milliseconds to the upstream's response headers; null without an upstream exchange. */
+  upstreamMs: number | null
+  /** Milliseconds from arrival to the body's end. */
+  totalMs: number
+  /** Milliseconds in the rules and in the encoder; null when the body was passed through. */
+  rewriteMs: number | null
+  encodeMs: number | null
+  /** Whether the body went through the rewrite rules. */
+  rewritten: boolean
+  /** Whether the exchange was recorded to a cassette. */
+  recorded: boolean
+  /** Rules that matched this body, with how many times. */
+  rules: RuleMatches[]
+  /** Headers as received and as sent, `[name, value]` pairs. */
+  requestHeaders: Array<[string, string]>
+  responseHeaders: Array<[string, string]>
+  /** Why the exchange failed (an error page, a body cut off, a client gone), else null. */
+  error: string | null
+  /** The first KiB of a rewritten body before and after the rules; only while the inspector asks for it. */
+  preview?: { before: string; after: string }
+}
+
 /** Options of `start()`. */
 export interface ProxyOptions extends Omit<NativeProxyOptions, 'proxy'> {
   proxy: string | ProxyTargetOptions
   /** Middleware run before the proxy, on Node's own `http` objects (Browsersync's `middleware`). */
   middleware?: Middleware | MiddlewareEntry | Array<Middleware | MiddlewareEntry>
+  /**
+   * Called with each request's record once its answer has ended. Records are batched off the proxy's
+   * threads; when the callback falls more than 4096 records behind, newer ones are dropped and counted
+   * in `stats().droppedRecords` (the proxy never waits for JS). A throw is logged and costs that record only.
+   */
+  onRequest?: (entry: RequestEntry) => void
 }
 
 /** Starts a proxy. Resolves to a running `ProxyServer`; rejects with an error naming the bad option, rule or port. */

@@ -9,7 +9,7 @@ const { prepareMiddleware } = require('./middleware.js')
 
 /** The options the native side reads: without the functions and middleware JS runs itself. */
 function nativeOptions(options) {
-  const { middleware, ...rest } = prepareOptions(options)
+  const { middleware, onRequest, ...rest } = prepareOptions(options)
   if (rest.proxy !== null && typeof rest.proxy === 'object') {
     const { proxyReq, proxyReqWs, proxyRes, middleware: proxyMiddleware, ...proxy } = rest.proxy
     rest.proxy = proxy
@@ -25,17 +25,40 @@ function warn(options, lines) {
 }
 
 /**
+ * `onRequest`'s dispatcher: the native side hands over finished exchange records in batches, as a
+ * JSON array (parsed here, on the JS thread, not on the proxy's). A throwing callback costs its own
+ * record only: the error is logged like the native side's lines.
+ */
+function prepareOnRequest(options) {
+  const onRequest = options.onRequest
+  if (onRequest === undefined || onRequest === null) return undefined
+  if (typeof onRequest !== 'function') {
+    throw new TypeError(`option \`onRequest\` must be a function, got ${typeof onRequest}`)
+  }
+  return (batch) => {
+    for (const entry of JSON.parse(batch)) {
+      try {
+        onRequest(entry)
+      } catch (err) {
+        warn(options, [`onRequest threw for ${entry.method} ${entry.url}: ${err && err.stack ? err.stack : err}`])
+      }
+    }
+  }
+}
+
+/**
  * Starts a proxy; see index.d.ts. Resolves to a `ProxyServer`, rejects with an error naming the bad
  * option, rule or port.
  */
 async function start(options) {
   if (options === null || typeof options !== 'object') return binding.start(options)
+  const onRequest = prepareOnRequest(options)
   const hooks = prepareHooks(options.proxy)
   const { host, warnings } = await prepareMiddleware(options)
   const cleanups = host ? [() => host.close()] : []
   let native
   try {
-    const js = { ...hooks, middleware: host && { port: host.port, token: host.token, routes: host.routes } }
+    const js = { ...hooks, onRequest, middleware: host && { port: host.port, token: host.token, routes: host.routes } }
     native = await binding.start(nativeOptions(options), js)
   } catch (e) {
     for (const cleanup of cleanups) await cleanup()

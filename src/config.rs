@@ -318,6 +318,8 @@ pub struct ProxyConfig {
     pub routes: Vec<Route>,
     /// The live inspector page at the proxy's own origin (`inspector`); `None`: off, nothing reserved.
     pub inspector: Option<InspectorConfig>,
+    /// `serverTiming`, `logRequests`, `logFormat`, `onRequest`: what is done with each exchange's record.
+    pub observe: crate::observe::ObserveConfig,
 }
 
 /// One `serveStatic` directory: its files answer GET and HEAD requests under `route`.
@@ -536,6 +538,7 @@ impl ProxyConfig {
             serve_static: Vec::new(),
             routes: Vec::new(),
             inspector: Some(InspectorConfig::default()),
+            observe: crate::observe::ObserveConfig::default(),
         }
     }
 
@@ -639,6 +642,9 @@ pub(crate) mod option_names {
         "serveStaticOptions",
         "routes",
         "inspector",
+        "serverTiming",
+        "logRequests",
+        "logFormat",
     ];
     pub(crate) const PROXY_TARGET: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure", "proxyOptions"];
     pub(crate) const PROXY_OPTIONS: &[&str] = &["xfwd", "secure", "changeOrigin"];

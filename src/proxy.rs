@@ -6,6 +6,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
@@ -18,7 +19,7 @@ use crate::headers;
 use crate::hooks;
 use crate::local_files::{self, Answer};
 use crate::middleware;
-use crate::observe::inspector;
+use crate::observe::{self, inspector};
 use crate::pages::ProxyError;
 use crate::rewrite::Rewriter;
 use crate::routes::Upstream;
@@ -28,22 +29,9 @@ use crate::skip::SkipKey;
 use crate::state::{header_pairs, RequestCtx, Shared};
 use crate::websocket;
 
-/// Runs a request through every phase; at `logLevel: 'debug'`, logs one line for it.
+/// Runs a request through every phase. Its log line is written when its answer ends (observe.rs).
 pub(crate) async fn proxy(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
-    let debug = shared.stats.debug_enabled().then(|| format!("{} {}", req.method(), req.uri()));
-    // inspector-seam: a stand-in record until observe's fan-out is merged (not the inspector's own requests).
-    let seam = shared.inspector.as_ref().filter(|i| !i.owns(req.uri().path())).map(|_| inspector::Seam::start(&req));
-    let response = phases(&shared, req).await;
-    if let Some(request) = debug {
-        shared.stats.log_debug(|| match &response {
-            Ok(response) => format!("{request} -> {}", response.status().as_u16()),
-            Err(e) => format!("{request} -> failed: {e:?}"),
-        });
-    }
-    if let (Some(inspector), Some(seam)) = (&shared.inspector, seam) {
-        seam.finish(inspector, &response); // inspector-seam
-    }
-    response
+    phases(&shared, req).await
 }
 
 async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
@@ -73,7 +61,10 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
         // Local files (local_files.rs), then middleware (middleware.rs): Browsersync's order.
         match local_files::answer(&shared.local_files, &req, shared.config.upstream_timeout, &shared.stats).await? {
             None => {}
-            Some(Answer::Done(response)) => return Ok(response),
+            Some(Answer::Done(mut response)) => {
+                observe::facts(response.extensions_mut()).source = Some("local");
+                return Ok(response);
+            }
             Some(Answer::File { head, body, version }) => {
                 return local_file_phase(shared, ctx, head, body, version).await
             }
@@ -92,7 +83,10 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
 /// else (and everything when `inspector: false`) goes on to the target.
 fn inspector_phase(shared: &Shared, req: &Request<Incoming>) -> Option<Response<ProxyBody>> {
     let inspector = shared.inspector.as_ref().filter(|inspector| inspector.owns(req.uri().path()))?;
-    Some(inspector.serve(req, shared.phase.clone()))
+    let mut response = inspector.serve(req, shared.phase.clone());
+    // Logged and counted like any answer; the inspector leaves its own out of its list.
+    observe::facts(response.extensions_mut()).source = Some(inspector::SOURCE);
+    Some(response)
 }
 
 /// Middleware: the request goes to the Node host; what a middleware answers goes through the body
@@ -106,10 +100,14 @@ async fn middleware_phase(
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let timeout = shared.config.upstream_timeout;
     let answer = middleware::hand_off(&shared.client, host, req, &ctx.url, timeout).await?;
-    let (passed, (head, body)) = match answer {
+    let (passed, (mut head, body)) = match answer {
         middleware::Answer::Passed(response) => (true, response.into_parts()),
         middleware::Answer::Own(response) => (false, response.into_parts()),
     };
+    let facts = observe::facts(&mut head.extensions);
+    facts.passed_on = passed;
+    facts.source = Some("middleware");
+    facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
     let upstream = UpstreamBody::new(body, timeout, shared.stats.clone(), ctx.url.clone());
     if passed {
         return Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }));
@@ -138,10 +136,14 @@ async fn upstream_phase(
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_req, &client) {
         hooks::request(hook.as_ref(), "proxy.proxyReq", &mut parts, client.clone(), config, &ctx.url).await?;
     }
+    let sent = Instant::now();
     let response = forward::send(target.client, parts, body, config.upstream_timeout)
         .await
         .map_err(|reason| ProxyError::Upstream { url: ctx.url.clone(), reason })?;
     let (mut head, body) = response.into_parts();
+    let facts = observe::facts(&mut head.extensions);
+    facts.upstream = Some(sent.elapsed());
+    facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_res, client) {
         hooks::response(hook.as_ref(), &mut head, client, &ctx.url).await?;
     }
@@ -154,10 +156,11 @@ async fn upstream_phase(
 async fn local_file_phase(
     shared: &Arc<Shared>,
     mut ctx: RequestCtx,
-    head: http::response::Parts,
+    mut head: http::response::Parts,
     body: UpstreamBody,
     version: local_files::FileVersion,
 ) -> Result<Response<ProxyBody>, ProxyError> {
+    observe::facts(&mut head.extensions).source = Some("local");
     // Read uncompressed on the client's behalf, like a page from a loopback target.
     ctx.upstream_identity = true;
     let plan = local_files::plan(&ctx.facts(), &head, shared.config.rewrite_text_types);
@@ -175,12 +178,17 @@ pub(crate) fn fail(shared: &Shared, error: ProxyError) -> Response<ProxyBody> {
     if error.is_upstream_error() {
         shared.stats.add_upstream_error();
     }
-    if let Some(line) = error.log_line() {
-        shared.stats.log_error(&line);
+    let line = error.log_line();
+    if let Some(line) = &line {
+        shared.stats.log_error(line);
     }
     // The target named is the one that failed, a route's or `proxy`'s: the origin its URL starts with.
     let origin = error.url().and_then(|url| url::Url::parse(url).ok()).map(|url| url.origin().ascii_serialization());
-    error.page(&origin.unwrap_or_else(|| shared.config.target.origin()))
+    let mut page = error.page(&origin.unwrap_or_else(|| shared.config.target.origin()));
+    let facts = observe::facts(page.extensions_mut());
+    facts.source = Some("error");
+    facts.error = Some(line.unwrap_or_else(|| format!("{error:?}")));
+    page
 }
 
 /// Body plan and respond: passthrough, or sniff, rewrite the start of the page before the headers go
@@ -220,6 +228,9 @@ async fn body_phase(
         rewriter = rewriter.with_exchange(Arc::new(exchange));
     }
     let mut pipeline = Pipeline::new(decode, encode, rewriter);
+    if shared.observer.wants_preview() {
+        pipeline = pipeline.keep_preview();
+    }
     let mut decoded_prefix = None;
     if sniff {
         let url = || ctx.url.clone();
@@ -266,6 +277,7 @@ async fn body_phase(
     if rewritten {
         shared.stats.add_rewritten();
     }
+    observe::facts(&mut head.extensions).rewritten = rewritten;
     let panic_probe = config.panic_probes && ctx.path_and_query.starts_with(&format!("{PANIC_PROBE_PREFIX}/body"));
     let state = RewriteState::new(upstream, pipeline, out, shared.stats.clone(), ctx.url, panic_probe)
         .with_skip_memo(skip_memo);

@@ -25,6 +25,7 @@ use crate::error::{panic_message, RuleError, StartError};
 use crate::forward;
 use crate::local_files::CompressedFiles;
 use crate::observe::inspector::Inspector;
+use crate::observe::{ObserveSnapshot, Observer, RecordSink};
 use crate::pages::ProxyError;
 use crate::proxy;
 use crate::rewrite::Rule;
@@ -85,6 +86,12 @@ impl ProxyServer {
                 source,
             })?;
         }
+        // The inspector is one more sink of the records, and wants their before/after previews.
+        let inspector = config.inspector.as_ref().map(|inspector| Arc::new(Inspector::new(inspector)));
+        let mut observe = config.observe.clone();
+        observe.sinks.extend(inspector.iter().map(|inspector| inspector.clone() as Arc<dyn RecordSink>));
+        let observer = Arc::new(Observer::new(observe, stats.clone()));
+        observer.set_preview(inspector.is_some());
         let shared = Arc::new(Shared {
             client: forward::client(verifier.clone().filter(|_| config.verify_tls)),
             websocket_tls: forward::tls_config(verifier.clone().filter(|_| config.verify_tls), &[b"http/1.1"]),
@@ -92,14 +99,15 @@ impl ProxyServer {
             links: Rule::links(&config.target.link_host()),
             rules,
             skips: Arc::new(SkipTable::default()),
-            stats,
+            stats: stats.clone(),
             phase,
             hosts: HostGuard::new(&config.allowed_hosts, &config.host),
             local_addr,
             routes: Routes::new(&config, verifier),
             local_files: Arc::new(config.serve_static.clone()),
             compressed_files: Arc::new(CompressedFiles::new()),
-            inspector: config.inspector.as_ref().map(|inspector| Arc::new(Inspector::new(inspector))),
+            observer,
+            inspector,
             config,
         });
         for warning in &shared.config.warnings {
@@ -153,6 +161,11 @@ impl ProxyServer {
     /// The counters so far.
     pub fn stats(&self) -> StatsSnapshot {
         self.shared.stats.snapshot()
+    }
+
+    /// Latency percentiles and per-rule match counts so far.
+    pub fn observations(&self) -> ObserveSnapshot {
+        self.shared.observer.snapshot()
     }
 
     /// Stops accepting (the port is free when this returns), lets in-flight responses finish
@@ -320,6 +333,7 @@ async fn handle(
 ) -> Result<Response<ProxyBody>, Infallible> {
     req.extensions_mut().insert(ClientAddr(peer));
     let path = req.uri().path().to_string();
+    let begun = shared.observer.begin(&req);
     let response = match AssertUnwindSafe(proxy::proxy(shared.clone(), req)).catch_unwind().await {
         Ok(Ok(response)) => response,
         Ok(Err(error)) => proxy::fail(&shared, error),
@@ -328,5 +342,5 @@ async fn handle(
             proxy::fail(&shared, ProxyError::Internal { path, reason })
         }
     };
-    Ok(response)
+    Ok(shared.observer.respond(begun, response))
 }

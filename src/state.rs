@@ -86,6 +86,8 @@ pub(crate) struct Shared {
     pub compressed_files: Arc<CompressedFiles>,
     /// The live inspector (`inspector`); `None` when it is off.
     pub inspector: Option<Arc<crate::observe::inspector::Inspector>>,
+    /// Where each exchange's record goes when its answer ends (log, stats, `onRequest`, inspector).
+    pub observer: Arc<crate::observe::Observer>,
 }
 
 impl Shared {

@@ -86,12 +86,26 @@ impl Stats {
         }
     }
 
+    /// Whether any line is written (not `logLevel: 'silent'`).
+    pub(crate) fn logs(&self) -> bool {
+        self.log.is_some()
+    }
+
+    /// A line as it is, without the prefix (the request log's JSON lines), unless silent.
+    pub(crate) fn log_raw(&self, line: &str) {
+        if self.log.is_some() {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr().lock(), "{line}");
+        }
+    }
+
     /// Whether `logLevel` is `'debug'` (callers skip formatting debug lines otherwise).
     pub(crate) fn debug_enabled(&self) -> bool {
         self.log.as_ref().is_some_and(|log| log.debug)
     }
 
     /// A line written only at `logLevel: 'debug'`.
+    #[allow(dead_code)] // The request log replaced its one caller; kept for debug lines to come.
     pub(crate) fn log_debug(&self, message: impl FnOnce() -> String) {
         if self.debug_enabled() {
             self.log_error(&message());

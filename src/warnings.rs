@@ -55,7 +55,7 @@ pub const BROWSERSYNC_OTHER: &[&str] = &[
 /// Keys of `start()`'s options that other parts of the proxy read (TLS, static files, hooks): known,
 /// so never reported here.
 pub const HANDLED_ELSEWHERE: &[&str] =
-    &["https", "strictPort", "listen", "serveStatic", "serveStaticOptions", "routes", "middleware"];
+    &["https", "strictPort", "listen", "serveStatic", "serveStaticOptions", "routes", "middleware", "onRequest"];
 
 /// Keys of the `proxy` object read elsewhere (the hooks).
 pub const PROXY_HANDLED_ELSEWHERE: &[&str] = &["proxyReq", "proxyReqWs", "proxyRes", "middleware", "proxyOptions"];

@@ -82,6 +82,9 @@ pub struct JsSide {
     #[napi(ts_type = "(call: HookResponseCall) => HookResponseHead")]
     pub proxy_res: Option<String>,
     pub middleware: Option<MiddlewareHostOptions>,
+    /// `onRequest`'s dispatcher: called with a JSON array of exchange records (see on_request.rs).
+    #[napi(ts_type = "(batch: string) => void")]
+    pub on_request: Option<String>,
 }
 
 type Tsfn<T, R> = ThreadsafeFunction<T, R, T, Status, false, true, 0>;
@@ -180,5 +183,6 @@ pub(super) fn apply(js: Unknown, config: &mut ProxyConfig) -> Result<()> {
         }
         config.middleware = Some(MiddlewareHost { port, token: host.token, routes: host.routes });
     }
+    super::on_request::apply(&js, config)?;
     Ok(())
 }

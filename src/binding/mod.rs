@@ -11,6 +11,7 @@
 
 mod hooks;
 mod local;
+mod on_request;
 mod options;
 mod replace;
 mod rules;

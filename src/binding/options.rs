@@ -16,6 +16,7 @@ use crate::config::{
     DEFAULT_INSPECTOR_SIZE, MAX_CONNECTIONS_LIMIT, MAX_DURATION_MS, MAX_INSPECTOR_SIZE, MAX_MATCH_BYTES_LIMIT,
 };
 use crate::error::ConfigError;
+use crate::observe::LogFormat;
 use crate::warnings;
 
 /// Where the proxy forwards to: a URL string, or an object with more settings.
@@ -160,6 +161,17 @@ pub struct InspectorOptions {
     pub path: Option<String>,
     /// How many exchanges it keeps, the oldest dropped first (default 500, at most 10000).
     pub size: Option<u32>,
+    /// A `Server-Timing` header on every answer (default true): `upstream;dur=` (ms to the target's
+    /// response headers) and `proxy;dur=` (the proxy's own time before the headers). DevTools shows it
+    /// in the Timing tab. Times known only at the body's end go to the request log and `onRequest`.
+    pub server_timing: Option<bool>,
+    /// One log line per request at `logLevel: 'info'` (default false; `'debug'` always logs them):
+    /// method, path, status, coding in->out, bytes in->out, total and upstream time, rewritten or passed.
+    pub log_requests: Option<bool>,
+    /// Form of the request lines: `'text'` (default) or `'json'` (the exchange record, one JSON object
+    /// per line, without the prefix).
+    #[napi(ts_type = "'text' | 'json'")]
+    pub log_format: Option<String>,
 }
 
 /// `https: { key, cert }`: the certificate the proxy serves, as PEM files.
@@ -401,6 +413,17 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     }
     if let Some(prefix) = options.get("logPrefix")? {
         config.log_prefix = expect_string(prefix, "logPrefix")?;
+    }
+    if let Some(flag) = options.get("serverTiming")? {
+        config.observe.server_timing = expect_bool(flag, "serverTiming")?;
+    }
+    if let Some(flag) = options.get("logRequests")? {
+        config.observe.log_requests = expect_bool(flag, "logRequests")?;
+    }
+    if let Some(format) = options.get("logFormat")? {
+        let format = expect_string(format, "logFormat")?;
+        config.observe.log_format = LogFormat::parse(&format)
+            .ok_or_else(|| invalid(format!("option `logFormat` must be 'text' or 'json', got '{format}'")))?;
     }
     if let Some(path) = options.get("startPath")? {
         config.start_path = Some(expect_string(path, "startPath")?);

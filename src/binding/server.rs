@@ -23,6 +23,36 @@ pub struct ProxyStats {
     /// Match candidates longer than `maxMatchBytes`, left unreplaced.
     pub abandoned_matches: f64,
     pub websockets: f64,
+    /// Milliseconds to the target's response headers (answers with an upstream exchange only).
+    pub upstream_latency: LatencyStats,
+    /// Milliseconds from a request's arrival to the end of its answer's body.
+    pub total_latency: LatencyStats,
+    /// Matches per rule over all requests, most first; rules that never matched are left out.
+    pub rules: Vec<RuleStats>,
+    /// Exchange records `onRequest` fell too far behind to take, dropped.
+    pub dropped_records: f64,
+}
+
+/// Percentiles of one kind of time (HDR histogram, 1% precision); 0 before the first sample.
+#[napi(object)]
+pub struct LatencyStats {
+    pub count: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// How often one rule matched.
+#[napi(object)]
+pub struct RuleStats {
+    /// The rule's label: its pattern (`/x/g`, `"text"`), `snippet` or `link rewrite`.
+    pub rule: String,
+    pub matches: f64,
+}
+
+impl From<crate::observe::LatencySnapshot> for LatencyStats {
+    fn from(l: crate::observe::LatencySnapshot) -> LatencyStats {
+        LatencyStats { count: l.count as f64, p50_ms: l.p50_ms, p99_ms: l.p99_ms }
+    }
 }
 
 /// A running proxy server. It keeps the Node process alive until `stop()` (or `unref()`).
@@ -114,7 +144,12 @@ impl JsProxyServer {
     #[napi(catch_unwind)]
     pub fn stats(&self) -> ProxyStats {
         let s = self.inner.stats();
+        let o = self.inner.observations();
         ProxyStats {
+            upstream_latency: o.upstream.into(),
+            total_latency: o.total.into(),
+            rules: o.rules.into_iter().map(|r| RuleStats { rule: r.rule, matches: r.matches as f64 }).collect(),
+            dropped_records: o.dropped_records as f64,
             requests: s.requests as f64,
             rewritten: s.rewritten as f64,
             passed_through: s.passed_through as f64,

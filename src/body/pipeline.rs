@@ -1,5 +1,7 @@
 //! decode → rewrite → encode, one chunk at a time, and sniffing the start of a body through it.
 
+use std::time::{Duration, Instant};
+
 use super::plan::looks_like_html;
 use super::stream::UpstreamBody;
 use super::BodyError;
@@ -32,7 +34,16 @@ pub struct Pipeline {
     encoder: Encoder,
     decoded: Vec<u8>,
     rewritten: Vec<u8>,
+    /// Time spent in the rules and in the encoder, for the exchange record: two clock reads per
+    /// chunk, no allocation.
+    rewrite_time: Duration,
+    encode_time: Duration,
+    /// The first bytes before and after the rules, kept only while the inspector wants them.
+    preview: Option<Box<crate::observe::PreviewBuffer>>,
 }
+
+/// How much of a body the inspector's preview keeps, before and after rewriting.
+pub const PREVIEW_BYTES: usize = 1024;
 
 impl Pipeline {
     /// Decodes from `decode`, rewrites with `rewriter`, encodes to `encode`.
@@ -44,7 +55,45 @@ impl Pipeline {
             encoder: Encoder::for_upstream(encode, decode),
             decoded: Vec::with_capacity(DECODED_PIECE),
             rewritten: Vec::new(),
+            rewrite_time: Duration::ZERO,
+            encode_time: Duration::ZERO,
+            preview: None,
         }
+    }
+
+    /// Keeps the first [`PREVIEW_BYTES`] before and after the rules (for the inspector).
+    pub fn keep_preview(mut self) -> Pipeline {
+        self.preview = Some(Box::default());
+        self
+    }
+
+    /// What the rules and the encoder cost so far.
+    pub fn times(&self) -> (Duration, Duration) {
+        (self.rewrite_time, self.encode_time)
+    }
+
+    /// The kept preview, if any (see [`Pipeline::keep_preview`]).
+    pub fn take_preview(&mut self) -> Option<crate::observe::Preview> {
+        self.preview.take().map(|preview| preview.into_preview())
+    }
+
+    /// Rewrites `decoded` into `self.rewritten` (cleared first), then encodes it into `out`, timing both.
+    fn rewrite_then_encode(&mut self, decoded: &[u8], last: bool, out: &mut Vec<u8>) -> Result<(), PipelineError> {
+        self.rewritten.clear();
+        let started = Instant::now();
+        if last {
+            self.rewriter.finish(&mut self.rewritten)?;
+        } else {
+            self.rewriter.push(decoded, &mut self.rewritten)?;
+        }
+        let rewritten = Instant::now();
+        self.rewrite_time += rewritten - started;
+        if let Some(preview) = &mut self.preview {
+            preview.keep(decoded, &self.rewritten);
+        }
+        let result = self.encoder.encode(&self.rewritten, out);
+        self.encode_time += rewritten.elapsed();
+        Ok(result?)
     }
 
     /// Decodes `raw` into `decoded` (sniffing uses this before deciding to rewrite).
@@ -65,10 +114,7 @@ impl Pipeline {
 
     /// Rewrites and encodes already-decoded bytes.
     pub fn push_decoded(&mut self, decoded: &[u8], out: &mut Vec<u8>) -> Result<(), PipelineError> {
-        self.rewritten.clear();
-        self.rewriter.push(decoded, &mut self.rewritten)?;
-        self.encoder.encode(&self.rewritten, out)?;
-        Ok(())
+        self.rewrite_then_encode(decoded, false, out)
     }
 
     /// Runs compressed bytes through the whole pipeline, in bounded pieces.
@@ -100,7 +146,10 @@ impl Pipeline {
 
     /// Sends what the encoder holds, for a stream that pauses.
     pub fn flush(&mut self, out: &mut Vec<u8>) -> Result<(), PipelineError> {
-        Ok(self.encoder.flush(out)?)
+        let started = Instant::now();
+        let result = self.encoder.flush(out);
+        self.encode_time += started.elapsed();
+        Ok(result?)
     }
 
     /// Ends the body: checks the compressed stream was complete, releases what the rewriter held back and
@@ -108,11 +157,11 @@ impl Pipeline {
     pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), PipelineError> {
         self.push(&[], out)?;
         self.decoder.finish()?;
-        self.rewritten.clear();
-        self.rewriter.finish(&mut self.rewritten)?;
-        self.encoder.encode(&self.rewritten, out)?;
-        self.encoder.finish(out)?;
-        Ok(())
+        self.rewrite_then_encode(&[], true, out)?;
+        let started = Instant::now();
+        let result = self.encoder.finish(out);
+        self.encode_time += started.elapsed();
+        Ok(result?)
     }
 
     /// Match candidates left unreplaced because they grew past `max_match_bytes` (counted in the stats).
@@ -128,6 +177,11 @@ impl Pipeline {
     /// For each rule, in order: whether it replaced something so far.
     pub fn matched_rules(&self) -> Vec<bool> {
         self.rewriter.matched_rules()
+    }
+
+    /// Each rule's label with the matches it replaced so far.
+    pub fn match_counts(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.rewriter.match_counts()
     }
 }
 

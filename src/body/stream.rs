@@ -27,6 +27,8 @@ pub(crate) struct UpstreamBody {
     deadline: Pin<Box<Sleep>>,
     stats: Arc<Stats>,
     url: String,
+    /// Bytes received so far, as they came (the exchange record's `bytesIn`).
+    bytes_in: u64,
 }
 
 /// Where the bytes come from: the target's response, or a local file (`serveStatic`).
@@ -42,7 +44,8 @@ const FILE_CHUNK: usize = 64 * 1024;
 
 impl UpstreamBody {
     pub(crate) fn new(inner: hyper::body::Incoming, idle: Duration, stats: Arc<Stats>, url: String) -> UpstreamBody {
-        UpstreamBody { inner: Source::Http(inner), idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url }
+        let deadline = Box::pin(tokio::time::sleep(idle));
+        UpstreamBody { inner: Source::Http(inner), idle, deadline, stats, url, bytes_in: 0 }
     }
 
     /// `len` bytes of `file` from its current position, streamed; `path` names it in errors.
@@ -50,14 +53,18 @@ impl UpstreamBody {
         use tokio::io::AsyncReadExt;
         let reader = tokio::fs::File::from_std(file).take(len);
         let inner = Source::File(Box::new(tokio_util::io::ReaderStream::with_capacity(reader, FILE_CHUNK)));
-        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url: path }
+        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url: path, bytes_in: 0 }
     }
 
     fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
         let polled = self.poll_upstream(cx);
-        if let Poll::Ready(Some(Err(e))) = &polled {
-            self.stats.add_upstream_error();
-            self.stats.log_error(&format!("upstream body of {} failed: {e}", self.url));
+        match &polled {
+            Poll::Ready(Some(Ok(data))) => self.bytes_in += data.len() as u64,
+            Poll::Ready(Some(Err(e))) => {
+                self.stats.add_upstream_error();
+                self.stats.log_error(&format!("upstream body of {} failed: {e}", self.url));
+            }
+            _ => {}
         }
         polled
     }
@@ -124,6 +131,20 @@ pub(crate) enum ProxyBody {
     Tee(Box<Tee>),
     /// An endless stream of chunks: the inspector's Server-Sent Events.
     Events(EventStream),
+    /// Any of the above, counted and timed for the exchange record (see `crate::observe`).
+    Observed(Box<crate::observe::ObservedBody>),
+}
+
+/// What a body knows about itself once it has ended: the exchange record's body fields.
+#[derive(Debug, Default)]
+pub(crate) struct BodyReport {
+    /// Bytes read from the upstream or file (`None`: the body was in memory).
+    pub bytes_in: Option<u64>,
+    /// Time in the rules and in the encoder (`None`: no pipeline).
+    pub times: Option<(Duration, Duration)>,
+    /// Rules that matched, with their counts.
+    pub rules: Vec<crate::observe::RuleMatches>,
+    pub preview: Option<crate::observe::Preview>,
 }
 
 /// The chunks of a [`ProxyBody::Events`].
@@ -241,6 +262,19 @@ impl ProxyBody {
     pub(crate) fn full(bytes: impl Into<Bytes>) -> ProxyBody {
         ProxyBody::Full(Some(bytes.into()))
     }
+
+    /// What this body did, for its exchange record (called once, when it has ended or failed).
+    pub(crate) fn report(&mut self) -> BodyReport {
+        match self {
+            ProxyBody::Full(_) | ProxyBody::Events(_) => BodyReport::default(),
+            ProxyBody::Passthrough { upstream, .. } => {
+                BodyReport { bytes_in: Some(upstream.bytes_in), ..BodyReport::default() }
+            }
+            ProxyBody::Rewrite(state) => state.report(),
+            ProxyBody::Tee(tee) => tee.inner.report(),
+            ProxyBody::Observed(observed) => observed.inner_mut().report(),
+        }
+    }
 }
 
 impl RewriteState {
@@ -264,6 +298,20 @@ impl RewriteState {
             frames_sent: 0,
             skip_memo: None,
         }
+    }
+
+    fn report(&mut self) -> BodyReport {
+        let mut report = BodyReport { bytes_in: Some(self.upstream.bytes_in), ..BodyReport::default() };
+        if let Work::Ready(pipeline) = &mut self.work {
+            report.times = Some(pipeline.times());
+            report.rules = pipeline
+                .match_counts()
+                .filter(|(_, matches)| *matches > 0)
+                .map(|(rule, matches)| crate::observe::RuleMatches { rule: rule.to_string(), matches })
+                .collect();
+            report.preview = pipeline.take_preview();
+        }
+        report
     }
 
     /// Remembers, once the whole body went through, which rules found nothing in it.
@@ -419,6 +467,7 @@ impl Body for ProxyBody {
             ProxyBody::Events(stream) => {
                 futures_util::Stream::poll_next(stream.as_mut(), cx).map(|chunk| chunk.map(|c| Ok(Frame::data(c))))
             }
+            ProxyBody::Observed(observed) => observed.poll(cx),
             ProxyBody::Rewrite(state) => {
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| state.poll(cx))) {
                     Ok(poll) => poll,
@@ -437,6 +486,7 @@ impl Body for ProxyBody {
             ProxyBody::Passthrough { prefix, upstream } => prefix.is_none() && upstream.is_end_stream(),
             ProxyBody::Rewrite(_) | ProxyBody::Events(_) => false,
             ProxyBody::Tee(tee) => tee.inner.is_end_stream(),
+            ProxyBody::Observed(observed) => observed.inner().is_end_stream(),
         }
     }
 
@@ -445,6 +495,7 @@ impl Body for ProxyBody {
             ProxyBody::Full(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
             ProxyBody::Passthrough { prefix: None, upstream } => upstream.size_hint(),
             ProxyBody::Tee(tee) => tee.inner.size_hint(),
+            ProxyBody::Observed(observed) => observed.inner().size_hint(),
             _ => SizeHint::default(),
         }
     }

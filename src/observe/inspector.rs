@@ -9,7 +9,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
@@ -18,12 +18,11 @@ use serde_json::Value;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::watch;
 
-use super::mask::{is_secret, mask_headers, REDACTED};
-use super::ExchangeRecord;
+use super::mask::{is_secret, REDACTED};
+use super::{ExchangeRecord, RecordSink};
 use crate::body::ProxyBody;
 use crate::config::InspectorConfig;
-use crate::pages::ProxyError;
-use crate::state::{header_pairs, Phase};
+use crate::state::Phase;
 
 /// Records a viewer may be behind before it loses the oldest (each is an `Arc`: the backlog costs
 /// pointers, not copies).
@@ -42,12 +41,6 @@ const STYLE: &str = include_str!("inspector/inspector.css");
 const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
                         img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// Where finished exchange records go (the server's observer hands each to every sink).
-pub(crate) trait RecordSink: Send + Sync {
-    /// Takes one finished record; must be cheap and never wait.
-    fn push(&self, record: Arc<ExchangeRecord>);
-}
-
 /// One server's inspector.
 pub(crate) struct Inspector {
     /// The reserved prefix, ending in `/`.
@@ -63,9 +56,10 @@ pub(crate) struct Inspector {
     total: AtomicU64,
     /// Records the event streams lost to slow viewers.
     dropped: AtomicU64,
-    /// inspector-seam: ids of the stand-in records (observe's record numbers its own).
-    next_id: AtomicU64,
 }
+
+/// The `source` of the inspector's own answers, which it leaves out of its list.
+pub(crate) const SOURCE: &str = "inspector";
 
 /// A rule's row in the per-rule table.
 #[derive(Debug, Default, Clone)]
@@ -80,6 +74,9 @@ struct RuleTotals {
 
 impl RecordSink for Inspector {
     fn push(&self, record: Arc<ExchangeRecord>) {
+        if record.source == SOURCE {
+            return;
+        }
         self.total.fetch_add(1, Ordering::Relaxed);
         if !record.rules.is_empty() {
             self.tally(&record);
@@ -97,6 +94,10 @@ impl RecordSink for Inspector {
         // The evicted record's memory is freed here, outside the lock.
         drop(evicted);
     }
+
+    fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
 }
 
 impl Inspector {
@@ -109,7 +110,6 @@ impl Inspector {
             live: broadcast::channel(LIVE_BACKLOG).0,
             total: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
-            next_id: AtomicU64::new(1),
         }
     }
 
@@ -218,11 +218,6 @@ impl Inspector {
             .body(ProxyBody::Events(Box::pin(stream)))
             .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR, "event stream failed\n"))
     }
-
-    /// inspector-seam: an id for a stand-in record.
-    pub(crate) fn next_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
-    }
 }
 
 /// One viewer's event stream.
@@ -311,55 +306,6 @@ fn plain(status: StatusCode, text: &'static str) -> Response<ProxyBody> {
     let mut response = asset("text/plain; charset=utf-8", text);
     *response.status_mut() = status;
     response
-}
-
-/// inspector-seam: what `proxy()` keeps of a request to publish a stand-in record at its end, until
-/// observe's fan-out (which fills every field, at the body's end) replaces it.
-pub(crate) struct Seam {
-    started: Instant,
-    started_at: u64,
-    method: String,
-    url: String,
-    request_headers: Vec<(String, String)>,
-}
-
-impl Seam {
-    pub(crate) fn start<B>(req: &Request<B>) -> Seam {
-        let started_at = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-        Seam {
-            started: Instant::now(),
-            started_at,
-            method: req.method().to_string(),
-            url: req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string(),
-            request_headers: header_pairs(req.headers()),
-        }
-    }
-
-    pub(crate) fn finish(self, inspector: &Inspector, response: &Result<Response<ProxyBody>, ProxyError>) {
-        let mut record = ExchangeRecord {
-            id: inspector.next_id(),
-            started_at: self.started_at,
-            method: self.method,
-            url: self.url,
-            source: "proxy",
-            request_headers: self.request_headers,
-            total_ms: self.started.elapsed().as_secs_f64() * 1000.0,
-            ..ExchangeRecord::default()
-        };
-        match response {
-            Ok(response) => {
-                record.status = response.status().as_u16();
-                record.response_headers = header_pairs(response.headers());
-            }
-            Err(error) => {
-                record.source = "error";
-                record.error = Some(error.log_line().unwrap_or_else(|| format!("{error:?}")));
-            }
-        }
-        mask_headers(&mut record.request_headers);
-        mask_headers(&mut record.response_headers);
-        inspector.push(Arc::new(record));
-    }
 }
 
 #[cfg(test)]

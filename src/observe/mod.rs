@@ -2,14 +2,36 @@
 //! finished when its body ends (or fails), then handed to every consumer at once: the request log,
 //! `stats()`'s histograms and per-rule counters, `onRequest`, and the inspector's ring buffer.
 //!
-//! Owners: the record and its fan-out (this file), the inspector (`inspector.rs`).
+//! Owners: the record and its fan-out (this file, `body.rs`, `log.rs`, `latency.rs`), the inspector
+//! (`inspector.rs`).
+//!
+//! Cost when nobody reads records (no request log, no sink): per request, one boxed body wrapper,
+//! two clock reads per body chunk in the pipeline, one histogram lock when the body ends; no record
+//! is built (its strings are made only for a consumer).
 
+mod body;
+mod latency;
+mod log;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use http::header::{self, HeaderValue};
+use http::{Method, Request, Response, Uri};
 use serde::Serialize;
 
 pub(crate) mod inspector;
 pub mod mask;
 
+pub(crate) use body::ObservedBody;
+pub use latency::{LatencySnapshot, ObserveSnapshot, RuleCount};
+pub use log::LogFormat;
 pub use mask::{mask, mask_headers};
+
+use crate::body::{BodyReport, ProxyBody, PREVIEW_BYTES};
+use crate::state::header_pairs;
+use crate::stats::Stats;
 
 /// One exchange as the proxy saw it. Serialized as is for `logFormat: 'json'`, `onRequest` and the
 /// inspector, so field names are camelCase and stable.
@@ -75,8 +97,318 @@ pub struct Preview {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RuleMatches {
-    /// The rule as the user wrote it (its pattern), or `snippet` / `links` for the built-in ones.
+    /// The rule as the user wrote it (its pattern, `/x/g` or `"text"`), or `snippet` / `link rewrite`
+    /// for the built-in ones.
     pub rule: String,
     /// Matches replaced in this body.
     pub matches: u64,
+}
+
+/// The start of a rewritten body while it is being kept (bytes: a character cut at the limit or at a
+/// chunk edge is mended once, when the body ends).
+#[derive(Debug, Default)]
+pub struct PreviewBuffer {
+    before: Vec<u8>,
+    after: Vec<u8>,
+}
+
+impl PreviewBuffer {
+    /// Keeps what still fits of one chunk before and after the rules.
+    pub(crate) fn keep(&mut self, before: &[u8], after: &[u8]) {
+        for (kept, chunk) in [(&mut self.before, before), (&mut self.after, after)] {
+            let room = PREVIEW_BYTES.saturating_sub(kept.len());
+            kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
+    }
+
+    pub(crate) fn into_preview(self) -> Preview {
+        Preview {
+            before: String::from_utf8_lossy(&self.before).into_owned(),
+            after: String::from_utf8_lossy(&self.after).into_owned(),
+        }
+    }
+}
+
+/// A consumer of finished records (the inspector's ring buffer, `onRequest`'s channel). `push` runs
+/// on a tokio worker at the end of every response: it must not block (hand off, or drop and count).
+pub trait RecordSink: Send + Sync {
+    /// Takes one finished record.
+    fn push(&self, record: Arc<ExchangeRecord>);
+
+    /// Records this sink dropped because its consumer fell behind (`stats().droppedRecords`).
+    fn dropped(&self) -> u64 {
+        0
+    }
+}
+
+/// What the options say about observing (`serverTiming`, `logRequests`, `logFormat`, `onRequest`).
+#[derive(Clone)]
+pub struct ObserveConfig {
+    /// Send `Server-Timing` on answers (default true).
+    pub server_timing: bool,
+    /// One log line per request at `logLevel: 'info'` (always at `'debug'`).
+    pub log_requests: bool,
+    /// `logFormat`: text lines or JSON lines.
+    pub log_format: LogFormat,
+    /// Where finished records go besides the log and the stats (`onRequest`, the inspector).
+    pub sinks: Vec<Arc<dyn RecordSink>>,
+}
+
+impl Default for ObserveConfig {
+    fn default() -> ObserveConfig {
+        ObserveConfig { server_timing: true, log_requests: false, log_format: LogFormat::Text, sinks: Vec::new() }
+    }
+}
+
+impl std::fmt::Debug for ObserveConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObserveConfig")
+            .field("server_timing", &self.server_timing)
+            .field("log_requests", &self.log_requests)
+            .field("log_format", &self.log_format)
+            .field("sinks", &self.sinks.len())
+            .finish()
+    }
+}
+
+/// What the phases learn that the record needs, carried to the end of the answer in the response's
+/// extensions (so no phase's signature changes for it). Taken out before the response goes out.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Facts {
+    /// Who answered (`None`: the target, `proxy`).
+    pub source: Option<&'static str>,
+    /// Time from sending the upstream request to its response headers.
+    pub upstream: Option<Duration>,
+    /// The upstream's (or file's, or middleware's) `Content-Encoding`.
+    pub coding_in: Option<HeaderValue>,
+    /// The body went through the rewrite rules.
+    pub rewritten: bool,
+    /// A middleware's `next()` answer handed back as it came: its own hop was recorded already.
+    pub passed_on: bool,
+    /// The exchange went to a cassette (record/replay sets it).
+    pub recorded: bool,
+    /// Why the request failed (error answers).
+    pub error: Option<String>,
+}
+
+/// The [`Facts`] of a response head, added if it has none yet.
+pub(crate) fn facts(extensions: &mut http::Extensions) -> &mut Facts {
+    extensions.get_or_insert_default::<Facts>()
+}
+
+/// A request as it arrived, until its answer ends.
+pub(crate) struct Begun {
+    started: Instant,
+    started_at: SystemTime,
+    method: Method,
+    uri: Uri,
+    /// Only when some consumer reads records.
+    request_headers: Option<Vec<(String, String)>>,
+}
+
+/// Everything known when the headers went out; the body adds the rest.
+pub(crate) struct Trace {
+    observer: Arc<Observer>,
+    begun: Begun,
+    facts: Facts,
+    status: u16,
+    coding_out: Option<HeaderValue>,
+    /// Headers sent; only when some consumer reads records.
+    response_headers: Option<Vec<(String, String)>>,
+}
+
+/// The fan-out of finished records, one per server (owned by `Shared`).
+pub(crate) struct Observer {
+    config: ObserveConfig,
+    /// Request lines go to the log (`logRequests`, or `logLevel: 'debug'`).
+    log_requests: bool,
+    stats: Arc<Stats>,
+    next_id: AtomicU64,
+    latency: latency::Latency,
+    /// Whether pipelines keep the preview (the inspector turns it on).
+    preview: AtomicBool,
+}
+
+impl Observer {
+    pub(crate) fn new(config: ObserveConfig, stats: Arc<Stats>) -> Observer {
+        let log_requests = stats.logs() && (config.log_requests || stats.debug_enabled());
+        Observer {
+            config,
+            log_requests,
+            stats,
+            next_id: AtomicU64::new(1),
+            latency: latency::Latency::default(),
+            preview: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether anyone reads whole records (else none is built).
+    fn builds_records(&self) -> bool {
+        self.log_requests || !self.config.sinks.is_empty()
+    }
+
+    /// Whether pipelines keep the first KiB before and after rewriting for the record.
+    pub(crate) fn wants_preview(&self) -> bool {
+        self.preview.load(Ordering::Relaxed)
+    }
+
+    /// Turns previews on or off for bodies that start from now on (the inspector's switch).
+    pub(crate) fn set_preview(&self, on: bool) {
+        self.preview.store(on, Ordering::Relaxed);
+    }
+
+    /// Notes a request as it arrives.
+    pub(crate) fn begin<B>(&self, req: &Request<B>) -> Begun {
+        Begun {
+            started: Instant::now(),
+            started_at: SystemTime::now(),
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            request_headers: (!self.config.sinks.is_empty()).then(|| header_pairs(req.headers())),
+        }
+    }
+
+    /// The answer as it goes out: `Server-Timing` added (with what is known now), its body wrapped so
+    /// that the record is finished when it ends.
+    pub(crate) fn respond(self: &Arc<Self>, begun: Begun, response: Response<ProxyBody>) -> Response<ProxyBody> {
+        let (mut head, body) = response.into_parts();
+        let facts = head.extensions.remove::<Facts>().unwrap_or_default();
+        if facts.passed_on {
+            // A middleware's `next()` answer was recorded, and timed, on its own hop.
+            return Response::from_parts(head, body);
+        }
+        // A WebSocket's 101 is recorded (its tunnel is not), without a header a browser never reads.
+        if self.config.server_timing && head.status != http::StatusCode::SWITCHING_PROTOCOLS {
+            head.headers.append(header::HeaderName::from_static("server-timing"), server_timing(&begun, &facts));
+        }
+        let trace = Trace {
+            observer: self.clone(),
+            status: head.status.as_u16(),
+            coding_out: head.headers.get(header::CONTENT_ENCODING).cloned(),
+            response_headers: (!self.config.sinks.is_empty()).then(|| header_pairs(&head.headers)),
+            begun,
+            facts,
+        };
+        Response::from_parts(head, ProxyBody::Observed(Box::new(ObservedBody::new(body, trace))))
+    }
+
+    /// Hands a finished exchange to the stats, the log and the sinks.
+    fn end(&self, trace: Trace, report: BodyReport, bytes_out: u64, error: Option<String>) {
+        let total = trace.begun.started.elapsed();
+        let Trace { begun, facts, status, coding_out, response_headers, .. } = trace;
+        self.latency.record(facts.upstream, total, &report.rules);
+        if !self.builds_records() {
+            return;
+        }
+        let coding = |value: Option<HeaderValue>| {
+            value.map_or_else(|| "identity".to_string(), |v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        };
+        let rewritten = facts.rewritten && report.times.is_some();
+        let record = ExchangeRecord {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            started_at: begun.started_at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
+            method: begun.method.to_string(),
+            url: begun.uri.path_and_query().map_or_else(|| begun.uri.to_string(), |p| p.to_string()),
+            status,
+            source: facts.source.unwrap_or("proxy"),
+            coding_in: coding(facts.coding_in),
+            coding_out: coding(coding_out),
+            bytes_in: report.bytes_in.unwrap_or(0),
+            bytes_out,
+            upstream_ms: facts.upstream.map(ms),
+            total_ms: ms(total),
+            rewrite_ms: report.times.filter(|_| rewritten).map(|(rewrite, _)| ms(rewrite)),
+            encode_ms: report.times.map(|(_, encode)| ms(encode)),
+            rewritten,
+            recorded: facts.recorded,
+            rules: report.rules,
+            request_headers: begun.request_headers.unwrap_or_default(),
+            response_headers: response_headers.unwrap_or_default(),
+            error: facts.error.or(error),
+            preview: report.preview,
+        };
+        self.finish(record);
+    }
+
+    /// Fans a finished record out to the request log and every sink.
+    pub(crate) fn finish(&self, record: ExchangeRecord) {
+        if self.log_requests {
+            match self.config.log_format {
+                LogFormat::Text => self.stats.log_error(&log::text_line(&record)),
+                LogFormat::Json => self.stats.log_raw(&log::json_line(&record)),
+            }
+        }
+        if self.config.sinks.is_empty() {
+            return;
+        }
+        let record = Arc::new(record);
+        for sink in &self.config.sinks {
+            sink.push(record.clone());
+        }
+    }
+
+    /// Latency percentiles and per-rule counters so far.
+    pub(crate) fn snapshot(&self) -> ObserveSnapshot {
+        let mut snapshot = self.latency.snapshot();
+        snapshot.dropped_records = self.config.sinks.iter().map(|sink| sink.dropped()).sum();
+        snapshot
+    }
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// `upstream;dur=<ms>` (time to the upstream's headers) and `proxy;dur=<ms>` (the rest of the time
+/// before the headers went out: phases, hooks, sniffing and rewriting the start of the body).
+fn server_timing(begun: &Begun, facts: &Facts) -> HeaderValue {
+    let before_headers = begun.started.elapsed();
+    let value = match facts.upstream {
+        Some(upstream) => {
+            format!("upstream;dur={:.1}, proxy;dur={:.1}", ms(upstream), ms(before_headers.saturating_sub(upstream)))
+        }
+        None => format!("proxy;dur={:.1}", ms(before_headers)),
+    };
+    // Digits, dots and names only: always a valid value; taken without a copy.
+    HeaderValue::from_maybe_shared(bytes::Bytes::from(value)).unwrap_or(HeaderValue::from_static("proxy"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::body::Pipeline;
+    use crate::codec::Encoding;
+    use crate::rewrite::{Rewriter, Rule, RuleReplacement};
+
+    #[test]
+    fn the_preview_keeps_the_first_kib_before_and_after_the_rules_across_chunks() {
+        let rule = Rule::regex("a", "g", RuleReplacement::Text("bb".into())).unwrap();
+        let mut pipeline =
+            Pipeline::new(Encoding::Identity, Encoding::Identity, Rewriter::new(&[rule], "h", 1024)).keep_preview();
+        let input: Vec<u8> = b"xa".iter().copied().cycle().take(3000).collect();
+        let mut out = Vec::new();
+        for chunk in input.chunks(700) {
+            pipeline.push(chunk, &mut out).unwrap();
+        }
+        pipeline.finish(&mut out).unwrap();
+        let preview = pipeline.take_preview().expect("kept");
+        assert_eq!(preview.before.as_bytes(), &input[..PREVIEW_BYTES]);
+        assert_eq!(preview.after.as_bytes(), &out[..PREVIEW_BYTES]);
+        assert!(pipeline.take_preview().is_none(), "taken once");
+        let mut plain = Pipeline::new(Encoding::Identity, Encoding::Identity, Rewriter::new(&[], "h", 1024));
+        plain.push(b"abc", &mut Vec::new()).unwrap();
+        assert!(plain.take_preview().is_none(), "nothing kept unless asked");
+    }
+
+    #[test]
+    fn a_cut_character_is_mended_once() {
+        let mut buffer = PreviewBuffer::default();
+        let text = "é".repeat(PREVIEW_BYTES);
+        let (first, rest) = text.as_bytes().split_at(1);
+        buffer.keep(first, first);
+        buffer.keep(rest, rest);
+        let preview = buffer.into_preview();
+        assert_eq!(preview.before, "é".repeat(PREVIEW_BYTES / 2));
+        assert_eq!(preview.after.len(), PREVIEW_BYTES);
+    }
 }

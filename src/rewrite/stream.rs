@@ -80,6 +80,11 @@ impl Rewriter {
     pub fn matched_rules(&self) -> Vec<bool> {
         self.stages.iter().map(|s| s.matched).collect()
     }
+
+    /// Each rule's label with the matches it replaced so far, in rule order.
+    pub fn match_counts(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.stages.iter().map(|s| (s.rule.label(), s.matches))
+    }
 }
 
 /// Runs `input` through `stages` in order. A stage scans its input where it lies and copies only the
@@ -161,6 +166,8 @@ struct Stage {
     abandoned: u64,
     /// Some match was replaced (what the skip table remembers, see `crate::skip`).
     matched: bool,
+    /// Matches replaced so far (the request log and `stats()`'s per-rule counters).
+    matches: u64,
     /// The request and response shown to a replacement function.
     exchange: Option<Arc<Exchange>>,
 }
@@ -206,6 +213,7 @@ impl Stage {
             captures,
             abandoned: 0,
             matched: false,
+            matches: 0,
             exchange: None,
         }
     }
@@ -326,6 +334,7 @@ impl Stage {
             match self.next_match(hay, last) {
                 Next::Match { start, end } => {
                     self.matched = true;
+                    self.matches += 1;
                     self.surrogates |= emit_plain(out, hay.bytes, self.emitted, start, units);
                     self.replace(hay, start, end, out)?;
                     self.emitted = end;
