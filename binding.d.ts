@@ -127,22 +127,6 @@ export interface InspectorOptions {
   path?: string
   /** How many exchanges it keeps, the oldest dropped first (default 500, at most 10000). */
   size?: number
-  /**
-   * A `Server-Timing` header on every answer (default true): `upstream;dur=` (ms to the target's
-   * response headers) and `proxy;dur=` (the proxy's own time before the headers). DevTools shows it
-   * in the Timing tab. Times known only at the body's end go to the request log and `onRequest`.
-   */
-  serverTiming?: boolean
-  /**
-   * One log line per request at `logLevel: 'info'` (default false; `'debug'` always logs them):
-   * method, path, status, coding in->out, bytes in->out, total and upstream time, rewritten or passed.
-   */
-  logRequests?: boolean
-  /**
-   * Form of the request lines: `'text'` (default) or `'json'` (the exchange record, one JSON object
-   * per line, without the prefix).
-   */
-  logFormat?: 'text' | 'json'
 }
 
 /**
@@ -269,6 +253,22 @@ export interface ProxyOptions {
    * longest prefix wins; everything else goes to `proxy`. Links to every target are rewritten.
    */
   routes?: Record<string, string | RouteOptions>
+  /**
+   * A `Server-Timing` header on every answer (default true): `upstream;dur=` (ms to the target's
+   * response headers) and `proxy;dur=` (the proxy's own time before the headers). DevTools shows it
+   * in the Timing tab. Times known only at the body's end go to the request log and `onRequest`.
+   */
+  serverTiming?: boolean
+  /**
+   * One log line per request at `logLevel: 'info'` (default false; `'debug'` always logs them):
+   * method, path, status, coding in->out, bytes in->out, total and upstream time, rewritten or passed.
+   */
+  logRequests?: boolean
+  /**
+   * Form of the request lines: `'text'` (default) or `'json'` (the exchange record, one JSON object
+   * per line, without the prefix).
+   */
+  logFormat?: 'text' | 'json'
   /**
    * The live inspector, a page at the proxy's own origin under `/__devproxy/` that shows the last
    * exchanges (headers with secrets masked, timings, rules matched) as they happen. Default on;

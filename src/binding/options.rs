@@ -144,6 +144,17 @@ pub struct ProxyOptions {
     /// longest prefix wins; everything else goes to `proxy`. Links to every target are rewritten.
     #[napi(ts_type = "Record<string, string | RouteOptions>")]
     pub routes: Option<std::collections::HashMap<String, String>>,
+    /// A `Server-Timing` header on every answer (default true): `upstream;dur=` (ms to the target's
+    /// response headers) and `proxy;dur=` (the proxy's own time before the headers). DevTools shows it
+    /// in the Timing tab. Times known only at the body's end go to the request log and `onRequest`.
+    pub server_timing: Option<bool>,
+    /// One log line per request at `logLevel: 'info'` (default false; `'debug'` always logs them):
+    /// method, path, status, coding in->out, bytes in->out, total and upstream time, rewritten or passed.
+    pub log_requests: Option<bool>,
+    /// Form of the request lines: `'text'` (default) or `'json'` (the exchange record, one JSON object
+    /// per line, without the prefix).
+    #[napi(ts_type = "'text' | 'json'")]
+    pub log_format: Option<String>,
     /// The live inspector, a page at the proxy's own origin under `/__devproxy/` that shows the last
     /// exchanges (headers with secrets masked, timings, rules matched) as they happen. Default on;
     /// `false` turns it off (nothing is kept, and `/__devproxy/` goes to the target like any path);
@@ -161,17 +172,6 @@ pub struct InspectorOptions {
     pub path: Option<String>,
     /// How many exchanges it keeps, the oldest dropped first (default 500, at most 10000).
     pub size: Option<u32>,
-    /// A `Server-Timing` header on every answer (default true): `upstream;dur=` (ms to the target's
-    /// response headers) and `proxy;dur=` (the proxy's own time before the headers). DevTools shows it
-    /// in the Timing tab. Times known only at the body's end go to the request log and `onRequest`.
-    pub server_timing: Option<bool>,
-    /// One log line per request at `logLevel: 'info'` (default false; `'debug'` always logs them):
-    /// method, path, status, coding in->out, bytes in->out, total and upstream time, rewritten or passed.
-    pub log_requests: Option<bool>,
-    /// Form of the request lines: `'text'` (default) or `'json'` (the exchange record, one JSON object
-    /// per line, without the prefix).
-    #[napi(ts_type = "'text' | 'json'")]
-    pub log_format: Option<String>,
 }
 
 /// `https: { key, cert }`: the certificate the proxy serves, as PEM files.
