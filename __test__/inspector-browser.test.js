@@ -44,7 +44,7 @@ const routes = {
 test('the inspector page: loads clean, shows new requests live, filters by path and status, shows details', { timeout: 120000 }, async (t) => {
   const upstream = await startUpstream(routes)
   try {
-    await withProxy({ proxy: upstream.url, port: 0 }, async (server) => {
+    await withProxy({ proxy: upstream.url, port: 0, rewriteRules: [{ match: /home/g, replace: 'HOME' }] }, async (server) => {
       const base = `http://${HOST}:${server.port}`
       await request(`${base}/`, { headers: { accept: 'text/html', authorization: 'Bearer page-secret' } })
       await request(`${base}/api/items`)
@@ -101,6 +101,9 @@ test('the inspector page: loads clean, shows new requests live, filters by path 
         assert.match(requestHeaders, /authorization\[redacted\]/)
         assert.doesNotMatch(await page.content(), /page-secret/)
         assert.match(await page.textContent('#detail-timings'), /total\d+(\.\d+)? ms/)
+        // The diff of the first KiB before and after the rule.
+        assert.equal(await page.textContent('#detail-diff del'), 'home')
+        assert.equal(await page.textContent('#detail-diff ins'), 'HOME')
 
         // The diff view's algorithm, on a snippet insertion.
         const ops = await page.evaluate(() => window.devproxyInspector.diff('<body><h1>home</h1>', '<body><script></script><h1>home</h1>'))
@@ -115,6 +118,8 @@ test('the inspector page: loads clean, shows new requests live, filters by path 
         assert.equal((await rulesLoaded).status(), 200)
         await page.waitForSelector('#rules:not([hidden])', { timeout: WAIT })
         assert.equal(await page.isHidden('#exchanges'), true)
+        await page.waitForSelector('#rule-rows tr', { timeout: WAIT })
+        assert.deepEqual(await page.locator('#rule-rows tr td').evaluateAll((tds) => tds.slice(1, 3).map((td) => td.textContent)), ['1', '1'])
         assert.deepEqual(problems, [], 'no console errors or warnings')
       } finally {
         await page.close()

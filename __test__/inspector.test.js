@@ -172,6 +172,35 @@ test('masking: Authorization, Cookie, Set-Cookie and API-key headers show as [re
   }
 })
 
+test('a rewritten page: its record has codings, bytes, the rules that matched and the before/after preview; api/rules sums them', async () => {
+  const upstream = await startUpstream({
+    '/page': (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' })
+      res.end('<html><body><p>hi there, hi</p></body></html>')
+    },
+  })
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, rewriteRules: [{ match: /hi/g, replace: 'hello' }] }, async (server) => {
+      for (let i = 0; i < 2; i++) await get(server, '/page', { accept: 'text/html', 'accept-encoding': 'gzip' })
+      const snap = await get(server, '/__devproxy/api/exchanges')
+      const [r] = snap.json.records
+      assert.equal(r.rewritten, true)
+      assert.deepEqual([r.codingIn, r.codingOut], ['identity', 'gzip'])
+      assert.ok(r.bytesIn > 0 && r.bytesOut > 0, JSON.stringify(r))
+      assert.equal(r.preview.before, '<html><body><p>hi there, hi</p></body></html>')
+      assert.equal(r.preview.after, '<html><body><p>hello there, hello</p></body></html>')
+      const rule = r.rules.find((x) => x.matches === 2)
+      assert.ok(rule, JSON.stringify(r.rules))
+      const rules = await get(server, '/__devproxy/api/rules')
+      const row = rules.json.rules.find((x) => x.rule === rule.rule)
+      assert.deepEqual([row.exchanges, row.matches], [2, 4])
+      assert.ok(typeof row.rewriteMs === 'number')
+    })
+  } finally {
+    await upstream.close()
+  }
+})
+
 test('inspector: false reserves nothing: /__devproxy/ goes to the target like any path', async () => {
   const upstream = await startUpstream({
     '/__devproxy/': (req, res) => res.end('the target\'s own /__devproxy/'),

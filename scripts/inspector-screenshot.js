@@ -33,7 +33,13 @@ function site() {
 ;(async () => {
   const upstream = await site()
   const target = `http://127.0.0.1:${upstream.address().port}`
-  const server = await start({ proxy: target, port: 0, logLevel: 'silent', snippet: '<script async src="/browser-sync/browser-sync-client.js"></script>' })
+  const server = await start({
+    proxy: target,
+    port: 0,
+    logLevel: 'silent',
+    snippet: '<script async src="/browser-sync/browser-sync-client.js"></script>',
+    rewriteRules: [{ match: /Shop/g, replace: 'Shop (dev)' }],
+  })
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] })
   try {
     const get = (p, headers = {}) => fetch(server.url + p, { headers: { 'accept-encoding': 'gzip', ...headers } }).then((r) => r.arrayBuffer())
@@ -41,7 +47,7 @@ function site() {
     await get('/style.css', { accept: 'text/css' })
     await get('/api/cart', { 'x-api-key': 'example-key' })
     await get('/favicon.ico')
-    const page = await browser.newPage({ viewport: { width: 1400, height: 760 } })
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } })
     await page.goto(`${server.url}/__devproxy/`)
     await page.waitForFunction(() => document.querySelectorAll('#exchange-rows tr').length === 4)
     // A request while the page is open arrives over the event stream.
