@@ -40,6 +40,16 @@ export declare class ProxyServer {
    */
   removeRule(id: number): boolean
   stats(): ProxyStats
+  /**
+   * Answers requests from a cassette from now on (routes with their own `replay` keep theirs);
+   * resolves once the cassette is read, rejects naming the file and line of a bad one (the mode
+   * stays as it was). Each call starts the cassette over (identical requests from the first).
+   */
+  replay(options: ReplayOptions): Promise<void>
+  /** Proxies requests to the target again (after `replay()`). */
+  passthrough(): void
+  /** Records exchanges to a cassette from now on. */
+  record(options: { path: string }): Promise<void>
   /** Lets the Node process exit while the server still runs (like `net.Server#unref`). */
   unref(): void
   /**
@@ -276,6 +286,11 @@ export interface ProxyOptions {
    * `{ path: '/__x/', size: 500 }` moves it or keeps another number of exchanges.
    */
   inspector?: boolean | InspectorOptions
+  /**
+   * Answer requests from a cassette instead of the target (see `ReplayOptions`); switch at run
+   * time with `server.replay()` / `server.passthrough()`.
+   */
+  replay?: ReplayOptions
 }
 
 /** What the server has done so far. */
@@ -318,6 +333,54 @@ export interface ProxyTargetOptions {
    * key is ignored with a warning naming it.
    */
   proxyOptions?: HttpProxyOptions
+}
+
+/** One `replay.faults` entry: `{ stallMs, beforeChunk }`, `{ cutAfterChunk }` or `{ status, body? }`. */
+export interface ReplayFault {
+  /** URL glob (path and query) the fault applies to; default every replayed request. */
+  match?: string
+  /** Wait this many ms more (at any speed) before chunk `beforeChunk`; later chunks move as much. */
+  stallMs?: number
+  /** The chunk (0-based, default 0) a stall comes before. */
+  beforeChunk?: number
+  /** Reset the connection after this chunk (0-based), as an upstream dying mid-stream. */
+  cutAfterChunk?: number
+  /**
+   * Answer this error status instead, with `body` or one shaped like the API's own error
+   * (OpenAI's; Anthropic's for `/v1/messages` and 529).
+   */
+  status?: 429 | 500 | 503 | 529 | number
+  /** The error answer's body (JSON text). */
+  body?: string
+}
+
+/** `replay.match`. */
+export interface ReplayMatch {
+  /** Query parameters left out of the match, by name. */
+  ignoreQuery?: Array<string>
+  /** JSON body fields left out of the match: `'user'`, or nested ones as `'metadata.trace_id'`. */
+  ignoreFields?: Array<string>
+}
+
+/**
+ * Answer requests from a cassette (JSON Lines, see the README) instead of the target: each
+ * response at its recorded offsets, its chunks as recorded.
+ */
+export interface ReplayOptions {
+  /** The cassette file (relative to the working directory). */
+  path: string
+  /** 1 (default): recorded timing; 4: four times faster; 0: as fast as possible. */
+  speed?: number
+  /**
+   * A request no recording matches: `'error'` (default) answers 404 with a JSON body naming the
+   * nearest recording and the fields that differ; `'proxy'` forwards it to the target; `'record'`
+   * forwards and records it (update mode).
+   */
+  onMiss?: 'error' | 'proxy' | 'record'
+  /** What matching leaves out (method, path, query and body are compared). */
+  match?: ReplayMatch
+  /** Faults to inject, for testing a UI's error handling. */
+  faults?: Array<ReplayFault>
 }
 
 /**
@@ -369,6 +432,8 @@ export interface RouteOptions {
   reqHeaders?: Record<string, string>
   /** Verify this target's TLS certificate (default true). */
   secure?: boolean
+  /** Answer this prefix's requests from a cassette (see `ReplayOptions`) while the rest is proxied. */
+  replay?: ReplayOptions
 }
 
 /**

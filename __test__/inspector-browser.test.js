@@ -92,10 +92,12 @@ test('the inspector page: loads clean, shows new requests live, filters by path 
         await page.selectOption('#filter-status', '')
         await page.waitForFunction(() => document.querySelectorAll('#exchange-rows tr').length === 4, null, { timeout: WAIT })
 
-        // Detail view: timings and headers, secrets masked.
-        await page.click('#exchange-rows tr[data-url="/"]')
+        // Detail view of a page rewritten while the inspector is open: timings, headers with secrets
+        // masked, the diff.
+        await request(`${base}/?open=1`, { headers: { accept: 'text/html', authorization: 'Bearer page-secret' } })
+        await page.click('#exchange-rows tr[data-url="/?open=1"]', { timeout: WAIT })
         await page.waitForSelector('#detail:not([hidden])', { timeout: WAIT })
-        assert.match(await page.textContent('#detail-title'), /^GET \/ → 200$/)
+        assert.match(await page.textContent('#detail-title'), /^GET \/\?open=1 → 200$/)
         const requestHeaders = await page.textContent('#detail-request-headers')
         assert.match(requestHeaders, /accepttext\/html/)
         assert.match(requestHeaders, /authorization\[redacted\]/)
@@ -119,7 +121,7 @@ test('the inspector page: loads clean, shows new requests live, filters by path 
         await page.waitForSelector('#rules:not([hidden])', { timeout: WAIT })
         assert.equal(await page.isHidden('#exchanges'), true)
         await page.waitForSelector('#rule-rows tr', { timeout: WAIT })
-        assert.deepEqual(await page.locator('#rule-rows tr td').evaluateAll((tds) => tds.slice(1, 3).map((td) => td.textContent)), ['1', '1'])
+        assert.deepEqual(await page.locator('#rule-rows tr td').evaluateAll((tds) => tds.slice(1, 3).map((td) => td.textContent)), ['2', '2'])
         assert.deepEqual(problems, [], 'no console errors or warnings')
       } finally {
         await page.close()

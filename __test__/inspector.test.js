@@ -172,7 +172,7 @@ test('masking: Authorization, Cookie, Set-Cookie and API-key headers show as [re
   }
 })
 
-test('a rewritten page: its record has codings, bytes, the rules that matched and the before/after preview; api/rules sums them', async () => {
+test('a rewritten page: its record has codings, bytes, the rules that matched and, while a viewer is open, the before/after preview; api/rules sums them', async () => {
   const upstream = await startUpstream({
     '/page': (req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' })
@@ -181,9 +181,22 @@ test('a rewritten page: its record has codings, bytes, the rules that matched an
   })
   try {
     await withProxy({ proxy: upstream.url, port: 0, rewriteRules: [{ match: /hi/g, replace: 'hello' }] }, async (server) => {
-      for (let i = 0; i < 2; i++) await get(server, '/page', { accept: 'text/html', 'accept-encoding': 'gzip' })
+      // Without a viewer the record has no preview (it would cost a copy nobody looks at) ...
+      await get(server, '/page', { accept: 'text/html', 'accept-encoding': 'gzip' })
+      const events = await openEvents(server)
+      let live
+      try {
+        await events.next((e) => e.event === 'snapshot')
+        // ... with the page open it has one.
+        await get(server, '/page?open', { accept: 'text/html', 'accept-encoding': 'gzip' })
+        live = await events.next((e) => e.event === 'record' && e.data.url === '/page?open', 'the record')
+      } finally {
+        events.close()
+      }
       const snap = await get(server, '/__devproxy/api/exchanges')
-      const [r] = snap.json.records
+      const [closed, r] = snap.json.records
+      assert.equal(closed.preview, undefined, 'no viewer, no preview')
+      assert.deepEqual(live.data.preview, r.preview)
       assert.equal(r.rewritten, true)
       assert.deepEqual([r.codingIn, r.codingOut], ['identity', 'gzip'])
       assert.ok(r.bytesIn > 0 && r.bytesOut > 0, JSON.stringify(r))

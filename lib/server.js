@@ -50,6 +50,21 @@ class ProxyServer {
     return this.#native.stats()
   }
 
+  /** Answers requests from a cassette from now on; resolves once it is read (rejects on a bad one). */
+  replay(options) {
+    return this.#native.replay(options)
+  }
+
+  /** Proxies requests to the target again. */
+  passthrough() {
+    this.#native.passthrough()
+  }
+
+  /** Records exchanges to a cassette from now on. */
+  record(options) {
+    return this.#native.record(options)
+  }
+
   unref() {
     this.#native.unref()
   }

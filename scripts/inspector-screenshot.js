@@ -51,9 +51,9 @@ function site() {
     await page.goto(`${server.url}/__devproxy/`)
     await page.waitForFunction(() => document.querySelectorAll('#exchange-rows tr').length === 4)
     // A request while the page is open arrives over the event stream.
-    await get('/?from=live', { accept: 'text/html' })
+    await get('/?from=live', { accept: 'text/html', cookie: 'session=abc123', authorization: 'Bearer sk-example' })
     await page.waitForSelector('#exchange-rows tr[data-url="/?from=live"]')
-    await page.click('#exchange-rows tr[data-url="/"]')
+    await page.click('#exchange-rows tr[data-url="/?from=live"]')
     await page.waitForSelector('#detail:not([hidden])')
     await page.screenshot({ path: OUT })
     console.log(`wrote ${path.relative(process.cwd(), OUT)}`)

@@ -320,6 +320,8 @@ pub struct ProxyConfig {
     pub inspector: Option<InspectorConfig>,
     /// `serverTiming`, `logRequests`, `logFormat`, `onRequest`: what is done with each exchange's record.
     pub observe: crate::observe::ObserveConfig,
+    /// `replay`: answer requests from a cassette instead of the target (`None`: proxy them).
+    pub replay: Option<crate::cassette::replay::ReplayOptions>,
 }
 
 /// One `serveStatic` directory: its files answer GET and HEAD requests under `route`.
@@ -361,7 +363,7 @@ impl StaticMount {
 
 /// One `routes` entry: requests whose path is `prefix` or under it go to this target instead of
 /// `proxy`'s, path unchanged.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Route {
     /// `/api`: matches `/api`, `/api/x` and `/api?q`, not `/apix`.
     pub prefix: String,
@@ -373,6 +375,8 @@ pub struct Route {
     pub req_headers: Vec<(HeaderName, HeaderValue)>,
     /// Verify this target's TLS certificate.
     pub verify_tls: bool,
+    /// `replay`: this route's requests answered from a cassette (`None`: the server's mode).
+    pub replay: Option<crate::cassette::replay::ReplayOptions>,
 }
 
 impl Route {
@@ -386,7 +390,14 @@ impl Route {
         if trimmed.is_empty() {
             return Err(bad("'/' would take every request: give that target as `proxy`"));
         }
-        Ok(Route { prefix: trimmed.to_string(), target, ws: true, req_headers: Vec::new(), verify_tls: true })
+        Ok(Route {
+            prefix: trimmed.to_string(),
+            target,
+            ws: true,
+            req_headers: Vec::new(),
+            verify_tls: true,
+            replay: None,
+        })
     }
 
     /// Adds a header for every request to this target, checking name and value.
@@ -539,6 +550,7 @@ impl ProxyConfig {
             routes: Vec::new(),
             inspector: Some(InspectorConfig::default()),
             observe: crate::observe::ObserveConfig::default(),
+            replay: None,
         }
     }
 
@@ -551,6 +563,7 @@ impl ProxyConfig {
             req_headers: route.req_headers.clone(),
             verify_tls: route.verify_tls,
             routes: Vec::new(),
+            replay: None,
             // `Auto` follows the target's scheme: pin it to what the proxy serves, so that a route's
             // target cannot change the scheme of the proxy's own URLs.
             https: match (&self.https, self.serves_https()) {
@@ -645,6 +658,7 @@ pub(crate) mod option_names {
         "serverTiming",
         "logRequests",
         "logFormat",
+        "replay",
     ];
     pub(crate) const PROXY_TARGET: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure", "proxyOptions"];
     pub(crate) const PROXY_OPTIONS: &[&str] = &["xfwd", "secure", "changeOrigin"];
@@ -655,7 +669,7 @@ pub(crate) mod option_names {
     pub(crate) const HTTPS: &[&str] = &["key", "cert", "ca", "pfx", "passphrase"];
     pub(crate) const STATIC_DIR: &[&str] = &["route", "dir", "options"];
     pub(crate) const STATIC_OPTIONS: &[&str] = &["index", "extensions"];
-    pub(crate) const ROUTE: &[&str] = &["target", "ws", "reqHeaders", "secure"];
+    pub(crate) const ROUTE: &[&str] = &["target", "ws", "reqHeaders", "secure", "replay"];
     pub(crate) const INSPECTOR: &[&str] = &["path", "size"];
 }
 

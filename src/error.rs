@@ -165,6 +165,9 @@ pub enum StartError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// A `replay` cassette that cannot be read or is not a valid cassette (file and line named).
+    #[error("replay: {0}")]
+    Cassette(#[from] crate::cassette::replay::CassetteError),
     /// The listen host is neither `localhost` nor an IP address.
     #[error("cannot listen on host '{host}': {reason}")]
     BadHost {

@@ -89,8 +89,31 @@ pub(crate) async fn send(
     body: Incoming,
     timeout: Duration,
 ) -> Result<Response<Incoming>, String> {
-    let retryable = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) && body.is_end_stream();
-    let request = Request::from_parts(parts.clone(), body.boxed());
+    let empty = body.is_end_stream();
+    send_body(client, parts, body.boxed(), empty, timeout).await
+}
+
+/// [`send`] with a body already read (replay's `onMiss: 'proxy'` read it to match it).
+pub(crate) async fn send_buffered(
+    client: &UpstreamClient,
+    parts: http::request::Parts,
+    body: Bytes,
+    timeout: Duration,
+) -> Result<Response<Incoming>, String> {
+    let empty = body.is_empty();
+    let body = http_body_util::Full::new(body).map_err(|never| match never {}).boxed();
+    send_body(client, parts, body, empty, timeout).await
+}
+
+async fn send_body(
+    client: &UpstreamClient,
+    parts: http::request::Parts,
+    body: RequestBody,
+    empty: bool,
+    timeout: Duration,
+) -> Result<Response<Incoming>, String> {
+    let retryable = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) && empty;
+    let request = Request::from_parts(parts.clone(), body);
     let exchange = async {
         match client.request(request).await {
             // Typically a pooled connection the upstream closed just as we reused it: like nginx,

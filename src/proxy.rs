@@ -12,6 +12,7 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 
 use crate::body::{self, Pipeline, Plan, ProxyBody, RewriteState, SniffError, Sniffed, UpstreamBody};
+use crate::cassette::replay::{self, answer::Replayed};
 use crate::codec::Encoding;
 use crate::config::PANIC_PROBE_PREFIX;
 use crate::forward;
@@ -55,6 +56,10 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     let ctx = RequestCtx::new(shared, target.config, &req);
     if target.config.ws && websocket::is_upgrade(&req) {
         security::websocket_filter(&req, shared.local_addr, target.config, &shared.hosts)?;
+        // Replayed from the cassette when it has the upgrade (cassette/replay/ws.rs).
+        if let Some(response) = shared.player_for(&target).and_then(|player| replay::ws::answer(&player, &mut req)) {
+            return Ok(response);
+        }
         return websocket::tunnel(shared.clone(), target, req, &ctx.local_host).await;
     }
     if !returned {
@@ -76,6 +81,7 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     let (head, upstream) = upstream_phase(shared, &target, &ctx, req).await?;
     // Body plan (body.rs), then respond.
     let plan = body::plan(&ctx.facts(), head.status, &head.headers, shared.config.rewrite_text_types);
+    let plan = replay::answer::plan(plan, &head, &ctx.facts());
     body_phase(shared, ctx, head, upstream, plan).await
 }
 
@@ -83,7 +89,7 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
 /// else (and everything when `inspector: false`) goes on to the target.
 fn inspector_phase(shared: &Shared, req: &Request<Incoming>) -> Option<Response<ProxyBody>> {
     let inspector = shared.inspector.as_ref().filter(|inspector| inspector.owns(req.uri().path()))?;
-    let mut response = inspector.serve(req, shared.phase.clone());
+    let mut response = inspector.serve(req, shared.phase.clone(), Arc::downgrade(&shared.observer));
     // Logged and counted like any answer; the inspector leaves its own out of its list.
     observe::facts(response.extensions_mut()).source = Some(inspector::SOURCE);
     Some(response)
@@ -117,13 +123,16 @@ async fn middleware_phase(
 }
 
 /// The exchange with the target: upstream request (forward.rs), request hook (hooks.rs), send with
-/// its timeout and retry (forward.rs), response hook (hooks.rs), response headers (headers.rs).
+/// its timeout and retry (forward.rs) or the cassette's answer (cassette/replay), response hook
+/// (hooks.rs), response headers (headers.rs).
 async fn upstream_phase(
     shared: &Shared,
     target: &Upstream<'_>,
     ctx: &RequestCtx,
     req: Request<Incoming>,
 ) -> Result<(http::response::Parts, UpstreamBody), ProxyError> {
+    // Recorded offsets count from here.
+    let arrived = tokio::time::Instant::now();
     let config = target.config;
     let client_addr: Option<IpAddr> = req.extensions().get::<ClientAddr>().map(|addr| addr.0.ip());
     let (parts, body) = req.into_parts();
@@ -136,19 +145,46 @@ async fn upstream_phase(
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_req, &client) {
         hooks::request(hook.as_ref(), "proxy.proxyReq", &mut parts, client.clone(), config, &ctx.url).await?;
     }
+    let timeout = config.upstream_timeout;
+    let (stats, url) = (shared.stats.clone(), ctx.url.clone());
     let sent = Instant::now();
-    let response = forward::send(target.client, parts, body, config.upstream_timeout)
-        .await
-        .map_err(|reason| ProxyError::Upstream { url: ctx.url.clone(), reason })?;
+    let response = match shared.player_for(target) {
+        None => forward::send(target.client, parts, body, timeout).await,
+        Some(player) => match replay::answer::exchange(&player, &parts, body, arrived).await {
+            Replayed::Answer(mut head, stream) => {
+                replay::answer::head_time(&stream).await;
+                let facts = observe::facts(&mut head.extensions);
+                facts.source = Some("replay");
+                facts.upstream = Some(sent.elapsed());
+                facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
+                let upstream = UpstreamBody::replay(stream, timeout, stats, url);
+                return respond(head, upstream, target, ctx, client).await;
+            }
+            Replayed::Forward(bytes) => forward::send_buffered(target.client, parts, bytes, timeout).await,
+        },
+    };
+    let response = response.map_err(|reason| ProxyError::Upstream { url: ctx.url.clone(), reason })?;
     let (mut head, body) = response.into_parts();
     let facts = observe::facts(&mut head.extensions);
     facts.upstream = Some(sent.elapsed());
     facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
+    respond(head, UpstreamBody::new(body, timeout, stats, url), target, ctx, client).await
+}
+
+/// The end of the upstream exchange: response hook (hooks.rs), response headers (headers.rs).
+async fn respond(
+    mut head: http::response::Parts,
+    body: UpstreamBody,
+    target: &Upstream<'_>,
+    ctx: &RequestCtx,
+    client: Option<Arc<hooks::ClientRequest>>,
+) -> Result<(http::response::Parts, UpstreamBody), ProxyError> {
+    let config = target.config;
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_res, client) {
         hooks::response(hook.as_ref(), &mut head, client, &ctx.url).await?;
     }
     headers::to_client(&mut head.headers, head.status, config, &ctx.local_host);
-    Ok((head, UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), ctx.url.clone())))
+    Ok((head, body))
 }
 
 /// Body plan of a whole local file: as a proxied body's, except that compressed text that no rule

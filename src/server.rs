@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 use crate::body::ProxyBody;
+use crate::cassette::replay::{CassetteError, Player, ReplayOptions};
 use crate::config::{LogLevel, ProxyConfig};
 use crate::error::{panic_message, RuleError, StartError};
 use crate::forward;
@@ -73,6 +74,11 @@ impl ProxyServer {
             }
             verifier
         });
+        // Cassettes are read and checked before the port is taken: a bad one fails the start.
+        let (replay, route_players) = load_players(&config).await?;
+        for player in replay.iter().chain(route_players.iter().map(|(_, p)| p)) {
+            warn_unrecorded(player, &stats);
+        }
         let listener = bind(ip, &config, &stats).await?;
         let local_addr = listener
             .local_addr()
@@ -86,12 +92,11 @@ impl ProxyServer {
                 source,
             })?;
         }
-        // The inspector is one more sink of the records, and wants their before/after previews.
+        // The inspector is one more sink of the records (it turns previews on while it has viewers).
         let inspector = config.inspector.as_ref().map(|inspector| Arc::new(Inspector::new(inspector)));
         let mut observe = config.observe.clone();
         observe.sinks.extend(inspector.iter().map(|inspector| inspector.clone() as Arc<dyn RecordSink>));
         let observer = Arc::new(Observer::new(observe, stats.clone()));
-        observer.set_preview(inspector.is_some());
         let shared = Arc::new(Shared {
             client: forward::client(verifier.clone().filter(|_| config.verify_tls)),
             websocket_tls: forward::tls_config(verifier.clone().filter(|_| config.verify_tls), &[b"http/1.1"]),
@@ -103,11 +108,12 @@ impl ProxyServer {
             phase,
             hosts: HostGuard::new(&config.allowed_hosts, &config.host),
             local_addr,
-            routes: Routes::new(&config, verifier),
+            routes: Routes::new(&config, verifier, &route_players),
             local_files: Arc::new(config.serve_static.clone()),
             compressed_files: Arc::new(CompressedFiles::new()),
             observer,
             inspector,
+            replay: std::sync::RwLock::new(replay),
             config,
         });
         for warning in &shared.config.warnings {
@@ -126,6 +132,20 @@ impl ProxyServer {
             stop: std::sync::Mutex::new(Some(stop_tx)),
             task: tokio::sync::Mutex::new(Some(task)),
         })
+    }
+
+    /// Switches to replay (`server.replay()`): requests from now on are answered from the cassette,
+    /// read and checked first (a bad one leaves the mode as it was). Routes with their own keep theirs.
+    pub async fn replay(&self, options: ReplayOptions) -> Result<(), CassetteError> {
+        let player = load_player(options).await?;
+        warn_unrecorded(&player, &self.shared.stats);
+        *self.shared.replay.write().unwrap_or_else(PoisonError::into_inner) = Some(player);
+        Ok(())
+    }
+
+    /// Switches back to proxying (`server.passthrough()`).
+    pub fn passthrough(&self) {
+        *self.shared.replay.write().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     /// The address actually bound (the real port when 0 was asked for).
@@ -343,4 +363,39 @@ async fn handle(
         }
     };
     Ok(shared.observer.respond(begun, response))
+}
+
+/// The cassettes of `replay` and of the routes' `replay`, read off the async workers.
+async fn load_players(
+    config: &ProxyConfig,
+) -> Result<(Option<Arc<Player>>, Vec<(String, Arc<Player>)>), CassetteError> {
+    let main = match &config.replay {
+        Some(options) => Some(load_player(options.clone()).await?),
+        None => None,
+    };
+    let mut routes = Vec::new();
+    for route in &config.routes {
+        if let Some(options) = &route.replay {
+            routes.push((route.prefix.clone(), load_player(options.clone()).await?));
+        }
+    }
+    Ok((main, routes))
+}
+
+/// SEAM(record): until the recorder is merged, `onMiss: 'record'` forwards misses without recording
+/// them; the log says so once, rather than the option doing less in silence.
+fn warn_unrecorded(player: &Player, stats: &Stats) {
+    if player.options.on_miss == crate::cassette::replay::OnMiss::Record {
+        stats.log_error(&format!(
+            "replay '{}': onMiss 'record' forwards misses to the target but does not record them (recording is not built in this branch)",
+            player.options.path.display()
+        ));
+    }
+}
+
+async fn load_player(options: ReplayOptions) -> Result<Arc<Player>, CassetteError> {
+    let path = options.path.display().to_string();
+    tokio::task::spawn_blocking(move || Player::load(options).map(Arc::new))
+        .await
+        .map_err(|e| CassetteError::Io { path, reason: format!("reading failed: {e}") })?
 }

@@ -12,6 +12,7 @@ use http::{Method, Request};
 use tokio::sync::watch;
 
 use crate::body::{self, RequestFacts};
+use crate::cassette::replay::Player;
 use crate::codec;
 use crate::config::{ProxyConfig, StaticMount};
 use crate::error::RuleError;
@@ -88,6 +89,9 @@ pub(crate) struct Shared {
     pub inspector: Option<Arc<crate::observe::inspector::Inspector>>,
     /// Where each exchange's record goes when its answer ends (log, stats, `onRequest`, inspector).
     pub observer: Arc<crate::observe::Observer>,
+    /// The server's mode: a cassette requests are answered from (`replay`, `server.replay()`), or
+    /// `None` to proxy them (`server.passthrough()`). A route with its own `replay` keeps it.
+    pub replay: RwLock<Option<Arc<Player>>>,
 }
 
 impl Shared {
@@ -127,7 +131,13 @@ impl Shared {
             config: &self.config,
             client: &self.client,
             websocket_tls: &self.websocket_tls,
+            replay: None,
         })
+    }
+
+    /// The cassette a request to `target` is answered from, if any: its route's, else the server's.
+    pub(crate) fn player_for(&self, target: &Upstream) -> Option<Arc<Player>> {
+        target.replay.cloned().or_else(|| self.replay.read().unwrap_or_else(PoisonError::into_inner).clone())
     }
 }
 

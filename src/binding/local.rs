@@ -141,7 +141,7 @@ pub(super) fn parse_serve_static(value: Unknown, options: Option<&StaticSettings
 }
 
 /// `{ '/api': 'http://127.0.0.1:4000', '/ws': { target, ws, reqHeaders, secure } }`.
-pub(super) fn parse_routes(value: Unknown) -> Result<Vec<Route>> {
+pub(super) fn parse_routes(env: &napi::Env, value: Unknown) -> Result<Vec<Route>> {
     let object = expect_object(value, "routes")?;
     let mut routes = Vec::new();
     for prefix in Object::keys(&object)? {
@@ -162,6 +162,9 @@ pub(super) fn parse_routes(value: Unknown) -> Result<Vec<Route>> {
                 }
                 if let Some(secure) = fields.get("secure")? {
                     route.verify_tls = expect_bool(secure, &format!("{name}.secure"))?;
+                }
+                if let Some(replay) = fields.get("replay")? {
+                    route.replay = Some(super::replay::parse_replay(env, replay, "routes[].replay")?);
                 }
                 if let Some(headers) = fields.get("reqHeaders")? {
                     let headers = expect_object(headers, &format!("{name}.reqHeaders"))?;

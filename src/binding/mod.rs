@@ -14,6 +14,7 @@ mod local;
 mod on_request;
 mod options;
 mod replace;
+mod replay;
 mod rules;
 mod server;
 

@@ -161,6 +161,10 @@ pub struct ProxyOptions {
     /// `{ path: '/__x/', size: 500 }` moves it or keeps another number of exchanges.
     #[napi(ts_type = "boolean | InspectorOptions")]
     pub inspector: Option<bool>,
+    /// Answer requests from a cassette instead of the target (see `ReplayOptions`); switch at run
+    /// time with `server.replay()` / `server.passthrough()`.
+    #[napi(ts_type = "ReplayOptions")]
+    pub replay: Option<std::collections::HashMap<String, String>>,
 }
 
 /// `inspector: { path, size }`.
@@ -233,6 +237,9 @@ pub struct RouteOptions {
     pub req_headers: Option<std::collections::HashMap<String, String>>,
     /// Verify this target's TLS certificate (default true).
     pub secure: Option<bool>,
+    /// Answer this prefix's requests from a cassette (see `ReplayOptions`) while the rest is proxied.
+    #[napi(ts_type = "ReplayOptions")]
+    pub replay: Option<std::collections::HashMap<String, String>>,
 }
 
 // The keys of each options object live in config.rs, where a napi-free test checks them against binding.d.ts.
@@ -471,7 +478,10 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
         config.serve_static = super::local::parse_serve_static(dirs, static_options.as_ref())?;
     }
     if let Some(routes) = options.get("routes")? {
-        config.routes = super::local::parse_routes(routes)?;
+        config.routes = super::local::parse_routes(env, routes)?;
+    }
+    if let Some(replay) = options.get("replay")? {
+        config.replay = Some(super::replay::parse_replay(env, replay, "replay")?);
     }
     if let Some(inspector) = options.get("inspector")? {
         config.inspector = parse_inspector(inspector, &mut warnings)?;

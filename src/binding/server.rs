@@ -10,6 +10,7 @@ use napi::Env;
 use napi_derive::napi;
 
 use super::invalid;
+use super::replay::parse_replay;
 use super::rules::{compile_off_thread, parse_rule, CallMode};
 use crate::server;
 
@@ -157,6 +158,37 @@ impl JsProxyServer {
             abandoned_matches: s.abandoned_matches as f64,
             websockets: s.websockets as f64,
         }
+    }
+
+    /// Answers requests from a cassette from now on (routes with their own `replay` keep theirs);
+    /// resolves once the cassette is read, rejects naming the file and line of a bad one (the mode
+    /// stays as it was). Each call starts the cassette over (identical requests from the first).
+    #[napi(catch_unwind, ts_args_type = "options: ReplayOptions", ts_return_type = "Promise<void>")]
+    pub fn replay<'env>(&self, env: &'env Env, options: Unknown) -> Result<PromiseRaw<'env, ()>> {
+        let options = self.check_running("replay").and_then(|()| parse_replay(env, options, "replay"));
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            inner.replay(options?).await.map_err(|e| Error::new(Status::GenericFailure, format!("replay: {e}")))
+        })
+    }
+
+    /// Proxies requests to the target again (after `replay()`).
+    #[napi(catch_unwind)]
+    pub fn passthrough(&self) -> Result<()> {
+        self.check_running("passthrough")?;
+        self.inner.passthrough();
+        Ok(())
+    }
+
+    /// Records exchanges to a cassette from now on.
+    // SEAM(record): the recorder (issue 15's other half) is wired here by the lead at merge.
+    #[napi(catch_unwind, ts_args_type = "options: { path: string }", ts_return_type = "Promise<void>")]
+    pub fn record<'env>(&self, env: &'env Env, _options: Unknown) -> Result<PromiseRaw<'env, ()>> {
+        let checked = self.check_running("record");
+        env.spawn_future(async move {
+            checked?;
+            Err::<(), _>(Error::new(Status::GenericFailure, "record: recording is not built in this branch"))
+        })
     }
 
     /// Lets the Node process exit while the server still runs (like `net.Server#unref`).

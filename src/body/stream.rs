@@ -37,6 +37,9 @@ enum Source {
     /// `len` bytes from the file's position, in chunks of [`FILE_CHUNK`].
     /// Boxed: a file reader is large, and every proxied body would carry its size.
     File(Box<tokio_util::io::ReaderStream<tokio::io::Take<tokio::fs::File>>>),
+    /// A recorded body played at its recorded times (cassette replay); no idle timeout: its pauses
+    /// are the recording's.
+    Replay(Box<crate::cassette::replay::answer::ReplayStream>),
 }
 
 /// How much of a local file is read at once: one read per chunk, each a trip to the blocking pool.
@@ -46,6 +49,17 @@ impl UpstreamBody {
     pub(crate) fn new(inner: hyper::body::Incoming, idle: Duration, stats: Arc<Stats>, url: String) -> UpstreamBody {
         let deadline = Box::pin(tokio::time::sleep(idle));
         UpstreamBody { inner: Source::Http(inner), idle, deadline, stats, url, bytes_in: 0 }
+    }
+
+    /// A recorded body played back; `url` names it in errors.
+    pub(crate) fn replay(
+        stream: crate::cassette::replay::answer::ReplayStream,
+        idle: Duration,
+        stats: Arc<Stats>,
+        url: String,
+    ) -> UpstreamBody {
+        let inner = Source::Replay(Box::new(stream));
+        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url, bytes_in: 0 }
     }
 
     /// `len` bytes of `file` from its current position, streamed; `path` names it in errors.
@@ -78,6 +92,7 @@ impl UpstreamBody {
                     other => other.map(|chunk| chunk.map(|c| c.map_err(|e| Box::new(e) as BodyError))),
                 };
             }
+            Source::Replay(stream) => return stream.poll_chunk(cx),
         };
         loop {
             match Pin::new(&mut *inner).poll_frame(cx) {
@@ -108,14 +123,14 @@ impl UpstreamBody {
     fn size_hint(&self) -> SizeHint {
         match &self.inner {
             Source::Http(inner) => inner.size_hint(),
-            Source::File(_) => SizeHint::default(),
+            Source::File(_) | Source::Replay(_) => SizeHint::default(),
         }
     }
 
     fn is_end_stream(&self) -> bool {
         match &self.inner {
             Source::Http(inner) => inner.is_end_stream(),
-            Source::File(_) => false,
+            Source::File(_) | Source::Replay(_) => false,
         }
     }
 }

@@ -2,3 +2,4 @@
 //! timing, and played back from it.
 
 pub mod format;
+pub mod replay;

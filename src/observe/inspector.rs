@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -19,7 +19,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::watch;
 
 use super::mask::{is_secret, REDACTED};
-use super::{ExchangeRecord, RecordSink};
+use super::{ExchangeRecord, Observer, RecordSink};
 use crate::body::ProxyBody;
 use crate::config::InspectorConfig;
 use crate::state::Phase;
@@ -56,6 +56,9 @@ pub(crate) struct Inspector {
     total: AtomicU64,
     /// Records the event streams lost to slow viewers.
     dropped: AtomicU64,
+    /// Open event streams. Records keep their before/after preview only while there is one: it
+    /// costs a copy of each body's first KiB that nobody would look at otherwise.
+    viewers: Mutex<usize>,
 }
 
 /// The `source` of the inspector's own answers, which it leaves out of its list.
@@ -110,6 +113,7 @@ impl Inspector {
             live: broadcast::channel(LIVE_BACKLOG).0,
             total: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            viewers: Mutex::new(0),
         }
     }
 
@@ -168,7 +172,13 @@ impl Inspector {
 
     /// Answers a request under the prefix (see [`Inspector::owns`]): the page, its assets, the
     /// snapshot, the event stream and the per-rule table. GET and HEAD only.
-    pub(crate) fn serve<B>(self: &Arc<Self>, req: &Request<B>, phase: watch::Receiver<Phase>) -> Response<ProxyBody> {
+    /// `observer`: told to keep previews while an event stream is open.
+    pub(crate) fn serve<B>(
+        self: &Arc<Self>,
+        req: &Request<B>,
+        phase: watch::Receiver<Phase>,
+        observer: Weak<Observer>,
+    ) -> Response<ProxyBody> {
         let path = req.uri().path();
         let Some(rest) = path.strip_prefix(&self.prefix) else {
             // The prefix without its `/`: relative asset URLs need the `/`.
@@ -198,7 +208,7 @@ impl Inspector {
             "inspector.css" => return asset("text/css; charset=utf-8", STYLE),
             "api/exchanges" => ("application/json", self.snapshot_json().to_string()),
             "api/rules" => ("application/json", self.rules_json().to_string()),
-            "api/events" => return self.events(phase),
+            "api/events" => return self.events(phase, observer),
             _ => return plain(StatusCode::NOT_FOUND, "no such inspector page\n"),
         };
         full(answer(StatusCode::OK, content_type), body)
@@ -206,17 +216,30 @@ impl Inspector {
 
     /// `api/events`: Server-Sent Events, a `snapshot` first, then a `record` per new exchange,
     /// `dropped` when this viewer fell behind; ends when the server stops.
-    fn events(self: &Arc<Self>, phase: watch::Receiver<Phase>) -> Response<ProxyBody> {
+    fn events(self: &Arc<Self>, phase: watch::Receiver<Phase>, observer: Weak<Observer>) -> Response<ProxyBody> {
         // Subscribed before the snapshot is taken: a record pushed in between is sent twice at
         // worst (the page keys records by id), never lost.
         let rx = self.live.subscribe();
         let first = format!("retry: 1000\nevent: snapshot\ndata: {}\n\n", self.snapshot_json());
-        let live = Live { inspector: self.clone(), rx, phase, first: Some(Bytes::from(first)) };
+        self.viewer(&observer, true);
+        let live = Live { inspector: self.clone(), rx, phase, first: Some(Bytes::from(first)), observer };
         let stream = futures_util::stream::unfold(live, Live::next);
         answer(StatusCode::OK, "text/event-stream")
             .header("x-accel-buffering", "no")
             .body(ProxyBody::Events(Box::pin(stream)))
             .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR, "event stream failed\n"))
+    }
+}
+
+impl Inspector {
+    /// A viewer came or went: previews are kept while there is one (under the lock, so that a
+    /// viewer leaving cannot switch them off after another one came).
+    fn viewer(&self, observer: &Weak<Observer>, joined: bool) {
+        let mut viewers = self.viewers.lock().unwrap_or_else(PoisonError::into_inner);
+        *viewers = if joined { *viewers + 1 } else { viewers.saturating_sub(1) };
+        if let Some(observer) = observer.upgrade() {
+            observer.set_preview(*viewers > 0);
+        }
     }
 }
 
@@ -226,6 +249,13 @@ struct Live {
     rx: broadcast::Receiver<Arc<ExchangeRecord>>,
     phase: watch::Receiver<Phase>,
     first: Option<Bytes>,
+    observer: Weak<Observer>,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.inspector.viewer(&self.observer, false);
+    }
 }
 
 impl Live {
@@ -400,20 +430,20 @@ mod tests {
         let inspector = inspector(10);
         inspector.push(record(7, "/seven"));
         let (_tx, phase) = serving();
-        let page = inspector.serve(&get("/__devproxy/"), phase.clone());
+        let page = inspector.serve(&get("/__devproxy/"), phase.clone(), Weak::new());
         assert_eq!(page.status(), 200);
         assert!(page.headers()[header::CONTENT_SECURITY_POLICY].to_str().unwrap().contains("script-src 'self'"));
         assert!(body_text(page).await.contains("inspector.js"));
-        let snapshot = inspector.serve(&get("/__devproxy/api/exchanges"), phase.clone());
+        let snapshot = inspector.serve(&get("/__devproxy/api/exchanges"), phase.clone(), Weak::new());
         assert_eq!(snapshot.headers()[header::CACHE_CONTROL], "no-store");
         let snapshot: Value = serde_json::from_str(&body_text(snapshot).await).unwrap();
         assert_eq!(snapshot["records"][0]["url"], "/seven");
-        let bare = inspector.serve(&get("/__devproxy?x=1"), phase.clone());
+        let bare = inspector.serve(&get("/__devproxy?x=1"), phase.clone(), Weak::new());
         assert_eq!(bare.status(), StatusCode::PERMANENT_REDIRECT);
         assert_eq!(bare.headers()[header::LOCATION], "/__devproxy/?x=1");
-        assert_eq!(inspector.serve(&get("/__devproxy/nope"), phase.clone()).status(), 404);
+        assert_eq!(inspector.serve(&get("/__devproxy/nope"), phase.clone(), Weak::new()).status(), 404);
         let post = Request::post("/__devproxy/api/exchanges").body(()).unwrap();
-        assert_eq!(inspector.serve(&post, phase).status(), 405);
+        assert_eq!(inspector.serve(&post, phase, Weak::new()).status(), 405);
     }
 
     /// A viewer that does not read loses records beyond the backlog, is told how many, and the
@@ -422,7 +452,7 @@ mod tests {
     async fn a_slow_viewer_loses_records_with_a_count() {
         let inspector = inspector(10);
         let (_tx, phase) = serving();
-        let mut stream = inspector.serve(&get("/__devproxy/api/events"), phase).into_body();
+        let mut stream = inspector.serve(&get("/__devproxy/api/events"), phase, Weak::new()).into_body();
         let first = stream.frame().await.unwrap().unwrap().into_data().unwrap();
         assert!(String::from_utf8_lossy(&first).contains("event: snapshot"));
         let pushed = LIVE_BACKLOG as u64 + 10;
@@ -441,7 +471,9 @@ mod tests {
     async fn event_streams_end_when_the_server_stops() {
         let inspector = inspector(10);
         let (tx, phase) = serving();
-        let ProxyBody::Events(mut stream) = inspector.serve(&get("/__devproxy/api/events"), phase).into_body() else {
+        let ProxyBody::Events(mut stream) =
+            inspector.serve(&get("/__devproxy/api/events"), phase, Weak::new()).into_body()
+        else {
             panic!("an event stream")
         };
         assert!(stream.next().await.is_some());
@@ -451,5 +483,6 @@ mod tests {
         tx.send(Phase::Draining).unwrap();
         assert!(stream.next().await.is_none());
         assert_eq!(inspector.live.receiver_count(), 0, "the viewer's receiver is gone with its stream");
+        assert_eq!(*inspector.viewers.lock().unwrap(), 0, "and it is no longer counted");
     }
 }

@@ -154,7 +154,7 @@
         ),
       )
     } else {
-      pre.replaceChildren(el('span', 'No preview: the body was not rewritten.', 'muted'))
+      pre.replaceChildren(el('span', 'No preview: the body was not rewritten, or no inspector page was open while it was.', 'muted'))
     }
   }
 
