@@ -581,24 +581,32 @@ async function hookWorkload(contenders, upstream) {
  * the same machine load.
  */
 async function inspectorWorkload(contenders, upstream) {
-  const on = contenders.find((c) => c.name === 'devproxy-native');
-  if (!on) return null;
+  if (!contenders.some((c) => c.name === 'devproxy-native')) return null;
   const w1 = WORKLOADS.find((w) => w.id === 1);
   log(`workload 8: ${w1.name} with the inspector on (default, no viewer) and off`);
   const snapshot = path.join(WORK, 'devproxy-native.snapshot.node');
   const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
-  const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, '', 'inspector-off'], 'devproxy-native-inspector-off', env);
-  const off = { name: 'devproxy-native, inspector: false', port: c.port, pids: () => [c.child.pid], child: c.child };
+  // Two fresh processes, the same but for `inspector`: the main contender has served the other
+  // workloads (a 20 MB body among them), which would bias the comparison.
+  const fork = async (variant, name) => {
+    const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, '', variant], name, env);
+    return { name, port: c.port, pids: () => [c.child.pid], child: c.child };
+  };
+  const on = await fork('inspector-on', 'devproxy-native, inspector on');
+  const off = await fork('inspector-off', 'devproxy-native, inspector: false');
   const rows = { on: [], off: [] };
-  if (cfg.warmup > 0) await wrk(off.port, w1, cfg.warmup);
+  if (cfg.warmup > 0) for (const x of [on, off]) await wrk(x.port, w1, cfg.warmup);
   for (let run = 1; run <= cfg.runs; run++) {
-    for (const [key, x] of [['on', on], ['off', off]]) {
+    // Alternating which goes first, so neither always runs right after the other.
+    const order = run % 2 ? [['on', on], ['off', off]] : [['off', off], ['on', on]];
+    for (const [key, x] of order) {
       const r = await wrk(x.port, w1, cfg.duration);
       rows[key].push(r);
       log(`  run ${run} ${x.name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${(r.p50_us / 1000).toFixed(2)} ms  p99 ${(r.p99_us / 1000).toFixed(2)} ms`);
     }
   }
-  c.child.disconnect();
+  on.child.disconnect();
+  off.child.disconnect();
   const summary = (runs) => ({ rps: median(runs.map((r) => r.rps)), p50_ms: median(runs.map((r) => r.p50_us / 1000)), p99_ms: median(runs.map((r) => r.p99_us / 1000)), requests: runs.reduce((a, r) => a + r.requests, 0) });
   return { on: summary(rows.on), off: summary(rows.off) };
 }
