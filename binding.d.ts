@@ -139,6 +139,14 @@ export interface HttpsOptions {
   passphrase?: string
 }
 
+/** `inspector: { path, size }`. */
+export interface InspectorOptions {
+  /** The reserved path prefix it is served under (default `'/__devproxy/'`; a final `/` is added). */
+  path?: string
+  /** How many exchanges it keeps, the oldest dropped first (default 500, at most 10000). */
+  size?: number
+}
+
 /**
  * What lib/start.js prepared for the native server. Internal: built by `start()` of index.js from
  * `proxy.proxyReq`, `proxy.proxyReqWs`, `proxy.proxyRes` and `middleware`.
@@ -279,6 +287,13 @@ export interface ProxyOptions {
    * per line, without the prefix).
    */
   logFormat?: 'text' | 'json'
+  /**
+   * The live inspector, a page at the proxy's own origin under `/__devproxy/` that shows the last
+   * exchanges (headers with secrets masked, timings, rules matched) as they happen. Default on;
+   * `false` turns it off (nothing is kept, and `/__devproxy/` goes to the target like any path);
+   * `{ path: '/__x/', size: 500 }` moves it or keeps another number of exchanges.
+   */
+  inspector?: boolean | InspectorOptions
   /**
    * Answer requests from a cassette instead of the target (see `ReplayOptions`); switch at run
    * time with `server.replay()` / `server.passthrough()`.

@@ -583,7 +583,7 @@ async function recordWorkload(contenders, upstream) {
   const plain = contenders.find((c) => c.name === 'devproxy-native');
   if (!plain) return null;
   const w1 = WORKLOADS.find((w) => w.id === 1);
-  log(`workload 8: ${w1.name} with record on`);
+  log(`workload 9: ${w1.name} with record on`);
   const snapshot = path.join(WORK, 'devproxy-native.snapshot.node');
   const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
   const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, '', 'record'], 'devproxy-native+record', env);
@@ -604,6 +604,39 @@ async function recordWorkload(contenders, upstream) {
   c.child.disconnect();
   const summary = (runs) => ({ rps: median(runs.map((r) => r.rps)), p50_ms: median(runs.map((r) => r.p50_us / 1000)), p99_ms: median(runs.map((r) => r.p99_us / 1000)), requests: runs.reduce((a, r) => a + r.requests, 0) });
   return { plain: summary(rows.plain), recording: summary(rows.recording), written: status ? status.written : null };
+ * The inspector workload: workload 1 through devproxy-native with the inspector on (the default,
+ * nobody viewing it) and through a second one with `inspector: false`, runs interleaved so both see
+ * the same machine load.
+ */
+async function inspectorWorkload(contenders, upstream) {
+  if (!contenders.some((c) => c.name === 'devproxy-native')) return null;
+  const w1 = WORKLOADS.find((w) => w.id === 1);
+  log(`workload 8: ${w1.name} with the inspector on (default, no viewer) and off`);
+  const snapshot = path.join(WORK, 'devproxy-native.snapshot.node');
+  const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
+  // Two fresh processes, the same but for `inspector`: the main contender has served the other
+  // workloads (a 20 MB body among them), which would bias the comparison.
+  const fork = async (variant, name) => {
+    const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, '', variant], name, env);
+    return { name, port: c.port, pids: () => [c.child.pid], child: c.child };
+  };
+  const on = await fork('inspector-on', 'devproxy-native, inspector on');
+  const off = await fork('inspector-off', 'devproxy-native, inspector: false');
+  const rows = { on: [], off: [] };
+  if (cfg.warmup > 0) for (const x of [on, off]) await wrk(x.port, w1, cfg.warmup);
+  for (let run = 1; run <= cfg.runs; run++) {
+    // Alternating which goes first, so neither always runs right after the other.
+    const order = run % 2 ? [['on', on], ['off', off]] : [['off', off], ['on', on]];
+    for (const [key, x] of order) {
+      const r = await wrk(x.port, w1, cfg.duration);
+      rows[key].push(r);
+      log(`  run ${run} ${x.name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${(r.p50_us / 1000).toFixed(2)} ms  p99 ${(r.p99_us / 1000).toFixed(2)} ms`);
+    }
+  }
+  on.child.disconnect();
+  off.child.disconnect();
+  const summary = (runs) => ({ rps: median(runs.map((r) => r.rps)), p50_ms: median(runs.map((r) => r.p50_us / 1000)), p99_ms: median(runs.map((r) => r.p99_us / 1000)), requests: runs.reduce((a, r) => a + r.requests, 0) });
+  return { on: summary(rows.on), off: summary(rows.off) };
 }
 
 async function bigWorkload(contenders) {
@@ -777,7 +810,7 @@ function markdown(res) {
   }
   if (res.record) {
     const r = res.record;
-    L.push('### Workload 8: workload 1 with `record` on (cassette written to /dev/null)');
+    L.push('### Workload 9: workload 1 with `record` on (cassette written to /dev/null)');
     L.push('');
     table(L, [['devproxy-native'], ['req/s', 1], ['p50 ms', 1], ['p99 ms', 1]], [
       ['plain', f(r.plain.rps), f(r.plain.p50_ms, 2), f(r.plain.p99_ms, 2)],
@@ -785,6 +818,15 @@ function markdown(res) {
     ]);
     L.push('');
     L.push(`${r.written} exchanges recorded for ${r.recording.requests} requests measured (plus warm-up).`);
+    L.push('');
+  if (res.inspector) {
+    const x = res.inspector;
+    L.push('### Workload 8: workload 1 with the inspector on (default, nobody viewing it) and off');
+    L.push('');
+    table(L, [['devproxy-native'], ['req/s', 1], ['p50 ms', 1], ['p99 ms', 1]], [
+      ['inspector on', f(x.on.rps), f(x.on.p50_ms, 2), f(x.on.p99_ms, 2)],
+      ['inspector: false', f(x.off.rps), f(x.off.p50_ms, 2), f(x.off.p99_ms, 2)],
+    ]);
     L.push('');
   }
   L.push('### Targets (ratios from this run)');
@@ -846,7 +888,10 @@ function targets(res) {
   }
   if (res.record) {
     const x = ratio(res.record.recording.rps, res.record.plain.rps);
-    out.push({ ok: x >= 0.9, text: `workload 8: recording keeps ${f(x * 100, 0)}% of workload 1's req/s (${f(res.record.recording.rps)} vs ${f(res.record.plain.rps)}; target ≥ 90%)` });
+    out.push({ ok: x >= 0.9, text: `workload 9: recording keeps ${f(x * 100, 0)}% of workload 1's req/s (${f(res.record.recording.rps)} vs ${f(res.record.plain.rps)}; target ≥ 90%)` });
+  if (res.inspector) {
+    const x = ratio(res.inspector.on.rps, res.inspector.off.rps);
+    out.push({ ok: x >= 0.97, text: `workload 8: with the inspector on (no viewer) workload 1 keeps ${f(x * 100, 1)}% of its req/s with \`inspector: false\` (${f(res.inspector.on.rps)} vs ${f(res.inspector.off.rps)}; target ≥ 97%)` });
   }
   const s = sseRows[D];
   out.push({ ok: s.events === 50 && s.max_ms <= 5, text: `workload 5: ${s.events}/50 events, median ${f(s.median_ms, 2)} ms, max ${f(s.max_ms, 2)} ms (target: each within 5 ms)` });
@@ -905,7 +950,8 @@ async function main() {
   const sseRows = await sseWorkload(contenders);
   const hook = await hookWorkload(contenders, upstream);
   const record = await recordWorkload(contenders, upstream);
-  const res = { meta: versions(), upstream, load, big, sse: sseRows, names, hook, record };
+  const inspector = await inspectorWorkload(contenders, upstream);
+  const res = { meta: versions(), upstream, load, big, sse: sseRows, names, hook, record, inspector };
   res.targets = targets(res);
   const md = markdown(res);
   fs.writeFileSync(path.join(WORK, 'peers-latest.json'), JSON.stringify({ cfg, ...res, upstream: { port: upstream.port, sizes: upstream.sizes } }, (k, v) => (k === 'child' ? undefined : v), 2));

@@ -27,6 +27,7 @@ const PROXY_OPTIONS = [
   'maxConnections',
   'upstreamCompression',
   'quiet',
+  'inspector',
 ]
 
 /**

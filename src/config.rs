@@ -318,6 +318,8 @@ pub struct ProxyConfig {
     pub routes: Vec<Route>,
     /// `record`: upstream exchanges appended to a cassette.
     pub record: Option<crate::cassette::record::RecordOptions>,
+    /// The live inspector page at the proxy's own origin (`inspector`); `None`: off, nothing reserved.
+    pub inspector: Option<InspectorConfig>,
     /// `serverTiming`, `logRequests`, `logFormat`, `onRequest`: what is done with each exchange's record.
     pub observe: crate::observe::ObserveConfig,
     /// `replay`: answer requests from a cassette instead of the target (`None`: proxy them).
@@ -467,6 +469,49 @@ pub const MAX_CONNECTIONS_LIMIT: u32 = 1 << 20;
 /// Largest `upstreamTimeoutMs` and `gracePeriodMs` accepted (about 49 days: the options are u32).
 pub const MAX_DURATION_MS: u32 = u32::MAX;
 
+/// Where the inspector is served unless `inspector.path` says otherwise.
+pub const DEFAULT_INSPECTOR_PATH: &str = "/__devproxy/";
+/// Exchanges the inspector keeps unless `inspector.size` says otherwise.
+pub const DEFAULT_INSPECTOR_SIZE: usize = 500;
+/// Most exchanges the inspector may keep: each holds its headers (and a 2 KiB preview) in memory.
+pub const MAX_INSPECTOR_SIZE: u32 = 10_000;
+
+/// `inspector`: the page at the proxy's own origin that shows the last exchanges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InspectorConfig {
+    /// The reserved prefix, `/__devproxy/`: starts and ends with `/`. Requests under it (and the
+    /// prefix without its final `/`) are the inspector's and never reach a target.
+    pub path: String,
+    /// How many exchanges are kept, the oldest dropped first.
+    pub size: usize,
+}
+
+impl Default for InspectorConfig {
+    fn default() -> InspectorConfig {
+        InspectorConfig { path: DEFAULT_INSPECTOR_PATH.into(), size: DEFAULT_INSPECTOR_SIZE }
+    }
+}
+
+impl InspectorConfig {
+    /// Checks `path` (a final `/` is added) and `size` (1 to [`MAX_INSPECTOR_SIZE`]).
+    pub fn new(path: &str, size: u32) -> Result<InspectorConfig, ConfigError> {
+        let bad = |name, reason: &str| ConfigError::InvalidOption { name, reason: reason.to_string() };
+        if !path.starts_with('/') || path.contains(['?', '#', ' ']) || path.contains("//") {
+            return Err(bad("inspector.path", "it must be a path such as '/__devproxy/'"));
+        }
+        let path = if path.ends_with('/') { path.to_string() } else { format!("{path}/") };
+        if path == "/" {
+            return Err(bad("inspector.path", "'/' would take every request: use a prefix such as '/__devproxy/'"));
+        }
+        if !(1..=MAX_INSPECTOR_SIZE).contains(&size) {
+            let reason =
+                format!("it must be from 1 to {MAX_INSPECTOR_SIZE} (inspector: false turns the inspector off)");
+            return Err(bad("inspector.size", &reason));
+        }
+        Ok(InspectorConfig { path, size: size as usize })
+    }
+}
+
 impl ProxyConfig {
     /// The defaults for `target`: `127.0.0.1:3000`, Browsersync's behaviour, nothing rewritten but links.
     pub fn new(target: Target) -> ProxyConfig {
@@ -506,6 +551,7 @@ impl ProxyConfig {
             serve_static: Vec::new(),
             routes: Vec::new(),
             record: None,
+            inspector: Some(InspectorConfig::default()),
             observe: crate::observe::ObserveConfig::default(),
             replay: None,
         }
@@ -611,6 +657,7 @@ pub(crate) mod option_names {
         "serveStatic",
         "serveStaticOptions",
         "routes",
+        "inspector",
         "serverTiming",
         "logRequests",
         "logFormat",
@@ -629,6 +676,7 @@ pub(crate) mod option_names {
     pub(crate) const ROUTE: &[&str] = &["target", "ws", "reqHeaders", "secure", "replay"];
     pub(crate) const RECORD: &[&str] = &["path", "match", "redact"];
     pub(crate) const REDACT: &[&str] = &["headers", "json", "allow"];
+    pub(crate) const INSPECTOR: &[&str] = &["path", "size"];
 }
 
 #[cfg(test)]
@@ -699,6 +747,22 @@ mod tests {
     }
 
     #[test]
+    fn inspector_paths_and_sizes_are_checked() {
+        assert_eq!(InspectorConfig::new("/__x", 2).unwrap(), InspectorConfig { path: "/__x/".into(), size: 2 });
+        assert_eq!(InspectorConfig::new("/a/b/", 500).unwrap().path, "/a/b/");
+        for (path, size, says) in [
+            ("__x/", 5, "inspector.path"),
+            ("/", 5, "every request"),
+            ("/x?y", 5, "inspector.path"),
+            ("/x", 0, "inspector.size"),
+            ("/x", MAX_INSPECTOR_SIZE + 1, "inspector.size"),
+        ] {
+            let err = InspectorConfig::new(path, size).unwrap_err().to_string();
+            assert!(err.contains(says), "{path} {size}: {err}");
+        }
+    }
+
+    #[test]
     fn bad_targets_name_the_problem() {
         assert!(Target::parse("ftp://example.com").unwrap_err().to_string().contains("'ftp'"));
         assert!(matches!(Target::parse(""), Err(ConfigError::MissingTarget)));
@@ -736,6 +800,7 @@ mod tests {
             ("RouteOptions", option_names::ROUTE),
             ("RecordOptions", option_names::RECORD),
             ("RedactOptions", option_names::REDACT),
+            ("InspectorOptions", option_names::INSPECTOR),
         ] {
             let mut declared = interface_keys(&dts, interface);
             let mut parsed: Vec<String> = names.iter().map(|n| n.to_string()).collect();

@@ -20,7 +20,7 @@ use crate::headers;
 use crate::hooks;
 use crate::local_files::{self, Answer};
 use crate::middleware;
-use crate::observe;
+use crate::observe::{self, inspector};
 use crate::pages::ProxyError;
 use crate::rewrite::Rewriter;
 use crate::routes::Upstream;
@@ -47,6 +47,10 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     }
     // Request filter (security.rs).
     security::request_filter(&req, shared.local_addr, &shared.hosts)?;
+    // The inspector (observe/inspector.rs), under its reserved prefix.
+    if let Some(response) = inspector_phase(shared, &req) {
+        return Ok(response);
+    }
     // Which target: a route's or `proxy`'s (routes.rs).
     let target = shared.upstream_for(req.uri().path());
     let ctx = RequestCtx::new(shared, target.config, &req);
@@ -79,6 +83,16 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     let plan = body::plan(&ctx.facts(), head.status, &head.headers, shared.config.rewrite_text_types);
     let plan = replay::answer::plan(plan, &head, &ctx.facts());
     body_phase(shared, ctx, head, upstream, plan).await
+}
+
+/// The inspector's page, assets and API, when it is on and the path is under its prefix; everything
+/// else (and everything when `inspector: false`) goes on to the target.
+fn inspector_phase(shared: &Shared, req: &Request<Incoming>) -> Option<Response<ProxyBody>> {
+    let inspector = shared.inspector.as_ref().filter(|inspector| inspector.owns(req.uri().path()))?;
+    let mut response = inspector.serve(req, shared.phase.clone(), Arc::downgrade(&shared.observer));
+    // Logged and counted like any answer; the inspector leaves its own out of its list.
+    observe::facts(response.extensions_mut()).source = Some(inspector::SOURCE);
+    Some(response)
 }
 
 /// Middleware: the request goes to the Node host; what a middleware answers goes through the body

@@ -25,7 +25,8 @@ use crate::config::{LogLevel, ProxyConfig};
 use crate::error::{panic_message, RuleError, StartError};
 use crate::forward;
 use crate::local_files::CompressedFiles;
-use crate::observe::{ObserveSnapshot, Observer};
+use crate::observe::inspector::Inspector;
+use crate::observe::{ObserveSnapshot, Observer, RecordSink};
 use crate::pages::ProxyError;
 use crate::proxy;
 use crate::rewrite::Rule;
@@ -98,6 +99,11 @@ impl ProxyServer {
             ),
             None => None,
         };
+        // The inspector is one more sink of the records (it turns previews on while it has viewers).
+        let inspector = config.inspector.as_ref().map(|inspector| Arc::new(Inspector::new(inspector)));
+        let mut observe = config.observe.clone();
+        observe.sinks.extend(inspector.iter().map(|inspector| inspector.clone() as Arc<dyn RecordSink>));
+        let observer = Arc::new(Observer::new(observe, stats.clone()));
         let shared = Arc::new(Shared {
             client: forward::client(verifier.clone().filter(|_| config.verify_tls)),
             websocket_tls: forward::tls_config(verifier.clone().filter(|_| config.verify_tls), &[b"http/1.1"]),
@@ -113,7 +119,8 @@ impl ProxyServer {
             local_files: Arc::new(config.serve_static.clone()),
             compressed_files: Arc::new(CompressedFiles::new()),
             recorder: std::sync::RwLock::new(recorder.map(Arc::new)),
-            observer: Arc::new(Observer::new(config.observe.clone(), stats.clone())),
+            observer,
+            inspector,
             replay: std::sync::RwLock::new(replay),
             config,
         });

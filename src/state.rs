@@ -88,6 +88,8 @@ pub(crate) struct Shared {
     /// `record` (or `server.record()`): the running recording, if any; `replay()` and `passthrough()`
     /// end it. Requests in flight keep the one they started with.
     pub recorder: RwLock<Option<Arc<crate::cassette::record::Recorder>>>,
+    /// The live inspector (`inspector`); `None` when it is off.
+    pub inspector: Option<Arc<crate::observe::inspector::Inspector>>,
     /// Where each exchange's record goes when its answer ends (log, stats, `onRequest`, inspector).
     pub observer: Arc<crate::observe::Observer>,
     /// The server's mode: a cassette requests are answered from (`replay`, `server.replay()`), or

@@ -12,8 +12,8 @@ use napi_derive::napi;
 use super::rules::{parse_rules, parse_snippet_options, CallMode, RewriteRule, RuleSpec, SnippetOptions};
 use super::{config_error, get, invalid, type_name};
 use crate::config::{
-    AllowedHosts, Https, LogLevel, ProxyConfig, Target, UpstreamCompression, MAX_CONNECTIONS_LIMIT, MAX_DURATION_MS,
-    MAX_MATCH_BYTES_LIMIT,
+    AllowedHosts, Https, InspectorConfig, LogLevel, ProxyConfig, Target, UpstreamCompression, DEFAULT_INSPECTOR_PATH,
+    DEFAULT_INSPECTOR_SIZE, MAX_CONNECTIONS_LIMIT, MAX_DURATION_MS, MAX_INSPECTOR_SIZE, MAX_MATCH_BYTES_LIMIT,
 };
 use crate::error::ConfigError;
 use crate::observe::LogFormat;
@@ -155,6 +155,12 @@ pub struct ProxyOptions {
     /// per line, without the prefix).
     #[napi(ts_type = "'text' | 'json'")]
     pub log_format: Option<String>,
+    /// The live inspector, a page at the proxy's own origin under `/__devproxy/` that shows the last
+    /// exchanges (headers with secrets masked, timings, rules matched) as they happen. Default on;
+    /// `false` turns it off (nothing is kept, and `/__devproxy/` goes to the target like any path);
+    /// `{ path: '/__x/', size: 500 }` moves it or keeps another number of exchanges.
+    #[napi(ts_type = "boolean | InspectorOptions")]
+    pub inspector: Option<bool>,
     /// Answer requests from a cassette instead of the target (see `ReplayOptions`); switch at run
     /// time with `server.replay()` / `server.passthrough()`.
     #[napi(ts_type = "ReplayOptions")]
@@ -163,6 +169,17 @@ pub struct ProxyOptions {
     /// Secret headers and query parameters are redacted; an exchange whose body holds a key-shaped
     /// string is not written (the log names where), unless `redact.allow` lists it.
     pub record: Option<super::record::RecordOptions>,
+}
+
+/// `inspector: { path, size }`.
+// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
+#[allow(dead_code)]
+#[napi(object)]
+pub struct InspectorOptions {
+    /// The reserved path prefix it is served under (default `'/__devproxy/'`; a final `/` is added).
+    pub path: Option<String>,
+    /// How many exchanges it keeps, the oldest dropped first (default 500, at most 10000).
+    pub size: Option<u32>,
 }
 
 /// `https: { key, cert }`: the certificate the proxy serves, as PEM files.
@@ -231,8 +248,8 @@ pub struct RouteOptions {
 
 // The keys of each options object live in config.rs, where a napi-free test checks them against binding.d.ts.
 use crate::config::option_names::{
-    COOKIE as COOKIE_OPTION_NAMES, HTTPS as HTTPS_OPTION_NAMES, PROXY as PROXY_OPTION_NAMES,
-    PROXY_OPTIONS as HTTP_PROXY_OPTION_NAMES, PROXY_TARGET as PROXY_TARGET_OPTION_NAMES,
+    COOKIE as COOKIE_OPTION_NAMES, HTTPS as HTTPS_OPTION_NAMES, INSPECTOR as INSPECTOR_OPTION_NAMES,
+    PROXY as PROXY_OPTION_NAMES, PROXY_OPTIONS as HTTP_PROXY_OPTION_NAMES, PROXY_TARGET as PROXY_TARGET_OPTION_NAMES,
 };
 
 /// An options object read through its declared keys. Reading a key that is not in the list, or
@@ -472,6 +489,8 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     }
     if let Some(record) = options.get("record")? {
         config.record = Some(super::record::parse_record(record)?);
+    if let Some(inspector) = options.get("inspector")? {
+        config.inspector = parse_inspector(inspector, &mut warnings)?;
     }
     // Undocumented test hook: requests under /__devproxy_panic_probe/ panic (see config.rs).
     if let Some(flag) = get(&options.object, "__panicProbes")? {
@@ -521,6 +540,25 @@ fn parse_allowed_hosts(value: Unknown) -> Result<AllowedHosts> {
     }
     let entries = string_array(value, "allowedHosts", "host names, or 'auto' or 'all'")?;
     AllowedHosts::from_entries(&entries).map_err(config_error)
+}
+
+/// `inspector`: a boolean, or `{ path, size }` (unknown keys are warned about, like the proxy's).
+fn parse_inspector(value: Unknown, out: &mut Vec<String>) -> Result<Option<InspectorConfig>> {
+    if value.get_type()? == ValueType::Boolean {
+        return Ok(expect_bool(value, "inspector")?.then(InspectorConfig::default));
+    }
+    let fields = Fields::new(expect_object(value, "inspector")?, INSPECTOR_OPTION_NAMES);
+    out.extend(warnings::for_keys("inspector", &Object::keys(&fields.object)?, INSPECTOR_OPTION_NAMES, &[], &[], &[]));
+    let path = match fields.get("path")? {
+        Some(path) => expect_string(path, "inspector.path")?,
+        None => DEFAULT_INSPECTOR_PATH.to_string(),
+    };
+    let size = match fields.get("size")? {
+        Some(size) => expect_u32(size, "inspector.size", MAX_INSPECTOR_SIZE)?,
+        None => DEFAULT_INSPECTOR_SIZE as u32,
+    };
+    fields.finish();
+    InspectorConfig::new(&path, size).map(Some).map_err(config_error)
 }
 
 /// `https`: a boolean, or `{ key, cert, ca }` paths. Browsersync's `pfx` and `passphrase` are refused

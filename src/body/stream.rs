@@ -179,6 +179,8 @@ pub(crate) enum ProxyBody {
     },
     Rewrite(Box<RewriteState>),
     Tee(Box<Tee>),
+    /// An endless stream of chunks: the inspector's Server-Sent Events.
+    Events(EventStream),
     /// Any of the above, counted and timed for the exchange record (see `crate::observe`).
     Observed(Box<crate::observe::ObservedBody>),
 }
@@ -194,6 +196,9 @@ pub(crate) struct BodyReport {
     pub rules: Vec<crate::observe::RuleMatches>,
     pub preview: Option<crate::observe::Preview>,
 }
+
+/// The chunks of a [`ProxyBody::Events`].
+pub(crate) type EventStream = Pin<Box<dyn futures_util::Stream<Item = Bytes> + Send>>;
 
 /// A body whose bytes are also kept, up to a limit, and handed to `done` once it has ended whole
 /// (a failed body, or one over the limit, hands nothing): how a compressed local file is cached.
@@ -311,7 +316,7 @@ impl ProxyBody {
     /// What this body did, for its exchange record (called once, when it has ended or failed).
     pub(crate) fn report(&mut self) -> BodyReport {
         match self {
-            ProxyBody::Full(_) => BodyReport::default(),
+            ProxyBody::Full(_) | ProxyBody::Events(_) => BodyReport::default(),
             ProxyBody::Passthrough { upstream, .. } => {
                 BodyReport { bytes_in: Some(upstream.bytes_in), ..BodyReport::default() }
             }
@@ -509,6 +514,9 @@ impl Body for ProxyBody {
             // A panic while rewriting (a bug) ends this body as an error, which aborts this response
             // only; it must not unwind through hyper's connection task or further.
             ProxyBody::Tee(tee) => tee.poll(cx),
+            ProxyBody::Events(stream) => {
+                futures_util::Stream::poll_next(stream.as_mut(), cx).map(|chunk| chunk.map(|c| Ok(Frame::data(c))))
+            }
             ProxyBody::Observed(observed) => observed.poll(cx),
             ProxyBody::Rewrite(state) => {
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| state.poll(cx))) {
@@ -526,7 +534,7 @@ impl Body for ProxyBody {
         match self {
             ProxyBody::Full(bytes) => bytes.is_none(),
             ProxyBody::Passthrough { prefix, upstream } => prefix.is_none() && upstream.is_end_stream(),
-            ProxyBody::Rewrite(_) => false,
+            ProxyBody::Rewrite(_) | ProxyBody::Events(_) => false,
             ProxyBody::Tee(tee) => tee.inner.is_end_stream(),
             ProxyBody::Observed(observed) => observed.inner().is_end_stream(),
         }

@@ -21,9 +21,13 @@ use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, Uri};
 use serde::Serialize;
 
+pub(crate) mod inspector;
+pub mod mask;
+
 pub(crate) use body::ObservedBody;
 pub use latency::{LatencySnapshot, ObserveSnapshot, RuleCount};
 pub use log::LogFormat;
+pub use mask::{mask, mask_headers};
 
 use crate::body::{BodyReport, ProxyBody, PREVIEW_BYTES};
 use crate::state::header_pairs;
@@ -249,7 +253,6 @@ impl Observer {
     }
 
     /// Turns previews on or off for bodies that start from now on (the inspector's switch).
-    #[allow(dead_code)] // Called by the inspector (issue 16's other half).
     pub(crate) fn set_preview(&self, on: bool) {
         self.preview.store(on, Ordering::Relaxed);
     }
