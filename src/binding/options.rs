@@ -489,6 +489,7 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     }
     if let Some(record) = options.get("record")? {
         config.record = Some(super::record::parse_record(record)?);
+    }
     if let Some(inspector) = options.get("inspector")? {
         config.inspector = parse_inspector(inspector, &mut warnings)?;
     }

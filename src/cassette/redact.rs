@@ -7,21 +7,8 @@ use std::sync::OnceLock;
 use regex_automata::meta::Regex;
 use serde_json::Value;
 
-/// What replaces a secret.
-pub const REDACTED: &str = "[redacted]";
-
-/// Header names whose values are always redacted.
-pub const SECRET_HEADERS: &[&str] = &[
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "set-cookie",
-    "x-api-key",
-    "api-key",
-    "x-goog-api-key",
-    "openai-organization",
-    "openai-project",
-];
+// One list of secret headers for cassettes and for what the proxy shows (log, `onRequest`, inspector).
+pub use crate::observe::mask::{REDACTED, SECRET_HEADERS};
 
 /// Query parameter names whose values are always redacted.
 pub const SECRET_PARAMS: &[&str] = &["key", "api_key", "apikey", "token", "access_token"];

@@ -322,8 +322,9 @@ impl Observer {
             rewritten,
             recorded: facts.recorded,
             rules: report.rules,
-            request_headers: begun.request_headers.unwrap_or_default(),
-            response_headers: response_headers.unwrap_or_default(),
+            // Masked here, so that no consumer (log line, `onRequest`, inspector) ever sees a secret.
+            request_headers: masked(begun.request_headers.unwrap_or_default()),
+            response_headers: masked(response_headers.unwrap_or_default()),
             error: facts.error.or(error),
             preview: report.preview,
         };
@@ -411,4 +412,9 @@ mod tests {
         assert_eq!(preview.before, "é".repeat(PREVIEW_BYTES / 2));
         assert_eq!(preview.after.len(), PREVIEW_BYTES);
     }
+}
+
+fn masked(mut headers: Vec<(String, String)>) -> Vec<(String, String)> {
+    mask_headers(&mut headers);
+    headers
 }
