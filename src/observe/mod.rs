@@ -374,6 +374,11 @@ fn server_timing(begun: &Begun, facts: &Facts) -> HeaderValue {
     HeaderValue::from_maybe_shared(bytes::Bytes::from(value)).unwrap_or(HeaderValue::from_static("proxy"))
 }
 
+fn masked(mut headers: Vec<(String, String)>) -> Vec<(String, String)> {
+    mask_headers(&mut headers);
+    headers
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,9 +417,4 @@ mod tests {
         assert_eq!(preview.before, "é".repeat(PREVIEW_BYTES / 2));
         assert_eq!(preview.after.len(), PREVIEW_BYTES);
     }
-}
-
-fn masked(mut headers: Vec<(String, String)>) -> Vec<(String, String)> {
-    mask_headers(&mut headers);
-    headers
 }
