@@ -140,7 +140,7 @@ test('onRequest: one record per request with codings, bytes, times, rules and so
       rewriteRules: [{ match: /hello/g, replace: 'bye' }],
       onRequest: c.onRequest,
     }, async (server) => {
-      const page = await request(server.url + '/page?q=1', { headers: { accept: ACCEPT_HTML, 'accept-encoding': 'gzip' } })
+      const page = await request(server.url + '/page?q=1', { headers: { accept: ACCEPT_HTML, 'accept-encoding': 'gzip', authorization: 'Bearer sk-observe-secret', cookie: 'sid=observe-secret' } })
       assert.match(decodeBody(page.body, page.headers['content-encoding']).toString(), /<p>bye bye<\/p>/)
       await c.until(1)
       const css = await request(server.url + '/style.css')
@@ -166,6 +166,10 @@ test('onRequest: one record per request with codings, bytes, times, rules and so
       assert.equal(typeof p.encodeMs, 'number')
       assert.equal(p.error, null)
       assert.ok(p.requestHeaders.some(([n, v]) => n === 'accept' && v === ACCEPT_HTML))
+      // Secrets never reach a consumer of the records (onRequest, the log, the inspector).
+      assert.ok(p.requestHeaders.some(([n, v]) => n === 'authorization' && v === '[redacted]'), JSON.stringify(p.requestHeaders))
+      assert.ok(p.requestHeaders.some(([n, v]) => n === 'cookie' && v === '[redacted]'))
+      assert.ok(!JSON.stringify(p).includes('observe-secret'))
       assert.ok(p.responseHeaders.some(([n]) => n === 'server-timing'))
       assert.ok(p.id >= 1 && s.id > p.id, 'ids increase')
       assert.ok(Math.abs(p.startedAt - Date.now()) < 3600e3, 'startedAt is epoch milliseconds')
