@@ -438,6 +438,22 @@ function randomPatternRule(rnd) {
   }
 }
 
+/**
+ * Whether V8 starts a match of a `u` rule between the halves of an astral character, which the spec forbids
+ * (a V8 bug: after a failed attempt it may step one UTF-16 unit, `[..."b😀".matchAll(/\B/gu)]` gives indexes 2
+ * and 3); the engine never starts there.
+ */
+function v8StartsInsidePairs(input, match) {
+  if (!match.unicode) return false
+  const re = new RegExp(match.source, match.global ? match.flags : match.flags + 'g')
+  const inside = (i) => i > 0 && (input.charCodeAt(i - 1) & 0xfc00) === 0xd800 && (input.charCodeAt(i) & 0xfc00) === 0xdc00
+  for (const m of input.matchAll(re)) {
+    if (inside(m.index)) return true
+    if (!match.global) break
+  }
+  return false
+}
+
 test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty iterations, groups in repetitions, all flags (seed ${SEED})`, () => {
   const { rewrite } = jsForm()
   const count = Number(process.env.DIFF_CASES || 5000)
@@ -446,11 +462,16 @@ test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty i
   let refused = 0
   let tooBig = 0
   let splitArgs = 0
+  let v8Inside = 0
   const refusals = []
   let lineCases = 0
-  while (cases.length + refused + tooBig + splitArgs < count) {
+  while (cases.length + refused + tooBig + splitArgs + v8Inside < count) {
     const rule = randomPatternRule(rnd)
     const input = Array.from({ length: Math.floor(rnd() * 12) }, () => pick(rnd, RANDOM_INPUT)).join('')
+    if (v8StartsInsidePairs(input, rule.match)) {
+      v8Inside++
+      continue
+    }
     // README's other remaining difference: a function shown half of an astral character (no `u`) gets U+FFFD,
     // so what it returns cannot pair up with the other half again as it does in JS.
     if (typeof rule.replace === 'function' && !rule.match.unicode) {
@@ -476,7 +497,8 @@ test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty i
     if (rule.match.multiline && /[$^]/.test(rule.match.source) && /[\r\u2028\u2029]/.test(input)) lineCases++
     cases.push({ input, rules: [rule] })
   }
-  console.log(`random patterns: ${cases.length} cases compared (${lineCases} with multi-line anchors on text with \\r, \\u2028 or \\u2029), ${refused} refused, ${tooBig} over the automata's size cap, ${splitArgs} skipped (a function given half of an astral character)`)
+  console.log(`random patterns: ${cases.length} cases compared (${lineCases} with multi-line anchors on text with \\r, \\u2028 or \\u2029), ${refused} refused, ${tooBig} over the automata's size cap, ${splitArgs} skipped (a function given half of an astral character), ${v8Inside} skipped (V8 starts a \`u\` match inside a surrogate pair)`)
+  assert.ok(v8Inside <= count / 100, `${v8Inside} cases where V8 starts a match inside a pair`)
   assert.ok(lineCases >= count / 100, `only ${lineCases} cases of multi-line anchors next to \\r, \\u2028 or \\u2029`)
   assert.ok(cases.length >= count * 0.9, `only ${cases.length} of ${count} cases compared`)
   assert.equal(refused, 0, `refused:\n  ${refusals.join('\n  ')}`)

@@ -881,3 +881,24 @@ proptest! {
         }
     }
 }
+
+/// The line view (see `lines`): same length, `\r` and U+2028/U+2029 spelled so that one byte around a
+/// position tells a line start or end, and a possible U+2028 cut by the end of the data held until known.
+#[test]
+fn line_view_spells_js_line_terminators() {
+    use super::lines::{line_view, settled_len};
+    let mut view = Vec::new();
+    let text = "a\r\nb\u{2028}c\u{2029}\u{2020}\u{FFFD}".as_bytes();
+    line_view(text, &mut view);
+    assert_eq!(view.len(), text.len());
+    let mut want = b"a\xFF\nb\x0D\xA8\x0Ac\x0D\xA9\x0A".to_vec();
+    // U+2020 (E2 80 A0) and U+FFFD are themselves; a stray 0xFF byte is 0xFE.
+    want.extend_from_slice("\u{2020}\u{FFFD}".as_bytes());
+    assert_eq!(view, want);
+    line_view(b"x\xFFy", &mut view);
+    assert_eq!(view, b"x\xFEy");
+    assert_eq!(settled_len(b"ab\xE2"), 2);
+    assert_eq!(settled_len(b"ab\xE2\x80"), 2);
+    assert_eq!(settled_len(b"ab\xE2\x80\xA8"), 5);
+    assert_eq!(settled_len(b"ab\x80"), 3);
+}
