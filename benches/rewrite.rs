@@ -102,6 +102,13 @@ fn benches(c: &mut Criterion) {
     group.bench_function("c2_no_prefix_regex_4k_chunks", |b| {
         b.iter(|| chunked(black_box(&body), single, CHUNK, &mut out))
     });
+    // Multi-line anchors: the rule's automata read the line view of each chunk (issue 17).
+    let lines = Rule::regex(r"^\s*<(?:li|p)\b", "gm", RuleReplacement::Text("[$&]".into())).expect("rule");
+    let lines = std::slice::from_ref(&lines);
+    group.bench_function("e_multiline_anchor_whole", |b| b.iter(|| whole(black_box(&body), lines)));
+    group.bench_function("e2_multiline_anchor_4k_chunks", |b| {
+        b.iter(|| chunked(black_box(&body), lines, CHUNK, &mut out))
+    });
     group.throughput(Throughput::Bytes(foreign.len() as u64));
     let link_only = vec![Rule::links(TARGET_HOST)];
     group.bench_function("d_links_no_host_whole", |b| b.iter(|| whole(black_box(&foreign), &link_only)));

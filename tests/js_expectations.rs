@@ -14,10 +14,6 @@ const FIXTURE: &str = include_str!("fixtures/js-expectations.json");
 /// starts or stops differing fails the test, so this list and the fixture's marks stay exact.
 const KNOWN: &[(&str, &str)] = &[
     ("class-astral-without-u", "rejected"),
-    ("multiline-starts-crlf", "differs"),
-    ("multiline-ends-crlf", "differs"),
-    ("multiline-u2028", "differs"),
-    ("multiline-u2029", "differs"),
     ("lookahead", "rejected"),
     ("lookbehind", "rejected"),
     ("backreference", "rejected"),

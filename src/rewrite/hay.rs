@@ -2,18 +2,22 @@
 //! matcher: the hay, the next-match answer and the UTF-8 helpers that keep matches on character
 //! boundaries. It depends on nothing else in the engine.
 
-/// The bytes a stage searches, and the byte before them (`None` at the start of the body), which
-/// `\b` and `^` look at.
+/// The bytes a stage searches, what its automata read instead (the same bytes but for rules with multi-line
+/// anchors, which read their line view, see `super::lines`), and the automata's byte before them (`None` at
+/// the start of the body), which `\b` and `^` look at.
 #[derive(Clone, Copy)]
 pub(super) struct Hay<'a> {
     pub(super) bytes: &'a [u8],
+    /// As long as `bytes`; what the automata and the prefilter read.
+    pub(super) view: &'a [u8],
     pub(super) before: Option<u8>,
 }
 
 impl Hay<'_> {
+    /// The byte before `at` as the automata read it.
     pub(super) fn look_behind(&self, at: usize) -> Option<u8> {
         match at.checked_sub(1) {
-            Some(i) => Some(self.bytes[i]),
+            Some(i) => Some(self.view[i]),
             None => self.before,
         }
     }

@@ -13,6 +13,7 @@
 
 mod hay;
 mod js_regex;
+mod lines;
 mod links;
 mod prefixes;
 mod replacement;

@@ -14,7 +14,7 @@ use regex_automata::{meta, Anchored, MatchKind};
 use regex_syntax::hir::Hir;
 
 use super::replacement::{ReplaceFn, Replacement, Template};
-use super::{js_regex, links, prefixes};
+use super::{js_regex, lines, links, prefixes};
 use crate::error::RuleError;
 use crate::globs::UrlGlobs;
 
@@ -91,6 +91,8 @@ pub(super) struct RegexRule {
     /// A match may start on the low half of an astral character: the stage then holds characters whole, so
     /// that a high half already written out is never split from its low half afterwards.
     pub(super) low_half_starts: bool,
+    /// The pattern has multi-line anchors: its automata read the line view (see `lines`).
+    pub(super) lines: bool,
     /// Forward DFA, anchored and unanchored starts, leftmost-first.
     pub(super) dfa: Dfa,
     /// Reverse anchored DFA: from a match's end back to its start.
@@ -213,6 +215,9 @@ impl Rule {
         replacement: Replacement,
     ) -> Result<Rule, RuleError> {
         let groups_hir = parse(pattern)?;
+        // Multi-line anchors: everything reads the line view, so the pattern is written in it.
+        let lines = lines::uses_lines(&groups_hir);
+        let groups_hir = if lines { lines::line_view_hir(&groups_hir) } else { groups_hir };
         // The automata find spans only: they run the pattern with JavaScript's repetition rules made explicit.
         let hir = js_regex::js_repetitions(&groups_hir);
         let candidates = match Prefilter::from_hir_prefix(MatchKind::LeftmostFirst, &hir) {
@@ -233,7 +238,12 @@ impl Rule {
         } else {
             Some(GroupFinder::Meta(
                 meta::Builder::new()
-                    .configure(meta::Config::new().nfa_size_limit(Some(NFA_SIZE_LIMIT)).utf8_empty(false))
+                    .configure(
+                        meta::Config::new()
+                            .nfa_size_limit(Some(NFA_SIZE_LIMIT))
+                            .utf8_empty(false)
+                            .line_terminator(lines::LINE_TERMINATOR),
+                    )
                     .build_from_hir(&groups_hir)
                     .map_err(|e| RuleError::TooComplex(e.to_string()))?,
             ))
@@ -250,6 +260,7 @@ impl Rule {
                 global,
                 engine: Engine::Regex(Box::new(RegexRule {
                     units,
+                    lines,
                     low_half_starts,
                     anchored_starts,
                     unanchored_starts: StartStates::new(&dfa, Anchored::No),
@@ -284,6 +295,7 @@ fn build_dfas(hir: &Hir, skip_from_start_states: bool) -> Result<(Dfa, Dfa), Rul
                     .nfa_size_limit(Some(NFA_SIZE_LIMIT))
                     .shrink(!reverse)
                     .reverse(reverse)
+                    .look_matcher(lines::look_matcher())
                     .which_captures(thompson::WhichCaptures::None),
             )
             .build_from_hir(hir)
@@ -313,6 +325,7 @@ fn build_prefix_reverse(hir: &Hir) -> Option<Dfa> {
             thompson::Config::new()
                 .nfa_size_limit(Some(LIMIT))
                 .reverse(true)
+                .look_matcher(lines::look_matcher())
                 .which_captures(thompson::WhichCaptures::None),
         )
         .build_from_hir(&prefixes)

@@ -31,7 +31,7 @@ pub(super) enum Attempt {
 impl RegexSearch<'_> {
     /// The smallest position at or after `from` where a match may start, given the data so far.
     pub(super) fn next_candidate(&self, from: usize) -> Option<usize> {
-        let hay = self.hay.bytes;
+        let hay = self.hay.view;
         let len = hay.len();
         match &self.re.candidates {
             Candidates::Every => Some(from),
@@ -52,7 +52,7 @@ impl RegexSearch<'_> {
         let (re, last) = (self.re, self.last);
         let dfa = &re.dfa;
         let Some(mut state) = re.anchored_starts.get(self.hay.look_behind(at)) else { return Attempt::NoMatch };
-        let hay = self.hay.bytes;
+        let hay = self.hay.view;
         // One byte past the cap: DFA matches are reported a byte late.
         let limit = at.saturating_add(self.max_match).saturating_add(1);
         let end = hay.len().min(limit);

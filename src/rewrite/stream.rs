@@ -16,6 +16,7 @@ use super::hay::{
 };
 use std::sync::Arc;
 
+use super::lines;
 use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
 use super::rule::{Dfa, Engine, GroupFinder, Rule};
 use super::search::{Attempt, RegexSearch};
@@ -170,6 +171,8 @@ struct Stage {
     matches: u64,
     /// The request and response shown to a replacement function.
     exchange: Option<Arc<Exchange>>,
+    /// A lines rule's line view of the hay, reused across chunks.
+    view: Vec<u8>,
 }
 
 enum Scan {
@@ -215,6 +218,7 @@ impl Stage {
             matched: false,
             matches: 0,
             exchange: None,
+            view: Vec::new(),
         }
     }
 
@@ -242,6 +246,20 @@ impl Stage {
 
     /// [`Stage::process`] with split halves of astral characters left as lone surrogates.
     fn process_halves(&mut self, input: &[u8], last: bool, out: &mut Vec<u8>) -> Result<usize, ReplaceError> {
+        let mut view = std::mem::take(&mut self.view);
+        let result = self.process_viewed(input, last, out, &mut view);
+        self.view = view;
+        result
+    }
+
+    /// [`Stage::process_halves`] with `view` as the buffer of a lines rule's line view.
+    fn process_viewed(
+        &mut self,
+        input: &[u8],
+        last: bool,
+        out: &mut Vec<u8>,
+        view: &mut Vec<u8>,
+    ) -> Result<usize, ReplaceError> {
         if self.done {
             out.extend_from_slice(&self.held);
             self.held.clear();
@@ -253,7 +271,15 @@ impl Stage {
         if !in_place {
             held.extend_from_slice(input);
         }
-        let hay = Hay { bytes: if in_place { input } else { &held }, before: self.before };
+        let data = if in_place { input } else { &held[..] };
+        let hay = if self.lines() {
+            // The end of a U+2028 may still be on its way: until then its first bytes are held.
+            let data = if last { data } else { &data[..lines::settled_len(data)] };
+            lines::line_view(data, view);
+            Hay { bytes: data, view, before: self.before }
+        } else {
+            Hay { bytes: data, view: data, before: self.before }
+        };
         let units = self.units();
         self.emitted = std::mem::take(&mut self.carried);
         let held_from = match self.scan(hay, last, out) {
@@ -302,6 +328,11 @@ impl Stage {
         }
         self.held = held;
         Ok(input.len())
+    }
+
+    /// Whether the rule's automata read the line view (see `super::lines`).
+    fn lines(&self) -> bool {
+        matches!(&self.rule.inner.engine, Engine::Regex(re) if re.lines)
     }
 
     /// Whether the rule works on UTF-16 code units (a JS regex without `u`).
@@ -394,17 +425,17 @@ impl Stage {
             }
             return Ok(());
         };
-        // The captures search sees the hay itself, so a match at its very start needs a copy that begins
-        // with the byte before it (for `\b` and `^`). The DFA run from a match's start dies within the
+        // The captures search reads what the automata read, so a match at its very start needs a copy that
+        // begins with the byte before it (for `\b` and `^`). The DFA run from a match's start dies within the
         // cap, so the cap plus one look-ahead byte is all the search can read.
         let joined;
         let (buf, base) = match hay.before {
             Some(byte) if start == 0 => {
-                let upto = hay.bytes.len().min(*max_match + 2);
-                joined = [&[byte][..], &hay.bytes[..upto]].concat();
+                let upto = hay.view.len().min(*max_match + 2);
+                joined = [&[byte][..], &hay.view[..upto]].concat();
                 (&joined[..], 1)
             }
-            _ => (hay.bytes, 0),
+            _ => (hay.view, 0),
         };
         // Each group's span in `buf` (index 0: the whole match) and name.
         let (spans, names): (Vec<Option<std::ops::Range<usize>>>, Vec<Option<&str>>) = match finder {
@@ -434,7 +465,7 @@ impl Stage {
             }
         };
         let texts: Vec<Option<std::borrow::Cow<'_, [u8]>>> =
-            spans.iter().map(|span| span.clone().map(|r| text(buf, r.start, r.end))).collect();
+            spans.iter().map(|span| span.clone().map(|r| text(hay.bytes, r.start - base, r.end - base))).collect();
         *surrogates |= texts.iter().any(|t| matches!(t, Some(std::borrow::Cow::Owned(_))));
         let group = |i: usize| texts.get(i).and_then(|t| t.as_deref());
         match &re.replacement {
@@ -519,7 +550,7 @@ impl RegexSearch<'_> {
         let (re, hay, last) = (self.re, self.hay, self.last);
         let dfa = &re.dfa;
         let start_at = |at: usize| re.unanchored_starts.get(hay.look_behind(at));
-        let hay = hay.bytes;
+        let hay = hay.view;
         let len = hay.len();
         let Some(mut at) = self.next_candidate(from) else { return Scan::NoMatch };
         let Some(mut state) = start_at(at) else { return Scan::NoMatch };
@@ -557,7 +588,7 @@ impl RegexSearch<'_> {
 
     /// The start of the leftmost match ending at `end`: the earliest start the reverse DFA accepts.
     fn match_start(&self, from: usize, end: usize) -> usize {
-        let look_ahead = self.hay.bytes.get(end).copied();
+        let look_ahead = self.hay.view.get(end).copied();
         self.earliest_reverse_match(&self.re.reverse, from, end, look_ahead).unwrap_or(from)
     }
 
@@ -565,7 +596,7 @@ impl RegexSearch<'_> {
     /// or after `from` where it matches. `look_ahead` is the byte after `end` (`None`: the end of the
     /// body, or not known yet).
     fn earliest_reverse_match(&self, rev: &Dfa, from: usize, end: usize, look_ahead: Option<u8>) -> Option<usize> {
-        let hay = self.hay.bytes;
+        let hay = self.hay.view;
         let config = start::Config::new().anchored(Anchored::Yes).look_behind(look_ahead);
         let Ok(mut state) = rev.start_state(&config) else { return Some(from) };
         let mut earliest = None;
@@ -597,7 +628,7 @@ impl RegexSearch<'_> {
     /// candidates one by one is cheapest when their runs are short; once that has cost more than a
     /// few steps per byte, the sweep settles the rest in one pass.
     fn pending_start(&self, from: usize, abandoned: &mut u64) -> Next {
-        let (dfa, bytes) = (&self.re.dfa, self.hay.bytes);
+        let (dfa, bytes) = (&self.re.dfa, self.hay.view);
         let len = bytes.len();
         let mut from = from;
         // Within the cap no start can be abandoned, so the first start that may still match is the
@@ -657,7 +688,7 @@ pub(super) fn first_viable_three_ways(
     last: bool,
     max_match: usize,
 ) -> ((Next, u64), (Next, u64), Next) {
-    let search = RegexSearch { re, hay: Hay { bytes, before }, last, max_match };
+    let search = RegexSearch { re, hay: Hay { bytes, view: bytes, before }, last, max_match };
     let len = bytes.len();
     let naive = (|| {
         let mut abandoned = 0;

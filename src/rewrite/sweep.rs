@@ -53,7 +53,7 @@ impl Sweep {
     pub(super) fn first_viable(&mut self, search: &RegexSearch, from: usize, abandoned: &mut u64) -> Next {
         let RegexSearch { re, hay, last, max_match } = *search;
         let dfa = &re.dfa;
-        let len = hay.bytes.len();
+        let len = hay.view.len();
         let mut next_candidate = search.next_candidate(from);
         let mut at = from;
         loop {
@@ -82,7 +82,7 @@ impl Sweep {
             if at == len {
                 break;
             }
-            self.step(re, hay.bytes[at], at);
+            self.step(re, hay.view[at], at);
             if let Some(next) = self.resolve_front(Some(at), max_match, abandoned) {
                 return next;
             }

@@ -60,6 +60,17 @@ fn matches_js_replace_on_known_cases() {
         ("a.b", ".", "g", "-", "---"),
         ("a\nb", ".", "g", "-", "-\n-"),
         ("a\nb", ".", "gs", "-", "---"),
+        ("a\u{d}\u{a}b\u{d}c\u{2028}d\u{2029}e", "^", "gm", "<", "<a\u{d}<\u{a}<b\u{d}<c\u{2028}<d\u{2029}<e"),
+        ("a\u{d}\u{a}b\u{d}c\u{2028}d\u{2029}e", "$", "gm", ">", "a>\u{d}>\u{a}b>\u{d}c>\u{2028}d>\u{2029}e>"),
+        (
+            "a\u{d}\u{a}b\u{d}c\u{2028}d\u{2029}e",
+            "^\\w|\\w$",
+            "gm",
+            "[$&]",
+            "[a]\u{d}\u{a}[b]\u{d}[c]\u{2028}[d]\u{2029}[e]",
+        ),
+        ("x\u{2028}\u{2029}\u{d}\u{d}\u{a}\u{a}", "^$", "gm", "|", "x\u{2028}|\u{2029}|\u{d}|\u{d}|\u{a}|\u{a}|"),
+        ("p\u{d}\u{a}\u{2028}q", "(\\r)?(\\n)?^", "gm", "<$1$2>", "<>p<\u{d}\u{a}><>\u{2028}<>q"),
     ];
     for (input, source, flags, replace, expected) in cases {
         let rule = text_rule(source, flags, replace);
@@ -346,10 +357,10 @@ fn reference(input: &str, source: &str, flags: &str, replace: &str) -> String {
     let parsed = js_regex::parse_flags(flags).unwrap();
     let units = !parsed.unicode;
     let pattern = js_regex::translate(source, &parsed).unwrap();
+    // The engine's reading of the text: its line view (see `lines`), which spans map back to one to one.
     let re = meta::Regex::builder()
-        .syntax(regex_automata::util::syntax::Config::new().utf8(false))
-        .configure(meta::Regex::config().utf8_empty(false))
-        .build(&pattern)
+        .configure(meta::Regex::config().utf8_empty(false).line_terminator(super::lines::LINE_TERMINATOR))
+        .build_from_hir(&super::lines::line_view_hir(&parse(&pattern).unwrap()))
         .unwrap();
     let template = {
         let hir = parse(&pattern).unwrap();
@@ -357,12 +368,14 @@ fn reference(input: &str, source: &str, flags: &str, replace: &str) -> String {
         Template::parse(replace, count, named).unwrap()
     };
     let hay = input.as_bytes();
+    let mut view = Vec::new();
+    super::lines::line_view(hay, &mut view);
     let text =
         |from: usize, to: usize| if units { unit_text(hay, from, to).into_owned() } else { hay[from..to].to_vec() };
     let (mut out, mut emitted, mut last_index) = (Vec::new(), 0, 0);
     let mut caps = re.create_captures();
     while last_index <= hay.len() {
-        re.search_captures(&Input::new(hay).range(last_index..), &mut caps);
+        re.search_captures(&Input::new(&view).range(last_index..), &mut caps);
         let Some(m) = caps.get_match() else { break };
         let boundary = m.start() == hay.len() || input.is_char_boundary(m.start());
         if !(boundary || (units && low_half(hay, m.start()))) {
@@ -460,6 +473,11 @@ const PATTERNS: &[(&str, &str)] = &[
     (".$", "gm"),
     ("\\s", "g"),
     ("(€)(한)?", "g"),
+    // JS line terminators for multi-line anchors: \r, \n, \u2028, \u2029, and the position inside \r\n.
+    ("\\w*$", "gm"),
+    ("\\r^\\n|\\u2028^", "gm"),
+    ("(^|b)(\\r?)$", "gm"),
+    ("[\\s\\S]$|^[\\s\\S]", "gm"),
 ];
 const REPLACEMENTS: &[&str] = &["", "-", "[$&]", "$1$1", "<$<x>>", "$$"];
 
@@ -467,7 +485,7 @@ const REPLACEMENTS: &[&str] = &["", "-", "[$&]", "$1$1", "<$<x>>", "$$"];
 /// none in JS), so that cuts fall inside characters.
 const ALPHABET: &[&str] = &[
     "a", "b", "c", "é", "A", "B", " ", "\n", "\r\n", "<b>", "1", "x", "ß", "€", "한", "😀", "\u{2028}", "\u{2029}",
-    "\u{0085}",
+    "\u{0085}", "\r",
 ];
 
 fn alphabet_input() -> impl Strategy<Value = String> {
@@ -821,6 +839,11 @@ const JS_RULE_PATTERNS: &[(&str, &str)] = &[
     ("\\uD83D", "g"),
     ("(\\W)\\b", "g"),
     (".{3}", ""),
+    // Multi-line anchors on the line view: the engine's groups, JS's groups, empty matches.
+    ("(^|\\r)(\\n?)$", "gm"),
+    ("(?:^(.)|\\u2028)+", "gm"),
+    ("$|^", "gm"),
+    ("[\\s\\S]$", "gm"),
 ];
 const JS_RULE_REPLACEMENTS: &[&str] = &["", "-", "[$&]", "$1", "<$2$1>"];
 
@@ -857,4 +880,25 @@ proptest! {
             prop_assert_eq!(&out, &whole_out, "{}-byte chunks, rules {:?}", size, picks);
         }
     }
+}
+
+/// The line view (see `lines`): same length, `\r` and U+2028/U+2029 spelled so that one byte around a
+/// position tells a line start or end, and a possible U+2028 cut by the end of the data held until known.
+#[test]
+fn line_view_spells_js_line_terminators() {
+    use super::lines::{line_view, settled_len};
+    let mut view = Vec::new();
+    let text = "a\r\nb\u{2028}c\u{2029}\u{2020}\u{FFFD}".as_bytes();
+    line_view(text, &mut view);
+    assert_eq!(view.len(), text.len());
+    let mut want = b"a\xFF\nb\x0D\xA8\x0Ac\x0D\xA9\x0A".to_vec();
+    // U+2020 (E2 80 A0) and U+FFFD are themselves; a stray 0xFF byte is 0xFE.
+    want.extend_from_slice("\u{2020}\u{FFFD}".as_bytes());
+    assert_eq!(view, want);
+    line_view(b"x\xFFy", &mut view);
+    assert_eq!(view, b"x\xFEy");
+    assert_eq!(settled_len(b"ab\xE2"), 2);
+    assert_eq!(settled_len(b"ab\xE2\x80"), 2);
+    assert_eq!(settled_len(b"ab\xE2\x80\xA8"), 5);
+    assert_eq!(settled_len(b"ab\x80"), 3);
 }

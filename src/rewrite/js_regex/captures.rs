@@ -73,7 +73,7 @@ impl JsCaptures {
     /// The groups (index 0 included) of the most preferred way of matching `hay[start..end]`, which must be
     /// JavaScript's match (assertions look at the bytes around it); `None` if there is no such way.
     pub(crate) fn captures(&self, hay: &[u8], start: usize, end: usize) -> Option<Vec<Option<(usize, usize)>>> {
-        let look = LookMatcher::new();
+        let look = crate::rewrite::lines::look_matcher();
         let slots = 2 * self.groups;
         let mut current: Vec<Thread> = Vec::new();
         let mut next = Vec::new();

@@ -9,8 +9,9 @@
 //! `$<name>` keep their meaning.
 //!
 //! What cannot be reproduced exactly (see also the comments at each place):
-//! - multi-line `^`/`$` use the engine's CRLF-aware anchors: `\u2028` and `\u2029` do not end lines, and no
-//!   anchor matches between `\r` and `\n`;
+//! - (no difference) multi-line `^`/`$` are written for the rule's line view, in which JavaScript's four line
+//!   terminators are spelled so that the engine's one-byte look-around finds every line start and end
+//!   (see `crate::rewrite::lines`);
 //! - without `u`, JavaScript works on UTF-16 code units: [`units`] matches the halves of astral characters
 //!   as pieces of their UTF-8 form; a low surrogate on its own (`\uDE00`, `[😀]`), whose half would need the
 //!   byte before it, is rejected;

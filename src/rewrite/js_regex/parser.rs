@@ -189,15 +189,14 @@ impl<'s> Parser<'s> {
         let astral = match c {
             '^' => {
                 self.bump();
-                // CRLF mode is the nearest the engine offers to JS line terminators; it misses \u2028/\u2029
-                // and never matches between \r and \n (JavaScript does).
-                self.out.push_str(if self.flags.multiline { "(?mR:^)" } else { r"\A" });
+                // JS line terminators, as the rule's line view spells them (see `crate::rewrite::lines`).
+                self.out.push_str(if self.flags.multiline { crate::rewrite::lines::LINE_START } else { r"\A" });
                 return Ok(());
             }
             '$' => {
                 self.bump();
                 // Without `m`, JS `$` is only the very end (no final-newline allowance), which is `\z`.
-                self.out.push_str(if self.flags.multiline { "(?mR:$)" } else { r"\z" });
+                self.out.push_str(if self.flags.multiline { crate::rewrite::lines::LINE_END } else { r"\z" });
                 return Ok(());
             }
             '\\' if matches!(self.peek_at(1), Some('b' | 'B')) => {

@@ -5,6 +5,7 @@ use super::classes::NEVER;
 use super::parser::{JsFlags, ENGINE_HINT, SURROGATE_HINT, UTF16_HINT};
 use super::*;
 use crate::error::JsRegexError;
+use crate::rewrite::lines;
 use regex_automata::meta::Regex;
 use regex_automata::util::primitives::PatternID;
 use regex_automata::Input;
@@ -102,6 +103,22 @@ const MATCH_CASES: &[(&str, &str, &str, usize, &[Groups])] = &[
 (r"^b", "m", "a\u{d}b", 0, &[&[Some(r"b")]]),
 (r"a$", "m", "a\u{d}\u{a}b", 0, &[&[Some(r"a")]]),
 (r"^b", "m", "a\u{d}\u{a}b", 0, &[&[Some(r"b")]]),
+(r"^\w*", "m", "a\u{d}\u{a}b\u{d}c\u{2028}d\u{2029}e", 0, &[&[Some("a")], &[Some("")], &[Some("b")], &[Some("c")], &[Some("d")], &[Some("e")]]),
+(r"\w*$", "m", "a\u{d}\u{a}b\u{d}c\u{2028}d\u{2029}e", 0, &[&[Some("a")], &[Some("")], &[Some("")], &[Some("b")], &[Some("")], &[Some("c")], &[Some("")], &[Some("d")], &[Some("")], &[Some("e")], &[Some("")]]),
+(r"^$", "m", "\u{d}\u{a}\u{d}\u{a}\u{2028}\u{2029}\u{a}\u{d}", 0, &[&[Some("")], &[Some("")], &[Some("")], &[Some("")], &[Some("")], &[Some("")], &[Some("")], &[Some("")], &[Some("")]]),
+(r"^.", "m", "ab\u{d}\u{a}cd\u{2028}ef\u{2029}gh", 0, &[&[Some("a")], &[Some("c")], &[Some("e")], &[Some("g")]]),
+(r".$", "m", "ab\u{d}\u{a}cd\u{2028}ef\u{2029}gh", 0, &[&[Some("b")], &[Some("d")], &[Some("f")], &[Some("h")]]),
+(r"\r^\n", "m", "a\u{d}\u{a}b", 0, &[&[Some("\u{d}\u{a}")]]),
+(r"\r$\n", "m", "a\u{d}\u{a}b", 0, &[&[Some("\u{d}\u{a}")]]),
+(r"\u2028^", "m", "a\u{2028}b", 0, &[&[Some("\u{2028}")]]),
+(r"$\u2029", "m", "a\u{2029}b", 0, &[&[Some("\u{2029}")]]),
+(r"[\s\S]$", "m", "ab\u{2028}\u{d}\u{a}", 0, &[&[Some("b")], &[Some("\u{2028}")], &[Some("\u{d}")], &[Some("\u{a}")]]),
+(r"^[\s\S]", "m", "ab\u{2028}\u{d}\u{a}c", 0, &[&[Some("a")], &[Some("\u{d}")], &[Some("\u{a}")], &[Some("c")]]),
+(r"(^|b)(\r?)$", "m", "ab\u{d}\u{a}\u{d}b", 2, &[&[Some("b\u{d}"), Some("b"), Some("\u{d}")], &[Some(""), Some(""), Some("")], &[Some(""), Some(""), Some("")], &[Some("b"), Some("b"), Some("")]]),
+(r"^[^\r]", "mu", "\u{d}\u{2028}x\u{2029}\u{1f600}", 0, &[&[Some("\u{2028}")], &[Some("x")], &[Some("\u{1f600}")]]),
+(r"\u2028|\r", "g", "a\u{2028}\u{d}\u{2029}", 0, &[&[Some("\u{2028}")], &[Some("\u{d}")]]),
+(r"[\u2028\r]+", "m", "a\u{2028}\u{d}\u{2029}\u{d}", 0, &[&[Some("\u{2028}\u{d}")], &[Some("\u{d}")]]),
+(r"^\u2028$", "m", "\u{2028}\u{2028}", 0, &[&[Some("\u{2028}")], &[Some("\u{2028}")]]),
 (r"abc", "i", r"ABC aBc abd", 0, &[&[Some(r"ABC")], &[Some(r"aBc")]]),
 (r"é", "i", r"É é e", 0, &[&[Some(r"É")], &[Some(r"é")]]),
 (r"É", "i", r"é", 0, &[&[Some(r"é")]]),
@@ -181,15 +198,25 @@ const MATCH_CASES: &[(&str, &str, &str, usize, &[Groups])] = &[
 (r"a", "dg", r"aa", 0, &[&[Some(r"a")], &[Some(r"a")]]),
 ];
 
+/// The translated pattern as the engine runs it: written for the line view (see `crate::rewrite::lines`),
+/// which [`view`] gives of a text. (Only patterns with multi-line anchors need it, but every pattern reads
+/// the view the same as the text.)
 fn compile(src: &str, flags: &str) -> Regex {
     let flags = parse_flags(flags).unwrap();
     let pattern = translate(src, &flags).unwrap_or_else(|e| panic!("/{src}/: {e}"));
+    let hir = crate::rewrite::rule::parse(&pattern).unwrap_or_else(|e| panic!("/{src}/ as {pattern:?}: {e}"));
     // Without `u` a pattern may match half of an astral character, which is not UTF-8.
     Regex::builder()
-        .syntax(regex_automata::util::syntax::Config::new().utf8(false))
-        .configure(Regex::config().utf8_empty(false))
-        .build(&pattern)
+        .configure(Regex::config().utf8_empty(false).line_terminator(lines::LINE_TERMINATOR))
+        .build_from_hir(&lines::line_view_hir(&hir))
         .unwrap_or_else(|e| panic!("/{src}/ as {pattern:?}: {e}"))
+}
+
+/// What [`compile`]'s regexes read for `hay`.
+fn view(hay: &str) -> Vec<u8> {
+    let mut view = Vec::new();
+    lines::line_view(hay.as_bytes(), &mut view);
+    view
 }
 
 /// Every match, iterated like JS `matchAll`: after an empty match the search resumes one character later.
@@ -197,8 +224,9 @@ fn match_all(re: &Regex, hay: &str) -> Vec<Vec<Option<String>>> {
     let mut caps = re.create_captures();
     let mut out = Vec::new();
     let mut at = 0;
+    let viewed = view(hay);
     while at <= hay.len() {
-        re.search_captures(&Input::new(hay).range(at..), &mut caps);
+        re.search_captures(&Input::new(&viewed).range(at..), &mut caps);
         let Some(m) = caps.get_match() else { break };
         if !hay.is_char_boundary(m.start()) {
             // A piece of a character the cases here never split: JS never starts there.
@@ -241,7 +269,7 @@ fn emitted_patterns() {
     let half = r"(?-u:[\xF0-\xF4][\x80-\xBF][\x80-\xBF]|[\x80-\xBF])";
     let cases = [
         ("^a$", plain, r"\Aa\z"),
-        ("^a$", m, "(?mR:^)a(?mR:$)"),
+        ("^a$", m, "(?:(?m:^)|(?mR:^))a(?:(?m:$)|(?mR:$))"),
         (r"\b\B", plain, r"(?-u:\b)(?-u:\B)"),
         (".", u, r"[^\x{A}\x{D}\x{2028}\x{2029}]"),
         ("[]", plain, NEVER),
@@ -459,10 +487,8 @@ fn flags() {
 #[test]
 fn documented_differences() {
     let starts = |src: &str, flags: &str, hay: &str| -> Vec<usize> {
-        compile(src, flags).find_iter(hay).map(|m| m.start()).collect()
+        compile(src, flags).find_iter(&view(hay)).map(|m| m.start()).collect()
     };
-    // JS /^/gm also matches between \r and \n (index 2) and after \u2028.
-    assert_eq!(starts("^", "m", "a\r\nb\rc\u{2028}d"), [0, 3, 5]);
     // JS /\bſ/iu matches after a space, since ſ is a word character there.
     assert_eq!(starts("\\b\u{17F}", "iu", " \u{17F} a\u{17F}"), [5]);
     // Without `u` an astral character is two units: `.` takes half of it (its first three bytes, or its
