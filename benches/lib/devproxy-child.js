@@ -12,11 +12,15 @@ const proxy =
     ? { target, proxyReq: (proxyReq) => { hookCalls++; proxyReq.setHeader('x-bench-hook', '1'); } }
     : target;
 
+// `always`: pages fetched compressed even from this loopback upstream (`upstreamCompression: 'always'`), as
+// from a CDN or any remote target: a br page is decoded and re-encoded as br (workload 8).
+const upstreamCompression = variant === 'always' ? 'always' : undefined;
+
 (async () => {
   const lib = require(path.join(__dirname, '..', '..'));
   let server;
   try {
-    server = await lib.start({ proxy, port: 0, snippet, quiet: true, serveStatic });
+    server = await lib.start({ proxy, port: 0, snippet, quiet: true, serveStatic, upstreamCompression });
   } catch (err) {
     // An older build may not know `quiet`.
     if (!/quiet/i.test(String(err && err.message))) throw err;
