@@ -8,7 +8,7 @@
 use std::hint::black_box;
 use std::io::Write;
 
-use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
+use criterion::{criterion_group, Criterion, SamplingMode, Throughput};
 use devproxy_native::body::Pipeline;
 use devproxy_native::codec::{decode_all, encode_all, Encoding};
 use devproxy_native::rewrite::{Rewriter, Rule};
