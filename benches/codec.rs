@@ -8,8 +8,10 @@
 use std::hint::black_box;
 use std::io::Write;
 
-use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
+use criterion::{criterion_group, Criterion, SamplingMode, Throughput};
+use devproxy_native::body::Pipeline;
 use devproxy_native::codec::{decode_all, encode_all, Encoding};
+use devproxy_native::rewrite::{Rewriter, Rule};
 
 mod common;
 
@@ -77,6 +79,37 @@ fn benches(c: &mut Criterion) {
         });
     }
     group.finish();
+
+    // Workload 1 of `npm run bench` without the network: the upstream's gzip -6 page decoded,
+    // rewritten (snippet + links) and gzip-encoded again, in the 16 KiB pieces a socket delivers;
+    // `decode_only` and `decode_rewrite` split the cost between the steps.
+    let upstream = zlib_rs_gzip(&page, 6);
+    let rules = [
+        Rule::snippet("<script async src=\"/browser-sync/browser-sync-client.js\"></script>"),
+        Rule::links("127.0.0.1:8080"),
+    ];
+    let run = |decode: Encoding, encode: Encoding, rewrite: bool| {
+        let rules: &[Rule] = if rewrite { &rules } else { &[] };
+        let mut pipeline = Pipeline::new(decode, encode, Rewriter::new(rules, "127.0.0.1:3000", 64 * 1024));
+        let mut out = Vec::new();
+        for piece in black_box(&upstream[..]).chunks(16 * 1024) {
+            pipeline.push(piece, &mut out).expect("in memory");
+        }
+        pipeline.finish(&mut out).expect("in memory");
+        out
+    };
+    eprintln!(
+        "w1 pipeline: {} bytes upstream, {} bytes out",
+        upstream.len(),
+        run(Encoding::Gzip, Encoding::Gzip, true).len()
+    );
+    let mut group = c.benchmark_group("w1_page");
+    group.sampling_mode(SamplingMode::Flat).sample_size(30);
+    group.throughput(Throughput::Bytes(page.len() as u64));
+    group.bench_function("decode_only", |b| b.iter(|| run(Encoding::Gzip, Encoding::Identity, false)));
+    group.bench_function("decode_rewrite", |b| b.iter(|| run(Encoding::Gzip, Encoding::Identity, true)));
+    group.bench_function("decode_rewrite_encode", |b| b.iter(|| run(Encoding::Gzip, Encoding::Gzip, true)));
+    group.finish();
 }
 
 fn ratio(compressed: &[u8], page: &[u8]) -> f64 {
@@ -84,4 +117,47 @@ fn ratio(compressed: &[u8], page: &[u8]) -> f64 {
 }
 
 criterion_group!(codec, benches);
-criterion_main!(codec);
+
+/// `CODEC_LOOPS=N [CODEC_CASE=gzip|w1|decode|decode_rewrite|libdeflate1|zlib1] codec`: that case N times and nothing else,
+/// for `perf stat` (instructions and cycles per page do not depend on what else the machine runs)
+/// and `perf record`.
+fn main() {
+    if let Ok(loops) = std::env::var("CODEC_LOOPS") {
+        let loops: usize = loops.parse().expect("CODEC_LOOPS is a number");
+        let page = common::generate_html("127.0.0.1:8080", PAGE_BYTES);
+        let upstream = zlib_rs_gzip(&page, 6);
+        let rules = [
+            Rule::snippet("<script async src=\"/browser-sync/browser-sync-client.js\"></script>"),
+            Rule::links("127.0.0.1:8080"),
+        ];
+        let case = std::env::var("CODEC_CASE").unwrap_or_else(|_| "gzip".into());
+        let mut bytes = 0;
+        for _ in 0..loops {
+            bytes += match case.as_str() {
+                "gzip" => encode_all(Encoding::Gzip, black_box(&page)).len(),
+                "libdeflate1" => libdeflate_gzip(black_box(&page), 1).len(),
+                "zlib1" => zlib_rs_gzip(black_box(&page), 1).len(),
+                "w1" | "decode" | "decode_rewrite" => {
+                    let (rules, encode): (&[Rule], _) = match case.as_str() {
+                        "w1" => (&rules, Encoding::Gzip),
+                        "decode" => (&[], Encoding::Identity),
+                        _ => (&rules, Encoding::Identity),
+                    };
+                    let mut pipeline =
+                        Pipeline::new(Encoding::Gzip, encode, Rewriter::new(rules, "127.0.0.1:3000", 64 * 1024));
+                    let mut out = Vec::new();
+                    for piece in black_box(&upstream[..]).chunks(16 * 1024) {
+                        pipeline.push(piece, &mut out).expect("in memory");
+                    }
+                    pipeline.finish(&mut out).expect("in memory");
+                    out.len()
+                }
+                other => panic!("unknown CODEC_CASE {other}"),
+            };
+        }
+        eprintln!("{case}: {loops} x {} bytes", bytes / loops.max(1));
+        return;
+    }
+    codec();
+    Criterion::default().configure_from_args().final_summary();
+}

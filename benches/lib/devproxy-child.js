@@ -7,22 +7,25 @@ const [target, snippet, staticDir, variant] = process.argv.slice(2);
 const serveStatic = staticDir ? [{ route: '/static', dir: staticDir }] : undefined;
 // `hook`: a `proxy.proxyReq` function that sets a header on every upstream request (workload 7).
 let hookCalls = 0;
-// `inspector-off`: `inspector: false` (workload 8 compares it with the default, inspector on).
+// `inspector-off`: `inspector: false` (workload 10 compares it with the default, inspector on).
 const inspector = variant === 'inspector-off' ? false : undefined
 const proxy =
   variant === 'hook'
     ? { target, proxyReq: (proxyReq) => { hookCalls++; proxyReq.setHeader('x-bench-hook', '1'); } }
     : target;
 
-// `record`: every exchange recorded (workload 9). To /dev/null: the tee, decoding and JSON cost is
+// `record`: every exchange recorded (workload 11). To /dev/null: the tee, decoding and JSON cost is
 // measured, not the disk's speed (a 100 KB page at thousands of req/s would fill gigabytes).
 const record = variant === 'record' ? { path: '/dev/null' } : undefined;
+// `always`: pages fetched compressed even from this loopback upstream (`upstreamCompression: 'always'`), as
+// from a CDN or any remote target: a br page is decoded and re-encoded as br (workload 8).
+const upstreamCompression = variant === 'always' ? 'always' : undefined;
 
 (async () => {
   const lib = require(path.join(__dirname, '..', '..'));
   let server;
   try {
-    server = await lib.start({ proxy, port: 0, snippet, quiet: true, serveStatic, record, inspector });
+    server = await lib.start({ proxy, port: 0, snippet, quiet: true, serveStatic, record, inspector, upstreamCompression });
   } catch (err) {
     // An older build may not know `quiet`.
     if (!/quiet/i.test(String(err && err.message))) throw err;

@@ -5,11 +5,14 @@
 //   /unique.html  ~100 KB HTML whose every link carries a per-request token, gzipped on the fly (level 1);
 //                 built by copying a template and writing the token into its slots (~25 µs, where
 //                 joining strings and encoding them cost ~400 µs of the CPU the contenders share)
+//   /page-br.html the same page, brotli quality 11 (lgwin 22, what CDNs send) to clients that accept br,
+//                 compressed once; gzip -6 or identity to the others
 //   /image.png    50 KB of random bytes, image/png, never compressed
 //   /big.html     ~20 MB HTML, compressed once (level 6), streamed in 64 KiB writes without Content-Length
 //   /sse?n=N&every=MS  N Server-Sent Events, each carrying process.hrtime.bigint() (CLOCK_MONOTONIC, the
 //                 same clock in every process) taken just before the write
-// Every HTML route honours Accept-Encoding: gzip only when the client asks for it, identity otherwise.
+// Every HTML route honours Accept-Encoding: gzip (or br for /page-br.html) only when the client asks for
+// it, identity otherwise.
 const http = require('node:http');
 const zlib = require('node:zlib');
 const crypto = require('node:crypto');
@@ -28,6 +31,9 @@ server.listen(0, '127.0.0.1', () => {
   const host = `127.0.0.1:${server.address().port}`;
   const page = Buffer.from(generateHtml(host, PAGE_BYTES));
   const pageGz = zlib.gzipSync(page, { level: 6 });
+  const pageBr = zlib.brotliCompressSync(page, {
+    params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_LGWIN]: 22, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: page.length },
+  });
   const uniqueParts = generateHtml(host, PAGE_BYTES, '\u0000').split('\u0000');
   // Tokens have a fixed length (pid, zero-padded counter, random hex), so every page has the same
   // layout: the template's slots are where each token goes.
@@ -54,6 +60,7 @@ server.listen(0, '127.0.0.1', () => {
 
   const html = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' };
   const wantsGzip = (req) => /\bgzip\b/i.test(req.headers['accept-encoding'] || '');
+  const wantsBr = (req) => /\bbr\b/i.test(req.headers['accept-encoding'] || '');
 
   function stream(res, buf) {
     let at = 0;
@@ -75,6 +82,12 @@ server.listen(0, '127.0.0.1', () => {
         const gz = wantsGzip(req);
         const body = gz ? pageGz : page;
         res.writeHead(200, { ...html, ...(gz && { 'content-encoding': 'gzip' }), vary: 'Accept-Encoding', 'content-length': body.length });
+        return res.end(body);
+      }
+      case '/page-br.html': {
+        const encoding = wantsBr(req) ? 'br' : wantsGzip(req) ? 'gzip' : null;
+        const body = encoding === 'br' ? pageBr : encoding === 'gzip' ? pageGz : page;
+        res.writeHead(200, { ...html, ...(encoding && { 'content-encoding': encoding }), vary: 'Accept-Encoding', 'content-length': body.length });
         return res.end(body);
       }
       case '/unique.html': {
@@ -130,6 +143,7 @@ server.listen(0, '127.0.0.1', () => {
     sizes: {
       page: page.length,
       pageGz: pageGz.length,
+      pageBr: pageBr.length,
       unique: uniqueTemplate.length,
       // What one unique page costs on the wire from the upstream.
       uniqueGz: zlib.gzipSync(uniquePage(makeToken(0)), { level: 1 }).length,
