@@ -151,7 +151,10 @@ proptest! {
         prop_assert!(result.is_err(), "{:?} stream of {} bytes cut at {} was accepted", input, whole.len(), cut);
     }
 
-    /// gzip and zlib streams carry a checksum of their content: damage anywhere past the header is an error.
+    /// gzip and zlib streams carry a checksum of their content: damage anywhere past the header is an
+    /// error, unless the damaged stream still spells the very same content (a flipped byte can turn a
+    /// copy into another copy of identical bytes, e.g. a different distance into a run of `z`; the
+    /// checksum cannot see that, and nothing is lost). Never different content without an error.
     #[test]
     fn damaged_checksummed_input_is_an_error(
         body in body(),
@@ -164,8 +167,12 @@ proptest! {
         let mut damaged = encode_all(input, &body);
         let at = header + at.index(damaged.len() - header);
         damaged[at] ^= 0xFF;
-        let result = run(&damaged, input, CODINGS[output], step, &rules());
-        prop_assert!(result.is_err(), "{:?} stream of {} bytes with byte {} flipped was accepted", input, damaged.len(), at);
+        let rules = rules();
+        if let Ok(out) = run(&damaged, input, CODINGS[output], step, &rules) {
+            let decoded = decode_all(CODINGS[output], &out).unwrap();
+            prop_assert_eq!(decoded, rewrite_bytes(&body, &rules, "me:2", 64).unwrap(),
+                "{:?} stream of {} bytes with byte {} flipped was accepted with other content", input, damaged.len(), at);
+        }
     }
 }
 
