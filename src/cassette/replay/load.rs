@@ -1,19 +1,15 @@
-//! Reading a cassette for replay: every line is checked when the cassette is loaded (at `start()`
-//! or `server.replay()`), so a corrupt, truncated or hand-edited file is refused up front with the
-//! file and line named, never half-played.
+//! Reading a cassette for replay: the file is read and checked by [`crate::cassette::read`] when
+//! the cassette is loaded (at `start()` or `server.replay()`), so a corrupt, truncated or
+//! hand-edited file is refused up front with the file and line named, never half-played. Here its
+//! exchanges become what replay plays.
 
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use base64::Engine as _;
 use bytes::Bytes;
 
-use crate::cassette::format::{Data, Line, VERSION};
-
-/// Longest line read (a body chunk or event is one line): past it the file is refused, not read
-/// into memory whole.
-const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+use crate::cassette::format::Data;
+use crate::cassette::read::{self, Exchange, ReadError};
 
 /// A cassette that cannot be replayed; the message names the file and, when it is one, the line.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +32,15 @@ pub enum CassetteError {
         /// What is wrong with it.
         reason: String,
     },
+}
+
+impl From<ReadError> for CassetteError {
+    fn from(error: ReadError) -> Self {
+        match error {
+            ReadError::Io { path, reason } => CassetteError::Io { path, reason },
+            ReadError::Line { path, line, reason } => CassetteError::Line { path, line, reason },
+        }
+    }
 }
 
 /// One recorded exchange, whole: the request to match and the response to play.
@@ -89,15 +94,6 @@ pub struct RecordedChunk {
     pub bytes: Bytes,
 }
 
-/// An exchange while it is being read.
-struct Partial {
-    recorded: Recorded,
-    /// The `chunk` index of the last chunk.
-    last_chunk: Option<u64>,
-    has_response: bool,
-    ended: bool,
-}
-
 /// Reads and checks the cassette at `path` (blocking: run it off the async workers).
 pub fn read_file(path: &Path) -> Result<Vec<Recorded>, CassetteError> {
     let name = path.display().to_string();
@@ -107,221 +103,56 @@ pub fn read_file(path: &Path) -> Result<Vec<Recorded>, CassetteError> {
 }
 
 /// Reads and checks a cassette; `name` is the file named in errors.
-pub fn read(mut input: impl BufRead, name: &str) -> Result<Vec<Recorded>, CassetteError> {
-    let at_line = |line: usize, reason: String| CassetteError::Line { path: name.to_string(), line, reason };
-    let mut exchanges: Vec<Partial> = Vec::new();
-    let mut by_id: HashMap<u64, usize> = HashMap::new();
-    let mut buffer = Vec::new();
-    let mut number = 0;
-    let mut seen_header = false;
-    loop {
-        buffer.clear();
-        let read = (&mut input)
-            .take(MAX_LINE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut buffer)
-            .map_err(|e| CassetteError::Io { path: name.to_string(), reason: e.to_string() })?;
-        if read == 0 {
-            break;
-        }
-        number += 1;
-        if buffer.len() > MAX_LINE_BYTES {
-            return Err(at_line(number, format!("longer than {MAX_LINE_BYTES} bytes")));
-        }
-        let text = buffer.trim_ascii();
-        if text.is_empty() {
-            continue;
-        }
-        let line: Line = serde_json::from_slice(text).map_err(|e| {
-            let hint = if e.is_eof() { " (the line is cut short: a truncated cassette?)" } else { "" };
-            at_line(number, format!("not a cassette line: {e}{hint}"))
-        })?;
-        if !seen_header {
-            match &line {
-                Line::Cassette { version, .. } if *version == VERSION => {
-                    seen_header = true;
-                    continue;
-                }
-                Line::Cassette { version, .. } => {
-                    return Err(at_line(
-                        number,
-                        format!("cassette version {version}; this build reads version {VERSION}"),
-                    ))
-                }
-                _ => {
-                    return Err(at_line(
-                        number,
-                        format!("a cassette starts with a {{\"type\":\"cassette\",\"version\":{VERSION},...}} line"),
-                    ))
-                }
-            }
-        }
-        match line {
-            Line::Cassette { .. } => return Err(at_line(number, "a second `cassette` line".into())),
-            Line::Request { id, method, url, headers: _, body } => {
-                if let Some(first) = by_id.get(&id) {
-                    let first = exchanges[*first].recorded.line;
-                    return Err(at_line(number, format!("exchange {id} already has a request, on line {first}")));
-                }
-                if http::Method::from_bytes(method.as_bytes()).is_err() {
-                    return Err(at_line(number, format!("'{method}' is not an HTTP method")));
-                }
-                if !url.starts_with('/') {
-                    return Err(at_line(number, format!("url '{url}' must be a path (and query) starting with '/'")));
-                }
-                let body = match body {
-                    Some(data) => decode(data).map_err(|reason| at_line(number, reason))?.to_vec(),
-                    None => Vec::new(),
-                };
-                by_id.insert(id, exchanges.len());
-                exchanges.push(Partial {
-                    recorded: Recorded {
-                        line: number,
-                        method,
-                        url,
-                        body,
-                        at: 0.0,
-                        status: 0,
-                        headers: Vec::new(),
-                        encoding: String::new(),
-                        chunks: Vec::new(),
-                        end_at: 0.0,
-                        error: None,
-                        ws: Vec::new(),
-                    },
-                    last_chunk: None,
-                    has_response: false,
-                    ended: false,
-                });
-            }
-            Line::Response { id, at, status, headers, encoding } => {
-                let partial = find(&mut exchanges, &by_id, id).map_err(|reason| at_line(number, reason))?;
-                if partial.has_response {
-                    return Err(at_line(number, format!("exchange {id} already has a response")));
-                }
-                check_at(at).map_err(|reason| at_line(number, reason))?;
-                if http::StatusCode::from_u16(status).is_err() || (status < 200 && status != 101) {
-                    return Err(at_line(number, format!("status {status} is not a final HTTP status (101, 200-999)")));
-                }
-                for (name, value) in &headers {
-                    if http::HeaderName::from_bytes(name.as_bytes()).is_err()
-                        || http::HeaderValue::from_str(value).is_err()
-                    {
-                        return Err(at_line(number, format!("header '{name}' is not a valid header")));
-                    }
-                }
-                let recorded = &mut partial.recorded;
-                (recorded.at, recorded.status, recorded.encoding) = (at, status, encoding);
-                // Hand-edited files may keep them: the body is stored decoded, its length may change.
-                recorded.headers = headers
-                    .into_iter()
-                    .filter(|(name, _)| {
-                        !name.eq_ignore_ascii_case("content-encoding") && !name.eq_ignore_ascii_case("content-length")
-                    })
-                    .collect();
-                partial.has_response = true;
-            }
-            Line::Body { id, chunk, at, data } => {
-                let partial = find(&mut exchanges, &by_id, id).map_err(|reason| at_line(number, reason))?;
-                if !partial.has_response || partial.ended {
-                    let when = if partial.ended { "after its end" } else { "before its response" };
-                    return Err(at_line(number, format!("body of exchange {id} {when}")));
-                }
-                check_at(at).map_err(|reason| at_line(number, reason))?;
-                let bytes = decode(data).map_err(|reason| at_line(number, reason))?;
-                match partial.last_chunk {
-                    Some(last) if chunk < last => {
-                        return Err(at_line(number, format!("chunk {chunk} comes after chunk {last}")));
-                    }
-                    Some(last) if chunk == last => {
-                        let previous = partial.recorded.chunks.last_mut().expect("a chunk was read");
-                        let mut joined = Vec::with_capacity(previous.bytes.len() + bytes.len());
-                        joined.extend_from_slice(&previous.bytes);
-                        joined.extend_from_slice(&bytes);
-                        previous.bytes = joined.into();
-                    }
-                    _ => partial.recorded.chunks.push(RecordedChunk { at, bytes }),
-                }
-                partial.last_chunk = Some(chunk);
-            }
-            Line::Ws { id, at, from, data } => {
-                let partial = find(&mut exchanges, &by_id, id).map_err(|reason| at_line(number, reason))?;
-                check_at(at).map_err(|reason| at_line(number, reason))?;
-                if partial.recorded.status != 101 || partial.ended {
-                    return Err(at_line(
-                        number,
-                        format!(
-                            "a `ws` line of exchange {id}, which is not an open WebSocket (status 101, before its end)"
-                        ),
-                    ));
-                }
-                let from_client = match from.as_str() {
-                    "client" => true,
-                    "server" => false,
-                    other => {
-                        return Err(at_line(number, format!("`from` must be 'client' or 'server', got '{other}'")))
-                    }
-                };
-                let text = matches!(data, Data::Text(_));
-                let data = decode(data).map_err(|reason| at_line(number, reason))?;
-                partial.recorded.ws.push(RecordedMessage { at, from_client, text, data });
-            }
-            Line::End { id, at, error } => {
-                let partial = find(&mut exchanges, &by_id, id).map_err(|reason| at_line(number, reason))?;
-                if partial.ended {
-                    return Err(at_line(number, format!("exchange {id} already ended")));
-                }
-                check_at(at).map_err(|reason| at_line(number, reason))?;
-                (partial.recorded.end_at, partial.recorded.error) = (at, error);
-                partial.ended = true;
-            }
-        }
-    }
-    if !seen_header {
-        return Err(at_line(number.max(1), "the file is empty: not a cassette".into()));
-    }
-    exchanges
+pub fn read(input: impl BufRead, name: &str) -> Result<Vec<Recorded>, CassetteError> {
+    let cassette = read::read_from(input, name)?;
+    cassette.exchanges.into_iter().map(|exchange| recorded(exchange, name)).collect()
+}
+
+/// One exchange as replay plays it.
+fn recorded(exchange: Exchange, name: &str) -> Result<Recorded, CassetteError> {
+    let chunks =
+        exchange.joined_chunks().into_iter().map(|(at, bytes)| RecordedChunk { at, bytes: bytes.into() }).collect();
+    let Exchange { line, method, url, body, response, ws, end_at, error, .. } = exchange;
+    // The reader lets an exchange that failed before its head end without one; replay needs it.
+    let Some(head) = response else {
+        return Err(CassetteError::Line {
+            path: name.to_string(),
+            line,
+            reason: format!(
+                "the exchange of this request ({method} {url}) has no `response` line: a truncated cassette?"
+            ),
+        });
+    };
+    let ws = ws
         .into_iter()
-        .map(|partial| {
-            let missing = if !partial.has_response {
-                "response"
-            } else if !partial.ended {
-                "end"
-            } else {
-                return Ok(partial.recorded);
-            };
-            Err(at_line(
-                partial.recorded.line,
-                format!(
-                    "the exchange of this request ({} {}) has no `{missing}` line: a truncated cassette?",
-                    partial.recorded.method, partial.recorded.url
-                ),
-            ))
+        .map(|(at, from, data)| RecordedMessage {
+            at,
+            from_client: from == "client",
+            text: matches!(data, Data::Text(_)),
+            data: data.to_bytes().into(),
         })
-        .collect()
-}
-
-/// The exchange a line belongs to.
-fn find<'a>(exchanges: &'a mut [Partial], by_id: &HashMap<u64, usize>, id: u64) -> Result<&'a mut Partial, String> {
-    let index = by_id.get(&id).ok_or_else(|| format!("exchange {id} has no request line before it"))?;
-    Ok(&mut exchanges[*index])
-}
-
-fn check_at(at: f64) -> Result<(), String> {
-    if at.is_finite() && (0.0..=86_400_000.0).contains(&at) {
-        Ok(())
-    } else {
-        Err(format!("`at` {at} is not a time in ms from 0 to a day"))
-    }
-}
-
-fn decode(data: Data) -> Result<Bytes, String> {
-    match data {
-        Data::Text(text) => Ok(Bytes::from(text)),
-        Data::Base64(b64) => base64::engine::general_purpose::STANDARD
-            .decode(b64.as_bytes())
-            .map(Bytes::from)
-            .map_err(|e| format!("`base64` is not valid base64: {e}")),
-    }
+        .collect();
+    Ok(Recorded {
+        line,
+        method,
+        url,
+        body: body.map(|data| data.to_bytes()).unwrap_or_default(),
+        at: head.at,
+        status: head.status,
+        // Hand-edited files may keep them: the body is stored decoded, its length may change.
+        headers: head
+            .headers
+            .into_iter()
+            .filter(|(name, _)| {
+                !name.eq_ignore_ascii_case("content-encoding") && !name.eq_ignore_ascii_case("content-length")
+            })
+            .collect(),
+        encoding: head.encoding,
+        chunks,
+        end_at,
+        error,
+        ws,
+    })
 }
 
 #[cfg(test)]
@@ -367,7 +198,12 @@ mod tests {
             (format!("{HEAD}\n{request}\n{response}\n"), "line 2: the exchange of this request (GET /) has no `end`"),
             (format!("{HEAD}\n{request}\n"), "has no `response` line"),
             (format!("{HEAD}\n{request}\n{request}"), "line 3: exchange 1 already has a request, on line 2"),
-            (format!("{HEAD}\n{response}"), "line 2: exchange 1 has no request line"),
+            (format!("{HEAD}\n{response}"), "line 2: response line for exchange 1, whose request line does not come"),
+            // The reader accepts an exchange that failed before its head; replay needs the head.
+            (
+                format!("{HEAD}\n{request}\n{{\"type\":\"end\",\"id\":1,\"at\":1,\"error\":\"reset\"}}\n"),
+                "line 2: the exchange of this request (GET /) has no `response` line",
+            ),
             (format!("{HEAD}\n{{\"type\":\"tape\"}}"), "line 2: not a cassette line: unknown variant `tape`"),
             (
                 format!("{HEAD}\n{request}\n{response}\n{{\"type\":\"body\",\"id\":1,\"chunk\":0,\"at\":2,\"base64\":\"!!\"}}"),

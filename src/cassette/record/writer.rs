@@ -1,0 +1,364 @@
+//! The recording's writer thread: it decodes each exchange's bodies, splits SSE bodies into
+//! events, redacts, scans for keys, and keeps the exchange's lines (in memory, then in a spill
+//! file) until its end, when they are appended whole to the cassette.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::{Msg, RecordStatus, REQUEST_BODY_LIMIT, SPOOL_MEMORY};
+use crate::cassette::format::{Data, Line};
+use crate::cassette::redact::Redaction;
+use crate::codec::{Decoder, Encoding};
+use crate::stats::Stats;
+
+/// The writer thread's state.
+pub(super) struct Writer {
+    pub(super) file: File,
+    pub(super) path: PathBuf,
+    pub(super) redact: Redaction,
+    pub(super) open: HashMap<u64, Open>,
+    pub(super) status: Arc<RecordStatus>,
+    pub(super) stats: Arc<Stats>,
+}
+
+/// An exchange whose end has not come yet.
+pub(super) struct Open {
+    method: String,
+    url: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    body_len: u64,
+    body_crc: crc32fast::Hasher,
+    decoder: Option<Decoder>,
+    sse: bool,
+    chunk: u64,
+    events: u64,
+    refused: Option<String>,
+    spool: Spool,
+}
+
+impl Writer {
+    pub(super) fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
+        while let Some(msg) = rx.blocking_recv() {
+            if self.status.failed.lock().unwrap_or_else(PoisonError::into_inner).is_some() {
+                continue; // drained, so that the proxy never waits on a dead recording
+            }
+            if let Err(e) = self.handle(msg) {
+                let reason = format!("recording to {} failed: {e}; nothing more is recorded", self.path.display());
+                self.stats.log_error(&reason);
+                *self.status.failed.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason);
+                for (_, open) in self.open.drain() {
+                    open.spool.discard();
+                }
+            }
+        }
+        for (_, open) in self.open.drain() {
+            open.spool.discard();
+        }
+    }
+
+    pub(super) fn handle(&mut self, msg: Msg) -> std::io::Result<()> {
+        match msg {
+            Msg::Request { id, method, url, headers } => {
+                let spool = Spool::new(self.path.with_extension(format!("{id}.part")));
+                self.open.insert(
+                    id,
+                    Open {
+                        method,
+                        url,
+                        headers,
+                        body: Vec::new(),
+                        body_len: 0,
+                        body_crc: crc32fast::Hasher::new(),
+                        decoder: None,
+                        sse: false,
+                        chunk: 0,
+                        events: 0,
+                        refused: None,
+                        spool,
+                    },
+                );
+            }
+            Msg::RequestBody { id, bytes } => {
+                let Some(open) = self.open.get_mut(&id) else { return Ok(()) };
+                open.body_len += bytes.len() as u64;
+                open.body_crc.update(&bytes);
+                if open.body.len() + bytes.len() <= REQUEST_BODY_LIMIT {
+                    open.body.extend_from_slice(&bytes);
+                }
+            }
+            Msg::Response { id, at, status, headers, encoding } => {
+                let Some(open) = self.open.get_mut(&id) else { return Ok(()) };
+                open.decoder = Encoding::from_content_encoding(Some(&encoding)).map(Decoder::new);
+                open.sse = headers.iter().any(|(n, v)| n == "content-type" && v.contains("text/event-stream"));
+                let headers = self.redact.headers(&headers);
+                // An unknown coding is stored as it came (base64), and says so.
+                let encoding = if open.decoder.is_none() { format!("{encoding} (not decoded)") } else { encoding };
+                let line = Line::Response { id, at, status, headers, encoding };
+                open.spool.push(&line)?;
+            }
+            Msg::Body { id, at, bytes } => {
+                let Some(open) = self.open.get_mut(&id) else { return Ok(()) };
+                if open.refused.is_none() {
+                    body_lines(open, &self.redact, id, at, &bytes)?;
+                }
+                open.chunk += 1;
+            }
+            Msg::End { id, at, error } => {
+                let Some(open) = self.open.remove(&id) else { return Ok(()) };
+                self.finish(id, open, at, error)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, id: u64, mut open: Open, at: f64, error: Option<String>) -> std::io::Result<()> {
+        let (body, refused) = request_body(&open, &self.redact);
+        let refused = refused.or(open.refused.take());
+        if let Some(reason) = refused {
+            open.spool.discard();
+            let message = format!(
+                "recording: {} {} not written to {}: {reason} (list it in record.redact.allow to record it)",
+                open.method,
+                self.redact.url(&open.url),
+                self.path.display()
+            );
+            self.stats.log_error(&message);
+            *self.status.last_refusal.lock().unwrap_or_else(PoisonError::into_inner) = Some(message);
+            self.status.refused.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let request = Line::Request {
+            id,
+            method: open.method.clone(),
+            url: self.redact.url(&open.url),
+            headers: self.redact.headers(&open.headers),
+            body,
+        };
+        write_line(&mut self.file, &request)?;
+        open.spool.append_to(&mut self.file)?;
+        write_line(&mut self.file, &Line::End { id, at, error })?;
+        self.status.written.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// The request line's body (JSON paths redacted), or why the exchange is refused.
+fn request_body(open: &Open, redact: &Redaction) -> (Option<Data>, Option<String>) {
+    if open.body_len == 0 {
+        return (None, None);
+    }
+    if open.body_len as usize > open.body.len() {
+        let crc = open.body_crc.clone().finalize();
+        let text = format!("[request body not kept: {} bytes, crc32 {crc:08x}, over 1 MiB]", open.body_len);
+        // What was kept is still scanned: a key in the first MiB refuses the exchange.
+        return (Some(Data::Text(text)), redact.scan(&open.body, "request body", None).err());
+    }
+    let mut bytes = open.body.clone();
+    let mut json = serde_json::from_slice::<Value>(&bytes).ok();
+    if let Some(value) = &mut json {
+        if redact.json(value) {
+            bytes = serde_json::to_vec(value).unwrap_or(bytes);
+        }
+    }
+    let refused = redact.scan(&bytes, "request body", json.as_ref()).err();
+    (Some(Data::of(&bytes)), refused)
+}
+
+/// Decodes one upstream chunk and spools its lines (one per SSE event piece).
+fn body_lines(open: &mut Open, redact: &Redaction, id: u64, at: f64, bytes: &[u8]) -> std::io::Result<()> {
+    let mut decoded = Vec::new();
+    match &mut open.decoder {
+        None => decoded.extend_from_slice(bytes),
+        Some(decoder) => {
+            let mut input = bytes;
+            loop {
+                let before = decoded.len();
+                match decoder.decode(input, &mut decoded) {
+                    Ok(consumed) => input = &input[consumed..],
+                    Err(e) => {
+                        // Stored as it came from here on, so the cassette still holds the bytes.
+                        open.decoder = None;
+                        open.refused = None;
+                        decoded.extend_from_slice(input);
+                        let _ = e;
+                        break;
+                    }
+                }
+                if input.is_empty() && decoded.len() - before < crate::codec::DECODED_PIECE {
+                    break;
+                }
+            }
+        }
+    }
+    if decoded.is_empty() {
+        return Ok(());
+    }
+    let pieces: Vec<&[u8]> = if open.sse { sse_pieces(&decoded) } else { vec![&decoded[..]] };
+    for piece in pieces {
+        let mut piece = piece.to_vec();
+        // Parsed only to redact JSON paths or to name where a key-shaped string is.
+        let parse = !redact.json.is_empty() || crate::cassette::redact::find_key(&piece).is_some();
+        let json = match (parse, open.sse) {
+            (false, _) => None,
+            (true, true) => sse_json(&piece),
+            (true, false) => serde_json::from_slice::<Value>(&piece).ok(),
+        };
+        let (json, changed) = match json {
+            Some(mut value) => {
+                let changed = redact.json(&mut value);
+                (Some(value), changed)
+            }
+            None => (None, false),
+        };
+        if changed {
+            if let Some(value) = &json {
+                piece = if open.sse { sse_rewrite(&piece, value) } else { serde_json::to_vec(value).unwrap_or(piece) };
+            }
+        }
+        let what = if open.sse {
+            format!("response body event {}", open.events)
+        } else {
+            format!("response body chunk {}", open.chunk)
+        };
+        if open.sse {
+            open.events += 1;
+        }
+        if let Err(reason) = redact.scan(&piece, &what, json.as_ref()) {
+            open.refused = Some(reason);
+            open.spool.clear();
+            return Ok(());
+        }
+        open.spool.push(&Line::Body { id, chunk: open.chunk, at, data: Data::of(&piece) })?;
+    }
+    Ok(())
+}
+
+/// Splits decoded SSE bytes after each blank line (the end of an event); the rest is a piece too.
+pub(super) fn sse_pieces(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for newline in memchr::memchr_iter(b'\n', bytes) {
+        let next = &bytes[newline + 1..];
+        let end = if next.starts_with(b"\n") {
+            newline + 2
+        } else if next.starts_with(b"\r\n") {
+            newline + 3
+        } else {
+            continue;
+        };
+        if end > start {
+            pieces.push(&bytes[start..end]);
+            start = end;
+        }
+    }
+    if start < bytes.len() {
+        pieces.push(&bytes[start..]);
+    }
+    pieces
+}
+
+/// The JSON of an event's `data:` lines, if they hold JSON.
+pub(super) fn sse_json(event: &[u8]) -> Option<Value> {
+    let text = std::str::from_utf8(event).ok()?;
+    let data: Vec<&str> =
+        text.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
+    if data.is_empty() {
+        return None;
+    }
+    serde_json::from_str(&data.join("\n")).ok()
+}
+
+/// The event with its `data:` replaced by `value` (one line), other fields kept.
+fn sse_rewrite(event: &[u8], value: &Value) -> Vec<u8> {
+    let text = String::from_utf8_lossy(event);
+    let mut out = String::new();
+    let mut done = false;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with("data:") {
+            if !done {
+                out.push_str(&format!("data: {}\n", serde_json::to_string(value).unwrap_or_default()));
+                done = true;
+            }
+        } else {
+            out.push_str(line);
+        }
+    }
+    out.into_bytes()
+}
+
+/// An exchange's lines until its end: in memory, then in a spill file.
+struct Spool {
+    memory: Vec<u8>,
+    spill: Option<File>,
+    spill_path: PathBuf,
+}
+
+impl Spool {
+    fn new(spill_path: PathBuf) -> Spool {
+        Spool { memory: Vec::new(), spill: None, spill_path }
+    }
+
+    fn push(&mut self, line: &Line) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.memory, line).map_err(std::io::Error::other)?;
+        self.memory.push(b'\n');
+        if self.memory.len() > SPOOL_MEMORY {
+            if self.spill.is_none() {
+                self.spill = Some(
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .truncate(true)
+                        .read(true)
+                        .write(true)
+                        .open(&self.spill_path)?,
+                );
+            }
+            if let Some(spill) = &mut self.spill {
+                spill.write_all(&self.memory)?;
+            }
+            self.memory.clear();
+        }
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        self.memory = Vec::new();
+        if self.spill.take().is_some() {
+            let _ = std::fs::remove_file(&self.spill_path);
+        }
+    }
+
+    fn discard(mut self) {
+        self.clear();
+    }
+
+    fn append_to(mut self, file: &mut File) -> std::io::Result<()> {
+        if let Some(mut spill) = self.spill.take() {
+            spill.rewind()?;
+            let mut buf = vec![0; 256 * 1024];
+            loop {
+                let n = spill.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                file.write_all(&buf[..n])?;
+            }
+            drop(spill);
+            let _ = std::fs::remove_file(&self.spill_path);
+        }
+        file.write_all(&self.memory)
+    }
+}
+
+pub(super) fn write_line(file: &mut File, line: &Line) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    file.write_all(&bytes)
+}
