@@ -450,7 +450,9 @@ test('WebSocket: server messages at their offsets, client messages waited for an
     const sentAt = got[0][1] + 50
     assert.ok(got[0][1] >= 19, `hello at ${got[0][1]}`)
     assert.ok(got[1][1] >= sentAt + 19, `pong-1 ${got[1][1]} ms, 20 ms after the client's message (${sentAt})`)
-    assert.ok(got[2][1] - got[1][1] >= 99, `tick 100 ms after pong-1: ${got[2][1] - got[1][1]}`)
+    // Nothing early: tick was recorded 120 ms after the client's message (pong-1 itself may arrive late
+    // on a loaded machine, so the gap between the two is not a bound).
+    assert.ok(got[2][1] >= sentAt + 119, `tick ${got[2][1]} ms, 120 ms after the client's message (${sentAt})`)
 
     const wrong = new WebSocket(`ws://${HOST}:${server.port}/socket`)
     wrong.on('message', (data) => data.toString() === 'hello' && wrong.send('something else'))
