@@ -435,6 +435,8 @@ export interface ReplayOptions {
   match?: ReplayMatch
   /** Faults to inject, for testing a UI's error handling. */
   faults?: Array<ReplayFault>
+  /** With `onMiss: 'record'` (only): what the recorded misses have redacted, as `record.redact`. */
+  redact?: RedactOptions
 }
 
 /**
@@ -488,6 +490,8 @@ export interface RouteOptions {
   secure?: boolean
   /** Answer this prefix's requests from a cassette (see `ReplayOptions`) while the rest is proxied. */
   replay?: ReplayOptions
+  /** Record this prefix's exchanges to a cassette of their own (see `RecordOptions`). */
+  record?: RecordOptions
 }
 
 /**

@@ -430,3 +430,117 @@ test('a bad record option is refused naming it', async () => {
     await assert.rejects(lib().start({ proxy: 'http://127.0.0.1:9', port: 0, record: { path: '/dev/full' } }), /record\.path.*cannot write '\/dev\/full'/)
   }
 })
+
+/** Waits until the cassette holds `n` ended exchanges (a recorder with no `server.recording()`). */
+async function ended(file, n, label) {
+  await withTimeout(
+    (async () => {
+      while (!fs.existsSync(file) || lines(file).filter((l) => l.type === 'end').length < n) {
+        await new Promise((r) => setTimeout(r, 10))
+      }
+    })(),
+    20000,
+    label,
+  )
+}
+
+test("replay onMiss 'record': a miss goes to the target and is appended with a new id, secrets redacted; it replays from then on", async () => {
+  let hits = 0
+  const upstream = await startUpstream({
+    '/v1/echo': (req, res) => {
+      const chunks = []
+      req.on('data', (c) => chunks.push(c))
+      req.on('end', () => {
+        hits++
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end(JSON.stringify({ hit: hits, got: JSON.parse(Buffer.concat(chunks).toString()) }))
+      })
+    },
+  })
+  const cassette = path.join(tempDir(), 'update.jsonl')
+  const post = (server, q, headers = {}) =>
+    request(`${server.url}/v1/echo`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ q }) })
+  const secrets = { authorization: `Bearer ${OPENAI_KEY}`, 'x-session': 'sess-s3cr3t-value' }
+  let answers
+  try {
+    // One exchange recorded the ordinary way: id 1.
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      assert.equal(JSON.parse((await post(server, 1)).body).hit, 1)
+      await written(server, 1)
+    })
+    const replay = { path: cassette, speed: 0, onMiss: 'record', redact: { headers: ['X-Session'] } }
+    await withProxy({ proxy: upstream.url, port: 0, replay }, async (server) => {
+      const first = JSON.parse((await post(server, 1)).body)
+      assert.deepEqual(first, { hit: 1, got: { q: 1 } }, 'a hit is answered from the cassette')
+      const missed = JSON.parse((await post(server, 2, secrets)).body)
+      assert.deepEqual(missed, { hit: 2, got: { q: 2 } }, 'a miss goes to the target, its body as sent')
+      assert.equal(hits, 2)
+      await ended(cassette, 2, 'the miss appended')
+      const again = JSON.parse((await post(server, 2, secrets)).body)
+      assert.deepEqual(again, missed, 'the recorded miss is replayed for an identical request')
+      assert.equal(hits, 2, 'the identical request did not reach the target')
+      server.passthrough()
+      assert.equal(JSON.parse((await post(server, 3)).body).hit, 3, 'passthrough proxies again')
+      answers = [first, missed]
+    })
+  } finally {
+    await upstream.close()
+  }
+  const all = lines(cassette)
+  assert.equal(all.filter((l) => l.type === 'cassette').length, 1, 'one header: appended, not rewritten')
+  const requests = all.filter((l) => l.type === 'request')
+  assert.deepEqual(requests.map((l) => l.id), [1, 2], 'unique ids, the new one after the highest')
+  assert.deepEqual(requests.map((l) => JSON.parse(l.body.text)), [{ q: 1 }, { q: 2 }])
+  const headers = Object.fromEntries(requests[1].headers)
+  assert.equal(headers.authorization, '[redacted]')
+  assert.equal(headers['x-session'], '[redacted]', 'replay.redact.headers applies')
+  const text = fs.readFileSync(cassette, 'utf8')
+  assert.ok(!text.includes(OPENAI_KEY) && !text.includes('sess-s3cr3t-value'), text)
+  // A new start, the upstream gone, strict: both are answered from the file.
+  await withProxy({ proxy: upstream.url, port: 0, replay: { path: cassette, speed: 0 } }, async (server) => {
+    assert.deepEqual(JSON.parse((await post(server, 1)).body), answers[0])
+    assert.deepEqual(JSON.parse((await post(server, 2)).body), answers[1])
+    assert.equal((await post(server, 3)).status, 404, 'anything else still misses')
+  })
+  assert.equal(hits, 3)
+})
+
+test('routes[prefix].record records only that route, to its own cassette; a bad one is refused naming it', async () => {
+  const upstream = await startUpstream({ '/v1/a': (req, res) => res.end('a'), '/other': (req, res) => res.end('other') })
+  const dir = tempDir()
+  const routeCassette = path.join(dir, 'route.jsonl')
+  const mainCassette = path.join(dir, 'main.jsonl')
+  try {
+    const options = {
+      proxy: upstream.url,
+      port: 0,
+      record: { path: mainCassette },
+      routes: { '/v1': { target: upstream.url, record: { path: routeCassette, redact: { headers: ['x-session'] } } } },
+    }
+    await withProxy(options, async (server) => {
+      assert.equal((await request(`${server.url}/other`)).body.toString(), 'other')
+      await written(server, 1)
+      assert.equal((await request(`${server.url}/v1/a`, { headers: { 'x-session': 'route-s3cr3t' } })).body.toString(), 'a')
+      await ended(routeCassette, 1, 'the route recording')
+      assert.equal(server.recording().written, 1, 'the route exchange is not in the main recording')
+    })
+  } finally {
+    await upstream.close()
+  }
+  const urls = (file) => lines(file).filter((l) => l.type === 'request').map((l) => l.url)
+  assert.deepEqual(urls(routeCassette), ['/v1/a'])
+  assert.deepEqual(urls(mainCassette), ['/other'])
+  assert.ok(!fs.readFileSync(routeCassette, 'utf8').includes('route-s3cr3t'))
+  await assert.rejects(
+    lib().start({ proxy: 'http://127.0.0.1:9', port: 0, routes: { '/v1': { target: 'http://127.0.0.1:9', record: {} } } }),
+    /routes\['\/v1'\]\.record\.path/,
+  )
+})
+
+test('replay.redact is checked, and refused without onMiss: record', async () => {
+  const cassette = path.join(tempDir(), 'empty.jsonl')
+  fs.writeFileSync(cassette, JSON.stringify({ type: 'cassette', version: 1, createdAt: '2026-11-30T16:00:00Z' }) + '\n')
+  const start = (replay) => lib().start({ proxy: 'http://127.0.0.1:9', port: 0, replay })
+  await assert.rejects(start({ path: cassette, onMiss: 'record', redact: { json: ['a[x]'] } }), /replay\.redact\.json\[0\]/)
+  await assert.rejects(start({ path: cassette, onMiss: 'proxy', redact: { headers: ['x'] } }), /replay\.redact.*onMiss: 'record'/)
+})

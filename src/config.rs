@@ -379,6 +379,8 @@ pub struct Route {
     pub verify_tls: bool,
     /// `replay`: this route's requests answered from a cassette (`None`: the server's mode).
     pub replay: Option<crate::cassette::replay::ReplayOptions>,
+    /// `record`: this route's exchanges recorded to its own cassette (`None`: the server's recording).
+    pub record: Option<crate::cassette::record::RecordOptions>,
 }
 
 impl Route {
@@ -399,6 +401,7 @@ impl Route {
             req_headers: Vec::new(),
             verify_tls: true,
             replay: None,
+            record: None,
         })
     }
 
@@ -673,7 +676,7 @@ pub(crate) mod option_names {
     pub(crate) const HTTPS: &[&str] = &["key", "cert", "ca", "pfx", "passphrase"];
     pub(crate) const STATIC_DIR: &[&str] = &["route", "dir", "options"];
     pub(crate) const STATIC_OPTIONS: &[&str] = &["index", "extensions"];
-    pub(crate) const ROUTE: &[&str] = &["target", "ws", "reqHeaders", "secure", "replay"];
+    pub(crate) const ROUTE: &[&str] = &["target", "ws", "reqHeaders", "secure", "replay", "record"];
     pub(crate) const RECORD: &[&str] = &["path", "match", "redact"];
     pub(crate) const REDACT: &[&str] = &["headers", "json", "allow"];
     pub(crate) const INSPECTOR: &[&str] = &["path", "size"];

@@ -149,10 +149,14 @@ async fn upstream_phase(
     let (stats, url) = (shared.stats.clone(), ctx.url.clone());
     let sent = Instant::now();
     let player = shared.player_for(target);
-    // Record (cassette/record.rs): the request as it goes upstream, its body teed.
-    let recorder = shared.recorder.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    // Record (cassette/record.rs): the request as it goes upstream, its body teed; a route's own
+    // recording, else the server's.
+    let recorder = match target.recorder {
+        Some(recorder) => Some(recorder.clone()),
+        None => shared.recorder.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone(),
+    };
     let recorder = recorder.filter(|r| player.is_none() && r.wants(parts.uri.path()));
-    let recording = match recorder {
+    let mut recording = match recorder {
         Some(recorder) => Some(recorder.request(arrived.into_std(), &parts.method, &parts.uri, &parts.headers).await),
         None => None,
     };
@@ -171,7 +175,16 @@ async fn upstream_phase(
                 let upstream = UpstreamBody::replay(stream, timeout, stats, url);
                 return respond(head, upstream, target, ctx, client).await;
             }
-            Replayed::Forward(bytes) => forward::send_buffered(target.client, parts, bytes, timeout).await,
+            Replayed::Forward(bytes) => {
+                // `onMiss: 'record'`: the miss is appended to the cassette, its body as read for matching.
+                if let Some(recorder) = player.recorder().filter(|r| r.wants(parts.uri.path())) {
+                    let exchange =
+                        recorder.request(arrived.into_std(), &parts.method, &parts.uri, &parts.headers).await;
+                    exchange.request_bytes(bytes.clone()).await;
+                    recording = Some(exchange);
+                }
+                forward::send_buffered(target.client, parts, bytes, timeout).await
+            }
         },
     };
     let response = match response {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use rustls::client::danger::ServerCertVerifier;
 use rustls::ClientConfig;
 
+use crate::cassette::record::Recorder;
 use crate::cassette::replay::Player;
 use crate::config::{ProxyConfig, Route};
 use crate::forward::{self, UpstreamClient};
@@ -21,6 +22,8 @@ pub(crate) struct Upstream<'a> {
     pub websocket_tls: &'a Arc<ClientConfig>,
     /// The route's own cassette (`routes[prefix].replay`); `None`: the server's mode decides.
     pub replay: Option<&'a Arc<Player>>,
+    /// The route's own recording (`routes[prefix].record`); `None`: the server's.
+    pub recorder: Option<&'a Arc<Recorder>>,
 }
 
 struct RouteTarget {
@@ -29,6 +32,7 @@ struct RouteTarget {
     client: UpstreamClient,
     websocket_tls: Arc<ClientConfig>,
     replay: Option<Arc<Player>>,
+    recorder: Option<Arc<Recorder>>,
 }
 
 /// The routes of one server, longest prefix first, and the link rules of their targets.
@@ -39,11 +43,12 @@ pub(crate) struct Routes {
 
 impl Routes {
     /// `verifier`: the process's upstream verifier; the server builds it whenever a route verifies.
-    /// `players`: the routes' loaded cassettes, by prefix.
+    /// `players`: the routes' loaded cassettes, by prefix; `recorders`: their recordings.
     pub(crate) fn new(
         config: &ProxyConfig,
         verifier: Option<Arc<dyn ServerCertVerifier>>,
         players: &[(String, Arc<Player>)],
+        recorders: &[(String, Arc<Recorder>)],
     ) -> Routes {
         let mut routes = config.routes.clone();
         routes.sort_by_key(|route| std::cmp::Reverse(route.prefix.len()));
@@ -53,6 +58,7 @@ impl Routes {
                 let verifier = verifier.clone().filter(|_| route.verify_tls);
                 RouteTarget {
                     replay: players.iter().find(|(prefix, _)| *prefix == route.prefix).map(|(_, p)| p.clone()),
+                    recorder: recorders.iter().find(|(prefix, _)| *prefix == route.prefix).map(|(_, r)| r.clone()),
                     config: config.for_route(&route),
                     client: forward::client(verifier.clone()),
                     websocket_tls: forward::tls_config(verifier, &[b"http/1.1"]),
@@ -79,6 +85,7 @@ impl Routes {
             client: &t.client,
             websocket_tls: &t.websocket_tls,
             replay: t.replay.as_ref(),
+            recorder: t.recorder.as_ref(),
         })
     }
 
@@ -101,7 +108,7 @@ mod tests {
     fn longest_prefix_at_a_segment_boundary_wins() {
         let mut config = ProxyConfig::new(Target::parse("http://127.0.0.1:1000").unwrap());
         config.routes = vec![route("/api", "http://127.0.0.1:2000"), route("/api/v2/", "http://127.0.0.1:3000")];
-        let routes = Routes::new(&config, None, &[]);
+        let routes = Routes::new(&config, None, &[], &[]);
         let port = |path: &str| routes.resolve(path).map(|u| u.config.target.port);
         assert_eq!(port("/api"), Some(2000));
         assert_eq!(port("/api/x?y"), Some(2000));

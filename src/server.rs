@@ -75,10 +75,7 @@ impl ProxyServer {
             verifier
         });
         // Cassettes are read and checked before the port is taken: a bad one fails the start.
-        let (replay, route_players) = load_players(&config).await?;
-        for player in replay.iter().chain(route_players.iter().map(|(_, p)| p)) {
-            warn_unrecorded(player, &stats);
-        }
+        let (replay, route_players) = load_players(&config, &stats).await?;
         let listener = bind(ip, &config, &stats).await?;
         let local_addr = listener
             .local_addr()
@@ -99,6 +96,16 @@ impl ProxyServer {
             ),
             None => None,
         };
+        // Routes with their own `record` (each its own cassette).
+        let mut route_recorders = Vec::new();
+        for route in &config.routes {
+            if let Some(options) = route.record.clone() {
+                let recorder = crate::cassette::record::Recorder::start(options, stats.clone()).map_err(|reason| {
+                    crate::error::ConfigError::InvalidOption { name: "routes[].record.path", reason }
+                })?;
+                route_recorders.push((route.prefix.clone(), Arc::new(recorder)));
+            }
+        }
         // The inspector is one more sink of the records (it turns previews on while it has viewers).
         let inspector = config.inspector.as_ref().map(|inspector| Arc::new(Inspector::new(inspector)));
         let mut observe = config.observe.clone();
@@ -115,7 +122,7 @@ impl ProxyServer {
             phase,
             hosts: HostGuard::new(&config.allowed_hosts, &config.host),
             local_addr,
-            routes: Routes::new(&config, verifier, &route_players),
+            routes: Routes::new(&config, verifier, &route_players, &route_recorders),
             local_files: Arc::new(config.serve_static.clone()),
             compressed_files: Arc::new(CompressedFiles::new()),
             recorder: std::sync::RwLock::new(recorder.map(Arc::new)),
@@ -145,8 +152,7 @@ impl ProxyServer {
     /// Switches to replay (`server.replay()`): requests from now on are answered from the cassette,
     /// read and checked first (a bad one leaves the mode as it was). Routes with their own keep theirs.
     pub async fn replay(&self, options: ReplayOptions) -> Result<(), CassetteError> {
-        let player = load_player(options).await?;
-        warn_unrecorded(&player, &self.shared.stats);
+        let player = load_player(options, &self.shared.stats).await?;
         *self.shared.replay.write().unwrap_or_else(PoisonError::into_inner) = Some(player);
         *self.shared.recorder.write().unwrap_or_else(PoisonError::into_inner) = None;
         Ok(())
@@ -392,34 +398,42 @@ async fn handle(
 /// The cassettes of `replay` and of the routes' `replay`, read off the async workers.
 async fn load_players(
     config: &ProxyConfig,
+    stats: &Arc<Stats>,
 ) -> Result<(Option<Arc<Player>>, Vec<(String, Arc<Player>)>), CassetteError> {
     let main = match &config.replay {
-        Some(options) => Some(load_player(options.clone()).await?),
+        Some(options) => Some(load_player(options.clone(), stats).await?),
         None => None,
     };
     let mut routes = Vec::new();
     for route in &config.routes {
         if let Some(options) = &route.replay {
-            routes.push((route.prefix.clone(), load_player(options.clone()).await?));
+            routes.push((route.prefix.clone(), load_player(options.clone(), stats).await?));
         }
     }
     Ok((main, routes))
 }
 
-/// SEAM(record): until the recorder is merged, `onMiss: 'record'` forwards misses without recording
-/// them; the log says so once, rather than the option doing less in silence.
-fn warn_unrecorded(player: &Player, stats: &Stats) {
-    if player.options.on_miss == crate::cassette::replay::OnMiss::Record {
-        stats.log_error(&format!(
-            "replay '{}': onMiss 'record' forwards misses to the target but does not record them (recording is not built in this branch)",
-            player.options.path.display()
-        ));
-    }
-}
-
-async fn load_player(options: ReplayOptions) -> Result<Arc<Player>, CassetteError> {
+/// Reads a cassette; with `onMiss: 'record'`, opens it for appending too, its new exchanges
+/// numbered after the highest id it holds.
+async fn load_player(options: ReplayOptions, stats: &Arc<Stats>) -> Result<Arc<Player>, CassetteError> {
     let path = options.path.display().to_string();
-    tokio::task::spawn_blocking(move || Player::load(options).map(Arc::new))
-        .await
-        .map_err(|e| CassetteError::Io { path, reason: format!("reading failed: {e}") })?
+    let stats = stats.clone();
+    tokio::task::spawn_blocking(move || {
+        let player = Player::load(options)?;
+        if player.options.on_miss != crate::cassette::replay::OnMiss::Record {
+            return Ok(Arc::new(player));
+        }
+        let record = crate::cassette::record::RecordOptions {
+            path: player.options.path.clone(),
+            matches: None,
+            redact: player.options.redact.clone(),
+            append: true,
+        };
+        let recorder = crate::cassette::record::Recorder::start_learning(record, stats, Some(player.learner()))
+            .map_err(|reason| CassetteError::Io { path: player.options.path.display().to_string(), reason })?;
+        let last = player.last_id();
+        Ok(Arc::new(player.with_recorder(recorder.ids_after(last))))
+    })
+    .await
+    .map_err(|e| CassetteError::Io { path, reason: format!("reading failed: {e}") })?
 }

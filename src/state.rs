@@ -135,6 +135,7 @@ impl Shared {
             client: &self.client,
             websocket_tls: &self.websocket_tls,
             replay: None,
+            recorder: None,
         })
     }
 

@@ -166,6 +166,9 @@ pub(super) fn parse_routes(env: &napi::Env, value: Unknown) -> Result<Vec<Route>
                 if let Some(replay) = fields.get("replay")? {
                     route.replay = Some(super::replay::parse_replay(env, replay, "routes[].replay")?);
                 }
+                if let Some(record) = fields.get("record")? {
+                    route.record = Some(super::record::parse_record_named(record, &format!("{name}.record"))?);
+                }
                 if let Some(headers) = fields.get("reqHeaders")? {
                     let headers = expect_object(headers, &format!("{name}.reqHeaders"))?;
                     for header in Object::keys(&headers)? {

@@ -244,6 +244,8 @@ pub struct RouteOptions {
     /// Answer this prefix's requests from a cassette (see `ReplayOptions`) while the rest is proxied.
     #[napi(ts_type = "ReplayOptions")]
     pub replay: Option<std::collections::HashMap<String, String>>,
+    /// Record this prefix's exchanges to a cassette of their own (see `RecordOptions`).
+    pub record: Option<super::record::RecordOptions>,
 }
 
 // The keys of each options object live in config.rs, where a napi-free test checks them against binding.d.ts.

@@ -42,49 +42,65 @@ pub struct RedactOptions {
 
 /// Reads `record`.
 pub(super) fn parse_record(value: Unknown) -> Result<CoreRecordOptions> {
-    let fields = Fields::new(expect_object(value, "record")?, RECORD);
-    let path = fields.get("path")?.ok_or_else(|| invalid("option `record.path` is required: the cassette file"))?;
-    let path = expect_string(path, "record.path")?;
+    parse_record_named(value, "record")
+}
+
+/// Reads a `record` object; `option` names it in errors (`record`, `routes['/v1'].record`).
+pub(super) fn parse_record_named(value: Unknown, option: &str) -> Result<CoreRecordOptions> {
+    let fields = Fields::new(expect_object(value, option)?, RECORD);
+    let path =
+        fields.get("path")?.ok_or_else(|| invalid(format!("option `{option}.path` is required: the cassette file")))?;
+    let path = expect_string(path, &format!("{option}.path"))?;
     if path.trim().is_empty() {
-        return Err(invalid("option `record.path` is empty"));
+        return Err(invalid(format!("option `{option}.path` is empty")));
     }
     let path = std::path::PathBuf::from(path);
-    check_path(&path).map_err(|reason| invalid(format!("option `record.path`: {reason}")))?;
+    check_path(&path).map_err(|reason| invalid(format!("option `{option}.path`: {reason}")))?;
     let matches = match fields.get("match")? {
         None => None,
         Some(value) => {
+            let name = format!("{option}.match");
             let globs = if value.get_type()? == ValueType::String {
-                vec![expect_string(value, "record.match")?]
+                vec![expect_string(value, &name)?]
             } else {
-                string_array(value, "record.match", "path globs")?
+                string_array(value, &name, "path globs")?
             };
             Some(UrlGlobs::new(&globs, "record.match").map_err(config_error)?)
         }
     };
-    let mut redact = Redaction::default();
-    if let Some(value) = fields.get("redact")? {
-        let r = Fields::new(expect_object(value, "record.redact")?, REDACT);
-        if let Some(headers) = r.get("headers")? {
-            redact.headers = string_array(headers, "record.redact.headers", "header names")?
-                .iter()
-                .map(|h| h.to_ascii_lowercase())
-                .collect();
-        }
-        if let Some(json) = r.get("json")? {
-            for (i, path) in string_array(json, "record.redact.json", "JSON paths")?.iter().enumerate() {
-                let parsed = parse_json_path(path).ok_or_else(|| {
-                    invalid(format!("record.redact.json[{i}]: '{path}' is not a JSON path such as '$.user' or 'messages[*].content'"))
-                })?;
-                redact.json.push(parsed);
-            }
-        }
-        if let Some(allow) = r.get("allow")? {
-            redact.allow = string_array(allow, "record.redact.allow", "fields or strings")?;
-        }
-        r.finish();
-    }
+    let redact = match fields.get("redact")? {
+        Some(value) => parse_redact(value, &format!("{option}.redact"))?,
+        None => Redaction::default(),
+    };
     fields.finish();
     Ok(CoreRecordOptions { path, matches, redact, append: false })
+}
+
+/// Reads a `redact` object (`record.redact`, `replay.redact`); `option` names it in errors.
+pub(super) fn parse_redact(value: Unknown, option: &str) -> Result<Redaction> {
+    let mut redact = Redaction::default();
+    let r = Fields::new(expect_object(value, option)?, REDACT);
+    if let Some(headers) = r.get("headers")? {
+        redact.headers = string_array(headers, &format!("{option}.headers"), "header names")?
+            .iter()
+            .map(|h| h.to_ascii_lowercase())
+            .collect();
+    }
+    if let Some(json) = r.get("json")? {
+        for (i, path) in string_array(json, &format!("{option}.json"), "JSON paths")?.iter().enumerate() {
+            let parsed = parse_json_path(path).ok_or_else(|| {
+                invalid(format!(
+                    "{option}.json[{i}]: '{path}' is not a JSON path such as '$.user' or 'messages[*].content'"
+                ))
+            })?;
+            redact.json.push(parsed);
+        }
+    }
+    if let Some(allow) = r.get("allow")? {
+        redact.allow = string_array(allow, &format!("{option}.allow"), "fields or strings")?;
+    }
+    r.finish();
+    Ok(redact)
 }
 
 /// Converts a cassette to HAR 1.2 (a JSON string). Rejects, naming the line, when the cassette is

@@ -5,8 +5,10 @@ use napi::bindgen_prelude::*;
 use napi::Env;
 use napi_derive::napi;
 
+use super::record::parse_redact;
 use super::{config_error, invalid};
-use crate::cassette::replay::{ReplayOptions, ReplaySpec};
+use crate::cassette::replay::{OnMiss, ReplayOptions, ReplaySpec};
+use napi::ValueType;
 
 /// Answer requests from a cassette (JSON Lines, see the README) instead of the target: each
 /// response at its recorded offsets, its chunks as recorded.
@@ -28,6 +30,8 @@ pub struct ReplayOptionsDecl {
     pub matching: Option<ReplayMatch>,
     /// Faults to inject, for testing a UI's error handling.
     pub faults: Option<Vec<ReplayFault>>,
+    /// With `onMiss: 'record'` (only): what the recorded misses have redacted, as `record.redact`.
+    pub redact: Option<super::record::RedactOptions>,
 }
 
 /// `replay.match`.
@@ -65,6 +69,23 @@ pub struct ReplayFault {
 
 /// Parses a `replay` object; `option` names it in errors.
 pub(super) fn parse_replay(env: &Env, value: Unknown, option: &'static str) -> Result<ReplayOptions> {
+    // `redact` is read here (its JSON paths); serde only lets it through.
+    let redact = match value.get_type()? {
+        ValueType::Object => Object::from_unknown(value)?.get::<Unknown>("redact")?,
+        _ => None,
+    };
+    let redact = match redact.filter(|r| !matches!(r.get_type(), Ok(ValueType::Undefined))) {
+        Some(redact) => Some(parse_redact(redact, &format!("{option}.redact"))?),
+        None => None,
+    };
     let spec: ReplaySpec = env.from_js_value(value).map_err(|e| invalid(format!("option `{option}`: {}", e.reason)))?;
-    ReplayOptions::from_spec(spec, option).map_err(config_error)
+    let mut options = ReplayOptions::from_spec(spec, option).map_err(config_error)?;
+    if let Some(redact) = redact {
+        if options.on_miss != OnMiss::Record {
+            // It would do nothing: say so rather than drop it in silence.
+            return Err(invalid(format!("option `{option}.redact` applies only with `onMiss: 'record'`")));
+        }
+        options.redact = redact;
+    }
+    Ok(options)
 }

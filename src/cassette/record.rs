@@ -22,6 +22,7 @@ use super::format::{Line, VERSION};
 use super::redact::Redaction;
 use crate::globs::UrlGlobs;
 use crate::stats::Stats;
+pub(crate) use writer::Learn;
 use writer::{write_line, Writer};
 
 mod writer;
@@ -95,6 +96,15 @@ enum Msg {
 impl Recorder {
     /// Opens (creates, or with `append` extends) the cassette and starts its writer thread.
     pub(crate) fn start(options: RecordOptions, stats: Arc<Stats>) -> Result<Recorder, String> {
+        Recorder::start_learning(options, stats, None)
+    }
+
+    /// As [`Recorder::start`]; `learn` is told of each exchange written, as its lines.
+    pub(crate) fn start_learning(
+        options: RecordOptions,
+        stats: Arc<Stats>,
+        learn: Option<Learn>,
+    ) -> Result<Recorder, String> {
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .write(true)
@@ -116,12 +126,19 @@ impl Recorder {
             open: HashMap::new(),
             status: status.clone(),
             stats,
+            learn,
         };
         std::thread::Builder::new()
             .name("devproxy-record".into())
             .spawn(move || writer.run(rx))
             .map_err(|e| format!("cannot start the recording thread: {e}"))?;
         Ok(Recorder { tx, next_id: AtomicU64::new(1), matches: options.matches, path: options.path, status })
+    }
+
+    /// Numbers the next exchanges after `last`: appending to a cassette keeps its ids unique.
+    pub(crate) fn ids_after(self, last: u64) -> Recorder {
+        self.next_id.store(last + 1, Ordering::Relaxed);
+        self
     }
 
     /// Where the recording stands.
@@ -175,6 +192,13 @@ impl Exchange {
     /// The request body, teed.
     pub(crate) fn request_body<B>(&self, body: B) -> RequestTee<B> {
         RequestTee { inner: body, out: Outbox::new(self.tx.clone()), id: self.id }
+    }
+
+    /// The request body, already read whole (replay read it for matching).
+    pub(crate) async fn request_bytes(&self, bytes: Bytes) {
+        if !bytes.is_empty() {
+            let _ = self.tx.send(Msg::RequestBody { id: self.id, bytes }).await;
+        }
     }
 
     /// The response head as the upstream sent it; returns the tee for its body.
@@ -434,6 +458,7 @@ mod tests {
             open: HashMap::new(),
             status: Arc::new(RecordStatus::default()),
             stats: Arc::new(Stats::new(crate::config::LogLevel::Silent, "test")),
+            learn: None,
         }
     }
 
@@ -519,6 +544,7 @@ mod tests {
             open: HashMap::new(),
             status: status.clone(),
             stats: Arc::new(Stats::new(crate::config::LogLevel::Silent, "test")),
+            learn: None,
         };
         let (tx, rx) = mpsc::channel(CHANNEL);
         let thread = std::thread::spawn(move || w.run(rx));

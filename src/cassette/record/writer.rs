@@ -26,7 +26,12 @@ pub(super) struct Writer {
     pub(super) open: HashMap<u64, Open>,
     pub(super) status: Arc<RecordStatus>,
     pub(super) stats: Arc<Stats>,
+    /// Told of each exchange written, as its lines (`onMiss: 'record'` replays it from then on).
+    pub(super) learn: Option<Learn>,
 }
+
+/// What is told of each exchange written: its lines as they are in the cassette.
+pub(crate) type Learn = Box<dyn Fn(&[u8]) + Send>;
 
 /// An exchange whose end has not come yet.
 pub(super) struct Open {
@@ -142,12 +147,32 @@ impl Writer {
             headers: self.redact.headers(&open.headers),
             body,
         };
+        let start = self.learn.as_ref().and_then(|_| self.file.metadata().ok()).map(|m| m.len());
         write_line(&mut self.file, &request)?;
         open.spool.append_to(&mut self.file)?;
-        write_line(&mut self.file, &Line::End { id, at, error })?;
+        let mut end = serde_json::to_vec(&Line::End { id, at, error }).map_err(std::io::Error::other)?;
+        end.push(b'\n');
+        if let (Some(learn), Some(start)) = (&self.learn, start) {
+            // Read back rather than kept (the body lines may be in the spill file), and learnt before
+            // the end line is written: whoever sees the exchange whole in the file can replay it.
+            if let Ok(mut lines) = read_back(&self.path, start, self.file.metadata()?.len()) {
+                lines.extend_from_slice(&end);
+                learn(&lines);
+            }
+        }
+        self.file.write_all(&end)?;
         self.status.written.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
+}
+
+/// The bytes of a file from `start` to `end`.
+fn read_back(path: &std::path::Path, start: u64, end: u64) -> std::io::Result<Vec<u8>> {
+    let mut file = File::open(path)?;
+    file.seek(std::io::SeekFrom::Start(start))?;
+    let mut bytes = Vec::new();
+    file.take(end.saturating_sub(start)).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// The request line's body (JSON paths redacted), or why the exchange is refused.

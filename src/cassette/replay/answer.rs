@@ -65,11 +65,8 @@ pub(crate) async fn exchange(
     };
     let recorded = match player.lookup(parts.method.as_str(), &path_and_query, &bytes) {
         Lookup::Hit(recorded) => recorded,
-        Lookup::Miss(_) if options.on_miss != OnMiss::Error => {
-            // SEAM(record): `onMiss: 'record'` forwards like 'proxy' until the recorder is merged;
-            // the lead wires the recorder's tee here.
-            return Replayed::Forward(bytes);
-        }
+        // 'proxy' and 'record' forward it (proxy.rs records it with the player's recorder).
+        Lookup::Miss(_) if options.on_miss != OnMiss::Error => return Replayed::Forward(bytes),
         Lookup::Miss(why) => {
             let body = serde_json::json!({ "error": { "message": why, "type": "replay_miss", "code": "replay_miss" } });
             let headers = vec![
@@ -99,6 +96,7 @@ fn text_headers() -> Vec<(String, String)> {
 fn synthetic(status: u16, headers: Vec<(String, String)>, body: String) -> Arc<Recorded> {
     Arc::new(Recorded {
         line: 0,
+        id: 0,
         method: String::new(),
         url: String::new(),
         body: Vec::new(),

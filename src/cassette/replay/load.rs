@@ -48,6 +48,8 @@ impl From<ReadError> for CassetteError {
 pub struct Recorded {
     /// Line of its `request` in the cassette (named in miss explanations).
     pub line: usize,
+    /// Its `id` in the cassette (0 for an answer made up by the proxy).
+    pub id: u64,
     /// Method.
     pub method: String,
     /// Path and query.
@@ -112,7 +114,7 @@ pub fn read(input: impl BufRead, name: &str) -> Result<Vec<Recorded>, CassetteEr
 fn recorded(exchange: Exchange, name: &str) -> Result<Recorded, CassetteError> {
     let chunks =
         exchange.joined_chunks().into_iter().map(|(at, bytes)| RecordedChunk { at, bytes: bytes.into() }).collect();
-    let Exchange { line, method, url, body, response, ws, end_at, error, .. } = exchange;
+    let Exchange { line, id, method, url, body, response, ws, end_at, error, .. } = exchange;
     // The reader lets an exchange that failed before its head end without one; replay needs it.
     let Some(head) = response else {
         return Err(CassetteError::Line {
@@ -134,6 +136,7 @@ fn recorded(exchange: Exchange, name: &str) -> Result<Recorded, CassetteError> {
         .collect();
     Ok(Recorded {
         line,
+        id,
         method,
         url,
         body: body.map(|data| data.to_bytes()).unwrap_or_default(),

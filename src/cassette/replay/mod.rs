@@ -14,7 +14,7 @@ pub(crate) mod ws;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Deserialize;
 
@@ -24,6 +24,9 @@ pub use load::{read, read_file, CassetteError, Recorded, RecordedChunk, Recorded
 pub use matching::MatchOptions;
 use matching::RequestView;
 
+use crate::cassette::format::{Line, VERSION};
+use crate::cassette::record::{Learn, Recorder};
+use crate::cassette::redact::Redaction;
 use crate::error::ConfigError;
 
 /// `replay` as JS gives it (`start()`, a `routes` entry, `server.replay()`), before it is checked.
@@ -41,6 +44,9 @@ pub struct ReplaySpec {
     pub matching: Option<MatchSpec>,
     /// Faults to inject.
     pub faults: Option<Vec<FaultSpec>>,
+    /// With `onMiss: 'record'`, as `record.redact`; parsed at the binding edge (JSON paths).
+    #[serde(default)]
+    pub redact: Option<serde::de::IgnoredAny>,
 }
 
 /// `replay.match`.
@@ -96,6 +102,8 @@ pub struct ReplayOptions {
     pub matching: MatchOptions,
     /// See [`Fault`].
     pub faults: Vec<Fault>,
+    /// What a miss recorded with `onMiss: 'record'` has redacted (`replay.redact`).
+    pub redact: Redaction,
 }
 
 impl ReplayOptions {
@@ -134,6 +142,7 @@ impl ReplayOptions {
                 ignore_fields: matching.ignore_fields.unwrap_or_default(),
             },
             faults,
+            redact: Redaction::default(),
         })
     }
 }
@@ -151,6 +160,17 @@ pub struct Player {
     exchanges: Vec<Arc<Recorded>>,
     views: Vec<RequestView>,
     groups: HashMap<String, Group>,
+    /// `onMiss: 'record'`: where misses are recorded, appended to the same cassette.
+    recorder: Option<Arc<Recorder>>,
+    /// Exchanges recorded since it was loaded, by match key: answered like the others.
+    learned: Arc<Mutex<HashMap<String, Learned>>>,
+}
+
+/// Recordings made by this player (`onMiss: 'record'`) that share a match key.
+#[derive(Default)]
+struct Learned {
+    exchanges: Vec<Arc<Recorded>>,
+    next: usize,
 }
 
 /// What a request gets from the cassette.
@@ -180,7 +200,43 @@ impl Player {
                 .exchanges
                 .push(index);
         }
-        Player { options, exchanges: exchanges.into_iter().map(Arc::new).collect(), views, groups }
+        let exchanges = exchanges.into_iter().map(Arc::new).collect();
+        Player { options, exchanges, views, groups, recorder: None, learned: Arc::default() }
+    }
+
+    /// Records misses with `recorder` (update mode).
+    pub(crate) fn with_recorder(mut self, recorder: Recorder) -> Player {
+        self.recorder = Some(Arc::new(recorder));
+        self
+    }
+
+    /// What the recorder of misses tells of each exchange it wrote (its cassette lines): the
+    /// exchange is answered from then on, so an identical request does not reach the target again.
+    pub(crate) fn learner(&self) -> Learn {
+        let (learned, matching) = (self.learned.clone(), self.options.matching.clone());
+        let name = self.options.path.display().to_string();
+        Box::new(move |lines: &[u8]| {
+            let head = Line::Cassette { version: VERSION, created_at: String::new() };
+            let Ok(mut text) = serde_json::to_vec(&head) else { return };
+            text.push(b'\n');
+            text.extend_from_slice(lines);
+            let Ok(recorded) = read(&text[..], &name) else { return };
+            let mut learned = learned.lock().unwrap_or_else(PoisonError::into_inner);
+            for exchange in recorded {
+                let key = RequestView::new(&exchange.method, &exchange.url, &exchange.body, &matching).key();
+                learned.entry(key).or_default().exchanges.push(Arc::new(exchange));
+            }
+        })
+    }
+
+    /// The recorder of misses, with `onMiss: 'record'`.
+    pub(crate) fn recorder(&self) -> Option<&Arc<Recorder>> {
+        self.recorder.as_ref()
+    }
+
+    /// The highest exchange id in the cassette (0 when it has none).
+    pub fn last_id(&self) -> u64 {
+        self.exchanges.iter().map(|e| e.id).max().unwrap_or(0)
     }
 
     /// The recording for a request, the next one of its group; or why there is none.
@@ -190,6 +246,13 @@ impl Player {
             let turn = group.next.fetch_add(1, Ordering::Relaxed).min(group.exchanges.len() - 1);
             return Lookup::Hit(self.exchanges[group.exchanges[turn]].clone());
         }
+        let mut learned = self.learned.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(group) = learned.get_mut(&view.key()) {
+            let turn = group.next.min(group.exchanges.len() - 1);
+            group.next += 1;
+            return Lookup::Hit(group.exchanges[turn].clone());
+        }
+        drop(learned);
         Lookup::Miss(self.explain_miss(&view))
     }
 
@@ -231,6 +294,7 @@ mod tests {
     fn recorded(line: usize, body: &str, text: &str) -> Recorded {
         Recorded {
             line,
+            id: line as u64,
             method: "POST".into(),
             url: "/v1/chat/completions".into(),
             body: body.as_bytes().to_vec(),
@@ -247,7 +311,14 @@ mod tests {
 
     fn options() -> ReplayOptions {
         ReplayOptions::from_spec(
-            ReplaySpec { path: "c.jsonl".into(), speed: None, on_miss: None, matching: None, faults: None },
+            ReplaySpec {
+                path: "c.jsonl".into(),
+                speed: None,
+                on_miss: None,
+                matching: None,
+                faults: None,
+                redact: None,
+            },
             "replay",
         )
         .unwrap()
@@ -279,6 +350,40 @@ mod tests {
     }
 
     #[test]
+    fn an_exchange_recorded_on_a_miss_is_answered_from_then_on_in_order() {
+        let player = Player::new(options(), vec![recorded(2, r#"{"a":1}"#, "one")]);
+        assert_eq!(player.last_id(), 2);
+        let answer = |body: &str| match player.lookup("POST", "/v1/chat/completions", body.as_bytes()) {
+            Lookup::Hit(r) => String::from_utf8(r.chunks[0].bytes.to_vec()).unwrap(),
+            Lookup::Miss(_) => "miss".into(),
+        };
+        assert_eq!(answer(r#"{"a":2}"#), "miss");
+        let learn = player.learner();
+        let exchange = |id: u64, text: &str| {
+            format!(
+                concat!(
+                    r#"{{"type":"request","id":{id},"method":"POST","url":"/v1/chat/completions","headers":[],"body":{{"text":"{{\"a\":2}}"}}}}"#,
+                    "\n",
+                    r#"{{"type":"response","id":{id},"at":1.0,"status":200,"headers":[],"encoding":"identity"}}"#,
+                    "\n",
+                    r#"{{"type":"body","id":{id},"chunk":0,"at":2.0,"text":"{text}"}}"#,
+                    "\n",
+                    r#"{{"type":"end","id":{id},"at":3.0}}"#,
+                    "\n"
+                ),
+                id = id,
+                text = text
+            )
+        };
+        learn(exchange(3, "two").as_bytes());
+        learn(exchange(4, "three").as_bytes());
+        assert_eq!([answer(r#"{"a":2}"#), answer(r#"{"a":2}"#), answer(r#"{"a":2}"#)], ["two", "three", "three"]);
+        assert_eq!(answer(r#"{"a":1}"#), "one");
+        learn(b"not a cassette line\n");
+        assert_eq!(answer(r#"{"a":3}"#), "miss", "bad lines teach nothing");
+    }
+
+    #[test]
     fn bad_options_are_named() {
         let spec = |speed: f64, on_miss: &str| ReplaySpec {
             path: "c".into(),
@@ -286,6 +391,7 @@ mod tests {
             on_miss: Some(on_miss.into()),
             matching: None,
             faults: Some(vec![FaultSpec { status: Some(200), ..FaultSpec::default() }]),
+            redact: None,
         };
         let err = |s| ReplayOptions::from_spec(s, "replay").unwrap_err().to_string();
         assert!(err(spec(-1.0, "error")).contains("`speed`"));

@@ -24,8 +24,9 @@ use crate::body::ProxyBody;
 /// Largest client message read.
 const MAX_MESSAGE: usize = 16 * 1024 * 1024;
 
-/// Answers an upgrade from the cassette; `None` when it is to go to the target (`onMiss: 'proxy'`,
-/// or a matching recording that is not a WebSocket).
+/// Answers an upgrade from the cassette; `None` when it is to go to the target (`onMiss: 'proxy'`
+/// or `'record'`, whose recorder does not record WebSocket messages yet; or a matching recording
+/// that is not a WebSocket).
 pub(crate) fn answer(player: &Arc<Player>, req: &mut Request<Incoming>) -> Option<Response<ProxyBody>> {
     let arrived = Instant::now();
     let path_and_query = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
