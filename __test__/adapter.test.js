@@ -12,9 +12,8 @@ const os = require('node:os')
 const path = require('node:path')
 const zlib = require('node:zlib')
 const { once } = require('node:events')
-const { ROOT, HOST, startUpstream, deadPort, withTimeout, deferred } = require('./helpers.js')
+const { ROOT, HOST, startUpstream, deadPort, withTimeout, deferred, launchChromium } = require('./helpers.js')
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium'
 const WAIT = 30000
 const adapter = require(path.join(ROOT, 'browser-sync.js'))
 
@@ -26,19 +25,7 @@ const PNG = Buffer.from(
 
 let browser
 before(async () => {
-  let chromium
-  try {
-    ;({ chromium } = require('playwright-core'))
-  } catch (err) {
-    throw new Error(`playwright-core is missing (npm install): ${err.message}`)
-  }
-  const args = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--disable-features=HttpsUpgrades']
-  try {
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args, timeout: 60000 })
-  } catch (err) {
-    throw new Error(`Chromium could not be launched from ${CHROMIUM} (install it with the README's set-up command): ${err.message}`)
-  }
+  browser = await launchChromium(['--disable-quic', '--disable-features=HttpsUpgrades'])
 })
 after(async () => {
   if (browser) await browser.close()

@@ -360,6 +360,28 @@ function fileUpstream(routes) {
   return new Proxy({}, { get: (_, key) => running[key] })
 }
 
+/** Debian's Chromium, or the one `CHROMIUM_PATH` names. */
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium'
+
+/**
+ * Headless Chromium through playwright-core, for the tests whose user is a browser. Throws, naming
+ * what is missing, when it cannot start: those tests fail, never skip.
+ */
+async function launchChromium(extraArgs = []) {
+  let chromium
+  try {
+    ;({ chromium } = require('playwright-core'))
+  } catch (err) {
+    throw new Error(`playwright-core is missing (npm install): ${err.message}`)
+  }
+  const args = ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', ...extraArgs]
+  try {
+    return await chromium.launch({ executablePath: CHROMIUM, headless: true, args, timeout: 60000 })
+  } catch (err) {
+    throw new Error(`Chromium could not be launched from ${CHROMIUM} (install it with the README's set-up command): ${err.message}`)
+  }
+}
+
 module.exports = {
   ROOT,
   fileUpstream,
@@ -380,6 +402,8 @@ module.exports = {
   randomSplits,
   writeChunks,
   spawnNode,
+  CHROMIUM,
+  launchChromium,
 }
 
 /** A browser-like Accept header for page navigations. */

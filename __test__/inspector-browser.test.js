@@ -6,25 +6,13 @@
 
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
-const { HOST, startUpstream, request, withProxy } = require('./helpers.js')
+const { HOST, startUpstream, request, withProxy, launchChromium } = require('./helpers.js')
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium'
 const WAIT = 30000
 
 let browser
 before(async () => {
-  let chromium
-  try {
-    ;({ chromium } = require('playwright-core'))
-  } catch (err) {
-    throw new Error(`playwright-core is missing (npm install): ${err.message}`)
-  }
-  const args = ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-  try {
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args, timeout: 60000 })
-  } catch (err) {
-    throw new Error(`Chromium could not be launched from ${CHROMIUM} (install it with the README's set-up command): ${err.message}`)
-  }
+  browser = await launchChromium()
 })
 after(async () => {
   if (browser) await browser.close()

@@ -21,9 +21,9 @@ const {
   spawnNode,
   ACCEPT_HTML,
   decodeBody,
+  launchChromium,
 } = require('./helpers')
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium'
 const WAIT = 20000
 const PAGE = '<!doctype html><html><head><title>t</title><link rel="stylesheet" href="/style.css"></head><body><p>hello hello</p></body></html>'
 
@@ -296,18 +296,7 @@ test('request log: off at the default level, a text line with logRequests, the r
 
 let browser
 before(async () => {
-  let chromium
-  try {
-    ;({ chromium } = require('playwright-core'))
-  } catch (err) {
-    throw new Error(`playwright-core is missing (npm install): ${err.message}`)
-  }
-  const args = ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-  try {
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args, timeout: 60000 })
-  } catch (err) {
-    throw new Error(`Chromium could not be launched from ${CHROMIUM} (install it with the README's set-up command): ${err.message}`)
-  }
+  browser = await launchChromium()
 })
 after(async () => {
   if (browser) await browser.close()
