@@ -60,7 +60,10 @@ test('the inspector page: loads clean, shows new requests live, filters by path 
         const sent = Date.now()
         await request(`${base}${url}`)
         await page.waitForSelector(`#exchange-rows tr[data-url="${url}"]`, { timeout: WAIT })
-        t.diagnostic(`the new request appeared ${Date.now() - sent} ms after its response (issue 16: within 1 s)`)
+        const appeared = Date.now() - sent
+        t.diagnostic(`the new request appeared ${appeared} ms after it was sent`)
+        // Issue 16's bound; the push takes tens of ms, so 1 s leaves room for a loaded machine.
+        assert.ok(appeared < 1000, `the new request appeared after ${appeared} ms (issue 16: within 1 s)`)
         assert.deepEqual(requested.slice(before), [], 'the row came over the open event stream, nothing was fetched')
         assert.equal(await rows.first().getAttribute('data-url'), url, 'the newest row is on top')
 
