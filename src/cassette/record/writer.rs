@@ -2,6 +2,7 @@
 //! events, redacts, scans for keys, and keeps the exchange's lines (in memory, then in a spill
 //! file) until its end, when they are appended whole to the cassette.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -199,14 +200,16 @@ fn request_body(open: &Open, redact: &Redaction) -> (Option<Data>, Option<String
 
 /// Decodes one upstream chunk and spools its lines (one per SSE event piece).
 fn body_lines(open: &mut Open, redact: &Redaction, id: u64, at: f64, bytes: &[u8]) -> std::io::Result<()> {
-    let mut decoded = Vec::new();
-    match &mut open.decoder {
-        None => decoded.extend_from_slice(bytes),
+    let mut owned = Vec::new();
+    let decoded: &[u8] = match &mut open.decoder {
+        // Identity (what a loopback target sends): the chunk as it is, not a copy.
+        None => bytes,
         Some(decoder) => {
+            let decoded = &mut owned;
             let mut input = bytes;
             loop {
                 let before = decoded.len();
-                match decoder.decode(input, &mut decoded) {
+                match decoder.decode(input, decoded) {
                     Ok(consumed) => input = &input[consumed..],
                     Err(e) => {
                         // Stored as it came from here on, so the cassette still holds the bytes.
@@ -221,16 +224,19 @@ fn body_lines(open: &mut Open, redact: &Redaction, id: u64, at: f64, bytes: &[u8
                     break;
                 }
             }
+            &owned
         }
-    }
+    };
     if decoded.is_empty() {
         return Ok(());
     }
-    let pieces: Vec<&[u8]> = if open.sse { sse_pieces(&decoded) } else { vec![&decoded[..]] };
+    let pieces: Vec<&[u8]> = if open.sse { sse_pieces(decoded) } else { vec![decoded] };
     for piece in pieces {
-        let mut piece = piece.to_vec();
-        // Parsed only to redact JSON paths or to name where a key-shaped string is.
-        let parse = !redact.json.is_empty() || crate::cassette::redact::find_key(&piece).is_some();
+        let mut piece = Cow::Borrowed(piece);
+        // One scan for key shapes per piece (the body's bytes are the writer's main cost); parsed only
+        // to redact JSON paths or to name where a key-shaped string is.
+        let key = crate::cassette::redact::find_key(&piece);
+        let parse = !redact.json.is_empty() || key.is_some();
         let json = match (parse, open.sse) {
             (false, _) => None,
             (true, true) => sse_json(&piece),
@@ -245,7 +251,11 @@ fn body_lines(open: &mut Open, redact: &Redaction, id: u64, at: f64, bytes: &[u8
         };
         if changed {
             if let Some(value) = &json {
-                piece = if open.sse { sse_rewrite(&piece, value) } else { serde_json::to_vec(value).unwrap_or(piece) };
+                piece = Cow::Owned(if open.sse {
+                    sse_rewrite(&piece, value)
+                } else {
+                    serde_json::to_vec(value).unwrap_or_else(|_| piece.to_vec())
+                });
             }
         }
         let what = if open.sse {
@@ -256,7 +266,9 @@ fn body_lines(open: &mut Open, redact: &Redaction, id: u64, at: f64, bytes: &[u8
         if open.sse {
             open.events += 1;
         }
-        if let Err(reason) = redact.scan(&piece, &what, json.as_ref()) {
+        // Without a key shape found, only a redaction (which may have removed one) needs a new scan.
+        let scanned = if key.is_some() || changed { redact.scan(&piece, &what, json.as_ref()) } else { Ok(()) };
+        if let Err(reason) = scanned {
             open.refused = Some(reason);
             open.spool.clear();
             return Ok(());
