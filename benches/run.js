@@ -556,6 +556,45 @@ async function loadWorkload(workload, contenders, upstream) {
   return rows;
 }
 
+/** A devproxy-native child for a variant of workload 1 (`variant` as benches/lib/devproxy-child.js reads it). */
+async function forkVariant(upstream, variant, name, label = name) {
+  const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: path.join(WORK, 'devproxy-native.snapshot.node') };
+  const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, '', variant], label, env);
+  return { name, port: c.port, pids: () => [c.child.pid], child: c.child };
+}
+
+/** Asks a child of devproxy-child.js for `what` ('hookCalls', 'recording') and waits for its answer. */
+function askChild(child, what) {
+  return new Promise((resolve) => {
+    child.once('message', (m) => resolve(m[what]));
+    child.send(what);
+  });
+}
+
+/**
+ * Workload 1 on each contender of `sides` ({ key: contender }), runs interleaved so that all see the
+ * same machine load; `warm` lists the keys warmed up first, `alternate` reverses the order every other
+ * run (so none always runs right after another). Medians per key.
+ */
+async function interleavedW1(sides, { warm = Object.keys(sides), alternate = false } = {}) {
+  const w1 = WORKLOADS.find((w) => w.id === 1);
+  const keys = Object.keys(sides);
+  const pad = Math.max(...keys.map((k) => sides[k].name.length));
+  const rows = Object.fromEntries(keys.map((k) => [k, []]));
+  if (cfg.warmup > 0) for (const k of warm) await wrk(sides[k].port, w1, cfg.warmup);
+  for (let run = 1; run <= cfg.runs; run++) {
+    const order = alternate && run % 2 === 0 ? [...keys].reverse() : keys;
+    for (const key of order) {
+      const x = sides[key];
+      const r = await wrk(x.port, w1, cfg.duration);
+      rows[key].push(r);
+      log(`  run ${run} ${x.name.padEnd(pad)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${(r.p50_us / 1000).toFixed(2)} ms  p99 ${(r.p99_us / 1000).toFixed(2)} ms`);
+    }
+  }
+  const summary = (runs) => ({ rps: median(runs.map((r) => r.rps)), p50_ms: median(runs.map((r) => r.p50_us / 1000)), p99_ms: median(runs.map((r) => r.p99_us / 1000)), requests: runs.reduce((a, r) => a + r.requests, 0) });
+  return Object.fromEntries(keys.map((k) => [k, summary(rows[k])]));
+}
+
 /**
  * The hook workload: workload 1 through a second devproxy-native whose `proxy.proxyReq` sets a header
  * on every request, runs interleaved with the plain one so both see the same machine load.
@@ -565,27 +604,12 @@ async function hookWorkload(contenders, upstream) {
   if (!plain) return null;
   const w1 = WORKLOADS.find((w) => w.id === 1);
   log(`workload 7: ${w1.name} through a proxyReq hook that sets a header`);
-  const snapshot = path.join(WORK, 'devproxy-native.snapshot.node');
-  const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
-  const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, '', 'hook'], 'devproxy-native+hook', env);
-  const hooked = { name: 'devproxy-native + proxyReq', port: c.port, pids: () => [c.child.pid], child: c.child };
+  const hooked = await forkVariant(upstream, 'hook', 'devproxy-native + proxyReq', 'devproxy-native+hook');
   const probeRow = await probe(hooked, w1.path, upstream);
-  const rows = { plain: [], hooked: [] };
-  if (cfg.warmup > 0) await wrk(hooked.port, w1, cfg.warmup);
-  for (let run = 1; run <= cfg.runs; run++) {
-    for (const [key, x] of [['plain', plain], ['hooked', hooked]]) {
-      const r = await wrk(x.port, w1, cfg.duration);
-      rows[key].push(r);
-      log(`  run ${run} ${x.name.padEnd(27)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${(r.p50_us / 1000).toFixed(2)} ms  p99 ${(r.p99_us / 1000).toFixed(2)} ms`);
-    }
-  }
-  const hookCalls = await new Promise((resolve) => {
-    c.child.once('message', (m) => resolve(m.hookCalls));
-    c.child.send('hookCalls');
-  });
-  c.child.disconnect();
-  const summary = (runs) => ({ rps: median(runs.map((r) => r.rps)), p50_ms: median(runs.map((r) => r.p50_us / 1000)), p99_ms: median(runs.map((r) => r.p99_us / 1000)), requests: runs.reduce((a, r) => a + r.requests, 0) });
-  return { plain: summary(rows.plain), hooked: { ...summary(rows.hooked), probe: probeRow }, hookCalls };
+  const rows = await interleavedW1({ plain, hooked }, { warm: ['hooked'] });
+  const hookCalls = await askChild(hooked.child, 'hookCalls');
+  hooked.child.disconnect();
+  return { plain: rows.plain, hooked: { ...rows.hooked, probe: probeRow }, hookCalls };
 }
 
 /**
@@ -595,28 +619,12 @@ async function hookWorkload(contenders, upstream) {
 async function recordWorkload(contenders, upstream) {
   const plain = contenders.find((c) => c.name === 'devproxy-native');
   if (!plain) return null;
-  const w1 = WORKLOADS.find((w) => w.id === 1);
-  log(`workload 11: ${w1.name} with record on`);
-  const snapshot = path.join(WORK, 'devproxy-native.snapshot.node');
-  const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
-  const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, '', 'record'], 'devproxy-native+record', env);
-  const recording = { name: 'devproxy-native + record', port: c.port, pids: () => [c.child.pid], child: c.child };
-  const rows = { plain: [], recording: [] };
-  if (cfg.warmup > 0) await wrk(recording.port, w1, cfg.warmup);
-  for (let run = 1; run <= cfg.runs; run++) {
-    for (const [key, x] of [['plain', plain], ['recording', recording]]) {
-      const r = await wrk(x.port, w1, cfg.duration);
-      rows[key].push(r);
-      log(`  run ${run} ${x.name.padEnd(27)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${(r.p50_us / 1000).toFixed(2)} ms  p99 ${(r.p99_us / 1000).toFixed(2)} ms`);
-    }
-  }
-  const status = await new Promise((resolve) => {
-    c.child.once('message', (m) => resolve(m.recording));
-    c.child.send('recording');
-  });
-  c.child.disconnect();
-  const summary = (runs) => ({ rps: median(runs.map((r) => r.rps)), p50_ms: median(runs.map((r) => r.p50_us / 1000)), p99_ms: median(runs.map((r) => r.p99_us / 1000)), requests: runs.reduce((a, r) => a + r.requests, 0) });
-  return { plain: summary(rows.plain), recording: summary(rows.recording), written: status ? status.written : null };
+  log(`workload 11: ${WORKLOADS.find((w) => w.id === 1).name} with record on`);
+  const recording = await forkVariant(upstream, 'record', 'devproxy-native + record', 'devproxy-native+record');
+  const rows = await interleavedW1({ plain, recording }, { warm: ['recording'] });
+  const status = await askChild(recording.child, 'recording');
+  recording.child.disconnect();
+  return { ...rows, written: status ? status.written : null };
 }
 
 /**
@@ -626,45 +634,24 @@ async function recordWorkload(contenders, upstream) {
  */
 async function inspectorWorkload(contenders, upstream) {
   if (!contenders.some((c) => c.name === 'devproxy-native')) return null;
-  const w1 = WORKLOADS.find((w) => w.id === 1);
-  log(`workload 10: ${w1.name} with the inspector on (default, no viewer) and off`);
-  const snapshot = path.join(WORK, 'devproxy-native.snapshot.node');
-  const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
+  log(`workload 10: ${WORKLOADS.find((w) => w.id === 1).name} with the inspector on (default, no viewer) and off`);
   // Two fresh processes, the same but for `inspector`: the main contender has served the other
   // workloads (a 20 MB body among them), which would bias the comparison.
-  const fork = async (variant, name) => {
-    const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, '', variant], name, env);
-    return { name, port: c.port, pids: () => [c.child.pid], child: c.child };
-  };
-  const on = await fork('inspector-on', 'devproxy-native, inspector on');
-  const off = await fork('inspector-off', 'devproxy-native, inspector: false');
-  const rows = { on: [], off: [] };
-  if (cfg.warmup > 0) for (const x of [on, off]) await wrk(x.port, w1, cfg.warmup);
-  for (let run = 1; run <= cfg.runs; run++) {
-    // Alternating which goes first, so neither always runs right after the other.
-    const order = run % 2 ? [['on', on], ['off', off]] : [['off', off], ['on', on]];
-    for (const [key, x] of order) {
-      const r = await wrk(x.port, w1, cfg.duration);
-      rows[key].push(r);
-      log(`  run ${run} ${x.name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${(r.p50_us / 1000).toFixed(2)} ms  p99 ${(r.p99_us / 1000).toFixed(2)} ms`);
-    }
-  }
+  const on = await forkVariant(upstream, 'inspector-on', 'devproxy-native, inspector on');
+  const off = await forkVariant(upstream, 'inspector-off', 'devproxy-native, inspector: false');
+  const rows = await interleavedW1({ on, off }, { alternate: true });
   on.child.disconnect();
   off.child.disconnect();
-  const summary = (runs) => ({ rps: median(runs.map((r) => r.rps)), p50_ms: median(runs.map((r) => r.p50_us / 1000)), p99_ms: median(runs.map((r) => r.p99_us / 1000)), requests: runs.reduce((a, r) => a + r.requests, 0) });
-  return { on: summary(rows.on), off: summary(rows.off) };
+  return rows;
 }
 
 /** Workloads 8 and 9 through a devproxy-native child with `upstreamCompression: 'always'` (see BR_WORKLOADS). */
 async function brWorkload(contenders, upstream) {
   if (!contenders.some((c) => c.name === 'devproxy-native')) return null;
-  const snapshot = path.join(WORK, 'devproxy-native.snapshot.node');
-  const env = { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: snapshot };
-  const c = await forkChild(path.join(__dirname, 'lib', 'devproxy-child.js'), [upstream.url, SNIPPET, '', 'always'], 'devproxy-native+always', env);
-  const child = { name: 'devproxy-native', port: c.port, pids: () => [c.child.pid], child: c.child };
+  const child = await forkVariant(upstream, 'always', 'devproxy-native', 'devproxy-native+always');
   const rows = {};
   for (const w of BR_WORKLOADS) rows[w.id] = await loadWorkload(w, [child], upstream);
-  c.child.disconnect();
+  child.child.disconnect();
   return rows;
 }
 
