@@ -25,6 +25,7 @@ use crate::stats::Stats;
 pub(crate) use writer::Learn;
 use writer::{write_line, Writer};
 
+mod body_line;
 mod writer;
 
 /// Messages in flight between the proxy and the writer, each holding one chunk at most: what bounds

@@ -273,7 +273,8 @@ fn body_lines(open: &mut Open, redact: &Redaction, id: u64, at: f64, bytes: &[u8
             open.spool.clear();
             return Ok(());
         }
-        open.spool.push(&Line::Body { id, chunk: open.chunk, at, data: Data::of(&piece) })?;
+        super::body_line::push(&mut open.spool.memory, id, open.chunk, at, &piece);
+        open.spool.spill_if_full()?;
     }
     Ok(())
 }
@@ -346,6 +347,11 @@ impl Spool {
     fn push(&mut self, line: &Line) -> std::io::Result<()> {
         serde_json::to_writer(&mut self.memory, line).map_err(std::io::Error::other)?;
         self.memory.push(b'\n');
+        self.spill_if_full()
+    }
+
+    /// Moves the lines kept in memory to the spill file once they pass [`SPOOL_MEMORY`].
+    fn spill_if_full(&mut self) -> std::io::Result<()> {
         if self.memory.len() > SPOOL_MEMORY {
             if self.spill.is_none() {
                 self.spill = Some(
