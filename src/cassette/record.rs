@@ -513,6 +513,26 @@ mod tests {
     }
 
     #[test]
+    fn a_key_cut_across_two_chunks_refuses_the_exchange() {
+        let dir = std::env::temp_dir().join(format!("devproxy-record-seam-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.jsonl");
+        let mut w = writer(&path, Redaction::default());
+        let body = b"{\"note\":\"the key is sk-abc123defghijklmnopqrstuvwx, keep it\"}";
+        let cut = body.iter().position(|&b| b == b'-').unwrap() + 6;
+        w.handle(Msg::Request { id: 1, method: "GET".into(), url: "/k".into(), headers: vec![] }).unwrap();
+        w.handle(Msg::Response { id: 1, at: 1.0, status: 200, headers: vec![], encoding: "identity".into() }).unwrap();
+        w.handle(Msg::Body { id: 1, at: 2.0, bytes: Bytes::copy_from_slice(&body[..cut]) }).unwrap();
+        w.handle(Msg::Body { id: 1, at: 3.0, bytes: Bytes::copy_from_slice(&body[cut..]) }).unwrap();
+        w.handle(Msg::End { id: 1, at: 4.0, error: None }).unwrap();
+        assert_eq!(w.status.refused.load(Ordering::Relaxed), 1);
+        let refusal = w.status.last_refusal.lock().unwrap().clone().unwrap();
+        assert!(refusal.contains("response body chunk 1") && refusal.contains("OpenAI key"), "{refusal}");
+        assert!(!std::fs::read_to_string(&path).unwrap().contains("abc123"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_long_exchange_spills_and_is_written_whole() {
         let dir = std::env::temp_dir().join(format!("devproxy-record-spill-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

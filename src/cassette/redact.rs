@@ -144,6 +144,37 @@ impl Redaction {
     }
 }
 
+impl Redaction {
+    /// Scans the seam between two pieces of a body for a key-shaped string that the seam cuts (each
+    /// piece alone holds only part of it): `before` is the end of one piece, `after` the start of
+    /// the next, each up to [`SEAM`] bytes.
+    pub fn scan_seam(&self, before: &[u8], after: &[u8], what: &str) -> Result<(), String> {
+        let Some(kind) = find_key_across(before, after) else { return Ok(()) };
+        let window = String::from_utf8_lossy(&[before, after].concat()).into_owned();
+        if self.allows(what, &window) {
+            return Ok(());
+        }
+        Err(format!("{what} and the bytes before it hold a string shaped like {kind}, cut across the boundary"))
+    }
+}
+
+/// How much of each side of a seam [`Redaction::scan_seam`] needs: more than the shortest match
+/// of every key shape, so a key that starts further back was whole in the piece before.
+pub const SEAM: usize = 128;
+
+/// The kind of a key-shaped string that starts in `before` and ends in `after`, if any.
+fn find_key_across(before: &[u8], after: &[u8]) -> Option<&'static str> {
+    if before.is_empty() || after.is_empty() {
+        return None;
+    }
+    let window = [before, after].concat();
+    scanner()
+        .find_iter(&window)
+        .filter(|m| m.start() < before.len() && m.end() > before.len())
+        .find(|m| looks_random(m.pattern().as_usize(), &window[m.range()]))
+        .map(|m| KINDS[m.pattern().as_usize()].1)
+}
+
 fn redact_path(value: &mut Value, path: &[Segment]) -> bool {
     let Some((first, rest)) = path.split_first() else {
         if value.as_str() == Some(REDACTED) {
@@ -248,6 +279,23 @@ mod tests {
         assert_eq!(find_key(b"<i class=\"sk-folding-cube-animation-delay\">"), None);
         assert_eq!(find_key(b"see Bearer authentication_is_required here"), None);
         assert_eq!(find_key(b"xAKIAABCDEFGHIJKLMNOP"), None);
+    }
+
+    #[test]
+    fn a_key_cut_by_a_seam_is_found_and_whole_ones_are_left_to_scan() {
+        let key = b"sk-abc123defghijklmnopqrstuvwx";
+        let redaction = Redaction::default();
+        for cut in 1..key.len() {
+            let before = [&b"data: "[..], &key[..cut]].concat();
+            let after = [&key[cut..], &b" end"[..]].concat();
+            let err = redaction.scan_seam(&before, &after, "response body chunk 1").unwrap_err();
+            assert!(err.contains("OpenAI key") && err.contains("cut across the boundary"), "{err}");
+        }
+        // Whole on either side: each piece's own scan finds it, not the seam's.
+        assert!(redaction.scan_seam(key, b" tail", "x").is_ok());
+        assert!(redaction.scan_seam(b"head ", key, "x").is_ok());
+        let allowed = Redaction { allow: vec!["sk-abc123defghij".into()], ..Redaction::default() };
+        assert!(allowed.scan_seam(&key[..9], &key[9..], "x").is_ok());
     }
 
     #[test]

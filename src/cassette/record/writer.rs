@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use super::{Msg, RecordStatus, REQUEST_BODY_LIMIT, SPOOL_MEMORY};
 use crate::cassette::format::{Data, Line};
-use crate::cassette::redact::Redaction;
+use crate::cassette::redact::{Redaction, SEAM};
 use crate::codec::{Decoder, Encoding};
 use crate::stats::Stats;
 
@@ -47,6 +47,8 @@ pub(super) struct Open {
     chunk: u64,
     events: u64,
     refused: Option<String>,
+    /// The end of the body's last piece, to find a key that the next piece's start completes.
+    seam: Vec<u8>,
     spool: Spool,
 }
 
@@ -88,6 +90,7 @@ impl Writer {
                         chunk: 0,
                         events: 0,
                         refused: None,
+                        seam: Vec::new(),
                         spool,
                     },
                 );
@@ -268,6 +271,9 @@ fn body_lines(open: &mut Open, redact: &Redaction, id: u64, at: f64, bytes: &[u8
         }
         // Without a key shape found, only a redaction (which may have removed one) needs a new scan.
         let scanned = if key.is_some() || changed { redact.scan(&piece, &what, json.as_ref()) } else { Ok(()) };
+        let head = &piece[..piece.len().min(SEAM)];
+        let scanned = scanned.and_then(|()| redact.scan_seam(&open.seam, head, &what));
+        keep_seam(&mut open.seam, &piece);
         if let Err(reason) = scanned {
             open.refused = Some(reason);
             open.spool.clear();
@@ -277,6 +283,18 @@ fn body_lines(open: &mut Open, redact: &Redaction, id: u64, at: f64, bytes: &[u8
         open.spool.spill_if_full()?;
     }
     Ok(())
+}
+
+/// Keeps the last [`SEAM`] bytes of the body so far.
+fn keep_seam(seam: &mut Vec<u8>, piece: &[u8]) {
+    if piece.len() >= SEAM {
+        seam.clear();
+        seam.extend_from_slice(&piece[piece.len() - SEAM..]);
+    } else {
+        seam.extend_from_slice(piece);
+        let extra = seam.len().saturating_sub(SEAM);
+        seam.drain(..extra);
+    }
 }
 
 /// Splits decoded SSE bytes after each blank line (the end of an event); the rest is a piece too.
