@@ -12,7 +12,8 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 
 use crate::body::{self, Pipeline, Plan, ProxyBody, RewriteState, SniffError, Sniffed, UpstreamBody};
-use crate::cassette::replay::{self, answer::Replayed};
+use crate::cassette::exchange::{self, Answered};
+use crate::cassette::replay;
 use crate::codec::Encoding;
 use crate::config::PANIC_PROBE_PREFIX;
 use crate::forward;
@@ -148,64 +149,22 @@ async fn upstream_phase(
     let timeout = config.upstream_timeout;
     let (stats, url) = (shared.stats.clone(), ctx.url.clone());
     let sent = Instant::now();
-    let player = shared.player_for(target);
-    // Record (cassette/record.rs): the request as it goes upstream, its body teed; a route's own
-    // recording, else the server's.
-    let recorder = match target.recorder {
-        Some(recorder) => Some(recorder.clone()),
-        None => shared.recorder.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone(),
-    };
-    let recorder = recorder.filter(|r| player.is_none() && r.wants(parts.uri.path()));
-    let mut recording = match recorder {
-        Some(recorder) => Some(recorder.request(arrived.into_std(), &parts.method, &parts.uri, &parts.headers).await),
-        None => None,
-    };
-    let response = match player {
-        None => match &recording {
-            Some(exchange) => forward::send(target.client, parts, exchange.request_body(body), timeout).await,
-            None => forward::send(target.client, parts, body, timeout).await,
-        },
-        Some(player) => match replay::answer::exchange(&player, &parts, body, arrived).await {
-            Replayed::Answer(mut head, stream) => {
-                replay::answer::head_time(&stream).await;
-                let facts = observe::facts(&mut head.extensions);
-                facts.source = Some("replay");
-                facts.upstream = Some(sent.elapsed());
-                facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
-                let upstream = UpstreamBody::replay(stream, timeout, stats, url);
-                return respond(head, upstream, target, ctx, client).await;
-            }
-            Replayed::Forward(bytes) => {
-                // `onMiss: 'record'`: the miss is appended to the cassette, its body as read for matching.
-                if let Some(recorder) = player.recorder().filter(|r| r.wants(parts.uri.path())) {
-                    let exchange =
-                        recorder.request(arrived.into_std(), &parts.method, &parts.uri, &parts.headers).await;
-                    exchange.request_bytes(bytes.clone()).await;
-                    recording = Some(exchange);
-                }
-                forward::send_buffered(target.client, parts, bytes, timeout).await
-            }
-        },
-    };
-    let response = match response {
-        Ok(response) => response,
-        Err(reason) => {
-            if let Some(exchange) = recording {
-                exchange.failed(reason.clone()).await;
-            }
-            return Err(ProxyError::Upstream { url: ctx.url.clone(), reason });
+    // The cassette's answer, or the target's (recorded or not): cassette/exchange.rs.
+    let (mut head, upstream) = match exchange::send(shared, target, parts, body, arrived, timeout).await {
+        Ok(Answered::Replayed(mut head, stream)) => {
+            observe::facts(&mut head.extensions).source = Some("replay");
+            (head, UpstreamBody::replay(stream, timeout, stats, url))
         }
-    };
-    let (mut head, body) = response.into_parts();
-    let tee = match recording {
-        Some(exchange) => Some(exchange.response(&head).await),
-        None => None,
+        Ok(Answered::Target(response, tee)) => {
+            let (mut head, body) = response.into_parts();
+            observe::facts(&mut head.extensions).recorded |= tee.is_some();
+            (head, UpstreamBody::new(body, timeout, stats, url).with_tee(tee))
+        }
+        Err(reason) => return Err(ProxyError::Upstream { url: ctx.url.clone(), reason }),
     };
     let facts = observe::facts(&mut head.extensions);
     facts.upstream = Some(sent.elapsed());
     facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
-    facts.recorded |= tee.is_some();
-    let upstream = UpstreamBody::new(body, timeout, stats, url).with_tee(tee);
     respond(head, upstream, target, ctx, client).await
 }
 
