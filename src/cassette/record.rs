@@ -128,6 +128,7 @@ impl Recorder {
             status: status.clone(),
             stats,
             learn,
+            spare: Vec::new(),
         };
         std::thread::Builder::new()
             .name("devproxy-record".into())
@@ -460,6 +461,7 @@ mod tests {
             status: Arc::new(RecordStatus::default()),
             stats: Arc::new(Stats::new(crate::config::LogLevel::Silent, "test")),
             learn: None,
+            spare: Vec::new(),
         }
     }
 
@@ -566,6 +568,7 @@ mod tests {
             status: status.clone(),
             stats: Arc::new(Stats::new(crate::config::LogLevel::Silent, "test")),
             learn: None,
+            spare: Vec::new(),
         };
         let (tx, rx) = mpsc::channel(CHANNEL);
         let thread = std::thread::spawn(move || w.run(rx));
