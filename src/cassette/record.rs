@@ -465,6 +465,14 @@ mod tests {
         }
     }
 
+    /// A fresh directory for a test's cassette, and the cassette's path in it.
+    fn scratch(name: &str) -> (PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("devproxy-record-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.jsonl");
+        (dir, path)
+    }
+
     fn request(id: u64, body: &[u8]) -> Vec<Msg> {
         let headers = vec![("authorization".into(), "Bearer sk-secretsecretsecretsecret".into())];
         vec![
@@ -475,9 +483,7 @@ mod tests {
 
     #[test]
     fn the_writer_decodes_splits_redacts_and_refuses() {
-        let dir = std::env::temp_dir().join(format!("devproxy-record-unit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("c.jsonl");
+        let (dir, path) = scratch("unit");
         let mut w = writer(&path, Redaction::default());
         // Exchange 1: a gzip SSE stream in two chunks, the first holding two events.
         let sse = b"data: {\"a\":1}\n\ndata: {\"a\":2}\n\ndata: [DONE]\n\n";
@@ -516,9 +522,7 @@ mod tests {
 
     #[test]
     fn a_key_cut_across_two_chunks_refuses_the_exchange() {
-        let dir = std::env::temp_dir().join(format!("devproxy-record-seam-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("c.jsonl");
+        let (dir, path) = scratch("seam");
         let mut w = writer(&path, Redaction::default());
         let body = b"{\"note\":\"the key is sk-abc123defghijklmnopqrstuvwx, keep it\"}";
         let cut = body.iter().position(|&b| b == b'-').unwrap() + 6;
@@ -536,9 +540,7 @@ mod tests {
 
     #[test]
     fn a_long_exchange_spills_and_is_written_whole() {
-        let dir = std::env::temp_dir().join(format!("devproxy-record-spill-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("c.jsonl");
+        let (dir, path) = scratch("spill");
         let mut w = writer(&path, Redaction::default());
         let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
         w.handle(Msg::Request { id: 1, method: "GET".into(), url: "/big".into(), headers: vec![] }).unwrap();
