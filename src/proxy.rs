@@ -12,7 +12,7 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 
 use crate::body::{self, Pipeline, Plan, ProxyBody, RewriteState, SniffError, Sniffed, UpstreamBody};
-use crate::cassette::replay::{self, answer::Replayed};
+use crate::cassette::replay::{self, answer::Replayed, ws::WsReplay};
 use crate::codec::Encoding;
 use crate::config::PANIC_PROBE_PREFIX;
 use crate::forward;
@@ -56,11 +56,17 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     let ctx = RequestCtx::new(shared, target.config, &req);
     if target.config.ws && websocket::is_upgrade(&req) {
         security::websocket_filter(&req, shared.local_addr, target.config, &shared.hosts)?;
-        // Replayed from the cassette when it has the upgrade (cassette/replay/ws.rs).
-        if let Some(response) = shared.player_for(&target).and_then(|player| replay::ws::answer(&player, &mut req)) {
-            return Ok(response);
-        }
-        return websocket::tunnel(shared.clone(), target, req, &ctx.local_host).await;
+        // Replayed from the cassette when it has the upgrade (cassette/replay/ws.rs), else tunnelled,
+        // recorded as an HTTP exchange would be (cassette/record.rs).
+        let recorder = match shared.player_for(&target) {
+            None => shared.recorder_for(&target),
+            Some(player) => match replay::ws::answer(&player, &mut req) {
+                WsReplay::Answer(response) => return Ok(response),
+                WsReplay::Record => player.recorder().cloned(),
+                WsReplay::Forward => None,
+            },
+        };
+        return websocket::tunnel(shared.clone(), target, req, &ctx.local_host, recorder).await;
     }
     if !returned {
         // Local files (local_files.rs), then middleware (middleware.rs): Browsersync's order.
@@ -151,11 +157,7 @@ async fn upstream_phase(
     let player = shared.player_for(target);
     // Record (cassette/record.rs): the request as it goes upstream, its body teed; a route's own
     // recording, else the server's.
-    let recorder = match target.recorder {
-        Some(recorder) => Some(recorder.clone()),
-        None => shared.recorder.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone(),
-    };
-    let recorder = recorder.filter(|r| player.is_none() && r.wants(parts.uri.path()));
+    let recorder = shared.recorder_for(target).filter(|r| player.is_none() && r.wants(parts.uri.path()));
     let mut recording = match recorder {
         Some(recorder) => Some(recorder.request(arrived.into_std(), &parts.method, &parts.uri, &parts.headers).await),
         None => None,

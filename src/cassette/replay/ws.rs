@@ -23,16 +23,25 @@ use super::{Lookup, OnMiss, Player, Recorded};
 use crate::body::ProxyBody;
 use crate::cassette::ws_frames::{self, Event, Parser, MAX_MESSAGE};
 
-/// Answers an upgrade from the cassette; `None` when it is to go to the target (`onMiss: 'proxy'`
-/// or `'record'`, whose recorder does not record WebSocket messages yet; or a matching recording
-/// that is not a WebSocket).
-pub(crate) fn answer(player: &Arc<Player>, req: &mut Request<Incoming>) -> Option<Response<ProxyBody>> {
+/// What replay does with an upgrade.
+pub(crate) enum WsReplay {
+    /// Answered from the cassette.
+    Answer(Response<ProxyBody>),
+    /// A miss with `onMiss: 'record'`: to the target, recorded by the player's recorder.
+    Record,
+    /// To the target (`onMiss: 'proxy'`, or a matching recording that is not a WebSocket).
+    Forward,
+}
+
+/// Answers an upgrade from the cassette, or says it goes to the target.
+pub(crate) fn answer(player: &Arc<Player>, req: &mut Request<Incoming>) -> WsReplay {
     let arrived = Instant::now();
     let path_and_query = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
     let recorded = match player.lookup("GET", &path_and_query, b"") {
         Lookup::Hit(recorded) if recorded.status == 101 => recorded,
-        Lookup::Hit(_) => return None,
-        Lookup::Miss(_) if player.options.on_miss != OnMiss::Error => return None,
+        Lookup::Hit(_) => return WsReplay::Forward,
+        Lookup::Miss(_) if player.options.on_miss == OnMiss::Record => return WsReplay::Record,
+        Lookup::Miss(_) if player.options.on_miss != OnMiss::Error => return WsReplay::Forward,
         Lookup::Miss(why) => {
             let body = serde_json::json!({ "error": { "message": why, "type": "replay_miss", "code": "replay_miss" } });
             let mut response = Response::new(ProxyBody::full(body.to_string()));
@@ -41,13 +50,13 @@ pub(crate) fn answer(player: &Arc<Player>, req: &mut Request<Incoming>) -> Optio
                 .headers_mut()
                 .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
             response.headers_mut().insert("x-devproxy-replay", http::HeaderValue::from_static("miss"));
-            return Some(response);
+            return WsReplay::Answer(response);
         }
     };
     let Some(key) = req.headers().get("sec-websocket-key").map(|k| k.as_bytes().to_vec()) else {
         let mut response = Response::new(ProxyBody::full("replay: a WebSocket upgrade without Sec-WebSocket-Key"));
         *response.status_mut() = StatusCode::BAD_REQUEST;
-        return Some(response);
+        return WsReplay::Answer(response);
     };
     let mut response = Response::new(ProxyBody::Full(None));
     *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
@@ -75,7 +84,7 @@ pub(crate) fn answer(player: &Arc<Player>, req: &mut Request<Incoming>) -> Optio
             play(TokioIo::new(upgraded), recorded, arrived, speed).await;
         }
     });
-    Some(response)
+    WsReplay::Answer(response)
 }
 
 /// RFC 6455's `Sec-WebSocket-Accept` for a client's key.
@@ -160,7 +169,9 @@ async fn play<S: AsyncRead + AsyncWrite + Send + 'static>(
             send(&mut writer, if message.text { 0x1 } else { 0x2 }, &message.data).await.map_err(gone)?;
         }
         tokio::time::sleep_until(arrived + scaled(speed, recorded.end_at) + shift).await;
-        Err((1000, String::new()))
+        // The recorded close code, when it is one a close frame may carry (not 1005, 1006, 1015).
+        let sendable = |code: &u16| matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999);
+        Err((recorded.close.filter(sendable).unwrap_or(1000), String::new()))
     }
     .await;
     if let Err((code, reason)) = result {
