@@ -523,6 +523,8 @@ test('routes[prefix].record records only that route, to its own cassette; a bad 
       assert.equal((await request(`${server.url}/v1/a`, { headers: { 'x-session': 'route-s3cr3t' } })).body.toString(), 'a')
       await ended(routeCassette, 1, 'the route recording')
       assert.equal(server.recording().written, 1, 'the route exchange is not in the main recording')
+      // recordings(): the server's, then the route's, named by its prefix.
+      assert.deepEqual(server.recordings().map((r) => [r.route, r.path]), [[undefined, mainCassette], ['/v1', routeCassette]])
     })
   } finally {
     await upstream.close()

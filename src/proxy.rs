@@ -61,7 +61,7 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
         let recorder = match shared.player_for(&target) {
             None => shared.recorder_for(&target),
             Some(player) => match replay::ws::answer(&player, &mut req) {
-                WsReplay::Answer(response) => return Ok(response),
+                WsReplay::Answer(response) => return Ok(*response),
                 WsReplay::Record => player.recorder().cloned(),
                 WsReplay::Forward => None,
             },

@@ -77,6 +77,8 @@ pub struct RecordingSnapshot {
     pub last_refusal: Option<String>,
     /// Set when a write failed: nothing more is recorded.
     pub error: Option<String>,
+    /// The route prefix whose `record` this is; `None`: the server's.
+    pub route: Option<String>,
 }
 
 /// A running recording: the writer thread and the way to it.
@@ -182,6 +184,7 @@ impl Recorder {
             refused: self.status.refused.load(Ordering::Relaxed),
             last_refusal: lock(&self.status.last_refusal),
             error: lock(&self.status.failed),
+            route: None,
         }
     }
 

@@ -26,7 +26,7 @@ use crate::cassette::ws_frames::{self, Event, Parser, MAX_MESSAGE};
 /// What replay does with an upgrade.
 pub(crate) enum WsReplay {
     /// Answered from the cassette.
-    Answer(Response<ProxyBody>),
+    Answer(Box<Response<ProxyBody>>),
     /// A miss with `onMiss: 'record'`: to the target, recorded by the player's recorder.
     Record,
     /// To the target (`onMiss: 'proxy'`, or a matching recording that is not a WebSocket).
@@ -50,13 +50,13 @@ pub(crate) fn answer(player: &Arc<Player>, req: &mut Request<Incoming>) -> WsRep
                 .headers_mut()
                 .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
             response.headers_mut().insert("x-devproxy-replay", http::HeaderValue::from_static("miss"));
-            return WsReplay::Answer(response);
+            return WsReplay::Answer(Box::new(response));
         }
     };
     let Some(key) = req.headers().get("sec-websocket-key").map(|k| k.as_bytes().to_vec()) else {
         let mut response = Response::new(ProxyBody::full("replay: a WebSocket upgrade without Sec-WebSocket-Key"));
         *response.status_mut() = StatusCode::BAD_REQUEST;
-        return WsReplay::Answer(response);
+        return WsReplay::Answer(Box::new(response));
     };
     let mut response = Response::new(ProxyBody::Full(None));
     *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
@@ -84,7 +84,7 @@ pub(crate) fn answer(player: &Arc<Player>, req: &mut Request<Incoming>) -> WsRep
             play(TokioIo::new(upgraded), recorded, arrived, speed).await;
         }
     });
-    WsReplay::Answer(response)
+    WsReplay::Answer(Box::new(response))
 }
 
 /// RFC 6455's `Sec-WebSocket-Accept` for a client's key.
