@@ -749,3 +749,25 @@ test('a WebSocket message holding a key-shaped string refuses the exchange, name
   assert.ok(!text.includes('TESTKEY'))
   assert.deepEqual(lines(cassette).map((l) => l.type), ['cassette'], 'nothing of the exchange is written')
 })
+
+test("replay onMiss 'record': a WebSocket miss is tunnelled and recorded, then replayed for the same upgrade", async () => {
+  const cassette = path.join(tempDir(), 'ws-update.jsonl')
+  fs.writeFileSync(cassette, JSON.stringify({ type: 'cassette', version: 1, createdAt: '2026-11-30T16:00:00Z' }) + '\n')
+  const upstream = await wsUpstream()
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, replay: { path: cassette, speed: 0, onMiss: 'record' } }, async (server) => {
+      const url = `ws://127.0.0.1:${server.port}/socket`
+      const live = await wsSession(url, { perMessageDeflate: false })
+      assert.deepEqual([live.code, live.got], [4001, expectedFromServer()])
+      await ended(cassette, 1, 'the WebSocket miss appended')
+      await upstream.close()
+      const replayed = await wsSession(url, { perMessageDeflate: false })
+      assert.deepEqual([replayed.code, replayed.got], [4001, expectedFromServer()], 'answered from what was just recorded')
+    })
+  } finally {
+    await upstream.close()
+  }
+  assert.equal(upstream.requests.filter((r) => r.upgrade).length, 1, 'only the miss reached the target')
+  const ws = lines(cassette).filter((l) => l.type === 'ws')
+  assert.equal(ws.length, expectedFromServer().length + 2, 'every message each way')
+})
