@@ -342,6 +342,46 @@ mod tests {
         assert_eq!(parse_split(&bytes, 64), vec![Event::TooLarge { text: false, len: 80 }, message(true, b"next")]);
     }
 
+    proptest::proptest! {
+        /// Any messages, fragmented anyhow with pings between the fragments, masked or not, read in
+        /// any pieces: the same messages and pings, in order.
+        #[test]
+        fn any_fragmentation_and_any_reads_give_the_messages_back(
+            messages in proptest::collection::vec(
+                (proptest::bool::ANY, proptest::collection::vec(proptest::num::u8::ANY, 0..400), 1usize..4, proptest::bool::ANY),
+                1..6,
+            ),
+            masked in proptest::bool::ANY,
+            cuts in proptest::collection::vec(1usize..200, 0..20),
+        ) {
+            let mask = masked.then_some([9, 8, 7, 6]);
+            let (mut bytes, mut expected) = (Vec::new(), Vec::new());
+            for (text, data, pieces, ping) in &messages {
+                let size = data.len().div_ceil(*pieces).max(1);
+                let fragments: Vec<&[u8]> = if data.is_empty() { vec![&[][..]] } else { data.chunks(size).collect() };
+                for (i, fragment) in fragments.iter().enumerate() {
+                    let opcode = if i > 0 { CONTINUATION } else if *text { TEXT } else { BINARY };
+                    bytes.extend(encode(i + 1 == fragments.len(), opcode, mask, fragment));
+                    if *ping && i + 1 < fragments.len() {
+                        bytes.extend(encode(true, PING, mask, b"p"));
+                        expected.push(Event::Ping(b"p".to_vec()));
+                    }
+                }
+                expected.push(message(*text, data));
+            }
+            let mut events = Vec::new();
+            let mut parser = Parser::new(MAX_MESSAGE);
+            let mut rest = &bytes[..];
+            for cut in cuts {
+                let (piece, tail) = rest.split_at(cut.min(rest.len()));
+                parser.push(piece, &mut events);
+                rest = tail;
+            }
+            parser.push(rest, &mut events);
+            proptest::prop_assert_eq!(events, expected);
+        }
+    }
+
     #[test]
     fn broken_framing_is_reported_once_and_ends_the_parse() {
         let cases: Vec<(Vec<u8>, &str)> = vec![
