@@ -771,3 +771,38 @@ test("replay onMiss 'record': a WebSocket miss is tunnelled and recorded, then r
   const ws = lines(cassette).filter((l) => l.type === 'ws')
   assert.equal(ws.length, expectedFromServer().length + 2, 'every message each way')
 })
+
+test('a WebSocket message over 16 MiB passes through whole, and ends its recording with the reason', async () => {
+  const cassette = path.join(tempDir(), 'ws-big.jsonl')
+  const big = Buffer.alloc(17 * 1024 * 1024, 0x5a)
+  const wss = new WebSocket.WebSocketServer({ noServer: true })
+  wss.on('connection', (ws) => {
+    ws.send('small')
+    ws.send(big, { binary: true })
+    ws.send('after')
+  })
+  const upstream = await startUpstream({}, { onUpgrade: (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req)) })
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      const client = new WebSocket(`ws://127.0.0.1:${server.port}/big`, { perMessageDeflate: false, maxPayload: 0 })
+      const got = []
+      const closed = new Promise((resolve) => client.on('close', resolve))
+      client.on('message', (data) => {
+        got.push(Buffer.from(data))
+        if (got.length === 3) client.close(1000)
+      })
+      await withTimeout(closed, 20000, 'the session')
+      assert.deepEqual(got.map((b) => b.length), [5, big.length, 5])
+      assert.ok(got[1].equals(big), 'the big message arrived whole')
+      assert.equal(got[2].toString(), 'after', 'the tunnel went on')
+      await written(server, 1, 'the WebSocket exchange')
+    })
+  } finally {
+    for (const c of wss.clients) c.terminate()
+    await upstream.close()
+  }
+  const all = lines(cassette)
+  assert.deepEqual(all.filter((l) => l.type === 'ws').map((l) => l.text), ['small'])
+  const end = all.find((l) => l.type === 'end')
+  assert.match(end.error, /server message 2 is 17825792 bytes, over the 16 MiB a recording keeps: the rest of this WebSocket is not recorded/)
+})
