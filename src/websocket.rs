@@ -12,7 +12,6 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Empty;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::body::{ProxyBody, UpstreamBody};
