@@ -42,8 +42,14 @@ export declare class ProxyServer {
   /**
    * Where the `record` option's recording stands (`null` when not recording): exchanges written
    * and refused, the last refusal's reason (naming the field), and the write error that stopped it.
+   * Only the server's own `record` (or `server.record()`); `recordings()` adds the routes'.
    */
   recording(): RecordingStatus | null
+  /**
+   * Every recording running: the server's own (as `recording()`), then each route's `record`
+   * with its `route` prefix; `[]` when nothing is recorded.
+   */
+  recordings(): Array<RecordingStatus>
   stats(): ProxyStats
   /**
    * Answers requests from a cassette from now on (routes with their own `replay` keep theirs);
@@ -361,6 +367,8 @@ export interface RecordingStatus {
   lastRefusal?: string
   /** Set when a write failed: nothing more is recorded. */
   error?: string
+  /** In `server.recordings()`: the route prefix whose `record` this is (absent for the server's own). */
+  route?: string
 }
 
 /** `record`: upstream exchanges appended to a cassette (JSON Lines; see the README's "Record"). */

@@ -523,6 +523,8 @@ test('routes[prefix].record records only that route, to its own cassette; a bad 
       assert.equal((await request(`${server.url}/v1/a`, { headers: { 'x-session': 'route-s3cr3t' } })).body.toString(), 'a')
       await ended(routeCassette, 1, 'the route recording')
       assert.equal(server.recording().written, 1, 'the route exchange is not in the main recording')
+      // recordings(): the server's, then the route's, named by its prefix.
+      assert.deepEqual(server.recordings().map((r) => [r.route, r.path]), [[undefined, mainCassette], ['/v1', routeCassette]])
     })
   } finally {
     await upstream.close()
@@ -543,4 +545,264 @@ test('replay.redact is checked, and refused without onMiss: record', async () =>
   const start = (replay) => lib().start({ proxy: 'http://127.0.0.1:9', port: 0, replay })
   await assert.rejects(start({ path: cassette, onMiss: 'record', redact: { json: ['a[x]'] } }), /replay\.redact\.json\[0\]/)
   await assert.rejects(start({ path: cassette, onMiss: 'proxy', redact: { headers: ['x'] } }), /replay\.redact.*onMiss: 'record'/)
+})
+
+// WebSocket recording: a session through the proxy, then the same client against the cassette.
+
+const WebSocket = require('ws')
+
+/** What the upstream sends after the client's first message, with a pause between each group. */
+const SERVER_PUSHES = [
+  [{ binary: Buffer.from([0, 1, 2, 255]) }],
+  // Binary although valid UTF-8 (it must replay as binary); then a text message in two fragments
+  // with a ping between them.
+  [{ binary: Buffer.from('bin-utf8') }, { fragments: ['frag-', 'ment'] }],
+  // A 16-bit length (300 bytes) and a 64-bit one (70 000 bytes).
+  [{ text: 'x'.repeat(300) }, { binary: Buffer.alloc(70000, 7).map((b, i) => (b * i) & 0xff) }],
+]
+
+/** A WebSocket upstream: `hello` at once; echoes `echo:<text>` / binary as is; pushes SERVER_PUSHES. */
+async function wsUpstream(wssOptions = {}) {
+  const wss = new WebSocket.WebSocketServer({ noServer: true, ...wssOptions })
+  wss.on('connection', (ws) => {
+    ws.send('hello')
+    ws.on('message', async (data, isBinary) => {
+      if (isBinary) {
+        ws.send(data, { binary: true })
+        ws.send('bye')
+        return
+      }
+      ws.send(`echo:${data}`)
+      if (data.toString() !== 'one') return
+      for (const group of SERVER_PUSHES) {
+        await new Promise((r) => setTimeout(r, 30))
+        for (const m of group) {
+          if (m.binary) ws.send(m.binary, { binary: true })
+          else if (m.text) ws.send(m.text)
+          else {
+            ws.send(m.fragments[0], { fin: false })
+            ws.ping('between fragments')
+            ws.send(m.fragments[1], { fin: true })
+          }
+        }
+      }
+    })
+  })
+  const upstream = await startUpstream({}, { onUpgrade: (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req)) })
+  const close = upstream.close.bind(upstream)
+  upstream.close = async () => {
+    for (const c of wss.clients) c.terminate()
+    await close()
+  }
+  return upstream
+}
+
+/**
+ * The client's side, driven by what it receives: `one` after `hello`, [9,8,7] once the pushes are in,
+ * a close 4001 after `bye`. Resolves with the messages received and the close code.
+ */
+function wsSession(url, options = {}) {
+  const client = new WebSocket(url, options)
+  const got = []
+  const pushed = SERVER_PUSHES.flat().length
+  return withTimeout(
+    new Promise((resolve, reject) => {
+      client.on('error', reject)
+      client.on('message', (data, isBinary) => {
+        got.push({ binary: isBinary, bytes: Buffer.from(data) })
+        const text = isBinary ? null : data.toString()
+        if (text === 'hello') client.send('one')
+        // hello, echo:one, then the pushes.
+        if (got.length === 2 + pushed) client.send(Buffer.from([9, 8, 7]))
+        if (text === 'bye') client.close(4001, 'done')
+      })
+      client.on('close', (code) => resolve({ got, code, extensions: client.extensions }))
+    }),
+    20000,
+    `the WebSocket session with ${url}`,
+  )
+}
+
+/** What the session above must receive, in order. */
+function expectedFromServer() {
+  const pushes = SERVER_PUSHES.flat().map((m) =>
+    m.binary ? { binary: true, bytes: m.binary } : { binary: false, bytes: Buffer.from(m.text ?? m.fragments.join('')) },
+  )
+  const text = (s) => ({ binary: false, bytes: Buffer.from(s) })
+  return [text('hello'), text('echo:one'), ...pushes, { binary: true, bytes: Buffer.from([9, 8, 7]) }, text('bye')]
+}
+
+/** A `ws` line's bytes and kind. */
+function wsMessage(line) {
+  return line.text !== undefined ? { binary: false, bytes: Buffer.from(line.text) } : { binary: true, bytes: Buffer.from(line.base64, 'base64') }
+}
+
+test('a WebSocket session is recorded message by message (fragments joined, pings left out, masks removed) and replays byte-identical', async () => {
+  const dir = tempDir()
+  const cassette = path.join(dir, 'ws.jsonl')
+  const upstream = await wsUpstream()
+  const headers = { authorization: `Bearer ${OPENAI_KEY}` }
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      const live = await wsSession(`ws://127.0.0.1:${server.port}/socket?room=1`, { headers, perMessageDeflate: false })
+      assert.equal(live.code, 4001)
+      assert.deepEqual(live.got, expectedFromServer(), 'the tunnel passes every message on unchanged')
+      await written(server, 1, 'the WebSocket exchange')
+      assert.equal(server.recording().written, 1)
+    })
+  } finally {
+    await upstream.close()
+  }
+  assert.ok(!fs.readFileSync(cassette, 'utf8').includes('TESTKEY'), 'the key in Authorization appears nowhere')
+  const [, req, res, ...rest] = lines(cassette)
+  assert.equal(req.type, 'request')
+  assert.equal(req.url, '/socket?room=1')
+  assert.deepEqual(req.headers.find(([n]) => n === 'authorization'), ['authorization', '[redacted]'])
+  assert.equal(res.type, 'response')
+  assert.equal(res.status, 101)
+  const ws = rest.filter((l) => l.type === 'ws')
+  const fromServer = expectedFromServer()
+  const expected = [
+    ['server', fromServer[0]],
+    ['client', { binary: false, bytes: Buffer.from('one') }],
+    ...fromServer.slice(1, -2).map((m) => ['server', m]),
+    ['client', { binary: true, bytes: Buffer.from([9, 8, 7]) }],
+    ['server', fromServer[fromServer.length - 2]],
+    ['server', fromServer[fromServer.length - 1]],
+  ]
+  assert.deepEqual(ws.map((l) => [l.from, wsMessage(l)]), expected, 'every message each way, in order, byte for byte, binary as base64')
+  assert.ok(ws[0].at >= res.at, 'the first message after the 101')
+  for (let i = 1; i < ws.length; i++) assert.ok(ws[i].at >= ws[i - 1].at, `offsets never go back (${ws[i - 1].at} then ${ws[i].at})`)
+  // The pushes were 30 ms apart at the upstream: the offsets show the gaps (not all at one instant).
+  assert.ok(ws[4].at - ws[2].at >= 25, `pushes recorded ${ws[4].at - ws[2].at} ms apart`)
+  const end = rest[rest.length - 1]
+  assert.deepEqual([end.type, end.close, end.error], ['end', 4001, undefined])
+  assert.ok(end.at >= ws[ws.length - 1].at)
+
+  // The upstream is gone: the cassette answers, the client's messages are matched in order.
+  await withProxy({ proxy: upstream.url, port: 0, replay: { path: cassette, speed: 0 } }, async (server) => {
+    const replayed = await wsSession(`ws://127.0.0.1:${server.port}/socket?room=1`, { perMessageDeflate: false })
+    assert.deepEqual(replayed.got, expectedFromServer(), 'the same server messages, in order, byte-identical, same kinds')
+    assert.equal(replayed.code, 4001, 'the recorded close code')
+  })
+})
+
+test('recording strips permessage-deflate from the offer: the recording is plain and the session works; without recording it is negotiated', async () => {
+  const dir = tempDir()
+  const cassette = path.join(dir, 'deflate.jsonl')
+  // The upstream compresses every message it can.
+  const upstream = await wsUpstream({ perMessageDeflate: { threshold: 0 } })
+  try {
+    await withProxy({ proxy: upstream.url, port: 0 }, async (server) => {
+      const plain = await wsSession(`ws://127.0.0.1:${server.port}/socket`)
+      assert.match(plain.extensions, /permessage-deflate/, 'not recording: the client and the upstream agree on it')
+      assert.deepEqual(plain.got, expectedFromServer())
+    })
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      // `ws` offers permessage-deflate by default.
+      const recorded = await wsSession(`ws://127.0.0.1:${server.port}/socket`)
+      assert.equal(recorded.extensions, '', 'recording: nothing negotiated')
+      assert.deepEqual(recorded.got, expectedFromServer())
+      await written(server, 1, 'the WebSocket exchange')
+    })
+    const upgrades = upstream.requests.filter((r) => r.upgrade)
+    assert.match(upgrades[0].headers['sec-websocket-extensions'], /permessage-deflate/)
+    assert.equal(upgrades[1].headers['sec-websocket-extensions'], undefined, 'the recorded upgrade went without the offer')
+  } finally {
+    await upstream.close()
+  }
+  const all = lines(cassette)
+  const req = all.find((l) => l.type === 'request')
+  assert.ok(!req.headers.some(([n]) => n === 'sec-websocket-extensions'), 'the request line is what went upstream')
+  const ws = all.filter((l) => l.type === 'ws')
+  assert.deepEqual(ws.filter((l) => l.from === 'server').map(wsMessage), expectedFromServer(), 'plain messages, not compressed bytes')
+})
+
+test('a WebSocket message holding a key-shaped string refuses the exchange, named; the session goes on', async () => {
+  const dir = tempDir()
+  const cassette = path.join(dir, 'ws-key.jsonl')
+  const wss = new WebSocket.WebSocketServer({ noServer: true })
+  wss.on('connection', (ws) => ws.on('message', (data) => ws.send(`got ${data}`)))
+  const upstream = await startUpstream({}, { onUpgrade: (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req)) })
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      const client = new WebSocket(`ws://127.0.0.1:${server.port}/chat`)
+      const got = []
+      const closed = new Promise((resolve) => client.on('close', resolve))
+      client.on('open', () => client.send(JSON.stringify({ apiKey: OPENAI_KEY })))
+      client.on('message', (data) => {
+        got.push(data.toString())
+        if (got.length === 1) client.send('after')
+        else client.close(1000)
+      })
+      await withTimeout(closed, 10000, 'the session')
+      assert.deepEqual(got, [`got {"apiKey":"${OPENAI_KEY}"}`, 'got after'], 'the client is not held back by the refusal')
+      await written(server, 1, 'the refused exchange')
+      assert.equal(server.recording().refused, 1)
+      assert.match(server.recording().lastRefusal, /GET \/chat not written.*client message 1 field `apiKey` holds a string shaped like/)
+    })
+  } finally {
+    for (const c of wss.clients) c.terminate()
+    await upstream.close()
+  }
+  const text = fs.readFileSync(cassette, 'utf8')
+  assert.ok(!text.includes('TESTKEY'))
+  assert.deepEqual(lines(cassette).map((l) => l.type), ['cassette'], 'nothing of the exchange is written')
+})
+
+test("replay onMiss 'record': a WebSocket miss is tunnelled and recorded, then replayed for the same upgrade", async () => {
+  const cassette = path.join(tempDir(), 'ws-update.jsonl')
+  fs.writeFileSync(cassette, JSON.stringify({ type: 'cassette', version: 1, createdAt: '2026-11-30T16:00:00Z' }) + '\n')
+  const upstream = await wsUpstream()
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, replay: { path: cassette, speed: 0, onMiss: 'record' } }, async (server) => {
+      const url = `ws://127.0.0.1:${server.port}/socket`
+      const live = await wsSession(url, { perMessageDeflate: false })
+      assert.deepEqual([live.code, live.got], [4001, expectedFromServer()])
+      await ended(cassette, 1, 'the WebSocket miss appended')
+      await upstream.close()
+      const replayed = await wsSession(url, { perMessageDeflate: false })
+      assert.deepEqual([replayed.code, replayed.got], [4001, expectedFromServer()], 'answered from what was just recorded')
+    })
+  } finally {
+    await upstream.close()
+  }
+  assert.equal(upstream.requests.filter((r) => r.upgrade).length, 1, 'only the miss reached the target')
+  const ws = lines(cassette).filter((l) => l.type === 'ws')
+  assert.equal(ws.length, expectedFromServer().length + 2, 'every message each way')
+})
+
+test('a WebSocket message over 16 MiB passes through whole, and ends its recording with the reason', async () => {
+  const cassette = path.join(tempDir(), 'ws-big.jsonl')
+  const big = Buffer.alloc(17 * 1024 * 1024, 0x5a)
+  const wss = new WebSocket.WebSocketServer({ noServer: true })
+  wss.on('connection', (ws) => {
+    ws.send('small')
+    ws.send(big, { binary: true })
+    ws.send('after')
+  })
+  const upstream = await startUpstream({}, { onUpgrade: (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req)) })
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      const client = new WebSocket(`ws://127.0.0.1:${server.port}/big`, { perMessageDeflate: false, maxPayload: 0 })
+      const got = []
+      const closed = new Promise((resolve) => client.on('close', resolve))
+      client.on('message', (data) => {
+        got.push(Buffer.from(data))
+        if (got.length === 3) client.close(1000)
+      })
+      await withTimeout(closed, 20000, 'the session')
+      assert.deepEqual(got.map((b) => b.length), [5, big.length, 5])
+      assert.ok(got[1].equals(big), 'the big message arrived whole')
+      assert.equal(got[2].toString(), 'after', 'the tunnel went on')
+      await written(server, 1, 'the WebSocket exchange')
+    })
+  } finally {
+    for (const c of wss.clients) c.terminate()
+    await upstream.close()
+  }
+  const all = lines(cassette)
+  assert.deepEqual(all.filter((l) => l.type === 'ws').map((l) => l.text), ['small'])
+  const end = all.find((l) => l.type === 'end')
+  assert.match(end.error, /server message 2 is 17825792 bytes, over the 16 MiB a recording keeps: the rest of this WebSocket is not recorded/)
 })

@@ -55,6 +55,11 @@ class ProxyServer {
     return this.#native.recording()
   }
 
+  /** Every recording running: the server's, then each route's (with `route`); see binding.d.ts. */
+  recordings() {
+    return this.#native.recordings()
+  }
+
   /** Answers requests from a cassette from now on; resolves once it is read (rejects on a bad one). */
   replay(options) {
     return this.#native.replay(options)

@@ -13,7 +13,7 @@ use hyper::body::Incoming;
 
 use crate::body::{self, Pipeline, Plan, ProxyBody, RewriteState, SniffError, Sniffed, UpstreamBody};
 use crate::cassette::exchange::{self, Answered};
-use crate::cassette::replay;
+use crate::cassette::replay::{self, ws::WsReplay};
 use crate::codec::Encoding;
 use crate::config::PANIC_PROBE_PREFIX;
 use crate::forward;
@@ -57,11 +57,17 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     let ctx = RequestCtx::new(shared, target.config, &req);
     if target.config.ws && websocket::is_upgrade(&req) {
         security::websocket_filter(&req, shared.local_addr, target.config, &shared.hosts)?;
-        // Replayed from the cassette when it has the upgrade (cassette/replay/ws.rs).
-        if let Some(response) = shared.player_for(&target).and_then(|player| replay::ws::answer(&player, &mut req)) {
-            return Ok(response);
-        }
-        return websocket::tunnel(shared.clone(), target, req, &ctx.local_host).await;
+        // Replayed from the cassette when it has the upgrade (cassette/replay/ws.rs), else tunnelled,
+        // recorded as an HTTP exchange would be (cassette/record.rs).
+        let recorder = match shared.player_for(&target) {
+            None => shared.recorder_for(&target),
+            Some(player) => match replay::ws::answer(&player, &mut req) {
+                WsReplay::Answer(response) => return Ok(*response),
+                WsReplay::Record => player.recorder().cloned(),
+                WsReplay::Forward => None,
+            },
+        };
+        return websocket::tunnel(shared.clone(), target, req, &ctx.local_host, recorder).await;
     }
     if !returned {
         // Local files (local_files.rs), then middleware (middleware.rs): Browsersync's order.

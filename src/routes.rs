@@ -89,6 +89,11 @@ impl Routes {
         })
     }
 
+    /// The routes' own recordings, by prefix.
+    pub(crate) fn recorders(&self) -> impl Iterator<Item = (&str, &Arc<Recorder>)> {
+        self.targets.iter().filter_map(|t| t.recorder.as_ref().map(|r| (t.route.prefix.as_str(), r)))
+    }
+
     /// The link rules for the routes' targets (the main target's is [`crate::state::Shared::links`]).
     pub(crate) fn links(&self) -> &[Rule] {
         &self.links

@@ -213,6 +213,16 @@ impl ProxyServer {
         self.shared.recorder.read().unwrap_or_else(PoisonError::into_inner).as_ref().map(|r| r.snapshot())
     }
 
+    /// Every recording running: the server's (if any), then each route's (`route` set), longest prefix first.
+    pub fn recordings(&self) -> Vec<crate::cassette::record::RecordingSnapshot> {
+        let routes = self.shared.routes.recorders().map(|(prefix, recorder)| {
+            let mut snapshot = recorder.snapshot();
+            snapshot.route = Some(prefix.to_string());
+            snapshot
+        });
+        self.recording().into_iter().chain(routes).collect()
+    }
+
     /// Latency percentiles and per-rule match counts so far.
     pub fn observations(&self) -> ObserveSnapshot {
         self.shared.observer.snapshot()

@@ -143,6 +143,12 @@ impl Shared {
     pub(crate) fn player_for(&self, target: &Upstream) -> Option<Arc<Player>> {
         target.replay.cloned().or_else(|| self.replay.read().unwrap_or_else(PoisonError::into_inner).clone())
     }
+
+    /// The recording a request to `target` goes to, if any: its route's own, else the server's.
+    /// (Not while a cassette answers it; whether its path is recorded is the recorder's to say.)
+    pub(crate) fn recorder_for(&self, target: &Upstream) -> Option<Arc<crate::cassette::record::Recorder>> {
+        target.recorder.cloned().or_else(|| self.recorder.read().unwrap_or_else(PoisonError::into_inner).clone())
+    }
 }
 
 /// Where a request's user rules sit among its rules, and the rule set's generation: what the skip

@@ -1,5 +1,7 @@
 //! WebSocket upgrades: the handshake goes to the target with Origin rewritten (Browsersync users
-//! ask for it, #1185), then bytes are copied both ways until either side closes.
+//! ask for it, #1185), then bytes are copied both ways until either side closes. A recorded one
+//! (cassette/record.rs) goes without `Sec-WebSocket-Extensions` (so that its frames are plain), and
+//! each read is handed to the recording before it is passed on.
 
 use std::sync::Arc;
 
@@ -10,8 +12,10 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Empty;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::body::{ProxyBody, UpstreamBody};
+use crate::cassette::record::{Recorder, WsTap};
 use crate::forward;
 use crate::headers;
 use crate::hooks;
@@ -33,12 +37,16 @@ pub(crate) fn is_upgrade<B>(req: &Request<B>) -> bool {
 
 /// Phase "send" for an upgrade: the handshake to the request's target (`proxy`'s or a route's) on a
 /// connection of its own, then the tunnel. A failure before the target answers is an error page, like any other request's.
+/// `recorder`: the recording it goes to, if its path is recorded.
 pub(crate) async fn tunnel(
     shared: Arc<Shared>,
     target: Upstream<'_>,
     mut req: Request<Incoming>,
     local_host: &str,
+    recorder: Option<Arc<Recorder>>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
+    // Recorded offsets count from here.
+    let arrived = std::time::Instant::now();
     let config = target.config;
     let url = format!("{}{}", config.target.origin(), req.uri().path_and_query().map_or("/", |p| p.as_str()));
     let client_upgrade = hyper::upgrade::on(&mut req);
@@ -59,25 +67,40 @@ pub(crate) async fn tunnel(
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_req_ws, client) {
         hooks::request(hook.as_ref(), "proxy.proxyReqWs", &mut parts, client, config, &url).await?;
     }
-    let failed = |reason: String| ProxyError::Upstream { url: url.clone(), reason };
-    let io = forward::dial(&config.target, target.websocket_tls).await.map_err(failed)?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(io))
-        .await
-        .map_err(|e| failed(forward::describe(&e)))?;
-    tokio::spawn(conn.with_upgrades());
-    let mut response = sender
-        .send_request(Request::from_parts(parts, Empty::new()))
-        .await
-        .map_err(|e| failed(forward::describe(&e)))?;
+    let recording = match recorder.filter(|r| r.wants(parts.uri.path())) {
+        Some(recorder) => {
+            // Frames compressed by an extension could not be read: the target is offered none.
+            parts.headers.remove(header::SEC_WEBSOCKET_EXTENSIONS);
+            Some(recorder.request(arrived, &parts.method, &parts.uri, &parts.headers).await)
+        }
+        None => None,
+    };
+    let mut response = match handshake(&config.target, target.websocket_tls, parts).await {
+        Ok(response) => response,
+        Err(reason) => {
+            if let Some(exchange) = recording {
+                exchange.failed(reason.clone()).await;
+            }
+            return Err(ProxyError::Upstream { url, reason });
+        }
+    };
     if response.status() != StatusCode::SWITCHING_PROTOCOLS {
-        // The upstream refused the upgrade: pass its answer on as is.
+        // The upstream refused the upgrade: pass its answer on as is (recorded as any answer).
         let (mut head, body) = response.into_parts();
+        let tee = match recording {
+            Some(exchange) => Some(exchange.response(&head).await),
+            None => None,
+        };
         headers::to_client(&mut head.headers, head.status, config, local_host);
-        let upstream = UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), url);
+        let upstream = UpstreamBody::new(body, config.upstream_timeout, shared.stats.clone(), url).with_tee(tee);
         return Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }));
     }
     let upstream_upgrade = hyper::upgrade::on(&mut response);
     let (mut head, _) = response.into_parts();
+    let tap = match recording {
+        Some(exchange) => Some(exchange.upgraded(&head).await),
+        None => None,
+    };
     headers::to_client(&mut head.headers, head.status, config, local_host);
     head.headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
     shared.stats.add_websocket();
@@ -90,9 +113,61 @@ pub(crate) async fn tunnel(
         };
         let (mut client, mut upstream) = (TokioIo::new(client), TokioIo::new(upstream));
         tokio::select! {
-            _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
+            _ = relay(&mut client, &mut upstream, tap.as_ref()) => {}
             _ = phase.wait_for(|&p| p == Phase::Cut) => {}
         }
+        // Dropping the tap ends the recorded exchange.
+        drop(tap);
     });
     Ok(Response::from_parts(head, ProxyBody::Full(None)))
+}
+
+/// The handshake with the target on a connection of its own.
+async fn handshake(
+    target: &crate::config::Target,
+    tls: &Arc<rustls::ClientConfig>,
+    parts: http::request::Parts,
+) -> Result<Response<Incoming>, String> {
+    let io = forward::dial(target, tls).await?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(io))
+        .await
+        .map_err(|e| forward::describe(&e))?;
+    tokio::spawn(conn.with_upgrades());
+    sender.send_request(Request::from_parts(parts, Empty::new())).await.map_err(|e| forward::describe(&e))
+}
+
+/// Copies both ways until both sides have ended (or either fails), as `copy_bidirectional` does;
+/// with a tap, each read is handed to it first (a copy, queued: the relay never waits for it).
+async fn relay<C, U>(client: &mut C, upstream: &mut U, tap: Option<&WsTap>) -> std::io::Result<()>
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+    U: AsyncRead + AsyncWrite + Unpin,
+{
+    let Some(tap) = tap else { return tokio::io::copy_bidirectional(client, upstream).await.map(|_| ()) };
+    let (mut client_read, mut client_write) = tokio::io::split(client);
+    let (mut upstream_read, mut upstream_write) = tokio::io::split(upstream);
+    tokio::try_join!(
+        pump(&mut client_read, &mut upstream_write, tap, true),
+        pump(&mut upstream_read, &mut client_write, tap, false)
+    )
+    .map(|_| ())
+}
+
+async fn pump<R, W>(from: &mut R, to: &mut W, tap: &WsTap, from_client: bool) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = from.read(&mut buf).await?;
+        if n == 0 {
+            return to.shutdown().await;
+        }
+        // Handed over before the write, so that the two directions' reads are queued in the
+        // order (and with the times) they happened.
+        tap.observe(from_client, &buf[..n]);
+        to.write_all(&buf[..n]).await?;
+        to.flush().await?;
+    }
 }

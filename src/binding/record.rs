@@ -140,4 +140,19 @@ pub struct RecordingStatus {
     pub last_refusal: Option<String>,
     /// Set when a write failed: nothing more is recorded.
     pub error: Option<String>,
+    /// In `server.recordings()`: the route prefix whose `record` this is (absent for the server's own).
+    pub route: Option<String>,
+}
+
+impl From<crate::cassette::record::RecordingSnapshot> for RecordingStatus {
+    fn from(r: crate::cassette::record::RecordingSnapshot) -> RecordingStatus {
+        RecordingStatus {
+            path: r.path,
+            written: r.written as f64,
+            refused: r.refused as f64,
+            last_refusal: r.last_refusal,
+            error: r.error,
+            route: r.route,
+        }
+    }
 }

@@ -145,15 +145,17 @@ impl JsProxyServer {
 
     /// Where the `record` option's recording stands (`null` when not recording): exchanges written
     /// and refused, the last refusal's reason (naming the field), and the write error that stopped it.
+    /// Only the server's own `record` (or `server.record()`); `recordings()` adds the routes'.
     #[napi(catch_unwind)]
     pub fn recording(&self) -> Option<RecordingStatus> {
-        self.inner.recording().map(|r| RecordingStatus {
-            path: r.path,
-            written: r.written as f64,
-            refused: r.refused as f64,
-            last_refusal: r.last_refusal,
-            error: r.error,
-        })
+        self.inner.recording().map(RecordingStatus::from)
+    }
+
+    /// Every recording running: the server's own (as `recording()`), then each route's `record`
+    /// with its `route` prefix; `[]` when nothing is recorded.
+    #[napi(catch_unwind)]
+    pub fn recordings(&self) -> Vec<RecordingStatus> {
+        self.inner.recordings().into_iter().map(RecordingStatus::from).collect()
     }
 
     #[napi(catch_unwind)]

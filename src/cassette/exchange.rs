@@ -33,10 +33,9 @@ fn recorder_for(
     player: Option<&Arc<Player>>,
     path: &str,
 ) -> Option<Arc<Recorder>> {
-    let recorder = match (player, target.recorder) {
-        (Some(player), _) => player.recorder().cloned(),
-        (None, Some(recorder)) => Some(recorder.clone()),
-        (None, None) => shared.recorder.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone(),
+    let recorder = match player {
+        Some(player) => player.recorder().cloned(),
+        None => shared.recorder_for(target),
     };
     recorder.filter(|r| r.wants(path))
 }

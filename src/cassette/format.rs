@@ -21,7 +21,18 @@
 //!   `chunk` index and `at` (a piece of an event that a chunk cuts is a line of its own). Replay
 //!   joins the lines of one `chunk` index into one chunk, so chunk boundaries are kept exactly.
 //! - `text` when the bytes are UTF-8, else `base64`.
-//! - `ws` lines hold WebSocket messages of an upgraded exchange, from the client or the server.
+//! - `ws` lines hold WebSocket messages of an upgraded exchange (status 101), from the client or
+//!   the server, in the order the proxy saw them: a text message as `text`, a binary one always as
+//!   `base64` (so replay sends each with its opcode). Control frames (ping, pong) are not kept; the
+//!   first close frame's code is the `end` line's `close`, and its time the `end`'s `at`.
+//!
+//! ```text
+//! {"type":"request","id":2,"method":"GET","url":"/socket","headers":[["upgrade","websocket"],...]}
+//! {"type":"response","id":2,"at":3.1,"status":101,"headers":[["upgrade","websocket"],...],"encoding":"identity"}
+//! {"type":"ws","id":2,"at":20.4,"from":"server","text":"hello"}
+//! {"type":"ws","id":2,"at":41.0,"from":"client","base64":"AAEC"}
+//! {"type":"end","id":2,"at":90.2,"close":1000}
+//! ```
 
 use serde::{Deserialize, Serialize};
 
@@ -97,9 +108,13 @@ pub enum Line {
         id: u64,
         /// Milliseconds from the request's arrival.
         at: f64,
-        /// Set when the upstream body failed (replay fails the body at the same point).
+        /// Set when the upstream body failed (replay fails the body at the same point), or when
+        /// a WebSocket's recording stopped early (a message over 16 MiB, broken framing).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// A WebSocket's close code (the first close frame's, from either side), when it had one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        close: Option<u16>,
     },
 }
 

@@ -8,3 +8,4 @@ pub mod read;
 pub mod record;
 pub mod redact;
 pub mod replay;
+pub mod ws_frames;

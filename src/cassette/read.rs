@@ -56,6 +56,8 @@ pub struct Exchange {
     pub end_at: f64,
     /// The `end` line's error (the upstream body failed there).
     pub error: Option<String>,
+    /// The `end` line's WebSocket close code.
+    pub close: Option<u16>,
 }
 
 /// A recorded response head.
@@ -183,6 +185,7 @@ pub fn read_from(mut reader: impl BufRead, path: &str) -> Result<Cassette, ReadE
                     ws: Vec::new(),
                     end_at: 0.0,
                     error: None,
+                    close: None,
                 });
             }
             Line::Response { id, at, status, headers, encoding } => {
@@ -236,7 +239,7 @@ pub fn read_from(mut reader: impl BufRead, path: &str) -> Result<Cassette, ReadE
                 check_data(&data).map_err(bad)?;
                 exchanges[index].ws.push((at, from, data));
             }
-            Line::End { id, at, error } => {
+            Line::End { id, at, error, close } => {
                 let index = exchange(id, "end", &mut exchanges)?;
                 let at = check_at(at)?;
                 let ex = &mut exchanges[index];
@@ -245,6 +248,7 @@ pub fn read_from(mut reader: impl BufRead, path: &str) -> Result<Cassette, ReadE
                 }
                 ex.end_at = at;
                 ex.error = error;
+                ex.close = close;
                 open.remove(&id);
             }
         }

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -35,6 +35,9 @@ const CHANNEL: usize = 16;
 pub const REQUEST_BODY_LIMIT: usize = 1024 * 1024;
 /// An exchange's lines kept in memory before they go to its spill file.
 const SPOOL_MEMORY: usize = 1024 * 1024;
+/// WebSocket bytes a tunnel may have handed over that the writer has not taken yet; past it the
+/// rest of that WebSocket is not recorded (the tunnel never waits for the recording).
+const WS_BACKLOG: usize = 32 * 1024 * 1024;
 
 /// The `record` option, validated.
 #[derive(Debug, Clone)]
@@ -75,6 +78,8 @@ pub struct RecordingSnapshot {
     pub last_refusal: Option<String>,
     /// Set when a write failed: nothing more is recorded.
     pub error: Option<String>,
+    /// The route prefix whose `record` this is; `None`: the server's.
+    pub route: Option<String>,
 }
 
 /// A running recording: the writer thread and the way to it.
@@ -87,11 +92,40 @@ pub(crate) struct Recorder {
 }
 
 enum Msg {
-    Request { id: u64, method: String, url: String, headers: Vec<(String, String)> },
-    RequestBody { id: u64, bytes: Bytes },
-    Response { id: u64, at: f64, status: u16, headers: Vec<(String, String)>, encoding: String },
-    Body { id: u64, at: f64, bytes: Bytes },
-    End { id: u64, at: f64, error: Option<String> },
+    Request {
+        id: u64,
+        method: String,
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+    RequestBody {
+        id: u64,
+        bytes: Bytes,
+    },
+    Response {
+        id: u64,
+        at: f64,
+        status: u16,
+        headers: Vec<(String, String)>,
+        encoding: String,
+    },
+    Body {
+        id: u64,
+        at: f64,
+        bytes: Bytes,
+    },
+    /// Bytes of an upgraded exchange as one read of one side gave them (the writer parses frames).
+    Ws {
+        id: u64,
+        at: f64,
+        from_client: bool,
+        bytes: Bytes,
+    },
+    End {
+        id: u64,
+        at: f64,
+        error: Option<String>,
+    },
 }
 
 impl Recorder {
@@ -152,6 +186,7 @@ impl Recorder {
             refused: self.status.refused.load(Ordering::Relaxed),
             last_refusal: lock(&self.status.last_refusal),
             error: lock(&self.status.failed),
+            route: None,
         }
     }
 
@@ -219,6 +254,32 @@ impl Exchange {
         BodyTee { id: self.id, started: self.started, out: Outbox::new(self.tx.clone()), ended: false }
     }
 
+    /// A WebSocket's 101 response head as the upstream sent it; returns the tap for its frames.
+    pub(crate) async fn upgraded(mut self, head: &http::response::Parts) -> WsTap {
+        self.done = true;
+        let headers = crate::state::header_pairs(&head.headers);
+        let msg = Msg::Response {
+            id: self.id,
+            at: ms_since(self.started),
+            status: 101,
+            headers,
+            encoding: "identity".into(),
+        };
+        let _ = self.tx.send(msg).await;
+        // The tunnel's copies wait here, never in the tunnel, for room in the writer's channel.
+        let (queue, mut rx) = mpsc::unbounded_channel::<Msg>();
+        let backlog = Arc::new(AtomicUsize::new(0));
+        let (tx, taken) = (self.tx.clone(), backlog.clone());
+        tokio::spawn(async move {
+            while let Some(msg) = rx.recv().await {
+                let len = if let Msg::Ws { bytes, .. } = &msg { bytes.len() } else { 0 };
+                let _ = tx.send(msg).await;
+                taken.fetch_sub(len, Ordering::Relaxed);
+            }
+        });
+        WsTap { id: self.id, started: self.started, queue, backlog, stopped: AtomicBool::new(false) }
+    }
+
     /// The exchange failed before a response head.
     pub(crate) async fn failed(mut self, error: String) {
         self.done = true;
@@ -233,6 +294,46 @@ impl Drop for Exchange {
             let error = Some("the client went away before the response head".to_string());
             let end = Msg::End { id: self.id, at: ms_since(self.started), error };
             Outbox::new(self.tx.clone()).flush_detached(Some(end));
+        }
+    }
+}
+
+/// A recorded WebSocket's tap: the tunnel hands it a copy of each read, both ways, in the order
+/// they happen; the writer parses the frames. Dropping it ends the exchange.
+pub(crate) struct WsTap {
+    id: u64,
+    started: Instant,
+    queue: mpsc::UnboundedSender<Msg>,
+    /// Bytes handed over and not yet in the writer's channel (bounded by [`WS_BACKLOG`]).
+    backlog: Arc<AtomicUsize>,
+    stopped: AtomicBool,
+}
+
+impl WsTap {
+    /// One read of the client's (`from_client`) or the upstream's bytes, before they are passed on.
+    pub(crate) fn observe(&self, from_client: bool, bytes: &[u8]) {
+        if self.stopped.load(Ordering::Relaxed) {
+            return;
+        }
+        let at = ms_since(self.started);
+        if self.backlog.fetch_add(bytes.len(), Ordering::Relaxed) + bytes.len() > WS_BACKLOG {
+            self.stopped.store(true, Ordering::Relaxed);
+            let error = format!(
+                "the cassette's writer fell {} MiB behind this WebSocket: the rest of it is not recorded",
+                WS_BACKLOG >> 20
+            );
+            let _ = self.queue.send(Msg::End { id: self.id, at, error: Some(error) });
+            return;
+        }
+        let _ = self.queue.send(Msg::Ws { id: self.id, at, from_client, bytes: Bytes::copy_from_slice(bytes) });
+    }
+}
+
+impl Drop for WsTap {
+    /// The tunnel ended (either side closed, or the server stopped).
+    fn drop(&mut self) {
+        if !self.stopped.load(Ordering::Relaxed) {
+            let _ = self.queue.send(Msg::End { id: self.id, at: ms_since(self.started), error: None });
         }
     }
 }
@@ -593,6 +694,75 @@ mod tests {
             "{error}"
         );
         assert_eq!(status.written.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn websocket_reads_become_one_line_per_message_and_an_end_with_the_close_code() {
+        use crate::cassette::ws_frames::{encode, CLOSE, PING};
+        let dir = std::env::temp_dir().join(format!("devproxy-record-ws-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.jsonl");
+        let mut w = writer(&path, Redaction::default());
+        let mask = Some([1, 2, 3, 4]);
+        let mut server = encode(false, 0x1, None, b"hel");
+        server.extend(encode(true, PING, None, b"p"));
+        server.extend(encode(true, 0x0, None, b"lo"));
+        server.extend(encode(true, 0x2, None, b"utf8 but binary"));
+        let mut client = encode(true, 0x1, mask, b"one");
+        client.extend(encode(true, CLOSE, mask, &4001u16.to_be_bytes()));
+        let ws = |at: f64, from_client: bool, bytes: &[u8]| Msg::Ws {
+            id: 1,
+            at,
+            from_client,
+            bytes: Bytes::copy_from_slice(bytes),
+        };
+        let head = vec![("upgrade".to_string(), "websocket".to_string())];
+        w.handle(Msg::Request { id: 1, method: "GET".into(), url: "/ws".into(), headers: vec![] }).unwrap();
+        w.handle(Msg::Response { id: 1, at: 1.0, status: 101, headers: head, encoding: "identity".into() }).unwrap();
+        // Reads cut frames anywhere: a message's `at` is that of the read that completed it.
+        w.handle(ws(2.0, false, &server[..4])).unwrap();
+        w.handle(ws(3.0, true, &client[..5])).unwrap();
+        w.handle(ws(4.0, false, &server[4..])).unwrap();
+        w.handle(ws(5.0, true, &client[5..])).unwrap();
+        w.handle(Msg::End { id: 1, at: 9.0, error: None }).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().skip(2).collect();
+        assert_eq!(
+            lines,
+            [
+                r#"{"type":"response","id":1,"at":1.0,"status":101,"headers":[["upgrade","websocket"]],"encoding":"identity"}"#,
+                r#"{"type":"ws","id":1,"at":4.0,"from":"server","text":"hello"}"#,
+                r#"{"type":"ws","id":1,"at":4.0,"from":"server","base64":"dXRmOCBidXQgYmluYXJ5"}"#,
+                r#"{"type":"ws","id":1,"at":5.0,"from":"client","text":"one"}"#,
+                r#"{"type":"end","id":1,"at":5.0,"close":4001}"#,
+            ]
+        );
+        assert_eq!(super::super::read::read(&path).unwrap().exchanges[0].close, Some(4001));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_websocket_message_over_the_cap_ends_its_recording_with_the_reason() {
+        let dir = std::env::temp_dir().join(format!("devproxy-record-ws-cap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.jsonl");
+        let mut w = writer(&path, Redaction::default());
+        w.handle(Msg::Request { id: 1, method: "GET".into(), url: "/ws".into(), headers: vec![] }).unwrap();
+        w.handle(Msg::Response { id: 1, at: 1.0, status: 101, headers: vec![], encoding: "identity".into() }).unwrap();
+        let small = crate::cassette::ws_frames::encode(true, 0x1, None, b"kept");
+        w.handle(Msg::Ws { id: 1, at: 2.0, from_client: false, bytes: Bytes::from(small) }).unwrap();
+        // Only the head of a 17 MiB frame: its length is enough to know.
+        let mut head = vec![0x82, 127];
+        head.extend_from_slice(&(17u64 << 20).to_be_bytes());
+        w.handle(Msg::Ws { id: 1, at: 3.0, from_client: false, bytes: Bytes::from(head) }).unwrap();
+        w.handle(Msg::Ws { id: 1, at: 4.0, from_client: false, bytes: Bytes::from(vec![0; 17 << 20]) }).unwrap();
+        w.handle(Msg::End { id: 1, at: 9.0, error: None }).unwrap();
+        let ex = &super::super::read::read(&path).unwrap().exchanges[0];
+        assert_eq!(ex.ws.len(), 1);
+        assert_eq!(ex.end_at, 4.0);
+        let error = ex.error.clone().unwrap();
+        assert!(error.contains("server message 2 is 17825792 bytes, over the 16 MiB"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

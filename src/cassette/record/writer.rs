@@ -10,12 +10,15 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{Msg, RecordStatus, REQUEST_BODY_LIMIT, SPOOL_MEMORY};
 use crate::cassette::format::{Data, Line};
 use crate::cassette::redact::{Redaction, SEAM};
+use crate::cassette::ws_frames::{Event, Parser, MAX_MESSAGE};
 use crate::codec::{Decoder, Encoding};
 use crate::stats::Stats;
 
@@ -56,6 +59,19 @@ pub(super) struct Open {
     /// The end of the body's last piece, to find a key that the next piece's start completes.
     seam: Vec<u8>,
     spool: Spool,
+    /// An upgraded exchange's frame parsers (from its 101 on).
+    ws: Option<Box<WsOpen>>,
+}
+
+/// A recorded WebSocket: one parser per side, and what its lines need.
+struct WsOpen {
+    client: Parser,
+    server: Parser,
+    /// Messages so far from the server and from the client (naming one in a refusal).
+    count: [u64; 2],
+    /// The first close frame's time and code.
+    close: Option<(f64, Option<u16>)>,
+    events: Vec<Event>,
 }
 
 impl Writer {
@@ -99,6 +115,7 @@ impl Writer {
                         refused: None,
                         seam: Vec::new(),
                         spool,
+                        ws: None,
                     },
                 );
             }
@@ -112,6 +129,10 @@ impl Writer {
             }
             Msg::Response { id, at, status, headers, encoding } => {
                 let Some(open) = self.open.get_mut(&id) else { return Ok(()) };
+                if status == 101 {
+                    let (client, server) = (Parser::new(MAX_MESSAGE), Parser::new(MAX_MESSAGE));
+                    open.ws = Some(Box::new(WsOpen { client, server, count: [0; 2], close: None, events: Vec::new() }));
+                }
                 open.decoder = Encoding::from_content_encoding(Some(&encoding)).map(Decoder::new);
                 open.sse = headers.iter().any(|(n, v)| n == "content-type" && v.contains("text/event-stream"));
                 let headers = self.redact.headers(&headers);
@@ -127,15 +148,33 @@ impl Writer {
                 }
                 open.chunk += 1;
             }
+            Msg::Ws { id, at, from_client, bytes } => {
+                let Some(open) = self.open.get_mut(&id) else { return Ok(()) };
+                if let Some(stop) = ws_lines(open, &self.redact, id, at, from_client, &bytes)? {
+                    // The tunnel goes on; this exchange ends here, and what comes after is dropped.
+                    let Some(open) = self.open.remove(&id) else { return Ok(()) };
+                    self.finish(id, open, at, Some(stop), None)?;
+                }
+            }
             Msg::End { id, at, error } => {
                 let Some(open) = self.open.remove(&id) else { return Ok(()) };
-                self.finish(id, open, at, error)?;
+                // A WebSocket ends at its first close frame, with its code.
+                let close = open.ws.as_ref().and_then(|ws| ws.close).filter(|_| error.is_none());
+                let at = close.map_or(at, |(close_at, _)| close_at);
+                self.finish(id, open, at, error, close.and_then(|(_, code)| code))?;
             }
         }
         Ok(())
     }
 
-    fn finish(&mut self, id: u64, mut open: Open, at: f64, error: Option<String>) -> std::io::Result<()> {
+    fn finish(
+        &mut self,
+        id: u64,
+        mut open: Open,
+        at: f64,
+        error: Option<String>,
+        close: Option<u16>,
+    ) -> std::io::Result<()> {
         let (body, refused) = request_body(&open, &self.redact);
         let refused = refused.or(open.refused.take());
         if let Some(reason) = refused {
@@ -162,7 +201,7 @@ impl Writer {
         write_line(&mut self.file, &request)?;
         let memory = open.spool.append_to(&mut self.file)?;
         self.reuse(memory);
-        let mut end = serde_json::to_vec(&Line::End { id, at, error }).map_err(std::io::Error::other)?;
+        let mut end = serde_json::to_vec(&Line::End { id, at, error, close }).map_err(std::io::Error::other)?;
         end.push(b'\n');
         if let (Some(learn), Some(start)) = (&self.learn, start) {
             // Read back rather than kept (the body lines may be in the spill file), and learnt before
@@ -254,32 +293,6 @@ fn body_lines(open: &mut Open, redact: &Redaction, id: u64, at: f64, bytes: &[u8
     }
     let pieces: Vec<&[u8]> = if open.sse { sse_pieces(decoded) } else { vec![decoded] };
     for piece in pieces {
-        let mut piece = Cow::Borrowed(piece);
-        // One scan for key shapes per piece (the body's bytes are the writer's main cost); parsed only
-        // to redact JSON paths or to name where a key-shaped string is.
-        let key = crate::cassette::redact::find_key(&piece);
-        let parse = !redact.json.is_empty() || key.is_some();
-        let json = match (parse, open.sse) {
-            (false, _) => None,
-            (true, true) => sse_json(&piece),
-            (true, false) => serde_json::from_slice::<Value>(&piece).ok(),
-        };
-        let (json, changed) = match json {
-            Some(mut value) => {
-                let changed = redact.json(&mut value);
-                (Some(value), changed)
-            }
-            None => (None, false),
-        };
-        if changed {
-            if let Some(value) = &json {
-                piece = Cow::Owned(if open.sse {
-                    sse_rewrite(&piece, value)
-                } else {
-                    serde_json::to_vec(value).unwrap_or_else(|_| piece.to_vec())
-                });
-            }
-        }
         let what = if open.sse {
             format!("response body event {}", open.events)
         } else {
@@ -288,18 +301,23 @@ fn body_lines(open: &mut Open, redact: &Redaction, id: u64, at: f64, bytes: &[u8
         if open.sse {
             open.events += 1;
         }
-        // Without a key shape found, only a redaction (which may have removed one) needs a new scan.
-        let scanned = if key.is_some() || changed { redact.scan(&piece, &what, json.as_ref()) } else { Ok(()) };
-        let head = &piece[..piece.len().min(SEAM)];
-        let scanned = scanned.and_then(|()| redact.scan_seam(&open.seam, head, &what));
-        keep_seam(&mut open.seam, &piece);
-        if let Err(reason) = scanned {
-            open.refused = Some(reason);
-            open.spool.clear();
-            return Ok(());
+        // A key can also be cut by the boundary with the piece before.
+        let scanned = redacted(piece, open.sse, redact, &what).and_then(|piece| {
+            let head = &piece[..piece.len().min(SEAM)];
+            redact.scan_seam(&open.seam, head, &what).map(|()| piece)
+        });
+        match scanned {
+            Ok(piece) => {
+                keep_seam(&mut open.seam, &piece);
+                super::body_line::push(&mut open.spool.memory, id, open.chunk, at, &piece);
+                open.spool.spill_if_full()?;
+            }
+            Err(reason) => {
+                open.refused = Some(reason);
+                open.spool.clear();
+                return Ok(());
+            }
         }
-        super::body_line::push(&mut open.spool.memory, id, open.chunk, at, &piece);
-        open.spool.spill_if_full()?;
     }
     Ok(())
 }
@@ -314,6 +332,93 @@ fn keep_seam(seam: &mut Vec<u8>, piece: &[u8]) {
         let extra = seam.len().saturating_sub(SEAM);
         seam.drain(..extra);
     }
+}
+
+/// A body piece (or WebSocket message) with the user's JSON paths redacted, or why the exchange is
+/// refused: a key-shaped string in it.
+fn redacted<'a>(piece: &'a [u8], sse: bool, redact: &Redaction, what: &str) -> Result<Cow<'a, [u8]>, String> {
+    let mut piece = Cow::Borrowed(piece);
+    // One scan for key shapes per piece (the body's bytes are the writer's main cost); parsed only
+    // to redact JSON paths or to name where a key-shaped string is.
+    let key = crate::cassette::redact::find_key(&piece);
+    let parse = !redact.json.is_empty() || key.is_some();
+    let json = match (parse, sse) {
+        (false, _) => None,
+        (true, true) => sse_json(&piece),
+        (true, false) => serde_json::from_slice::<Value>(&piece).ok(),
+    };
+    let (json, changed) = match json {
+        Some(mut value) => {
+            let changed = redact.json(&mut value);
+            (Some(value), changed)
+        }
+        None => (None, false),
+    };
+    if changed {
+        if let Some(value) = &json {
+            piece = Cow::Owned(if sse {
+                sse_rewrite(&piece, value)
+            } else {
+                serde_json::to_vec(value).unwrap_or_else(|_| piece.to_vec())
+            });
+        }
+    }
+    // Without a key shape found, only a redaction (which may have removed one) needs a new scan.
+    let scanned = if key.is_some() || changed { redact.scan(&piece, what, json.as_ref()) } else { Ok(()) };
+    scanned.map(|()| piece)
+}
+
+/// Parses one read of one side of a WebSocket and spools the messages it completes (redacted and
+/// scanned as body pieces are); `Some(reason)` when its recording stops here (a message over
+/// [`MAX_MESSAGE`], or bytes that are not frames).
+fn ws_lines(
+    open: &mut Open,
+    redact: &Redaction,
+    id: u64,
+    at: f64,
+    from_client: bool,
+    bytes: &[u8],
+) -> std::io::Result<Option<String>> {
+    let Open { ws: Some(ws), refused: None, spool, .. } = open else { return Ok(None) };
+    let side = if from_client { "client" } else { "server" };
+    let mut events = std::mem::take(&mut ws.events);
+    if from_client { &mut ws.client } else { &mut ws.server }.push(bytes, &mut events);
+    let count = &mut ws.count[usize::from(from_client)];
+    for event in events.drain(..) {
+        match event {
+            Event::Message { text, data } => {
+                *count += 1;
+                let what = format!("{side} message {count}");
+                let piece = match redacted(&data, false, redact, &what) {
+                    Ok(piece) => piece,
+                    Err(reason) => {
+                        open.refused = Some(reason);
+                        spool.clear();
+                        return Ok(None);
+                    }
+                };
+                // Binary as base64 even when it is UTF-8: replay sends each with its opcode.
+                let data = if text { Data::of(&piece) } else { Data::Base64(STANDARD.encode(&piece)) };
+                spool.push(&Line::Ws { id, at, from: side.to_string(), data })?;
+            }
+            Event::TooLarge { len, .. } => {
+                return Ok(Some(format!(
+                    "{side} message {} is {len} bytes, over the {} MiB a recording keeps: the rest of this WebSocket is not recorded",
+                    *count + 1,
+                    MAX_MESSAGE >> 20
+                )))
+            }
+            Event::Invalid(reason) => {
+                return Ok(Some(format!("the {side} sent {reason}: the rest of this WebSocket is not recorded")))
+            }
+            Event::Close { code, .. } => {
+                ws.close.get_or_insert((at, code));
+            }
+            Event::Ping(_) | Event::Pong(_) => {}
+        }
+    }
+    ws.events = events;
+    Ok(None)
 }
 
 /// Splits decoded SSE bytes after each blank line (the end of an event); the rest is a piece too.

@@ -108,6 +108,7 @@ fn synthetic(status: u16, headers: Vec<(String, String)>, body: String) -> Arc<R
         end_at: 0.0,
         error: None,
         ws: Vec::new(),
+        close: None,
     })
 }
 

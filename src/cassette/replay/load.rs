@@ -72,6 +72,8 @@ pub struct Recorded {
     pub error: Option<String>,
     /// WebSocket messages of an upgraded exchange (status 101), in recorded order.
     pub ws: Vec<RecordedMessage>,
+    /// The WebSocket's recorded close code.
+    pub close: Option<u16>,
 }
 
 /// One WebSocket message.
@@ -114,7 +116,7 @@ pub fn read(input: impl BufRead, name: &str) -> Result<Vec<Recorded>, CassetteEr
 fn recorded(exchange: Exchange, name: &str) -> Result<Recorded, CassetteError> {
     let chunks =
         exchange.joined_chunks().into_iter().map(|(at, bytes)| RecordedChunk { at, bytes: bytes.into() }).collect();
-    let Exchange { line, id, method, url, body, response, ws, end_at, error, .. } = exchange;
+    let Exchange { line, id, method, url, body, response, ws, end_at, error, close, .. } = exchange;
     // The reader lets an exchange that failed before its head end without one; replay needs it.
     let Some(head) = response else {
         return Err(CassetteError::Line {
@@ -155,6 +157,7 @@ fn recorded(exchange: Exchange, name: &str) -> Result<Recorded, CassetteError> {
         end_at,
         error,
         ws,
+        close,
     })
 }
 

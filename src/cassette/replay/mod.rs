@@ -306,6 +306,7 @@ mod tests {
             end_at: 3.0,
             error: None,
             ws: Vec::new(),
+            close: None,
         }
     }
 

@@ -3,8 +3,9 @@
 //! waited for and compared in order (a client that is late moves what follows by as much; one that
 //! sends something else gets a close frame 1008 saying what differed).
 //!
-//! The framing (RFC 6455) is the little a server needs: masked client frames in, fragmented messages
-//! joined, ping answered, close returned; unmasked frames out.
+//! The framing (RFC 6455, `ws_frames.rs`, shared with recording) is the little a server needs:
+//! masked client frames in, fragmented messages joined, ping answered, close returned; unmasked
+//! frames out.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -20,20 +21,27 @@ use tokio::time::Instant;
 
 use super::{Lookup, OnMiss, Player, Recorded};
 use crate::body::ProxyBody;
+use crate::cassette::ws_frames::{self, Event, Parser, MAX_MESSAGE};
 
-/// Largest client message read.
-const MAX_MESSAGE: usize = 16 * 1024 * 1024;
+/// What replay does with an upgrade.
+pub(crate) enum WsReplay {
+    /// Answered from the cassette.
+    Answer(Box<Response<ProxyBody>>),
+    /// A miss with `onMiss: 'record'`: to the target, recorded by the player's recorder.
+    Record,
+    /// To the target (`onMiss: 'proxy'`, or a matching recording that is not a WebSocket).
+    Forward,
+}
 
-/// Answers an upgrade from the cassette; `None` when it is to go to the target (`onMiss: 'proxy'`
-/// or `'record'`, whose recorder does not record WebSocket messages yet; or a matching recording
-/// that is not a WebSocket).
-pub(crate) fn answer(player: &Arc<Player>, req: &mut Request<Incoming>) -> Option<Response<ProxyBody>> {
+/// Answers an upgrade from the cassette, or says it goes to the target.
+pub(crate) fn answer(player: &Arc<Player>, req: &mut Request<Incoming>) -> WsReplay {
     let arrived = Instant::now();
     let path_and_query = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
     let recorded = match player.lookup("GET", &path_and_query, b"") {
         Lookup::Hit(recorded) if recorded.status == 101 => recorded,
-        Lookup::Hit(_) => return None,
-        Lookup::Miss(_) if player.options.on_miss != OnMiss::Error => return None,
+        Lookup::Hit(_) => return WsReplay::Forward,
+        Lookup::Miss(_) if player.options.on_miss == OnMiss::Record => return WsReplay::Record,
+        Lookup::Miss(_) if player.options.on_miss != OnMiss::Error => return WsReplay::Forward,
         Lookup::Miss(why) => {
             let body = serde_json::json!({ "error": { "message": why, "type": "replay_miss", "code": "replay_miss" } });
             let mut response = Response::new(ProxyBody::full(body.to_string()));
@@ -42,13 +50,13 @@ pub(crate) fn answer(player: &Arc<Player>, req: &mut Request<Incoming>) -> Optio
                 .headers_mut()
                 .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
             response.headers_mut().insert("x-devproxy-replay", http::HeaderValue::from_static("miss"));
-            return Some(response);
+            return WsReplay::Answer(Box::new(response));
         }
     };
     let Some(key) = req.headers().get("sec-websocket-key").map(|k| k.as_bytes().to_vec()) else {
         let mut response = Response::new(ProxyBody::full("replay: a WebSocket upgrade without Sec-WebSocket-Key"));
         *response.status_mut() = StatusCode::BAD_REQUEST;
-        return Some(response);
+        return WsReplay::Answer(Box::new(response));
     };
     let mut response = Response::new(ProxyBody::Full(None));
     *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
@@ -76,7 +84,7 @@ pub(crate) fn answer(player: &Arc<Player>, req: &mut Request<Incoming>) -> Optio
             play(TokioIo::new(upgraded), recorded, arrived, speed).await;
         }
     });
-    Some(response)
+    WsReplay::Answer(Box::new(response))
 }
 
 /// RFC 6455's `Sec-WebSocket-Accept` for a client's key.
@@ -114,15 +122,7 @@ async fn play<S: AsyncRead + AsyncWrite + Send + 'static>(
 ) {
     let (mut reader, mut writer) = tokio::io::split(io);
     let (tx, mut rx) = mpsc::channel(64);
-    let reading = tokio::spawn(async move {
-        loop {
-            let incoming = read_message(&mut reader).await;
-            let closed = matches!(incoming, FromClient::Closed);
-            if tx.send(incoming).await.is_err() || closed {
-                return;
-            }
-        }
-    });
+    let reading = tokio::spawn(async move { read_messages(&mut reader, tx).await });
     let mut queued: VecDeque<(bool, Vec<u8>)> = VecDeque::new();
     // How much later than recorded the client's messages came: what follows them moves as much.
     let mut shift = Duration::ZERO;
@@ -137,7 +137,7 @@ async fn play<S: AsyncRead + AsyncWrite + Send + 'static>(
                     None => loop {
                         match rx.recv().await {
                             Some(FromClient::Message { text, data }) => break (text, data),
-                            Some(FromClient::Ping(payload)) => send(&mut writer, 0xA, &payload).await.map_err(gone)?,
+                            Some(FromClient::Ping(payload)) => send(&mut writer, ws_frames::PONG, &payload).await.map_err(gone)?,
                             Some(FromClient::Closed) | None => return Err((0, String::new())),
                         }
                     },
@@ -161,7 +161,7 @@ async fn play<S: AsyncRead + AsyncWrite + Send + 'static>(
                     () = tokio::time::sleep_until(due) => break,
                     incoming = rx.recv() => match incoming {
                         Some(FromClient::Message { text, data }) => queued.push_back((text, data)),
-                        Some(FromClient::Ping(payload)) => send(&mut writer, 0xA, &payload).await.map_err(gone)?,
+                        Some(FromClient::Ping(payload)) => send(&mut writer, ws_frames::PONG, &payload).await.map_err(gone)?,
                         Some(FromClient::Closed) | None => return Err((0, String::new())),
                     },
                 }
@@ -169,7 +169,9 @@ async fn play<S: AsyncRead + AsyncWrite + Send + 'static>(
             send(&mut writer, if message.text { 0x1 } else { 0x2 }, &message.data).await.map_err(gone)?;
         }
         tokio::time::sleep_until(arrived + scaled(speed, recorded.end_at) + shift).await;
-        Err((1000, String::new()))
+        // The recorded close code, when it is one a close frame may carry (not 1005, 1006, 1015).
+        let sendable = |code: &u16| matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999);
+        Err((recorded.close.filter(sendable).unwrap_or(1000), String::new()))
     }
     .await;
     if let Err((code, reason)) = result {
@@ -181,7 +183,7 @@ async fn play<S: AsyncRead + AsyncWrite + Send + 'static>(
                 reason.pop();
             }
             payload.extend_from_slice(reason.as_bytes());
-            let _ = send(&mut writer, 0x8, &payload).await;
+            let _ = send(&mut writer, ws_frames::CLOSE, &payload).await;
             // Wait a little for the client's close, then drop the connection.
             let _ = tokio::time::timeout(Duration::from_secs(2), async {
                 while let Some(incoming) = rx.recv().await {
@@ -202,70 +204,39 @@ fn gone(_: std::io::Error) -> (u16, String) {
 }
 
 async fn send<W: AsyncWrite + Unpin>(writer: &mut W, opcode: u8, payload: &[u8]) -> std::io::Result<()> {
-    let mut frame = Vec::with_capacity(payload.len() + 10);
-    frame.push(0x80 | opcode);
-    match payload.len() {
-        len if len < 126 => frame.push(len as u8),
-        len if len <= 0xFFFF => {
-            frame.push(126);
-            frame.extend_from_slice(&(len as u16).to_be_bytes());
-        }
-        len => {
-            frame.push(127);
-            frame.extend_from_slice(&(len as u64).to_be_bytes());
-        }
-    }
-    frame.extend_from_slice(payload);
-    writer.write_all(&frame).await?;
+    writer.write_all(&ws_frames::encode(true, opcode, None, payload)).await?;
     writer.flush().await
 }
 
-/// The next message (fragments joined), ping or close from the client.
-async fn read_message<R: AsyncRead + Unpin>(reader: &mut R) -> FromClient {
-    let mut message: Option<(bool, Vec<u8>)> = None;
+/// Reads the client's frames and hands over its messages, pings and close, until it closes.
+async fn read_messages<R: AsyncRead + Unpin>(reader: &mut R, tx: mpsc::Sender<FromClient>) {
+    let mut parser = Parser::new(MAX_MESSAGE);
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut events = Vec::new();
     loop {
-        let Ok((fin, opcode, payload)) = read_frame(reader).await else { return FromClient::Closed };
-        match opcode {
-            0x8 => return FromClient::Closed,
-            0x9 => return FromClient::Ping(payload),
-            0xA => continue,
-            0x1 | 0x2 => message = Some((opcode == 0x1, payload)),
-            0x0 => match &mut message {
-                Some((_, data)) if data.len() + payload.len() <= MAX_MESSAGE => data.extend_from_slice(&payload),
-                _ => return FromClient::Closed,
-            },
-            _ => return FromClient::Closed,
+        let n = match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => 0,
+            Ok(n) => n,
+        };
+        if n == 0 {
+            let _ = tx.send(FromClient::Closed).await;
+            return;
         }
-        if fin {
-            if let Some((text, data)) = message.take() {
-                return FromClient::Message { text, data };
+        parser.push(&buf[..n], &mut events);
+        for event in events.drain(..) {
+            let incoming = match event {
+                Event::Message { text, data } => FromClient::Message { text, data },
+                Event::Ping(payload) => FromClient::Ping(payload),
+                Event::Pong(_) => continue,
+                // A close, a message over the cap or broken framing.
+                Event::Close { .. } | Event::TooLarge { .. } | Event::Invalid(_) => FromClient::Closed,
+            };
+            let closed = matches!(incoming, FromClient::Closed);
+            if tx.send(incoming).await.is_err() || closed {
+                return;
             }
         }
     }
-}
-
-async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R) -> std::io::Result<(bool, u8, Vec<u8>)> {
-    let mut head = [0u8; 2];
-    reader.read_exact(&mut head).await?;
-    let (fin, opcode, masked) = (head[0] & 0x80 != 0, head[0] & 0x0F, head[1] & 0x80 != 0);
-    let len = match head[1] & 0x7F {
-        126 => u64::from(reader.read_u16().await?),
-        127 => reader.read_u64().await?,
-        len => u64::from(len),
-    };
-    if len > MAX_MESSAGE as u64 {
-        return Err(std::io::Error::other("message too large"));
-    }
-    let mut mask = [0u8; 4];
-    if masked {
-        reader.read_exact(&mut mask).await?;
-    }
-    let mut payload = vec![0u8; len as usize];
-    reader.read_exact(&mut payload).await?;
-    if masked {
-        payload.iter_mut().enumerate().for_each(|(i, b)| *b ^= mask[i % 4]);
-    }
-    Ok((fin, opcode, payload))
 }
 
 #[cfg(test)]
