@@ -699,9 +699,7 @@ mod tests {
     #[test]
     fn websocket_reads_become_one_line_per_message_and_an_end_with_the_close_code() {
         use crate::cassette::ws_frames::{encode, CLOSE, PING};
-        let dir = std::env::temp_dir().join(format!("devproxy-record-ws-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("c.jsonl");
+        let (dir, path) = scratch("ws");
         let mut w = writer(&path, Redaction::default());
         let mask = Some([1, 2, 3, 4]);
         let mut server = encode(false, 0x1, None, b"hel");
@@ -743,9 +741,7 @@ mod tests {
 
     #[test]
     fn a_websocket_message_over_the_cap_ends_its_recording_with_the_reason() {
-        let dir = std::env::temp_dir().join(format!("devproxy-record-ws-cap-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("c.jsonl");
+        let (dir, path) = scratch("ws-cap");
         let mut w = writer(&path, Redaction::default());
         w.handle(Msg::Request { id: 1, method: "GET".into(), url: "/ws".into(), headers: vec![] }).unwrap();
         w.handle(Msg::Response { id: 1, at: 1.0, status: 101, headers: vec![], encoding: "identity".into() }).unwrap();
