@@ -334,16 +334,19 @@ impl FastDeflate {
         let mut w = BlockWriter { buf: &mut out[..], pos: start, bits: 0, count: 0 };
         w.put(self.bits, self.bit_count);
         for &token in &self.tokens[..self.token_count] {
-            if token & MATCH == 0 {
-                let (code, len) = codes.litlen[token as usize];
-                w.put(u64::from(code), len);
-            } else {
-                let (length_code, length_len) = codes.length[((token >> 15) & 0x1FF) as usize];
-                let symbol = ((token >> 24) & 0x1F) as usize;
-                let (code, len) = codes.dist[symbol];
-                let dist = u64::from(code | (token & ((1 << DIST_EXTRA[symbol]) - 1)) << len);
-                w.put(u64::from(length_code) | dist << length_len, length_len + len + DIST_EXTRA[symbol]);
-            }
+            // Both codings are computed and one is kept by a mask: literals and matches alternate
+            // with no pattern a branch predictor could learn. A literal's fields index entry 0 of the
+            // length and distance tables; a match's low byte indexes a literal's entry: both harmless.
+            let (lit_code, lit_len) = codes.litlen[(token & 0xFF) as usize];
+            let (length_code, length_len) = codes.length[((token >> 15) & 0x1FF) as usize];
+            let (dist_code, dist_len, extra_mask) = codes.dist[((token >> 24) & 0x1F) as usize];
+            let dist = u64::from(dist_code) | u64::from(token & extra_mask) << (dist_len & 0xF);
+            let match_code = u64::from(length_code) | dist << length_len;
+            let match_len = length_len + (dist_len & 0xF) + (dist_len >> 4);
+            let is_match = 0u64.wrapping_sub(u64::from(token >> 31));
+            let code = (match_code & is_match) | (u64::from(lit_code) & !is_match);
+            let len = (match_len & is_match as u32) | (lit_len & !is_match as u32);
+            w.put(code, len);
         }
         let (code, len) = codes.litlen[END_OF_BLOCK];
         w.put(u64::from(code), len);
@@ -393,7 +396,9 @@ impl Histogram {
 /// Canonical codes (RFC 1951 3.2.2), bit-reversed for LSB-first output, as (bits, bit count).
 struct Codes {
     litlen: [(u32, u32); LITLEN_SYMBOLS],
-    dist: [(u32, u32); DIST_SYMBOLS],
+    /// The distance symbol's code, its length (low 4 bits) and extra-bit count (<< 4), and the mask
+    /// of its extra bits in `distance - 1`.
+    dist: [(u32, u32, u32); DIST_SYMBOLS],
     /// The length symbol's code and its extra bits together, for lengths 3..=258.
     length: [(u32, u32); MAX_MATCH + 1],
 }
@@ -402,8 +407,12 @@ impl Codes {
     fn new(litlen_lens: &[u8], dist_lens: &[u8]) -> Codes {
         let mut litlen = [(0, 0); LITLEN_SYMBOLS];
         canonical_codes(litlen_lens, &mut litlen);
-        let mut dist = [(0, 0); DIST_SYMBOLS];
-        canonical_codes(dist_lens, &mut dist);
+        let mut dist_codes = [(0, 0); DIST_SYMBOLS];
+        canonical_codes(dist_lens, &mut dist_codes);
+        let mut dist = [(0, 0, 0); DIST_SYMBOLS];
+        for ((entry, (code, len)), extra) in dist.iter_mut().zip(dist_codes).zip(DIST_EXTRA) {
+            *entry = (code, len | extra << 4, (1 << extra) - 1);
+        }
         let mut length = [(0, 0); MAX_MATCH + 1];
         for (len, entry) in length.iter_mut().enumerate().skip(3) {
             let (index, extra) = LENGTH_SYMBOLS[len];
