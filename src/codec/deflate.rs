@@ -96,7 +96,7 @@ const fn static_lengths() -> [u8; 288 + DIST_SYMBOLS] {
 static STATIC_LENGTHS: [u8; 288 + DIST_SYMBOLS] = static_lengths();
 
 /// The distance symbol for `d` = distance - 1 (0..32768).
-#[inline]
+#[inline(always)]
 fn distance_symbol(d: u32) -> u32 {
     if d < 4 {
         return d;
@@ -105,11 +105,12 @@ fn distance_symbol(d: u32) -> u32 {
     2 * (extra_bits + 1) + ((d >> extra_bits) & 1)
 }
 
-#[inline]
+#[inline(always)]
 fn hash(word: u32) -> usize {
     (word.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
 }
 
+#[inline(always)]
 fn read_u32(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().expect("four bytes"))
 }
@@ -225,7 +226,24 @@ impl FastDeflate {
 
     /// Turns `buf[pos..]` into tokens until the block is full or the buffer ends; returns where it
     /// stopped. Matches stop at the end of the buffer; its last three bytes are literals.
-    fn tokenize(&mut self, mut pos: usize) -> usize {
+    fn tokenize(&mut self, pos: usize) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if has_bmi() {
+            // SAFETY: the CPU has the features `tokenize_bmi` is compiled for (checked just above).
+            return unsafe { self.tokenize_bmi(pos) };
+        }
+        self.tokenize_with(pos)
+    }
+
+    /// [`FastDeflate::tokenize`] compiled for BMI1/BMI2/LZCNT (shifts and bit counts in one instruction).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "bmi1,bmi2,lzcnt")]
+    fn tokenize_bmi(&mut self, pos: usize) -> usize {
+        self.tokenize_with(pos)
+    }
+
+    #[inline(always)]
+    fn tokenize_with(&mut self, mut pos: usize) -> usize {
         let buf = &self.buf[..];
         let head = &mut self.head[..];
         let base = self.base;
@@ -333,21 +351,7 @@ impl FastDeflate {
         out.resize(start + ((code_bits + extra_bits) / 8) as usize + 24, 0);
         let mut w = BlockWriter { buf: &mut out[..], pos: start, bits: 0, count: 0 };
         w.put(self.bits, self.bit_count);
-        for &token in &self.tokens[..self.token_count] {
-            // Both codings are computed and one is kept by a mask: literals and matches alternate
-            // with no pattern a branch predictor could learn. A literal's fields index entry 0 of the
-            // length and distance tables; a match's low byte indexes a literal's entry: both harmless.
-            let (lit_code, lit_len) = codes.litlen[(token & 0xFF) as usize];
-            let (length_code, length_len) = codes.length[((token >> 15) & 0x1FF) as usize];
-            let (dist_code, dist_len, extra_mask) = codes.dist[((token >> 24) & 0x1F) as usize];
-            let dist = u64::from(dist_code) | u64::from(token & extra_mask) << (dist_len & 0xF);
-            let match_code = u64::from(length_code) | dist << length_len;
-            let match_len = length_len + (dist_len & 0xF) + (dist_len >> 4);
-            let is_match = 0u64.wrapping_sub(u64::from(token >> 31));
-            let code = (match_code & is_match) | (u64::from(lit_code) & !is_match);
-            let len = (match_len & is_match as u32) | (lit_len & !is_match as u32);
-            w.put(code, len);
-        }
+        write_tokens(&mut w, &self.tokens[..self.token_count], &codes);
         let (code, len) = codes.litlen[END_OF_BLOCK];
         w.put(u64::from(code), len);
         let (pos, bits, count) = (w.pos, w.bits, w.count);
@@ -357,6 +361,50 @@ impl FastDeflate {
         self.token_count = 0;
         *self.freq = Histogram::EMPTY;
     }
+}
+
+/// Writes a block's tokens with its codes.
+fn write_tokens(w: &mut BlockWriter, tokens: &[u32], codes: &Codes) {
+    #[cfg(target_arch = "x86_64")]
+    if has_bmi() {
+        // SAFETY: the CPU has the features `write_tokens_bmi` is compiled for (checked just above).
+        return unsafe { write_tokens_bmi(w, tokens, codes) };
+    }
+    write_tokens_with(w, tokens, codes)
+}
+
+/// [`write_tokens`] compiled for BMI1/BMI2/LZCNT: the bit writer's variable shifts take one
+/// instruction each (`shlx`, `shrx`) instead of three.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi1,bmi2,lzcnt")]
+fn write_tokens_bmi(w: &mut BlockWriter, tokens: &[u32], codes: &Codes) {
+    write_tokens_with(w, tokens, codes)
+}
+
+#[inline(always)]
+fn write_tokens_with(w: &mut BlockWriter, tokens: &[u32], codes: &Codes) {
+    for &token in tokens {
+        // Both codings are computed and one is kept by a mask: literals and matches alternate
+        // with no pattern a branch predictor could learn. A literal's fields index entry 0 of the
+        // length and distance tables; a match's low byte indexes a literal's entry: both harmless.
+        let (lit_code, lit_len) = codes.litlen[(token & 0xFF) as usize];
+        let (length_code, length_len) = codes.length[((token >> 15) & 0x1FF) as usize];
+        let (dist_code, dist_len, extra_mask) = codes.dist[((token >> 24) & 0x1F) as usize];
+        let dist = u64::from(dist_code) | u64::from(token & extra_mask) << (dist_len & 0xF);
+        let match_code = u64::from(length_code) | dist << length_len;
+        let match_len = length_len + (dist_len & 0xF) + (dist_len >> 4);
+        let is_match = 0u64.wrapping_sub(u64::from(token >> 31));
+        let code = (match_code & is_match) | (u64::from(lit_code) & !is_match);
+        let len = (match_len & is_match as u32) | (lit_len & !is_match as u32);
+        w.put(code, len);
+    }
+}
+
+/// Whether this CPU has BMI1, BMI2 and LZCNT (x86-64 since 2013-2015): the hot loops are compiled
+/// for them too, and this picks that version (std caches the detection).
+#[cfg(target_arch = "x86_64")]
+fn has_bmi() -> bool {
+    is_x86_feature_detected!("bmi1") && is_x86_feature_detected!("bmi2") && is_x86_feature_detected!("lzcnt")
 }
 
 /// The token loop's bit writer: whole bytes are stored eight at a time into room reserved for the
@@ -648,6 +696,7 @@ fn put_bits(bits: &mut u64, count: &mut u32, code: u32, len: u32, out: &mut Vec<
 }
 
 /// How many leading bytes `a` and `b` share, at most `max`; eight at a time.
+#[inline(always)]
 fn common_prefix(a: &[u8], b: &[u8], max: usize) -> usize {
     let max = max.min(a.len()).min(b.len());
     let mut n = 0;
