@@ -24,7 +24,8 @@
 const WINDOW: usize = 32 * 1024;
 const MIN_MATCH: usize = 4;
 const MAX_MATCH: usize = 258;
-/// 32 Ki entries: 128 KiB of table stays in L2; 64 Ki entries were slower here for 0.1% less output.
+/// 32 Ki entries: 128 KiB of table stays in L2; 64 Ki entries were slower here for 0.1% less output,
+/// and 16 Ki or 8 Ki entries (L1-sized) no faster for 0.8% and 1.5% more.
 const HASH_BITS: u32 = 15;
 /// Input is compressed in pieces of at most this size.
 const PIECE: usize = 64 * 1024;
@@ -40,12 +41,9 @@ const DIST_SYMBOLS: usize = 30;
 const END_OF_BLOCK: usize = 256;
 /// A token is a literal byte, or `MATCH | distance symbol << 24 | length << 15 | (distance - 1)`.
 const MATCH: u32 = 1 << 31;
-/// Matches shorter than this look one byte on for a longer one (lazy matching). On the bench page
-/// (105,452 B): none 30,977 B, below 8 30,236 B, below 32 29,951 B; below 8 costs ~15% more time,
-/// below 32 ~35% (criterion, in one run against zlib-rs level 1).
-const LAZY_BELOW: usize = 8;
-/// A block is written at this many tokens: a lazy step may add a literal before its match.
-const BLOCK_FULL: usize = BLOCK_TOKENS - 1;
+// No lazy matching: with the five-byte hash (`hash_at`), looking one byte on for a longer match below
+// 8 bytes gave 29,794 B against 30,194 B without, for ~25% more time per page; below 16 bytes,
+// 29,520 B for ~8% more (in-process A/B, benches/RESULTS.md "Encoders", third pass).
 
 const LENGTH_BASE: [u32; 29] =
     [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258];
@@ -105,9 +103,25 @@ fn distance_symbol(d: u32) -> u32 {
     2 * (extra_bits + 1) + ((d >> extra_bits) & 1)
 }
 
+/// The table slot for position `at`: a hash of its five bytes, or of four within eight bytes of the
+/// buffer's end (candidates are compared byte by byte either way). Five bytes on the bench page:
+/// 30,194 B without lazy matching against 30,995 B for four (and 30,254 B with lazy matching below 8
+/// bytes, 7% slower): a four-byte hash lets two-word HTML fragments (`="`, `</a`, ` cla`) that repeat
+/// everywhere overwrite the entries of the longer repeats that start with them.
 #[inline(always)]
-fn hash(word: u32) -> usize {
-    (word.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
+fn hash_at(buf: &[u8], at: usize) -> usize {
+    if at + 8 <= buf.len() {
+        // The five bytes at `at` in the top of the word: the multiply's high bits depend on all of them.
+        let word = read_u64(buf, at) << 24;
+        (word.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - HASH_BITS)) as usize
+    } else {
+        (read_u32(buf, at).wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
+    }
+}
+
+#[inline(always)]
+fn read_u64(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"))
 }
 
 #[inline(always)]
@@ -185,7 +199,7 @@ impl FastDeflate {
             self.buf.extend_from_slice(piece);
             while pos < self.buf.len() {
                 pos = self.tokenize(pos);
-                if self.token_count >= BLOCK_FULL {
+                if self.token_count >= BLOCK_TOKENS {
                     self.write_block(false, out);
                 }
             }
@@ -251,39 +265,16 @@ impl FastDeflate {
         let tokens = &mut *self.tokens;
         let mut n = self.token_count;
         let Histogram { litlen, dist: dist_freq } = &mut *self.freq;
-        while pos + MIN_MATCH <= end && n < BLOCK_FULL {
-            let word = read_u32(buf, pos);
+        while pos + MIN_MATCH <= end && n < BLOCK_TOKENS {
             let here = (base + pos as u64) as u32;
             // Entries hold the low 32 bits of stream positions, so the distance is taken modulo 2^32.
             // A candidate must lie in the buffer and in the window, and its bytes must really repeat:
             // a stale or aliased entry costs a probe, never a wrong stream.
-            let dist = here.wrapping_sub(std::mem::replace(&mut head[hash(word)], here)) as usize;
-            if (1..=WINDOW.min(pos)).contains(&dist) && read_u32(buf, pos - dist) == word {
+            let dist = here.wrapping_sub(std::mem::replace(&mut head[hash_at(buf, pos)], here)) as usize;
+            if (1..=WINDOW.min(pos)).contains(&dist) && read_u32(buf, pos - dist) == read_u32(buf, pos) {
                 let from = pos - dist;
-                let mut len =
+                let len =
                     MIN_MATCH + common_prefix(&buf[from + MIN_MATCH..], &buf[pos + MIN_MATCH..], MAX_MATCH - MIN_MATCH);
-                let mut dist = dist;
-                // Lazy matching for short matches only: a longer match one byte on wins over this one.
-                if len < LAZY_BELOW && pos + 1 + MIN_MATCH <= end {
-                    let next = pos + 1;
-                    let word = read_u32(buf, next);
-                    let at = (base + next as u64) as u32;
-                    let next_dist = at.wrapping_sub(std::mem::replace(&mut head[hash(word)], at)) as usize;
-                    if (1..=WINDOW.min(next)).contains(&next_dist) && read_u32(buf, next - next_dist) == word {
-                        let next_len = MIN_MATCH
-                            + common_prefix(
-                                &buf[next - next_dist + MIN_MATCH..],
-                                &buf[next + MIN_MATCH..],
-                                MAX_MATCH - MIN_MATCH,
-                            );
-                        if next_len > len {
-                            tokens[n] = u32::from(buf[pos]);
-                            litlen[usize::from(buf[pos])] += 1;
-                            n += 1;
-                            (pos, len, dist) = (next, next_len, next_dist);
-                        }
-                    }
-                }
                 let d = (dist - 1) as u32;
                 let dist_symbol = distance_symbol(d);
                 tokens[n] = MATCH | dist_symbol << 24 | (len as u32) << 15 | d;
@@ -292,7 +283,7 @@ impl FastDeflate {
                 // Remember where the match ends too: the next repeat often starts there (1.3% smaller).
                 let last = pos + len - 2;
                 if last + MIN_MATCH <= end {
-                    head[hash(read_u32(buf, last))] = (base + last as u64) as u32;
+                    head[hash_at(buf, last)] = (base + last as u64) as u32;
                 }
                 pos += len;
             } else {
@@ -404,6 +395,10 @@ fn write_tokens_with(w: &mut BlockWriter, tokens: &[u32], codes: &Codes) {
 /// for them too, and this picks that version (std caches the detection).
 #[cfg(target_arch = "x86_64")]
 fn has_bmi() -> bool {
+    #[cfg(test)]
+    if tests::PORTABLE.with(std::cell::Cell::get) {
+        return false;
+    }
     is_x86_feature_detected!("bmi1") && is_x86_feature_detected!("bmi2") && is_x86_feature_detected!("lzcnt")
 }
 
@@ -946,6 +941,11 @@ mod tests {
                 out.extend_from_within(..len);
                 out
             }),
+            // Four-byte repeats whose fifth byte varies: the table hashes five bytes (four near the
+            // buffer's end), so these are found only where the hashes agree, and never mistaken.
+            (any::<u64>(), 1..4_000usize).prop_map(move |(seed, n)| {
+                noise(seed, n).iter().flat_map(|&b| [b'<', b'a', b' ', b'h', b"rRs\""[usize::from(b % 4)]]).collect()
+            }),
             // Text from a small alphabet: short matches and literals, more tokens than a block holds.
             (any::<u64>(), 1..3usize).prop_map(move |(seed, k)| {
                 noise(seed, BLOCK_TOKENS * 2 * k).iter().map(|b| b"abcdefgh <>/=\"!"[usize::from(b % 14)]).collect()
@@ -983,6 +983,49 @@ mod tests {
             prop_assert!(decoded == body, "{}", first_difference(&decoded, &body));
             // Literal-only blocks cost at most 9 bits a byte (static codes), plus block framing.
             prop_assert!(compressed.len() <= body.len() * 9 / 8 + 64 * parts.len() + 64);
+        }
+    }
+
+    thread_local! {
+        /// Set by a test to make this thread's encoders take the portable (non-BMI) loops.
+        pub(super) static PORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(
+            std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(2_000)
+        ))]
+
+        /// The loops compiled for BMI1/BMI2/LZCNT write exactly what the portable ones write (the
+        /// portable ones are what a CPU without those features runs, so they are checked here too).
+        #[test]
+        fn the_bmi_and_portable_loops_write_the_same_stream(
+            body in prop_oneof![adversarial(), repetitive(300_000)],
+            piece in 1..70_000usize,
+        ) {
+            let parts: Vec<_> = body.chunks(piece).map(|p| (p.to_vec(), false)).collect();
+            PORTABLE.with(|p| p.set(true));
+            let portable = deflate(&mut FastDeflate::new(), &parts);
+            PORTABLE.with(|p| p.set(false));
+            let default = deflate(&mut FastDeflate::new(), &parts);
+            prop_assert!(portable == default, "{} and {} bytes", portable.len(), default.len());
+            prop_assert!(inflate(&portable) == body);
+        }
+
+        /// Pieces of 1-12 bytes: every position lies near a piece's end when it is hashed (four bytes)
+        /// and many are looked up later with five: the stream still decodes to the body.
+        #[test]
+        fn tiny_pieces_round_trip(body in repetitive(20_000), sizes in prop::collection::vec(1..=12usize, 1..20)) {
+            let mut parts = Vec::new();
+            let (mut at, mut i) = (0, 0);
+            while at < body.len() {
+                let end = (at + sizes[i % sizes.len()]).min(body.len());
+                parts.push((body[at..end].to_vec(), i % 97 == 96));
+                (at, i) = (end, i + 1);
+            }
+            let compressed = deflate(&mut FastDeflate::new(), &parts);
+            let decoded = inflate(&compressed);
+            prop_assert!(decoded == body, "{}", first_difference(&decoded, &body));
         }
     }
 
