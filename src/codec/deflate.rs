@@ -14,11 +14,13 @@
 //! every client decodes. Among streaming encoders ours is 18% faster than zlib-rs level 2 for 2% more
 //! bytes, and 5x zlib-rs level 6's speed within 1.17x of its size. The static-codes-only version of
 //! this file was about half zlib-rs level 1's time for 37,634 B: the dynamic codes cost that speed.
-//! Since the block writer stores eight bytes at a time (CPU time per page from
-//! `CODEC_LOOPS=300 CODEC_CASE=<case> perf stat -e task-clock` on the codec bench binary, three
-//! interleaved runs, load ~9, 16:55 UTC): ours 404-424 µs (428 before that change, in its own A/B),
-//! libdeflate level 1 453-472 µs (the bench makes a compressor per page; libdeflate allocates, not clears, its tables),
-//! zlib-rs level 1 512-517 µs: a switch to libdeflate would buy 5% fewer bytes and no speed.
+//! Now (CPU time per page, `CODEC_LOOPS=200 CODEC_CASE=<case> perf stat -e task-clock` on the codec
+//! bench binary, runs of the cases interleaved, fastest and median run, 5 ms of set-up subtracted,
+//! load ~5.5 on the 2 cores, 19:48 UTC): ours 30,194 B in 325-369 µs, libdeflate level 1 28,750 B in
+//! 433-472 µs (the bench makes a compressor per page; libdeflate allocates, not clears, its tables),
+//! zlib-rs level 1 37,999 B in 502-531 µs: libdeflate would buy 5% fewer bytes for ~30% more time.
+//! In one interleaved set, this file before the branchless block writer, the BMI loops and the
+//! five-byte hash without lazy matching: 30,254 B in 396-455 µs; with them 316-407 µs.
 
 /// How far back a match may reach (the DEFLATE window).
 const WINDOW: usize = 32 * 1024;
@@ -42,7 +44,7 @@ const END_OF_BLOCK: usize = 256;
 /// A token is a literal byte, or `MATCH | distance symbol << 24 | length << 15 | (distance - 1)`.
 const MATCH: u32 = 1 << 31;
 // No lazy matching: with the five-byte hash (`hash_at`), looking one byte on for a longer match below
-// 8 bytes gave 29,794 B against 30,194 B without, for ~25% more time per page; below 16 bytes,
+// 8 bytes gave 29,794 B against 30,194 B without, for ~18% more time per page; below 16 bytes,
 // 29,520 B for ~8% more (in-process A/B, benches/RESULTS.md "Encoders", third pass).
 
 const LENGTH_BASE: [u32; 29] =
@@ -106,8 +108,8 @@ fn distance_symbol(d: u32) -> u32 {
 /// The table slot for position `at`: a hash of its five bytes, or of four within eight bytes of the
 /// buffer's end (candidates are compared byte by byte either way). Five bytes on the bench page:
 /// 30,194 B without lazy matching against 30,995 B for four (and 30,254 B with lazy matching below 8
-/// bytes, 7% slower): a four-byte hash lets two-word HTML fragments (`="`, `</a`, ` cla`) that repeat
-/// everywhere overwrite the entries of the longer repeats that start with them.
+/// bytes, 6% slower). Likely why: with four bytes, short fragments that repeat everywhere in HTML
+/// (`="h`, `</a>`) take over the entries of the longer repeats that start with them.
 #[inline(always)]
 fn hash_at(buf: &[u8], at: usize) -> usize {
     if at + 8 <= buf.len() {
