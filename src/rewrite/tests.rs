@@ -484,8 +484,8 @@ const REPLACEMENTS: &[&str] = &["", "-", "[$&]", "$1$1", "<$<x>>", "$$"];
 /// Characters of 1 to 4 bytes (é ß, € 한, 😀) and every JS line terminator (\u2028, \u2029; \u0085 is
 /// none in JS), so that cuts fall inside characters.
 const ALPHABET: &[&str] = &[
-    "a", "b", "c", "é", "A", "B", " ", "\n", "\r\n", "<b>", "1", "x", "ß", "€", "한", "😀", "\u{2028}", "\u{2029}",
-    "\u{0085}", "\r",
+    "a", "b", "c", "é", "A", "B", " ", "\n", "\r\n", "<b>", "1", "x", "ß", "€", "한", "😀", "😁", "🎉", "\u{2028}",
+    "\u{2029}", "\u{0085}", "\r",
 ];
 
 fn alphabet_input() -> impl Strategy<Value = String> {
@@ -814,6 +814,21 @@ fn astral_characters_are_two_units_without_u() {
         ("\\b", "g", "a\u{1F600}", "|", "|a|\u{1F600}"),
         (".$", "", "a\u{1F600}", "X", "a\u{FFFD}X"),
         (".$", "u", "a\u{1F600}", "X", "aX"),
+        // Lone surrogates in the pattern (issue 17): the halves of the characters that have them.
+        ("[\u{1F600}]", "g", "\u{1F600}", "x", "xx"),
+        ("[\u{1F600}]", "g", "a\u{1F600}\u{1F601}", "[$&]", "a[\u{FFFD}][\u{FFFD}][\u{FFFD}]\u{FFFD}"),
+        ("[^\u{1F600}]", "g", "\u{1F600}\u{1F601}a", "-", "\u{1F600}\u{FFFD}--"),
+        ("\\uDE00", "g", "\u{1F600}\u{1F601}", "X", "\u{FFFD}X\u{1F601}"),
+        ("\\uD83D\\uDE00", "g", "a\u{1F600}b", "X", "aXb"),
+        ("[\\uD800-\\uDFFF]", "g", "a\u{1F600}", "-", "a--"),
+        ("[\\uDC00-\\uDE00]+", "g", "\u{1F600}\u{1F601}\u{1F389}", "<$&>", "\u{FFFD}<\u{FFFD}>\u{1F601}\u{1F389}"),
+        (".\\uDE01", "g", "a\u{1F601}\u{1F600}", "[$&]", "a[\u{1F601}]\u{1F600}"),
+        ("(?:\\uDE00|a)+", "g", "\u{1F600}a\u{1F600}", "($&)", "\u{FFFD}(\u{FFFD}a)\u{FFFD}(\u{FFFD})"),
+        ("[a-\u{1F600}]", "g", "b\u{1F600}\u{1F601}", "x", "xxxx\u{FFFD}"),
+        ("\\uDE00", "gi", "\u{1F600}", "X", "\u{FFFD}X"),
+        ("^\\uDE00", "gm", "\u{1F600}\n\u{1F600}", "X", "\u{1F600}\n\u{1F600}"),
+        ("(?:)|\\uDE00", "g", "\u{1F600}", "-", "-\u{FFFD}-\u{FFFD}-"),
+        ("\\uDE00$|a", "gm", "a\u{1F600}\r\u{1F389}", "X", "X\u{FFFD}X\r\u{1F389}"),
     ];
     for &(source, flags, hay, replace, want) in cases {
         let rules = [text_rule(source, flags, replace)];
@@ -837,6 +852,12 @@ const JS_RULE_PATTERNS: &[(&str, &str)] = &[
     ("(?:)", "g"),
     ("\\S\\S|\\s", "g"),
     ("\\uD83D", "g"),
+    // Lone low surrogates: the low view, alone and with the line view.
+    ("[\u{1F600}]", "g"),
+    ("[^\u{1F600}]+", "g"),
+    ("(\\uDE00|\\uDF89)(.)?", "g"),
+    ("[\\uDC00-\\uDE00]", "g"),
+    ("(?:\\uDE00|a)+$", "gm"),
     ("(\\W)\\b", "g"),
     (".{3}", ""),
     // Multi-line anchors on the line view: the engine's groups, JS's groups, empty matches.

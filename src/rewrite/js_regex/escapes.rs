@@ -10,7 +10,7 @@ use crate::error::JsRegexError;
 
 /// What an escape sequence stands for.
 pub(super) enum Escape {
-    /// One code point; may be a lone surrogate, which callers must reject.
+    /// One code point; may be a lone surrogate, which callers must reject with `u` (see `units` without).
     Char(u32),
     /// A set of characters (`\d`, `\p{L}`, …).
     Set(ClassUnicode),
@@ -26,8 +26,8 @@ impl Parser<'_> {
         let start = self.pos;
         match self.escape(false)? {
             // Without `u` a lone high surrogate is one unit: the high half of an astral character.
-            Escape::Char(cp) if !self.flags.unicode && (0xD800..0xDC00).contains(&cp) => {
-                self.emit_high_half(cp);
+            Escape::Char(cp) if !self.flags.unicode && (0xD800..0xE000).contains(&cp) => {
+                self.emit_lone_surrogate(cp);
                 Ok(None)
             }
             Escape::Char(cp) => {
