@@ -829,6 +829,11 @@ fn astral_characters_are_two_units_without_u() {
         ("^\\uDE00", "gm", "\u{1F600}\n\u{1F600}", "X", "\u{1F600}\n\u{1F600}"),
         ("(?:)|\\uDE00", "g", "\u{1F600}", "-", "-\u{FFFD}-\u{FFFD}-"),
         ("\\uDE00$|a", "gm", "a\u{1F600}\r\u{1F389}", "X", "X\u{FFFD}X\r\u{1F389}"),
+        // With `u` a lone surrogate matches only a lone surrogate, which UTF-8 text has none of.
+        ("a\\uDE00|b", "gu", "a\u{1F600}b", "X", "a\u{1F600}X"),
+        ("[\\uD800-\\uDFFF\\u{1F600}]", "gu", "\u{1F600}\u{1F601}", "X", "X\u{1F601}"),
+        ("[^\\uDE00]", "gu", "\u{1F600}a", "X", "XX"),
+        ("[a-\\uD800]", "gu", "ab\u{D7FF}\u{E000}", "X", "XXX\u{E000}"),
     ];
     for &(source, flags, hay, replace, want) in cases {
         let rules = [text_rule(source, flags, replace)];

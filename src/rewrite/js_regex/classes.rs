@@ -7,9 +7,9 @@ use std::sync::OnceLock;
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, HirKind};
 
-use super::escapes::{scalar, Escape};
+use super::escapes::Escape;
 use super::parser::{syntax, unsupported, Parser};
-use super::units::push_unit_range;
+use super::units::{push_scalar_range, push_unit_range};
 use crate::error::JsRegexError;
 
 /// A class the engine accepts that contains no character: matches nothing.
@@ -88,8 +88,7 @@ impl Parser<'_> {
         let c = self.peek().expect("caller checked for end of pattern");
         if c == '\\' {
             return Ok(match self.escape(true)? {
-                // Without `u` a lone surrogate is a unit of its own (see `units`).
-                Escape::Char(cp) if self.flags.unicode => ClassAtom::Char(scalar(cp, start)? as u32),
+                // Without `u` a lone surrogate is a unit of its own (see `units`); with `u` it matches nothing.
                 Escape::Char(cp) => ClassAtom::Char(cp),
                 Escape::Set(set) => ClassAtom::Set(set),
                 Escape::Backslash => ClassAtom::Char('\\' as u32),
@@ -112,11 +111,11 @@ impl Parser<'_> {
         }
     }
 
-    /// Adds the code points (with `u`, all scalar values) or UTF-16 units `first..=last`.
+    /// Adds the code points (with `u`; lone surrogates match nothing in UTF-8 text) or UTF-16 units
+    /// `first..=last`.
     fn add_range(&self, set: &mut ClassUnicode, first: u32, last: u32) {
         if self.flags.unicode {
-            let c = |cp| char::from_u32(cp).expect("`u` class bounds are scalar values");
-            set.push(ClassUnicodeRange::new(c(first), c(last)));
+            push_scalar_range(set, first, last);
         } else {
             push_unit_range(set, first, last);
         }

@@ -2,7 +2,7 @@
 //! for what JavaScript rejects or the engine cannot run.
 
 use super::classes::NEVER;
-use super::parser::{JsFlags, ENGINE_HINT, SURROGATE_HINT};
+use super::parser::{JsFlags, ENGINE_HINT};
 use super::*;
 use crate::error::JsRegexError;
 use crate::rewrite::lines;
@@ -413,9 +413,6 @@ fn unsupported_features() {
         (r"(?<n>a)\k<n>", "", r"backreference \k<n>", 7, ENGINE_HINT),
         (r"(?<n>a)\k<n>", "u", r"backreference \k<n>", 7, ENGINE_HINT),
         (r"\k<n>(?<n>a)", "", r"backreference \k<n>", 0, ENGINE_HINT),
-        (r"a\uDE00", "u", r"lone surrogate \uDE00", 1, SURROGATE_HINT),
-        (r"\u{D800}", "u", r"lone surrogate \uD800", 0, SURROGATE_HINT),
-        (r"[a-\uD800]", "u", r"lone surrogate \uD800", 3, SURROGATE_HINT),
         ("(?i:a)", "", "modifiers group (?i:", 0, " (ES2025 modifiers are not supported)"),
         ("(?-i:a)", "", "modifiers group (?-i:", 0, " (ES2025 modifiers are not supported)"),
         ("(?i-s:a)", "", "modifiers group (?i-s:", 0, " (ES2025 modifiers are not supported)"),

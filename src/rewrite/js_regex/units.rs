@@ -42,13 +42,18 @@ fn unit_char(unit: u32) -> char {
     char::from_u32(cp).expect("a unit or its stand-in is a scalar value")
 }
 
+/// Adds the scalar values in `first..=last` (all but the surrogates) to a set.
+pub(super) fn push_scalar_range(set: &mut ClassUnicode, first: u32, last: u32) {
+    let first = if (0xD800..0xE000).contains(&first) { 0xE000 } else { first };
+    let last = if (0xD800..0xE000).contains(&last) { 0xD7FF } else { last };
+    if first <= last {
+        set.push(ClassUnicodeRange::new(unit_char(first), unit_char(last)));
+    }
+}
+
 /// Adds the UTF-16 units `first..=last` to a unit set (non-`u` mode).
 pub(super) fn push_unit_range(set: &mut ClassUnicode, first: u32, last: u32) {
-    let (bmp_first, bmp_last) = (if (0xD800..0xE000).contains(&first) { 0xE000 } else { first }, last);
-    let bmp_last = if (0xD800..0xE000).contains(&bmp_last) { 0xD7FF } else { bmp_last };
-    if bmp_first <= bmp_last {
-        set.push(ClassUnicodeRange::new(unit_char(bmp_first), unit_char(bmp_last)));
-    }
+    push_scalar_range(set, first, last);
     let (s_first, s_last) = (first.max(0xD800), last.min(0xDFFF));
     if s_first <= s_last {
         set.push(ClassUnicodeRange::new(unit_char(s_first), unit_char(s_last)));
