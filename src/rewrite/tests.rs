@@ -828,6 +828,7 @@ fn astral_characters_are_two_units_without_u() {
         ("\\uDE00", "gi", "\u{1F600}", "X", "\u{FFFD}X"),
         ("^\\uDE00", "gm", "\u{1F600}\n\u{1F600}", "X", "\u{1F600}\n\u{1F600}"),
         ("(?:)|\\uDE00", "g", "\u{1F600}", "-", "-\u{FFFD}-\u{FFFD}-"),
+        ("\\ud83d\\ude00[\u{1F601}\\uDE00]", "g", "\u{1F601}\u{1F601}\u{1F600}\u{1F601}", "X", "\u{1F601}\u{1F601}X\u{FFFD}"),
         ("\\uDE00$|a", "gm", "a\u{1F600}\r\u{1F389}", "X", "X\u{FFFD}X\r\u{1F389}"),
         // With `u` a lone surrogate matches only a lone surrogate, which UTF-8 text has none of.
         ("a\\uDE00|b", "gu", "a\u{1F600}b", "X", "a\u{1F600}X"),

@@ -101,6 +101,8 @@ pub(super) struct Parser<'s> {
     pub(super) deepest: (usize, usize),
     /// Sets of lone low surrogates that are neither all nor none, met on a first pass (see `units`).
     pub(super) low_sets: Vec<LowSet>,
+    /// The low surrogates of whole astral characters met on a first pass: each needs a class of its own.
+    pub(super) astral_lows: Vec<LowSet>,
     /// The text's view the pattern is written for, on the second pass.
     pub(super) low_view: Option<LowView>,
 }
@@ -119,6 +121,7 @@ impl<'s> Parser<'s> {
             depth: 0,
             deepest: (0, 0),
             low_sets: Vec::new(),
+            astral_lows: Vec::new(),
             low_view,
         }
     }

@@ -193,11 +193,15 @@ impl Parser<'_> {
     }
 
     /// An astral character (non-`u` mode) as a whole: as it is, or its bytes in the view.
-    fn astral(&self, c: char) -> String {
-        let Some(view) = &self.low_view else { return format!("\\x{{{:X}}}", c as u32) };
+    fn astral(&mut self, c: char) -> String {
+        let low = (c as usize - 0x10000) & 0x3FF;
+        let Some(view) = &self.low_view else {
+            // Its low surrogate must have a class of its own in a view.
+            self.astral_lows.push(vec![(low as u16, low as u16)]);
+            return format!("\\x{{{:X}}}", c as u32);
+        };
         let mut bytes = [0; 4];
         c.encode_utf8(&mut bytes);
-        let low = (c as usize - 0x10000) & 0x3FF;
         bytes[3] = view.byte(low);
         format!(r"(?-u:\x{:02X}\x{:02X}\x{:02X}\x{:02X})", bytes[0], bytes[1], bytes[2], bytes[3])
     }
@@ -231,7 +235,11 @@ pub(super) fn translate_units<'s>(
     run: impl Fn(&'s str, Option<LowView>) -> Result<Parser<'s>, JsRegexError>,
 ) -> Result<(String, Option<LowView>), JsRegexError> {
     let first = run(src, None)?;
-    let Some(view) = LowView::new(&first.low_sets, 0)? else { return Ok((first.out, None)) };
+    if first.low_sets.is_empty() {
+        return Ok((first.out, None));
+    }
+    let sets: Vec<LowSet> = first.low_sets.iter().chain(&first.astral_lows).cloned().collect();
+    let Some(view) = LowView::new(&sets, 0)? else { return Ok((first.out, None)) };
     let second = run(src, Some(view.clone()))?;
     Ok((second.out, Some(view)))
 }
