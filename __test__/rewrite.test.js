@@ -576,6 +576,12 @@ test('rewrite(): fixed edge cases of empty matches, alternation and replacement'
     ['a\nb\n', /$/gm, ';'],
     ['a\nb\n', /^/gm, '> '],
     ['a\nb\n', /$/g, ';'],
+    // Lone surrogates: halves without `u` ("xx" is V8's own answer), nothing with `u`.
+    ['😀', /[😀]/g, 'x'],
+    ['😀😁', /\uDE00/g, 'X'],
+    ['😁😀', /[^😀]/g, '-'],
+    ['a😀', /[\uD800-\uDFFF]+/g, '<$&>'],
+    ['😀a', /[^\uDE00]|\uDE00/gu, '-'],
     ['ab ab', /\b/g, '|'],
     ['é é', /\b/g, '|'],
     ['aé', /\w+/g, '[$&]'],
