@@ -116,9 +116,7 @@ pub fn rewrite_each(env: Env, inputs: Unknown, rules: Unknown) -> Result<Vec<Str
         return Err(invalid(format!("inputs must be an array, got {}", type_name(&inputs))));
     }
     let inputs = Object::from_unknown(inputs)?;
-    (0..inputs.get_array_length()?)
-        .map(|i| rewrite_input(&env, &scope, &rules, inputs.get_element(i)?))
-        .collect()
+    (0..inputs.get_array_length()?).map(|i| rewrite_input(&env, &scope, &rules, inputs.get_element(i)?)).collect()
 }
 
 /// The rules of a `rewrite()` call, compiled, their functions registered in the caller's `DirectScope`.

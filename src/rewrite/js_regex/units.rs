@@ -146,14 +146,16 @@ impl Parser<'_> {
             alternatives.push(self.out.split_off(mark));
         }
         let all = [(0, 0x3FF)];
-        if highs == all && lows == all {
+        // Every surrogate (`.`, `\S`, `[^<]`): the pattern the engine has always been given for them.
+        let every = highs == all && lows == all;
+        if every {
             alternatives.push(HALF.to_string());
         } else if highs == all {
             alternatives.push(r"(?-u:[\xF0-\xF4][\x80-\xBF][\x80-\xBF])".to_string());
         } else {
             alternatives.extend(highs.iter().flat_map(|&(a, b)| high_halves(a, b)));
         }
-        if !lows.is_empty() && !(highs == all && lows == all) {
+        if !every && !lows.is_empty() {
             alternatives.push(self.low_half(lows));
         }
         match alternatives.as_slice() {
