@@ -80,6 +80,13 @@ export type JsProxyServer = ProxyServer
  */
 export declare function __panicProbe(place: string): Promise<void>
 
+/**
+ * Test hook, not part of the API: `rewrite(input, rules)` for each of `inputs` in turn, with the rules
+ * compiled once (the differential tests run each case whole and in several chunkings, and compiling is
+ * most of a small case's time). Throws at the first input that fails.
+ */
+export declare function __rewriteEach(inputs: Array<string | Array<string | Buffer | Uint8Array>>, rules: RewriteRule[]): Array<string>
+
 export interface CookieOptions {
   stripDomain?: boolean
 }

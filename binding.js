@@ -838,6 +838,7 @@ module.exports = nativeBinding
 module.exports.ProxyServer = nativeBinding.ProxyServer
 module.exports.JsProxyServer = nativeBinding.JsProxyServer
 module.exports.__panicProbe = nativeBinding.__panicProbe
+module.exports.__rewriteEach = nativeBinding.__rewriteEach
 module.exports.rewrite = nativeBinding.rewrite
 module.exports.start = nativeBinding.start
 module.exports.toHar = nativeBinding.toHar

@@ -6,7 +6,7 @@
 const binding = require('./binding.js')
 const { start } = require('./lib/start.js')
 const { ProxyServer } = require('./lib/server.js')
-const { rewrite } = require('./lib/rules.js')
+const { rewrite, rewriteEach } = require('./lib/rules.js')
 
 /** A cassette (`record.path`) as HAR 1.2: resolves to the JSON text; rejects naming the bad line. */
 const toHar = (path) => binding.toHar(path)
@@ -17,4 +17,5 @@ module.exports = {
   ProxyServer,
   toHar,
   __panicProbe: binding.__panicProbe,
+  __rewriteEach: rewriteEach,
 }

@@ -104,4 +104,15 @@ function rewrite(input, rules, context) {
   return binding.rewrite(input, wrapped)
 }
 
-module.exports = { rewrite, prepareOptions, wrapProxyRule, foldHeaders }
+/**
+ * Test hook, not part of the API: `rewrite(input, rules)` for each of `inputs`, the rules compiled once; throws
+ * at the first input that fails.
+ */
+function rewriteEach(inputs, rules, context) {
+  const { req, res } = context || {}
+  const given = [req || shapeRequest(DEFAULT_REQUEST), res || shapeResponse(DEFAULT_RESPONSE)]
+  const wrapped = Array.isArray(rules) ? rules.map((rule) => wrapRule(rule, () => given)) : rules
+  return binding.__rewriteEach(inputs, wrapped)
+}
+
+module.exports = { rewrite, rewriteEach, prepareOptions, wrapProxyRule, foldHeaders }

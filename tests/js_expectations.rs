@@ -13,7 +13,6 @@ const FIXTURE: &str = include_str!("fixtures/js-expectations.json");
 /// differences ("differs") and the rules it refuses when they are created ("rejected"). A case that
 /// starts or stops differing fails the test, so this list and the fixture's marks stay exact.
 const KNOWN: &[(&str, &str)] = &[
-    ("class-astral-without-u", "rejected"),
     ("lookahead", "rejected"),
     ("lookbehind", "rejected"),
     ("backreference", "rejected"),

@@ -1,7 +1,7 @@
 //! The Node binding: JS values in, core types out, core errors turned into JS errors that name the
 //! culprit. Nothing else lives here; the proxy itself is in the core modules.
 //!
-//! This file holds the exported functions (`start`, `rewrite`, `__panicProbe`) and the helpers the
+//! This file holds the exported functions (`start`, `rewrite`, `__rewriteEach`, `__panicProbe`) and the helpers the
 //! others share; `options` declares and parses the options (`local`: `serveStatic` and `routes`),
 //! `rules` the rewrite rules and `snippetOptions`, `replace` calls JS replacement functions, `hooks`
 //! the proxyReq/proxyRes functions and the middleware host, `server` is the `ProxyServer` class.
@@ -97,6 +97,35 @@ fn start_error(env: &Env, error: StartError) -> Error {
 pub fn rewrite(env: Env, input: Unknown, rules: Unknown) -> Result<String> {
     // The functions of this call's rules, registered for the JS thread; freed however the call ends.
     let scope = DirectScope::open();
+    let rules = compile_direct(&env, rules)?;
+    rewrite_input(&env, &scope, &rules, input)
+}
+
+/// Test hook, not part of the API: `rewrite(input, rules)` for each of `inputs` in turn, with the rules
+/// compiled once (the differential tests run each case whole and in several chunkings, and compiling is
+/// most of a small case's time). Throws at the first input that fails.
+#[napi(
+    catch_unwind,
+    js_name = "__rewriteEach",
+    ts_args_type = "inputs: Array<string | Array<string | Buffer | Uint8Array>>, rules: RewriteRule[]"
+)]
+pub fn rewrite_each(env: Env, inputs: Unknown, rules: Unknown) -> Result<Vec<String>> {
+    let scope = DirectScope::open();
+    let rules = compile_direct(&env, rules)?;
+    if !inputs.is_array()? {
+        return Err(invalid(format!("inputs must be an array, got {}", type_name(&inputs))));
+    }
+    let inputs = Object::from_unknown(inputs)?;
+    (0..inputs.get_array_length()?).map(|i| rewrite_input(&env, &scope, &rules, inputs.get_element(i)?)).collect()
+}
+
+/// The rules of a `rewrite()` call, compiled, their functions registered in the caller's `DirectScope`.
+fn compile_direct(env: &Env, rules: Unknown) -> Result<Vec<rewrite::Rule>> {
+    parse_rules(env, rules, "rules", CallMode::Direct)?.into_iter().map(RuleSpec::compile).collect()
+}
+
+/// One `rewrite()` of `input` (a string, or an array of chunks) with compiled `rules`.
+fn rewrite_input(env: &Env, scope: &DirectScope, rules: &[rewrite::Rule], input: Unknown) -> Result<String> {
     let chunks = match input.get_type()? {
         ValueType::String => None,
         ValueType::Object if input.is_array()? => Some(read_chunks(input)?),
@@ -107,10 +136,6 @@ pub fn rewrite(env: Env, input: Unknown, rules: Unknown) -> Result<String> {
             )))
         }
     };
-    let rules = parse_rules(&env, rules, "rules", CallMode::Direct)?
-        .into_iter()
-        .map(RuleSpec::compile)
-        .collect::<Result<Vec<_>>>()?;
     let failed = |e: rewrite::ReplaceError| Error::new(Status::GenericFailure, e.to_string());
     // The whole string is in hand: no match is ever too long to wait for.
     let uncapped = usize::MAX / 4;
@@ -139,7 +164,9 @@ pub fn rewrite(env: Env, input: Unknown, rules: Unknown) -> Result<String> {
         }
         return String::from_utf8(bytes).map_err(|e| Error::new(Status::GenericFailure, e.to_string()));
     };
-    let mut rewriter = rewrite::Rewriter::new(&rules, "", uncapped);
+    // A streamed body is never whole: functions get `undefined` as `string` (whatever an earlier input set).
+    scope.set_string(std::ptr::null_mut());
+    let mut rewriter = rewrite::Rewriter::new(rules, "", uncapped);
     let mut out = Vec::new();
     for chunk in &chunks {
         rewriter.push(chunk, &mut out).map_err(failed)?;

@@ -93,6 +93,9 @@ pub(super) struct RegexRule {
     pub(super) low_half_starts: bool,
     /// The pattern has multi-line anchors: its automata read the line view (see `lines`).
     pub(super) lines: bool,
+    /// The pattern names some lone low surrogates: its automata read this view of astral characters (see
+    /// `js_regex::LowView`), on top of the line view if any.
+    pub(super) low_view: Option<js_regex::LowView>,
     /// Forward DFA, anchored and unanchored starts, leftmost-first.
     pub(super) dfa: Dfa,
     /// Reverse anchored DFA: from a match's end back to its start.
@@ -105,6 +108,22 @@ pub(super) struct RegexRule {
     pub(super) unanchored_starts: StartStates,
     /// Reads back from the end of the data to where a pending match may start; `None` when too big.
     pub(super) prefix_reverse: Option<Dfa>,
+}
+
+/// Whether a rule works on UTF-16 units (a JS regex without `u`), and the view its pattern is written for.
+pub(super) enum Units {
+    No,
+    Yes(Option<js_regex::LowView>),
+}
+
+impl Units {
+    fn of(flags: &js_regex::JsFlags, view: Option<js_regex::LowView>) -> Units {
+        if flags.unicode {
+            Units::No
+        } else {
+            Units::Yes(view)
+        }
+    }
 }
 
 /// What resolves a match's groups: the engine's own captures search, or, where JavaScript's repetition rules
@@ -128,22 +147,22 @@ impl Rule {
     /// A rule from a JS `RegExp`'s `source` and `flags`.
     pub fn regex(source: &str, flags: &str, replacement: RuleReplacement) -> Result<Rule, RuleError> {
         let parsed = js_regex::parse_flags(flags)?;
-        let pattern = js_regex::translate(source, &parsed)?;
+        let (pattern, low_view) = js_regex::translate_with_view(source, &parsed)?;
         let label = format!("/{source}/{flags}");
-        Rule::compile(label, &pattern, parsed.global, !parsed.unicode, replacement)
+        Rule::compile(label, &pattern, parsed.global, Units::of(&parsed, low_view), replacement)
     }
 
     /// A rule whose match is a plain string: like `String.prototype.replace` with a string
     /// pattern, it replaces the first occurrence only.
     pub fn literal(text: &str, replacement: RuleReplacement) -> Result<Rule, RuleError> {
         let label = format!("{text:?}");
-        Rule::compile(label, &js_regex::literal(text), false, false, replacement)
+        Rule::compile(label, &js_regex::literal(text), false, Units::No, replacement)
     }
 
     /// Browsersync's snippet rule: `snippet` right after the first `<body ...>` tag.
     pub fn snippet(snippet: &str) -> Rule {
         let replacement = Replacement::Template(Template::match_then(snippet));
-        Rule::build("snippet".into(), r"(?i:<body[^>]*>)", false, false, replacement)
+        Rule::build("snippet".into(), r"(?i:<body[^>]*>)", false, Units::No, replacement)
             .expect("the snippet rule compiles")
     }
 
@@ -151,9 +170,9 @@ impl Rule {
     /// `RegExp` (every match with `g`), as Browsersync's default `fn` (`match + snippet`) puts it.
     pub fn snippet_at(source: &str, flags: &str, snippet: &str) -> Result<Rule, RuleError> {
         let parsed = js_regex::parse_flags(flags)?;
-        let pattern = js_regex::translate(source, &parsed)?;
+        let (pattern, low_view) = js_regex::translate_with_view(source, &parsed)?;
         let replacement = Replacement::Template(Template::match_then(snippet));
-        Rule::build(format!("/{source}/{flags}"), &pattern, parsed.global, !parsed.unicode, replacement)
+        Rule::build(format!("/{source}/{flags}"), &pattern, parsed.global, Units::of(&parsed, low_view), replacement)
     }
 
     /// This rule limited to the URLs `paths` matches, and applied there whatever the response type.
@@ -193,7 +212,7 @@ impl Rule {
         label: String,
         pattern: &str,
         global: bool,
-        units: bool,
+        units: Units,
         replacement: RuleReplacement,
     ) -> Result<Rule, RuleError> {
         let replacement = match replacement {
@@ -211,9 +230,13 @@ impl Rule {
         label: String,
         pattern: &str,
         global: bool,
-        units: bool,
+        units: Units,
         replacement: Replacement,
     ) -> Result<Rule, RuleError> {
+        let (units, low_view) = match units {
+            Units::No => (false, None),
+            Units::Yes(view) => (true, view),
+        };
         let groups_hir = parse(pattern)?;
         // Multi-line anchors: everything reads the line view, so the pattern is written in it.
         let lines = lines::uses_lines(&groups_hir);
@@ -250,10 +273,12 @@ impl Rule {
         };
         let anchored_starts = StartStates::new(&dfa, Anchored::Yes);
         // A low half follows two continuation bytes; any continuation byte stands for all of them.
-        let low_half_starts = units
-            && anchored_starts
-                .get(Some(0x80))
-                .is_some_and(|state| (0x80..=0xBF).any(|byte| !dfa.is_dead_state(dfa.next_state(state, byte))));
+        // A view's low halves are told apart by the byte before them: characters are held whole.
+        let low_half_starts = low_view.is_some()
+            || units
+                && anchored_starts
+                    .get(Some(0x80))
+                    .is_some_and(|state| (0x80..=0xBF).any(|byte| !dfa.is_dead_state(dfa.next_state(state, byte))));
         Ok(Rule {
             inner: Arc::new(CompiledRule {
                 label,
@@ -261,6 +286,7 @@ impl Rule {
                 engine: Engine::Regex(Box::new(RegexRule {
                     units,
                     lines,
+                    low_view,
                     low_half_starts,
                     anchored_starts,
                     unanchored_starts: StartStates::new(&dfa, Anchored::No),

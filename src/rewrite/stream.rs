@@ -171,7 +171,8 @@ struct Stage {
     matches: u64,
     /// The request and response shown to a replacement function.
     exchange: Option<Arc<Exchange>>,
-    /// A lines rule's line view of the hay, reused across chunks.
+    /// The view of the hay that a rule's automata read (lines rules, `RegexRule::low_view`), reused across
+    /// chunks.
     view: Vec<u8>,
 }
 
@@ -252,7 +253,7 @@ impl Stage {
         result
     }
 
-    /// [`Stage::process_halves`] with `view` as the buffer of a lines rule's line view.
+    /// [`Stage::process_halves`] with `view` as the buffer of the rule's view of the hay, if it has one.
     fn process_viewed(
         &mut self,
         input: &[u8],
@@ -272,10 +273,22 @@ impl Stage {
             held.extend_from_slice(input);
         }
         let data = if in_place { input } else { &held[..] };
+        let low_view = match &self.rule.inner.engine {
+            Engine::Regex(re) => re.low_view.as_ref(),
+            Engine::Links(_) => None,
+        };
         let hay = if self.lines() {
             // The end of a U+2028 may still be on its way: until then its first bytes are held.
             let data = if last { data } else { &data[..lines::settled_len(data)] };
             lines::line_view(data, view);
+            if let Some(low_view) = low_view {
+                low_view.apply(data, view);
+            }
+            Hay { bytes: data, view, before: self.before }
+        } else if let Some(low_view) = low_view {
+            view.clear();
+            view.extend_from_slice(data);
+            low_view.apply(data, view);
             Hay { bytes: data, view, before: self.before }
         } else {
             Hay { bytes: data, view: data, before: self.before }

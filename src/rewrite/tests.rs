@@ -484,8 +484,8 @@ const REPLACEMENTS: &[&str] = &["", "-", "[$&]", "$1$1", "<$<x>>", "$$"];
 /// Characters of 1 to 4 bytes (é ß, € 한, 😀) and every JS line terminator (\u2028, \u2029; \u0085 is
 /// none in JS), so that cuts fall inside characters.
 const ALPHABET: &[&str] = &[
-    "a", "b", "c", "é", "A", "B", " ", "\n", "\r\n", "<b>", "1", "x", "ß", "€", "한", "😀", "\u{2028}", "\u{2029}",
-    "\u{0085}", "\r",
+    "a", "b", "c", "é", "A", "B", " ", "\n", "\r\n", "<b>", "1", "x", "ß", "€", "한", "😀", "😁", "🎉", "\u{2028}",
+    "\u{2029}", "\u{0085}", "\r",
 ];
 
 fn alphabet_input() -> impl Strategy<Value = String> {
@@ -814,6 +814,33 @@ fn astral_characters_are_two_units_without_u() {
         ("\\b", "g", "a\u{1F600}", "|", "|a|\u{1F600}"),
         (".$", "", "a\u{1F600}", "X", "a\u{FFFD}X"),
         (".$", "u", "a\u{1F600}", "X", "aX"),
+        // Lone surrogates in the pattern (issue 17): the halves of the characters that have them.
+        ("[\u{1F600}]", "g", "\u{1F600}", "x", "xx"),
+        ("[\u{1F600}]", "g", "a\u{1F600}\u{1F601}", "[$&]", "a[\u{FFFD}][\u{FFFD}][\u{FFFD}]\u{FFFD}"),
+        ("[^\u{1F600}]", "g", "\u{1F600}\u{1F601}a", "-", "\u{1F600}\u{FFFD}--"),
+        ("\\uDE00", "g", "\u{1F600}\u{1F601}", "X", "\u{FFFD}X\u{1F601}"),
+        ("\\uD83D\\uDE00", "g", "a\u{1F600}b", "X", "aXb"),
+        ("[\\uD800-\\uDFFF]", "g", "a\u{1F600}", "-", "a--"),
+        ("[\\uDC00-\\uDE00]+", "g", "\u{1F600}\u{1F601}\u{1F389}", "<$&>", "\u{FFFD}<\u{FFFD}>\u{1F601}\u{1F389}"),
+        (".\\uDE01", "g", "a\u{1F601}\u{1F600}", "[$&]", "a[\u{1F601}]\u{1F600}"),
+        ("(?:\\uDE00|a)+", "g", "\u{1F600}a\u{1F600}", "($&)", "\u{FFFD}(\u{FFFD}a)\u{FFFD}(\u{FFFD})"),
+        ("[a-\u{1F600}]", "g", "b\u{1F600}\u{1F601}", "x", "xxxx\u{FFFD}"),
+        ("\\uDE00", "gi", "\u{1F600}", "X", "\u{FFFD}X"),
+        ("^\\uDE00", "gm", "\u{1F600}\n\u{1F600}", "X", "\u{1F600}\n\u{1F600}"),
+        ("(?:)|\\uDE00", "g", "\u{1F600}", "-", "-\u{FFFD}-\u{FFFD}-"),
+        (
+            "\\ud83d\\ude00[\u{1F601}\\uDE00]",
+            "g",
+            "\u{1F601}\u{1F601}\u{1F600}\u{1F601}",
+            "X",
+            "\u{1F601}\u{1F601}X\u{FFFD}",
+        ),
+        ("\\uDE00$|a", "gm", "a\u{1F600}\r\u{1F389}", "X", "X\u{FFFD}X\r\u{1F389}"),
+        // With `u` a lone surrogate matches only a lone surrogate, which UTF-8 text has none of.
+        ("a\\uDE00|b", "gu", "a\u{1F600}b", "X", "a\u{1F600}X"),
+        ("[\\uD800-\\uDFFF\\u{1F600}]", "gu", "\u{1F600}\u{1F601}", "X", "X\u{1F601}"),
+        ("[^\\uDE00]", "gu", "\u{1F600}a", "X", "XX"),
+        ("[a-\\uD800]", "gu", "ab\u{D7FF}\u{E000}", "X", "XXX\u{E000}"),
     ];
     for &(source, flags, hay, replace, want) in cases {
         let rules = [text_rule(source, flags, replace)];
@@ -837,6 +864,12 @@ const JS_RULE_PATTERNS: &[(&str, &str)] = &[
     ("(?:)", "g"),
     ("\\S\\S|\\s", "g"),
     ("\\uD83D", "g"),
+    // Lone low surrogates: the low view, alone and with the line view.
+    ("[\u{1F600}]", "g"),
+    ("[^\u{1F600}]+", "g"),
+    ("(\\uDE00|\\uDF89)(.)?", "g"),
+    ("[\\uDC00-\\uDE00]", "g"),
+    ("(?:\\uDE00|a)+$", "gm"),
     ("(\\W)\\b", "g"),
     (".{3}", ""),
     // Multi-line anchors on the line view: the engine's groups, JS's groups, empty matches.
@@ -901,4 +934,33 @@ fn line_view_spells_js_line_terminators() {
     assert_eq!(settled_len(b"ab\xE2\x80"), 2);
     assert_eq!(settled_len(b"ab\xE2\x80\xA8"), 5);
     assert_eq!(settled_len(b"ab\x80"), 3);
+}
+
+/// Only patterns that tell some low surrogates from others read the low view (see `js_regex::units`); in it the
+/// last byte of an astral character names its low surrogate's set, and nothing else changes.
+#[test]
+fn low_view_only_where_low_surrogates_are_told_apart() {
+    let view_of = |source: &str, flags: &str| match &text_rule(source, flags, "x").inner.engine {
+        Engine::Regex(re) => re.low_view.clone(),
+        Engine::Links(_) => None,
+    };
+    for (source, flags) in
+        [(".", "g"), ("[\\uD800-\\uDFFF]", "g"), ("\\uD83D", "g"), ("\u{1F600}", "g"), ("\\uDE00", "gu")]
+    {
+        assert!(view_of(source, flags).is_none(), "/{source}/{flags} needs no view");
+    }
+    let view = view_of("[\u{1F600}]|\u{1F601}", "g").expect("[😀] tells DE00 from the other lows");
+    let text = "a\u{1F600}\u{1F601}\u{1F389}\u{1F600}".as_bytes();
+    let mut bytes = text.to_vec();
+    view.apply(text, &mut bytes);
+    let last_bytes = |b: &[u8]| [b[4], b[8], b[12], b[16]];
+    let [de00, de01, df89, de00_again] = last_bytes(&bytes);
+    assert_eq!(de00, de00_again);
+    assert!(de00 != de01 && de00 != df89 && de01 != df89, "DE00, DE01 (named by 😁) and the rest differ");
+    assert!([de00, de01, df89].iter().all(|b| (0x80..=0xBF).contains(b)), "still continuation bytes");
+    let mut rest = bytes.clone();
+    for at in [4, 8, 12, 16] {
+        rest[at] = text[at];
+    }
+    assert_eq!(rest, text, "only the last bytes of astral characters change");
 }

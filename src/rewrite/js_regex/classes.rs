@@ -7,15 +7,17 @@ use std::sync::OnceLock;
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, HirKind};
 
-use super::escapes::{scalar, Escape};
-use super::parser::{syntax, unsupported, Parser, UTF16_HINT};
+use super::escapes::Escape;
+use super::parser::{syntax, unsupported, Parser};
+use super::units::{push_scalar_range, push_unit_range};
 use crate::error::JsRegexError;
 
 /// A class the engine accepts that contains no character: matches nothing.
 pub(super) const NEVER: &str = r"[^\x{0}-\x{10FFFF}]";
 
 enum ClassAtom {
-    Char(char),
+    /// A code point, or without `u` a UTF-16 unit (which may be a lone surrogate).
+    Char(u32),
     Set(ClassUnicode),
 }
 
@@ -25,38 +27,48 @@ impl Parser<'_> {
         self.bump();
         let negated = self.eat('^');
         let mut set = ClassUnicode::empty();
+        // Without `u` an astral character is two atoms: its high unit, then this, its low unit.
+        let mut low = None;
         loop {
-            let atom_start = self.pos;
-            match self.peek() {
-                None => return Err(syntax("unterminated character class", start)),
-                Some(']') => {
-                    self.bump();
-                    break;
+            let mut atom_start = self.pos;
+            let first = match low.take() {
+                Some((unit, at)) => {
+                    atom_start = at;
+                    ClassAtom::Char(unit)
                 }
-                Some(_) => {}
-            }
-            let first = self.class_atom()?;
-            if self.peek() != Some('-') || matches!(self.peek_at(1), None | Some(']')) {
-                add_atom(&mut set, first);
+                None => {
+                    match self.peek() {
+                        None => return Err(syntax("unterminated character class", start)),
+                        Some(']') => {
+                            self.bump();
+                            break;
+                        }
+                        Some(_) => {}
+                    }
+                    self.class_atom(&mut low)?
+                }
+            };
+            if low.is_some() || self.peek() != Some('-') || matches!(self.peek_at(1), None | Some(']')) {
+                self.add_atom(&mut set, first);
                 continue;
             }
             let dash = self.pos;
             self.bump();
-            match (first, self.class_atom()?) {
+            match (first, self.class_atom(&mut low)?) {
                 (ClassAtom::Char(a), ClassAtom::Char(b)) => {
                     if a > b {
                         return Err(syntax("range out of order in character class", atom_start));
                     }
-                    set.push(ClassUnicodeRange::new(a, b));
+                    self.add_range(&mut set, a, b);
                 }
                 (first, second) => {
                     if self.flags.unicode {
                         return Err(syntax("invalid character class", dash));
                     }
                     // Annex B: a class escape cannot bound a range, so the `-` is a literal.
-                    add_atom(&mut set, first);
-                    add_atom(&mut set, ClassAtom::Char('-'));
-                    add_atom(&mut set, second);
+                    self.add_atom(&mut set, first);
+                    self.add_atom(&mut set, ClassAtom::Char('-' as u32));
+                    self.add_atom(&mut set, second);
                 }
             }
         }
@@ -69,22 +81,44 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn class_atom(&mut self) -> Result<ClassAtom, JsRegexError> {
+    /// The next class atom. Without `u`, an astral character gives its high unit, and its low unit (with the
+    /// character's offset) in `low`.
+    fn class_atom(&mut self, low: &mut Option<(u32, usize)>) -> Result<ClassAtom, JsRegexError> {
         let start = self.pos;
         let c = self.peek().expect("caller checked for end of pattern");
         if c == '\\' {
             return Ok(match self.escape(true)? {
-                Escape::Char(cp) => ClassAtom::Char(scalar(cp, start)?),
+                // Without `u` a lone surrogate is a unit of its own (see `units`); with `u` it matches nothing.
+                Escape::Char(cp) => ClassAtom::Char(cp),
                 Escape::Set(set) => ClassAtom::Set(set),
-                Escape::Backslash => ClassAtom::Char('\\'),
+                Escape::Backslash => ClassAtom::Char('\\' as u32),
             });
         }
         self.bump();
         if !self.flags.unicode && is_astral(c) {
-            // JS would put each UTF-16 half in the class on its own.
-            return Err(unsupported("astral character in a character class without the `u` flag", start, UTF16_HINT));
+            // JS puts each UTF-16 half in the class on its own.
+            let units = c.encode_utf16(&mut [0; 2]).iter().map(|&u| u32::from(u)).collect::<Vec<_>>();
+            *low = Some((units[1], start));
+            return Ok(ClassAtom::Char(units[0]));
         }
-        Ok(ClassAtom::Char(c))
+        Ok(ClassAtom::Char(c as u32))
+    }
+
+    fn add_atom(&self, set: &mut ClassUnicode, atom: ClassAtom) {
+        match atom {
+            ClassAtom::Char(c) => self.add_range(set, c, c),
+            ClassAtom::Set(other) => set.union(&other),
+        }
+    }
+
+    /// Adds the code points (with `u`; lone surrogates match nothing in UTF-8 text) or UTF-16 units
+    /// `first..=last`.
+    fn add_range(&self, set: &mut ClassUnicode, first: u32, last: u32) {
+        if self.flags.unicode {
+            push_scalar_range(set, first, last);
+        } else {
+            push_unit_range(set, first, last);
+        }
     }
 
     /// `\d \D \s \S \w \W` with JavaScript's (ASCII, explicit) meaning.
@@ -144,6 +178,8 @@ impl Parser<'_> {
             let mut set = ranges(&[(c, c)]);
             self.apply_ignore_case(&mut set, offset)?;
             self.emit_set(&set);
+        } else if is_astral(c) && !self.flags.unicode {
+            self.emit_astral(c);
         } else {
             push_literal(&mut self.out, c);
         }
@@ -185,13 +221,6 @@ impl Parser<'_> {
                 self.out.push(']');
             }
         }
-    }
-}
-
-fn add_atom(set: &mut ClassUnicode, atom: ClassAtom) {
-    match atom {
-        ClassAtom::Char(c) => set.push(ClassUnicodeRange::new(c, c)),
-        ClassAtom::Set(other) => set.union(&other),
     }
 }
 

@@ -3,14 +3,14 @@
 
 use regex_syntax::hir::ClassUnicode;
 
-use super::classes::{is_astral, parse_class};
+use super::classes::{is_astral, parse_class, NEVER};
 use super::groups::parse_group_name;
 use super::parser::{syntax, unsupported, Parser, ENGINE_HINT, SURROGATE_HINT};
 use crate::error::JsRegexError;
 
 /// What an escape sequence stands for.
 pub(super) enum Escape {
-    /// One code point; may be a lone surrogate, which callers must reject.
+    /// One code point; may be a lone surrogate (a unit without `u`, see `units`; with `u` it matches nothing).
     Char(u32),
     /// A set of characters (`\d`, `\p{L}`, …).
     Set(ClassUnicode),
@@ -26,8 +26,13 @@ impl Parser<'_> {
         let start = self.pos;
         match self.escape(false)? {
             // Without `u` a lone high surrogate is one unit: the high half of an astral character.
-            Escape::Char(cp) if !self.flags.unicode && (0xD800..0xDC00).contains(&cp) => {
-                self.emit_high_half(cp);
+            Escape::Char(cp) if (0xD800..0xE000).contains(&cp) => {
+                if self.flags.unicode {
+                    // With `u` it matches only a lone surrogate of the text, and UTF-8 text has none.
+                    self.out.push_str(NEVER);
+                } else {
+                    self.emit_lone_surrogate(cp);
+                }
                 Ok(None)
             }
             Escape::Char(cp) => {

@@ -13,8 +13,8 @@
 //!   terminators are spelled so that the engine's one-byte look-around finds every line start and end
 //!   (see `crate::rewrite::lines`);
 //! - without `u`, JavaScript works on UTF-16 code units: [`units`] matches the halves of astral characters
-//!   as pieces of their UTF-8 form; a low surrogate on its own (`\uDE00`, `[😀]`), whose half would need the
-//!   byte before it, is rejected;
+//!   as pieces of their UTF-8 form; a pattern that names some lone low surrogates (`\uDE00`, `[😀]`) runs on
+//!   a view of the text in which an astral character's last byte tells its low surrogate's set;
 //! - with `iu`, JavaScript counts `ſ` (U+017F) and `K` (U+212A) as word characters for `\b`/`\B`; the
 //!   engine's ASCII boundaries do not;
 //! - (no difference) JavaScript's repetition rules, where they differ from the engine's, are applied to the
@@ -42,8 +42,11 @@ mod semantics;
 mod units;
 
 pub(crate) use captures::JsCaptures;
-pub(crate) use parser::{literal, parse_flags, translate};
+#[cfg(test)]
+pub(crate) use parser::translate;
+pub(crate) use parser::{literal, parse_flags, translate_with_view, JsFlags};
 pub(crate) use semantics::{js_repetitions, needs_js_captures};
+pub(crate) use units::LowView;
 
 #[cfg(test)]
 mod tests;

@@ -3,6 +3,7 @@
 
 use super::classes::is_astral;
 use super::groups::scan_groups;
+use super::units::{translate_units, LowSet, LowView};
 use crate::error::JsRegexError;
 
 /// Longest accepted pattern source, in bytes.
@@ -13,7 +14,6 @@ pub(super) const MAX_NESTING: usize = 128;
 
 pub(super) const ENGINE_HINT: &str = " (a non-backtracking engine cannot run it)";
 pub(super) const SURROGATE_HINT: &str = " (UTF-8 text cannot contain a lone surrogate)";
-pub(super) const UTF16_HINT: &str = " (without the `u` flag JavaScript treats it as two UTF-16 code units)";
 
 /// Flags of a JavaScript regular expression literal.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -61,13 +61,22 @@ pub(crate) fn parse_flags(flags: &str) -> Result<JsFlags, JsRegexError> {
 /// Translates JS RegExp `source` (as `RegExp.prototype.source` gives it) with `flags` into a pattern for
 /// regex-syntax / regex-automata with their default syntax configuration. Capture groups keep their number,
 /// order and names.
+#[cfg(test)]
 pub(crate) fn translate(source: &str, flags: &JsFlags) -> Result<String, JsRegexError> {
+    translate_with_view(source, flags).map(|(pattern, _)| pattern)
+}
+
+/// [`translate`], and the view of the text the pattern is written for when it names some lone low surrogates
+/// (see [`units`](super::units)): the rule's automata must then read that view.
+pub(crate) fn translate_with_view(source: &str, flags: &JsFlags) -> Result<(String, Option<LowView>), JsRegexError> {
     if source.len() > MAX_PATTERN_BYTES {
         return Err(unsupported(format!("pattern longer than {MAX_PATTERN_BYTES} bytes"), MAX_PATTERN_BYTES, ""));
     }
-    let mut parser = Parser::new(source, *flags);
-    parser.pattern()?;
-    Ok(parser.out)
+    translate_units(source, |src, view| {
+        let mut parser = Parser::new(src, *flags, view);
+        parser.pattern()?;
+        Ok(parser)
+    })
 }
 
 /// A literal string match (like `String.prototype.replace` with a string pattern) as a pattern.
@@ -90,10 +99,16 @@ pub(super) struct Parser<'s> {
     pub(super) depth: usize,
     /// Offset of the group opened at the greatest depth, and that depth.
     pub(super) deepest: (usize, usize),
+    /// Sets of lone low surrogates that are neither all nor none, met on a first pass (see `units`).
+    pub(super) low_sets: Vec<LowSet>,
+    /// The low surrogates of whole astral characters met on a first pass: each needs a class of its own.
+    pub(super) astral_lows: Vec<LowSet>,
+    /// The text's view the pattern is written for, on the second pass.
+    pub(super) low_view: Option<LowView>,
 }
 
 impl<'s> Parser<'s> {
-    fn new(src: &'s str, flags: JsFlags) -> Self {
+    fn new(src: &'s str, flags: JsFlags, low_view: Option<LowView>) -> Self {
         let (capture_count, group_names) = scan_groups(src);
         Parser {
             src,
@@ -105,6 +120,9 @@ impl<'s> Parser<'s> {
             defined_names: Vec::new(),
             depth: 0,
             deepest: (0, 0),
+            low_sets: Vec::new(),
+            astral_lows: Vec::new(),
+            low_view,
         }
     }
 
