@@ -9,6 +9,7 @@ mod decode;
 mod deflate;
 mod encode;
 mod error;
+mod huffman;
 mod negotiate;
 mod pool;
 #[cfg(test)]
