@@ -27,7 +27,7 @@ pub(crate) enum Answered {
 /// The recorder of a request for `path` that goes to the target: while `player` answers the
 /// target, its own (`onMiss: 'record'`, for the misses it sends on); else the route's, else the
 /// server's.
-fn recorder_for(
+fn recorder_given_player(
     shared: &Shared,
     target: &Upstream<'_>,
     player: Option<&Arc<Player>>,
@@ -52,7 +52,7 @@ pub(crate) async fn send(
     timeout: Duration,
 ) -> Result<Answered, String> {
     let player = shared.player_for(target);
-    let recorder = recorder_for(shared, target, player.as_ref(), parts.uri.path());
+    let recorder = recorder_given_player(shared, target, player.as_ref(), parts.uri.path());
     let (recording, response) = match player {
         None => match recorder {
             None => (None, forward::send(target.client, parts, body, timeout).await),
