@@ -5,9 +5,10 @@
 
 use std::path::Path;
 
+use base64::Engine as _;
 use serde_json::{json, Value};
 
-use super::format::Data;
+use super::format::{Data, WsKind};
 use super::read::{read, Cassette, Exchange, ReadError};
 
 /// Reads the cassette at `path` and returns its HAR as JSON text.
@@ -121,13 +122,15 @@ fn entry(ex: &Exchange, started: &str) -> Value {
         let messages: Vec<Value> = ex
             .ws
             .iter()
-            .map(|(at, from, data)| {
-                let (opcode, text) = match data {
-                    Data::Text(t) => (1, t.clone()),
-                    Data::Base64(b) => (2, b.clone()),
+            .map(|m| {
+                let (opcode, text) = match (m.kind, &m.data) {
+                    (WsKind::Text, Data::Text(t)) => (1, t.clone()),
+                    // DevTools shows a text message's data as text: bytes that are not UTF-8, lossily.
+                    (WsKind::Text, data) => (1, String::from_utf8_lossy(&data.to_bytes()).into_owned()),
+                    (WsKind::Binary, data) => (2, base64::engine::general_purpose::STANDARD.encode(data.to_bytes())),
                 };
-                let kind = if from == "client" { "send" } else { "receive" };
-                json!({ "type": kind, "time": at / 1000.0, "opcode": opcode, "data": text })
+                let kind = if m.from == "client" { "send" } else { "receive" };
+                json!({ "type": kind, "time": m.at / 1000.0, "opcode": opcode, "data": text })
             })
             .collect();
         entry["_webSocketMessages"] = json!(messages);

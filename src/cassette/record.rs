@@ -762,6 +762,37 @@ mod tests {
     }
 
     #[test]
+    fn websocket_text_that_is_not_utf8_keeps_its_kind_and_a_close_between_fragments_leaves_the_message_unfinished() {
+        use crate::cassette::ws_frames::{encode, CLOSE};
+        let (dir, path) = scratch("ws-gaps");
+        let mut w = writer(&path, Redaction::default());
+        let ws =
+            |at: f64, from_client: bool, bytes: Vec<u8>| Msg::Ws { id: 1, at, from_client, bytes: Bytes::from(bytes) };
+        w.handle(Msg::Request { id: 1, method: "GET".into(), url: "/ws".into(), headers: vec![] }).unwrap();
+        w.handle(Msg::Response { id: 1, at: 1.0, status: 101, headers: vec![], encoding: "identity".into() }).unwrap();
+        // A text frame whose bytes are not UTF-8.
+        w.handle(ws(2.0, false, encode(true, 0x1, None, &[0xFF, 0xFE, b'a']))).unwrap();
+        // The server's first fragment, the client's first fragment, then the server's close.
+        w.handle(ws(3.0, false, encode(false, 0x1, None, b"hel"))).unwrap();
+        w.handle(ws(3.5, true, encode(false, 0x2, Some([1, 2, 3, 4]), &[1, 2]))).unwrap();
+        w.handle(ws(4.0, false, encode(true, CLOSE, None, &1001u16.to_be_bytes()))).unwrap();
+        // The tunnel ends with the client's message still unfinished.
+        w.handle(Msg::End { id: 1, at: 9.0, error: None }).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().skip(3).collect();
+        assert_eq!(
+            lines,
+            [
+                r#"{"type":"ws","id":1,"at":2.0,"from":"server","kind":"text","base64":"//5h"}"#,
+                r#"{"type":"ws","id":1,"at":4.0,"from":"server","text":"hel","unfinished":true}"#,
+                r#"{"type":"ws","id":1,"at":9.0,"from":"client","base64":"AQI=","unfinished":true}"#,
+                r#"{"type":"end","id":1,"at":4.0,"close":1001}"#,
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn dates_are_rfc3339() {
         let now = now_rfc3339();
         assert_eq!(now.len(), 20, "{now}");

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{Msg, RecordStatus, REQUEST_BODY_LIMIT, SPOOL_MEMORY};
-use crate::cassette::format::{Data, Line};
+use crate::cassette::format::{Data, Line, WsKind};
 use crate::cassette::redact::{Redaction, SEAM};
 use crate::cassette::ws_frames::{Event, Parser, MAX_MESSAGE};
 use crate::codec::{Decoder, Encoding};
@@ -182,7 +182,9 @@ impl Writer {
                 }
             }
             Msg::End { id, at, error } => {
-                let Some(open) = self.open.remove(&id) else { return Ok(()) };
+                let Some(mut open) = self.open.remove(&id) else { return Ok(()) };
+                let stop = if error.is_none() { ws_end(&mut open, &self.redact, id, at)? } else { None };
+                let error = error.or(stop);
                 // A WebSocket ends at its first close frame, with its code.
                 let close = open.ws.as_ref().and_then(|ws| ws.close).filter(|_| error.is_none());
                 let at = close.map_or(at, |(close_at, _)| close_at);
@@ -404,46 +406,94 @@ fn ws_lines(
     from_client: bool,
     bytes: &[u8],
 ) -> std::io::Result<Option<String>> {
-    let Open { ws: Some(ws), refused: None, spool, .. } = open else { return Ok(None) };
-    let side = if from_client { "client" } else { "server" };
+    let Open { ws: Some(ws), refused: None, .. } = open else { return Ok(None) };
     let mut events = std::mem::take(&mut ws.events);
     if from_client { &mut ws.client } else { &mut ws.server }.push(bytes, &mut events);
-    let count = &mut ws.count[usize::from(from_client)];
     for event in events.drain(..) {
-        match event {
-            Event::Message { text, data } => {
-                *count += 1;
-                let what = format!("{side} message {count}");
-                let piece = match redacted(&data, false, redact, &what) {
-                    Ok(piece) => piece,
-                    Err(reason) => {
-                        open.refused = Some(reason);
-                        spool.clear();
-                        return Ok(None);
-                    }
-                };
-                // Binary as base64 even when it is UTF-8: replay sends each with its opcode.
-                let data = if text { Data::of(&piece) } else { Data::Base64(STANDARD.encode(&piece)) };
-                spool.push(&Line::Ws { id, at, from: side.to_string(), data })?;
-            }
-            Event::TooLarge { len, .. } => {
-                return Ok(Some(format!(
-                    "{side} message {} is {len} bytes, over the {} MiB a recording keeps: the rest of this WebSocket is not recorded",
-                    *count + 1,
-                    MAX_MESSAGE >> 20
-                )))
-            }
-            Event::Invalid(reason) => {
-                return Ok(Some(format!("the {side} sent {reason}: the rest of this WebSocket is not recorded")))
-            }
+        let stop = match event {
             Event::Close { code, .. } => {
+                let Some(ws) = open.ws.as_mut() else { return Ok(None) };
                 ws.close.get_or_insert((at, code));
+                // Its sender sends no more data after its close (RFC 6455 5.5.1): a message it
+                // left between two fragments stays unfinished.
+                let parser = if from_client { &mut ws.client } else { &mut ws.server };
+                match parser.unfinished() {
+                    Some(message) => ws_event(open, redact, id, at, from_client, message, true)?,
+                    None => None,
+                }
             }
-            Event::Ping(_) | Event::Pong(_) => {}
+            event => ws_event(open, redact, id, at, from_client, event, false)?,
+        };
+        if stop.is_some() || open.refused.is_some() {
+            return Ok(stop);
         }
     }
-    ws.events = events;
+    if let Some(ws) = open.ws.as_mut() {
+        ws.events = events;
+    }
     Ok(None)
+}
+
+/// At the tunnel's end: the messages either side left between two fragments, as `unfinished`.
+pub(super) fn ws_end(open: &mut Open, redact: &Redaction, id: u64, at: f64) -> std::io::Result<Option<String>> {
+    for from_client in [false, true] {
+        let Open { ws: Some(ws), refused: None, .. } = open else { return Ok(None) };
+        let Some(message) = (if from_client { &mut ws.client } else { &mut ws.server }).unfinished() else {
+            continue;
+        };
+        if let Some(stop) = ws_event(open, redact, id, at, from_client, message, true)? {
+            return Ok(Some(stop));
+        }
+    }
+    Ok(None)
+}
+
+/// One parsed event of one side (not a close) into the exchange's lines; `Some(reason)` when the
+/// recording stops there. A message holding a key refuses the exchange (`open.refused`).
+fn ws_event(
+    open: &mut Open,
+    redact: &Redaction,
+    id: u64,
+    at: f64,
+    from_client: bool,
+    event: Event,
+    unfinished: bool,
+) -> std::io::Result<Option<String>> {
+    let Open { ws: Some(ws), refused: None, spool, .. } = open else { return Ok(None) };
+    let side = if from_client { "client" } else { "server" };
+    let count = &mut ws.count[usize::from(from_client)];
+    match event {
+        Event::Message { text, data } => {
+            *count += 1;
+            let what = format!("{side} message {count}");
+            let piece = match redacted(&data, false, redact, &what) {
+                Ok(piece) => piece,
+                Err(reason) => {
+                    open.refused = Some(reason);
+                    spool.clear();
+                    return Ok(None);
+                }
+            };
+            // Binary as base64 even when it is UTF-8, and text that is not UTF-8 says it is text:
+            // replay sends each with its opcode.
+            let (kind, data) = match (text, Data::of(&piece)) {
+                (true, Data::Base64(b64)) => (Some(WsKind::Text), Data::Base64(b64)),
+                (true, data) => (None, data),
+                (false, _) => (None, Data::Base64(STANDARD.encode(&piece))),
+            };
+            spool.push(&Line::Ws { id, at, from: side.to_string(), kind, data, unfinished })?;
+            Ok(None)
+        }
+        Event::TooLarge { len, .. } => Ok(Some(format!(
+            "{side} message {} is {len} bytes, over the {} MiB a recording keeps: the rest of this WebSocket is not recorded",
+            *count + 1,
+            MAX_MESSAGE >> 20
+        ))),
+        Event::Invalid(reason) => {
+            Ok(Some(format!("the {side} sent {reason}: the rest of this WebSocket is not recorded")))
+        }
+        Event::Ping(_) | Event::Pong(_) | Event::Close { .. } => Ok(None),
+    }
 }
 
 /// Splits decoded SSE bytes after each blank line (the end of an event); the rest is a piece too.
