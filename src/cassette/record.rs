@@ -792,6 +792,83 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A tunnel whose recording's writer takes nothing: past [`WS_BACKLOG`] bytes the tap ends the
+    /// exchange with the reason and ignores the rest; every byte still goes through the tunnel.
+    #[tokio::test]
+    async fn a_websocket_the_writer_falls_32_mib_behind_stops_being_recorded_and_the_tunnel_goes_on() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio::net::{TcpListener, TcpStream};
+        // The writer's channel, never read while the tunnel runs.
+        let (tx, mut rx) = mpsc::channel(CHANNEL);
+        let exchange = Exchange { id: 7, started: Instant::now(), tx, done: false };
+        let (head, ()) = http::Response::builder().status(101).body(()).unwrap().into_parts();
+        let tap = exchange.upgraded(&head).await;
+        // Two loopback connections: the proxy's ends of the client's and the upstream's.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (mut client, (mut client_end, _)) = tokio::try_join!(TcpStream::connect(addr), listener.accept()).unwrap();
+        let (mut upstream, (mut upstream_end, _)) =
+            tokio::try_join!(TcpStream::connect(addr), listener.accept()).unwrap();
+        // 40 MiB of server frames (64 KiB binary messages), then the upstream closes.
+        let frame = crate::cassette::ws_frames::encode(true, 0x2, None, &[7; 64 * 1024]);
+        let count = 40 * 1024 * 1024 / (64 * 1024);
+        let sending = async move {
+            for _ in 0..count {
+                upstream.write_all(&frame).await.unwrap();
+            }
+            upstream.shutdown().await.unwrap();
+            // Keep it open until the client's side ends the relay.
+            let mut rest = Vec::new();
+            upstream.read_to_end(&mut rest).await.unwrap();
+        };
+        let receiving = async move {
+            let mut got = Vec::new();
+            client.read_to_end(&mut got).await.unwrap();
+            got
+        };
+        // The relay ends when both sides have: the client's ends once it has read everything.
+        let relaying = crate::websocket::relay(&mut client_end, &mut upstream_end, Some(&tap));
+        let ((), got, relayed) = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            tokio::join!(sending, receiving, relaying)
+        })
+        .await
+        .expect("the tunnel went on");
+        relayed.unwrap();
+        let expected = crate::cassette::ws_frames::encode(true, 0x2, None, &[7; 64 * 1024]).repeat(count);
+        assert!(got == expected, "every byte through the tunnel ({} of {})", got.len(), expected.len());
+        // Later reads are ignored, and dropping the tap sends no second end.
+        tap.observe(false, b"after");
+        drop(tap);
+        let mut msgs = Vec::new();
+        while let Some(msg) = rx.recv().await {
+            msgs.push(msg);
+        }
+        let Some(Msg::End { id: 7, error: Some(error), .. }) = msgs.pop() else { panic!("the last message is an end") };
+        assert_eq!(error, "the cassette's writer fell 32 MiB behind this WebSocket: the rest of it is not recorded");
+        assert!(matches!(msgs.first(), Some(Msg::Response { status: 101, .. })));
+        let ws: Vec<usize> = msgs[1..]
+            .iter()
+            .map(|m| if let Msg::Ws { bytes, .. } = m { bytes.len() } else { panic!("only reads") })
+            .collect();
+        let recorded: usize = ws.iter().sum();
+        // Stopped at the limit: what the writer's channel holds (the 101 and up to 15 reads of at
+        // most 16 KiB) plus at most 32 MiB waiting.
+        let read = 16 * 1024;
+        assert!(
+            recorded > WS_BACKLOG - read && recorded <= WS_BACKLOG + CHANNEL * read,
+            "{recorded} bytes handed over"
+        );
+        // The writer makes it the end line, with no close code.
+        let (dir, path) = scratch("ws-backlog");
+        let mut w = writer(&path, Redaction::default());
+        w.handle(Msg::Request { id: 7, method: "GET".into(), url: "/ws".into(), headers: vec![] }).unwrap();
+        w.handle(Msg::Response { id: 7, at: 1.0, status: 101, headers: vec![], encoding: "identity".into() }).unwrap();
+        w.handle(Msg::End { id: 7, at: 5.0, error: Some(error.clone()) }).unwrap();
+        let ex = &super::super::read::read(&path).unwrap().exchanges[0];
+        assert_eq!((ex.error.as_deref(), ex.close), (Some(error.as_str()), None));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn dates_are_rfc3339() {
         let now = now_rfc3339();
