@@ -115,10 +115,13 @@ fn ws_event(
             };
             // Binary as base64 even when it is UTF-8, and text that is not UTF-8 says it is text:
             // replay sends each with its opcode.
-            let (kind, data) = match (text, Data::of(&piece)) {
-                (true, Data::Base64(b64)) => (Some(WsKind::Text), Data::Base64(b64)),
-                (true, data) => (None, data),
-                (false, _) => (None, Data::Base64(STANDARD.encode(&piece))),
+            let (kind, data) = if !text {
+                (None, Data::Base64(STANDARD.encode(&piece)))
+            } else {
+                match Data::of(&piece) {
+                    Data::Base64(b64) => (Some(WsKind::Text), Data::Base64(b64)),
+                    utf8 => (None, utf8),
+                }
             };
             spool.push(&Line::Ws { id, at, from: side.to_string(), kind, data, unfinished })?;
             Ok(None)
