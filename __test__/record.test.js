@@ -806,3 +806,70 @@ test('a WebSocket message over 16 MiB passes through whole, and ends its recordi
   const end = all.find((l) => l.type === 'end')
   assert.match(end.error, /server message 2 is 17825792 bytes, over the 16 MiB a recording keeps: the rest of this WebSocket is not recorded/)
 })
+
+test('a text message that is not UTF-8 is recorded as base64 with kind text and replays as text; a close between two fragments is recorded with its time and code, the message as unfinished, and replayed at its offset', async () => {
+  const cassette = path.join(tempDir(), 'ws-gaps.jsonl')
+  const fromServer = Buffer.from([0xff, 0xfe, 0x61])
+  const fromClient = Buffer.from([0xc3, 0x28])
+  const CLOSE_AFTER = 150
+  // The upstream relays what it gets without checking UTF-8, as the proxy must.
+  const wss = new WebSocket.WebSocketServer({ noServer: true, perMessageDeflate: false, skipUTF8Validation: true })
+  wss.on('connection', (ws) => {
+    ws.send(fromServer, { binary: false })
+    ws.on('message', () => {
+      // The first fragment of a text message, then the close before its last (RFC 6455 5.4).
+      ws.send('hel', { fin: false })
+      setTimeout(() => ws.close(1001, 'going away'), CLOSE_AFTER)
+    })
+  })
+  const upstream = await startUpstream({}, { onUpgrade: (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req)) })
+  /** Answers the server's first message with `fromClient`; resolves with what it got and when the close came. */
+  const session = (port) => {
+    const started = performance.now()
+    const client = new WebSocket(`ws://127.0.0.1:${port}/gaps`, { perMessageDeflate: false, skipUTF8Validation: true })
+    const got = []
+    return withTimeout(
+      new Promise((resolve, reject) => {
+        client.on('error', reject)
+        client.on('message', (data, isBinary) => {
+          got.push({ binary: isBinary, bytes: Buffer.from(data) })
+          if (got.length === 1) client.send(fromClient, { binary: false })
+        })
+        client.on('close', (code) => resolve({ got, code, closedAfter: performance.now() - started }))
+      }),
+      20000,
+      'the WebSocket session',
+    )
+  }
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      const live = await session(server.port)
+      assert.deepEqual(live.got, [{ binary: false, bytes: fromServer }], 'the tunnel passes the text frame on as it came')
+      assert.equal(live.code, 1001)
+      await written(server, 1, 'the WebSocket exchange')
+    })
+  } finally {
+    for (const c of wss.clients) c.terminate()
+    await upstream.close()
+  }
+  const all = lines(cassette)
+  const ws = all.filter((l) => l.type === 'ws').map(({ at, ...rest }) => rest)
+  assert.deepEqual(ws, [
+    { type: 'ws', id: 1, from: 'server', kind: 'text', base64: fromServer.toString('base64') },
+    { type: 'ws', id: 1, from: 'client', kind: 'text', base64: fromClient.toString('base64') },
+    { type: 'ws', id: 1, from: 'server', text: 'hel', unfinished: true },
+  ])
+  const [first, , unfinished] = all.filter((l) => l.type === 'ws')
+  const end = all[all.length - 1]
+  assert.deepEqual([end.type, end.close, end.error], ['end', 1001, undefined], 'the close with its code')
+  assert.equal(unfinished.at, end.at, 'the unfinished message at the time of the close that ended it')
+  assert.ok(end.at - first.at >= CLOSE_AFTER / 2, `the close at its time (${end.at} ms, first message at ${first.at})`)
+
+  // Replayed at speed 1: the same frames and kinds (the client's text matches as text), the close at its offset.
+  await withProxy({ proxy: upstream.url, port: 0, replay: { path: cassette, speed: 1 } }, async (server) => {
+    const replayed = await session(server.port)
+    assert.deepEqual(replayed.got, [{ binary: false, bytes: fromServer }], 'a text frame, byte-identical; the unfinished message is no message')
+    assert.equal(replayed.code, 1001, 'the recorded close code (not 1008: the client message matched)')
+    assert.ok(replayed.closedAfter >= end.at - 1, `the close not before its recorded offset (${replayed.closedAfter} ms, recorded ${end.at})`)
+  })
+})

@@ -138,7 +138,7 @@ async fn handshake(
 
 /// Copies both ways until both sides have ended (or either fails), as `copy_bidirectional` does;
 /// with a tap, each read is handed to it first (a copy, queued: the relay never waits for it).
-async fn relay<C, U>(client: &mut C, upstream: &mut U, tap: Option<&WsTap>) -> std::io::Result<()>
+pub(crate) async fn relay<C, U>(client: &mut C, upstream: &mut U, tap: Option<&WsTap>) -> std::io::Result<()>
 where
     C: AsyncRead + AsyncWrite + Unpin,
     U: AsyncRead + AsyncWrite + Unpin,

@@ -5,9 +5,10 @@
 
 use std::path::Path;
 
+use base64::Engine as _;
 use serde_json::{json, Value};
 
-use super::format::Data;
+use super::format::{Data, WsKind};
 use super::read::{read, Cassette, Exchange, ReadError};
 
 /// Reads the cassette at `path` and returns its HAR as JSON text.
@@ -121,13 +122,15 @@ fn entry(ex: &Exchange, started: &str) -> Value {
         let messages: Vec<Value> = ex
             .ws
             .iter()
-            .map(|(at, from, data)| {
-                let (opcode, text) = match data {
-                    Data::Text(t) => (1, t.clone()),
-                    Data::Base64(b) => (2, b.clone()),
+            .map(|m| {
+                let (opcode, text) = match (m.kind, &m.data) {
+                    (WsKind::Text, Data::Text(t)) => (1, t.clone()),
+                    // DevTools shows a text message's data as text: bytes that are not UTF-8, lossily.
+                    (WsKind::Text, data) => (1, String::from_utf8_lossy(&data.to_bytes()).into_owned()),
+                    (WsKind::Binary, data) => (2, base64::engine::general_purpose::STANDARD.encode(data.to_bytes())),
                 };
-                let kind = if from == "client" { "send" } else { "receive" };
-                json!({ "type": kind, "time": at / 1000.0, "opcode": opcode, "data": text })
+                let kind = if m.from == "client" { "send" } else { "receive" };
+                json!({ "type": kind, "time": m.at / 1000.0, "opcode": opcode, "data": text })
             })
             .collect();
         entry["_webSocketMessages"] = json!(messages);
@@ -163,5 +166,29 @@ mod tests {
         assert_eq!(entry["response"]["bodySize"], 19);
         assert_eq!(entry["response"]["_chunks"].as_array().unwrap().len(), 2);
         assert_eq!(entry["response"]["statusText"], "OK");
+    }
+
+    #[test]
+    fn websocket_messages_keep_their_opcode() {
+        let text = [
+            r#"{"type":"cassette","version":1,"createdAt":"2026-11-30T16:00:00Z"}"#,
+            r#"{"type":"request","id":1,"method":"GET","url":"/ws","headers":[["host","127.0.0.1:9"]]}"#,
+            r#"{"type":"response","id":1,"at":1,"status":101,"headers":[],"encoding":"identity"}"#,
+            r#"{"type":"ws","id":1,"at":2,"from":"server","text":"hi"}"#,
+            r#"{"type":"ws","id":1,"at":3,"from":"client","base64":"AAE="}"#,
+            r#"{"type":"ws","id":1,"at":4,"from":"server","kind":"text","base64":"//5h"}"#,
+            r#"{"type":"end","id":1,"at":5,"close":1000}"#,
+        ]
+        .join("\n");
+        let har = to_har(&read_from(text.as_bytes(), "t").unwrap());
+        let messages = &har["log"]["entries"][0]["_webSocketMessages"];
+        let got: Vec<(&str, i64, &str)> = messages
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["type"].as_str().unwrap(), m["opcode"].as_i64().unwrap(), m["data"].as_str().unwrap()))
+            .collect();
+        // A text message that is not UTF-8 is text in DevTools too (its bad bytes replaced).
+        assert_eq!(got, [("receive", 1, "hi"), ("send", 2, "AAE="), ("receive", 1, "\u{FFFD}\u{FFFD}a")]);
     }
 }

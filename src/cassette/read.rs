@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, Read};
 use std::path::Path;
 
-use super::format::{Data, Line, VERSION};
+use super::format::{Data, Line, WsKind, VERSION};
 
 /// Why a cassette could not be read. Line numbers count from 1.
 #[derive(Debug, thiserror::Error)]
@@ -50,14 +50,29 @@ pub struct Exchange {
     pub response: Option<ResponseHead>,
     /// Body lines: (chunk index, `at`, bytes), in order.
     pub chunks: Vec<(u64, f64, Data)>,
-    /// WebSocket messages: (`at`, from, message).
-    pub ws: Vec<(f64, String, Data)>,
+    /// WebSocket messages, in order.
+    pub ws: Vec<WsMessage>,
     /// The `end` line's `at`.
     pub end_at: f64,
     /// The `end` line's error (the upstream body failed there).
     pub error: Option<String>,
     /// The `end` line's WebSocket close code.
     pub close: Option<u16>,
+}
+
+/// One `ws` line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WsMessage {
+    /// Milliseconds from the request's arrival.
+    pub at: f64,
+    /// `client` or `server`.
+    pub from: String,
+    /// Its frames' kind (the line's `kind`, else what its data says).
+    pub kind: WsKind,
+    /// The bytes.
+    pub data: Data,
+    /// Its last fragment never came.
+    pub unfinished: bool,
 }
 
 /// A recorded response head.
@@ -225,7 +240,7 @@ pub fn read_from(mut reader: impl BufRead, path: &str) -> Result<Cassette, ReadE
                 check_data(&data).map_err(bad)?;
                 ex.chunks.push((chunk, at, data));
             }
-            Line::Ws { id, at, from, data } => {
+            Line::Ws { id, at, from, kind, data, unfinished } => {
                 let index = exchange(id, "ws", &mut exchanges)?;
                 let at = check_at(at)?;
                 if exchanges[index].response.as_ref().map(|head| head.status) != Some(101) {
@@ -237,7 +252,8 @@ pub fn read_from(mut reader: impl BufRead, path: &str) -> Result<Cassette, ReadE
                     return Err(bad(format!("`from` must be 'client' or 'server', got '{from}'")));
                 }
                 check_data(&data).map_err(bad)?;
-                exchanges[index].ws.push((at, from, data));
+                let kind = WsKind::of(kind, &data);
+                exchanges[index].ws.push(WsMessage { at, from, kind, data, unfinished });
             }
             Line::End { id, at, error, close } => {
                 let index = exchange(id, "end", &mut exchanges)?;

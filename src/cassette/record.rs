@@ -762,6 +762,114 @@ mod tests {
     }
 
     #[test]
+    fn websocket_text_that_is_not_utf8_keeps_its_kind_and_a_close_between_fragments_leaves_the_message_unfinished() {
+        use crate::cassette::ws_frames::{encode, CLOSE};
+        let (dir, path) = scratch("ws-gaps");
+        let mut w = writer(&path, Redaction::default());
+        let ws =
+            |at: f64, from_client: bool, bytes: Vec<u8>| Msg::Ws { id: 1, at, from_client, bytes: Bytes::from(bytes) };
+        w.handle(Msg::Request { id: 1, method: "GET".into(), url: "/ws".into(), headers: vec![] }).unwrap();
+        w.handle(Msg::Response { id: 1, at: 1.0, status: 101, headers: vec![], encoding: "identity".into() }).unwrap();
+        // A text frame whose bytes are not UTF-8.
+        w.handle(ws(2.0, false, encode(true, 0x1, None, &[0xFF, 0xFE, b'a']))).unwrap();
+        // The server's first fragment, the client's first fragment, then the server's close.
+        w.handle(ws(3.0, false, encode(false, 0x1, None, b"hel"))).unwrap();
+        w.handle(ws(3.5, true, encode(false, 0x2, Some([1, 2, 3, 4]), &[1, 2]))).unwrap();
+        w.handle(ws(4.0, false, encode(true, CLOSE, None, &1001u16.to_be_bytes()))).unwrap();
+        // The tunnel ends with the client's message still unfinished.
+        w.handle(Msg::End { id: 1, at: 9.0, error: None }).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().skip(3).collect();
+        assert_eq!(
+            lines,
+            [
+                r#"{"type":"ws","id":1,"at":2.0,"from":"server","kind":"text","base64":"//5h"}"#,
+                r#"{"type":"ws","id":1,"at":4.0,"from":"server","text":"hel","unfinished":true}"#,
+                r#"{"type":"ws","id":1,"at":9.0,"from":"client","base64":"AQI=","unfinished":true}"#,
+                r#"{"type":"end","id":1,"at":4.0,"close":1001}"#,
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A tunnel whose recording's writer takes nothing: past [`WS_BACKLOG`] bytes the tap ends the
+    /// exchange with the reason and ignores the rest; every byte still goes through the tunnel.
+    #[tokio::test]
+    async fn a_websocket_the_writer_falls_32_mib_behind_stops_being_recorded_and_the_tunnel_goes_on() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio::net::{TcpListener, TcpStream};
+        // The writer's channel, never read while the tunnel runs.
+        let (tx, mut rx) = mpsc::channel(CHANNEL);
+        let exchange = Exchange { id: 7, started: Instant::now(), tx, done: false };
+        let (head, ()) = http::Response::builder().status(101).body(()).unwrap().into_parts();
+        let tap = exchange.upgraded(&head).await;
+        // Two loopback connections: the proxy's ends of the client's and the upstream's.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (mut client, (mut client_end, _)) = tokio::try_join!(TcpStream::connect(addr), listener.accept()).unwrap();
+        let (mut upstream, (mut upstream_end, _)) =
+            tokio::try_join!(TcpStream::connect(addr), listener.accept()).unwrap();
+        // 40 MiB of server frames (64 KiB binary messages), then the upstream closes.
+        let frame = crate::cassette::ws_frames::encode(true, 0x2, None, &[7; 64 * 1024]);
+        let count = 40 * 1024 * 1024 / (64 * 1024);
+        let sending = async move {
+            for _ in 0..count {
+                upstream.write_all(&frame).await.unwrap();
+            }
+            upstream.shutdown().await.unwrap();
+            // Keep it open until the client's side ends the relay.
+            let mut rest = Vec::new();
+            upstream.read_to_end(&mut rest).await.unwrap();
+        };
+        let receiving = async move {
+            let mut got = Vec::new();
+            client.read_to_end(&mut got).await.unwrap();
+            got
+        };
+        // The relay ends when both sides have: the client's ends once it has read everything.
+        let relaying = crate::websocket::relay(&mut client_end, &mut upstream_end, Some(&tap));
+        let ((), got, relayed) = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            tokio::join!(sending, receiving, relaying)
+        })
+        .await
+        .expect("the tunnel went on");
+        relayed.unwrap();
+        let expected = crate::cassette::ws_frames::encode(true, 0x2, None, &[7; 64 * 1024]).repeat(count);
+        assert!(got == expected, "every byte through the tunnel ({} of {})", got.len(), expected.len());
+        // Later reads are ignored, and dropping the tap sends no second end.
+        tap.observe(false, b"after");
+        drop(tap);
+        let mut msgs = Vec::new();
+        while let Some(msg) = rx.recv().await {
+            msgs.push(msg);
+        }
+        let Some(Msg::End { id: 7, error: Some(error), .. }) = msgs.pop() else { panic!("the last message is an end") };
+        assert_eq!(error, "the cassette's writer fell 32 MiB behind this WebSocket: the rest of it is not recorded");
+        assert!(matches!(msgs.first(), Some(Msg::Response { status: 101, .. })));
+        let ws: Vec<usize> = msgs[1..]
+            .iter()
+            .map(|m| if let Msg::Ws { bytes, .. } = m { bytes.len() } else { panic!("only reads") })
+            .collect();
+        let recorded: usize = ws.iter().sum();
+        // Stopped at the limit: what the writer's channel holds (the 101 and up to 15 reads of at
+        // most 16 KiB) plus at most 32 MiB waiting.
+        let read = 16 * 1024;
+        assert!(
+            recorded > WS_BACKLOG - read && recorded <= WS_BACKLOG + CHANNEL * read,
+            "{recorded} bytes handed over"
+        );
+        // The writer makes it the end line, with no close code.
+        let (dir, path) = scratch("ws-backlog");
+        let mut w = writer(&path, Redaction::default());
+        w.handle(Msg::Request { id: 7, method: "GET".into(), url: "/ws".into(), headers: vec![] }).unwrap();
+        w.handle(Msg::Response { id: 7, at: 1.0, status: 101, headers: vec![], encoding: "identity".into() }).unwrap();
+        w.handle(Msg::End { id: 7, at: 5.0, error: Some(error.clone()) }).unwrap();
+        let ex = &super::super::read::read(&path).unwrap().exchanges[0];
+        assert_eq!((ex.error.as_deref(), ex.close), (Some(error.as_str()), None));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn dates_are_rfc3339() {
         let now = now_rfc3339();
         assert_eq!(now.len(), 20, "{now}");

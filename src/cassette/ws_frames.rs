@@ -136,6 +136,18 @@ impl Parser {
         }
     }
 
+    /// Takes the data message whose fragments have come so far but not its last (at a close frame
+    /// of its sender, or the stream's end): [`Event::Message`] with its bytes so far, or
+    /// [`Event::TooLarge`] when over the cap (at a stream's end, the bytes may end inside a frame).
+    pub fn unfinished(&mut self) -> Option<Event> {
+        let message = self.message.take()?;
+        Some(if message.dropped {
+            Event::TooLarge { text: message.text, len: message.len }
+        } else {
+            Event::Message { text: message.text, data: message.data }
+        })
+    }
+
     /// The head's length so far known: 2, then with its extended length and mask.
     fn head_needed(&self) -> usize {
         if self.head_len < 2 {
@@ -340,6 +352,22 @@ mod tests {
         bytes.extend(encode(true, CONTINUATION, MASK, &[2; 40]));
         bytes.extend(encode(true, TEXT, MASK, b"next"));
         assert_eq!(parse_split(&bytes, 64), vec![Event::TooLarge { text: false, len: 80 }, message(true, b"next")]);
+    }
+
+    #[test]
+    fn a_close_between_fragments_leaves_the_message_unfinished() {
+        let mut bytes = encode(false, TEXT, MASK, b"hel");
+        bytes.extend(encode(false, CONTINUATION, MASK, b"lo "));
+        bytes.extend(encode(true, CLOSE, MASK, &1001u16.to_be_bytes()));
+        let mut parser = Parser::new(MAX_MESSAGE);
+        let mut events = Vec::new();
+        parser.push(&bytes, &mut events);
+        assert_eq!(events, vec![Event::Close { code: Some(1001), reason: String::new() }]);
+        assert_eq!(parser.unfinished(), Some(message(true, b"hello ")));
+        assert_eq!(parser.unfinished(), None, "taken");
+        let mut parser = Parser::new(4);
+        parser.push(&encode(false, BINARY, None, &[1; 6]), &mut events);
+        assert_eq!(parser.unfinished(), Some(Event::TooLarge { text: false, len: 6 }));
     }
 
     proptest::proptest! {

@@ -11,17 +11,17 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine as _;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{Msg, RecordStatus, REQUEST_BODY_LIMIT, SPOOL_MEMORY};
 use crate::cassette::format::{Data, Line};
 use crate::cassette::redact::{Redaction, SEAM};
-use crate::cassette::ws_frames::{Event, Parser, MAX_MESSAGE};
 use crate::codec::{Decoder, Encoding};
 use crate::stats::Stats;
+use ws_lines::{ws_end, ws_lines, WsOpen};
+
+mod ws_lines;
 
 /// The writer thread's state.
 pub(super) struct Writer {
@@ -62,17 +62,6 @@ pub(super) struct Open {
     spool: Spool,
     /// An upgraded exchange's frame parsers (from its 101 on).
     ws: Option<Box<WsOpen>>,
-}
-
-/// A recorded WebSocket: one parser per side, and what its lines need.
-struct WsOpen {
-    client: Parser,
-    server: Parser,
-    /// Messages so far from the server and from the client (naming one in a refusal).
-    count: [u64; 2],
-    /// The first close frame's time and code.
-    close: Option<(f64, Option<u16>)>,
-    events: Vec<Event>,
 }
 
 /// How long the writer waits for more once its queue is empty, before it parks. Under load the
@@ -153,8 +142,7 @@ impl Writer {
             Msg::Response { id, at, status, headers, encoding } => {
                 let Some(open) = self.open.get_mut(&id) else { return Ok(()) };
                 if status == 101 {
-                    let (client, server) = (Parser::new(MAX_MESSAGE), Parser::new(MAX_MESSAGE));
-                    open.ws = Some(Box::new(WsOpen { client, server, count: [0; 2], close: None, events: Vec::new() }));
+                    open.ws = Some(WsOpen::new());
                 }
                 let coding = Encoding::from_content_encoding(Some(&encoding));
                 // Identity needs no decoder: its chunks are written as they came, not copied first.
@@ -182,9 +170,11 @@ impl Writer {
                 }
             }
             Msg::End { id, at, error } => {
-                let Some(open) = self.open.remove(&id) else { return Ok(()) };
+                let Some(mut open) = self.open.remove(&id) else { return Ok(()) };
+                let stop = if error.is_none() { ws_end(&mut open, &self.redact, id, at)? } else { None };
+                let error = error.or(stop);
                 // A WebSocket ends at its first close frame, with its code.
-                let close = open.ws.as_ref().and_then(|ws| ws.close).filter(|_| error.is_none());
+                let close = open.ws.as_ref().and_then(|ws| ws.close()).filter(|_| error.is_none());
                 let at = close.map_or(at, |(close_at, _)| close_at);
                 self.finish(id, open, at, error, close.and_then(|(_, code)| code))?;
             }
@@ -391,59 +381,6 @@ fn redacted<'a>(piece: &'a [u8], sse: bool, redact: &Redaction, what: &str) -> R
     // Without a key shape found, only a redaction (which may have removed one) needs a new scan.
     let scanned = if key.is_some() || changed { redact.scan(&piece, what, json.as_ref()) } else { Ok(()) };
     scanned.map(|()| piece)
-}
-
-/// Parses one read of one side of a WebSocket and spools the messages it completes (redacted and
-/// scanned as body pieces are); `Some(reason)` when its recording stops here (a message over
-/// [`MAX_MESSAGE`], or bytes that are not frames).
-fn ws_lines(
-    open: &mut Open,
-    redact: &Redaction,
-    id: u64,
-    at: f64,
-    from_client: bool,
-    bytes: &[u8],
-) -> std::io::Result<Option<String>> {
-    let Open { ws: Some(ws), refused: None, spool, .. } = open else { return Ok(None) };
-    let side = if from_client { "client" } else { "server" };
-    let mut events = std::mem::take(&mut ws.events);
-    if from_client { &mut ws.client } else { &mut ws.server }.push(bytes, &mut events);
-    let count = &mut ws.count[usize::from(from_client)];
-    for event in events.drain(..) {
-        match event {
-            Event::Message { text, data } => {
-                *count += 1;
-                let what = format!("{side} message {count}");
-                let piece = match redacted(&data, false, redact, &what) {
-                    Ok(piece) => piece,
-                    Err(reason) => {
-                        open.refused = Some(reason);
-                        spool.clear();
-                        return Ok(None);
-                    }
-                };
-                // Binary as base64 even when it is UTF-8: replay sends each with its opcode.
-                let data = if text { Data::of(&piece) } else { Data::Base64(STANDARD.encode(&piece)) };
-                spool.push(&Line::Ws { id, at, from: side.to_string(), data })?;
-            }
-            Event::TooLarge { len, .. } => {
-                return Ok(Some(format!(
-                    "{side} message {} is {len} bytes, over the {} MiB a recording keeps: the rest of this WebSocket is not recorded",
-                    *count + 1,
-                    MAX_MESSAGE >> 20
-                )))
-            }
-            Event::Invalid(reason) => {
-                return Ok(Some(format!("the {side} sent {reason}: the rest of this WebSocket is not recorded")))
-            }
-            Event::Close { code, .. } => {
-                ws.close.get_or_insert((at, code));
-            }
-            Event::Ping(_) | Event::Pong(_) => {}
-        }
-    }
-    ws.events = events;
-    Ok(None)
 }
 
 /// Splits decoded SSE bytes after each blank line (the end of an event); the rest is a piece too.

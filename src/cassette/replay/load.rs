@@ -8,7 +8,7 @@ use std::path::Path;
 
 use bytes::Bytes;
 
-use crate::cassette::format::Data;
+use crate::cassette::format::WsKind;
 use crate::cassette::read::{self, Exchange, ReadError};
 
 /// A cassette that cannot be replayed; the message names the file and, when it is one, the line.
@@ -87,6 +87,8 @@ pub struct RecordedMessage {
     pub text: bool,
     /// The payload.
     pub data: Bytes,
+    /// Its last fragment never came: played as one frame without FIN (a client's is not waited for).
+    pub unfinished: bool,
 }
 
 /// One upstream chunk: the bytes of every `body` line with the same `chunk` index, joined.
@@ -129,11 +131,12 @@ fn recorded(exchange: Exchange, name: &str) -> Result<Recorded, CassetteError> {
     };
     let ws = ws
         .into_iter()
-        .map(|(at, from, data)| RecordedMessage {
-            at,
-            from_client: from == "client",
-            text: matches!(data, Data::Text(_)),
-            data: data.to_bytes().into(),
+        .map(|m| RecordedMessage {
+            at: m.at,
+            from_client: m.from == "client",
+            text: m.kind == WsKind::Text,
+            data: m.data.to_bytes().into(),
+            unfinished: m.unfinished,
         })
         .collect();
     Ok(Recorded {

@@ -130,6 +130,10 @@ async fn play<S: AsyncRead + AsyncWrite + Send + 'static>(
     let result: Result<(), (u16, String)> = async {
         for message in &recorded.ws {
             let due = arrived + scaled(speed, message.at) + shift;
+            // The client's reader never hands over a message without its last fragment.
+            if message.from_client && message.unfinished {
+                continue;
+            }
             if message.from_client {
                 client_count += 1;
                 let (text, data) = match queued.pop_front() {
@@ -166,7 +170,8 @@ async fn play<S: AsyncRead + AsyncWrite + Send + 'static>(
                     },
                 }
             }
-            send(&mut writer, if message.text { 0x1 } else { 0x2 }, &message.data).await.map_err(gone)?;
+            let opcode = if message.text { 0x1 } else { 0x2 };
+            send_frame(&mut writer, !message.unfinished, opcode, &message.data).await.map_err(gone)?;
         }
         tokio::time::sleep_until(arrived + scaled(speed, recorded.end_at) + shift).await;
         // The recorded close code, when it is one a close frame may carry (not 1005, 1006, 1015).
@@ -204,7 +209,16 @@ fn gone(_: std::io::Error) -> (u16, String) {
 }
 
 async fn send<W: AsyncWrite + Unpin>(writer: &mut W, opcode: u8, payload: &[u8]) -> std::io::Result<()> {
-    writer.write_all(&ws_frames::encode(true, opcode, None, payload)).await?;
+    send_frame(writer, true, opcode, payload).await
+}
+
+async fn send_frame<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    fin: bool,
+    opcode: u8,
+    payload: &[u8],
+) -> std::io::Result<()> {
+    writer.write_all(&ws_frames::encode(fin, opcode, None, payload)).await?;
     writer.flush().await
 }
 
@@ -241,6 +255,60 @@ async fn read_messages<R: AsyncRead + Unpin>(reader: &mut R, tx: mpsc::Sender<Fr
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::time::{timeout, Instant};
+
+    use crate::cassette::ws_frames::{encode, CLOSE};
+
+    /// A text message that is not UTF-8 goes as a text frame, an old line's base64 (no `kind`) as
+    /// binary, a server message left unfinished by a close as one frame without FIN, then the
+    /// close at its offset; the client's unfinished message is not waited for.
+    #[tokio::test]
+    async fn each_frame_with_its_recorded_opcode_an_unfinished_one_without_fin_then_the_close_at_its_offset() {
+        let text = [
+            r#"{"type":"cassette","version":1,"createdAt":"2026-11-30T16:00:00Z"}"#,
+            r#"{"type":"request","id":1,"method":"GET","url":"/ws","headers":[]}"#,
+            r#"{"type":"response","id":1,"at":1,"status":101,"headers":[],"encoding":"identity"}"#,
+            r#"{"type":"ws","id":1,"at":2,"from":"server","base64":"AAE="}"#,
+            r#"{"type":"ws","id":1,"at":2,"from":"server","kind":"text","base64":"//5h"}"#,
+            r#"{"type":"ws","id":1,"at":3,"from":"server","text":"hel","unfinished":true}"#,
+            r#"{"type":"ws","id":1,"at":3.5,"from":"client","base64":"AQI=","unfinished":true}"#,
+            r#"{"type":"end","id":1,"at":60,"close":1001}"#,
+        ]
+        .join("\n");
+        let recorded = super::super::load::read(text.as_bytes(), "c.jsonl").unwrap().remove(0);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (mut client, (server_end, _)) = tokio::try_join!(TcpStream::connect(addr), listener.accept()).unwrap();
+        let arrived = Instant::now();
+        let playing = tokio::spawn(super::play(server_end, Arc::new(recorded), arrived, 1.0));
+        let expected = [
+            encode(true, 0x2, None, &[0, 1]),
+            encode(true, 0x1, None, &[0xFF, 0xFE, b'a']),
+            encode(false, 0x1, None, b"hel"),
+            encode(true, CLOSE, None, &1001u16.to_be_bytes()),
+        ]
+        .concat();
+        let mut got = vec![0; expected.len()];
+        timeout(Duration::from_secs(10), client.read_exact(&mut got))
+            .await
+            .expect("every frame and the close (the client's unfinished message is not waited for)")
+            .unwrap();
+        let closed_at = arrived.elapsed();
+        assert_eq!(got, expected);
+        assert!(closed_at >= Duration::from_millis(60), "the close at its recorded offset, not before: {closed_at:?}");
+        // The client answers the close: replay ends the connection, sending nothing more.
+        client.write_all(&encode(true, CLOSE, Some([1, 2, 3, 4]), &1001u16.to_be_bytes())).await.unwrap();
+        let mut rest = Vec::new();
+        timeout(Duration::from_secs(10), client.read_to_end(&mut rest)).await.expect("the connection ends").unwrap();
+        assert_eq!(rest, b"");
+        playing.await.unwrap();
+    }
+
     #[test]
     fn accept_key_is_rfc_6455s() {
         assert_eq!(super::accept_key(b"dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
