@@ -102,8 +102,16 @@ enum FromClient {
         data: Vec<u8>,
     },
     Ping(Vec<u8>),
-    /// A close frame, the end of the stream, or a broken frame.
-    Closed,
+    /// The client is done: a close frame (answered with a close echoing its code, RFC 6455 5.5.1), a
+    /// message over the cap (1009) or broken framing (1002); `answer: None` when the stream just ended.
+    Closed {
+        answer: Option<u16>,
+    },
+}
+
+/// Whether a close frame may carry `code` (1005, 1006 and 1015 are for reporting only).
+fn sendable(code: &u16) -> bool {
+    matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999)
 }
 
 fn scaled(speed: f64, at_ms: f64) -> Duration {
@@ -142,7 +150,8 @@ async fn play<S: AsyncRead + AsyncWrite + Send + 'static>(
                         match rx.recv().await {
                             Some(FromClient::Message { text, data }) => break (text, data),
                             Some(FromClient::Ping(payload)) => send(&mut writer, ws_frames::PONG, &payload).await.map_err(gone)?,
-                            Some(FromClient::Closed) | None => return Err((0, String::new())),
+                            Some(FromClient::Closed { answer }) => return Err((answer.unwrap_or(0), String::new())),
+                            None => return Err((0, String::new())),
                         }
                     },
                 };
@@ -166,7 +175,8 @@ async fn play<S: AsyncRead + AsyncWrite + Send + 'static>(
                     incoming = rx.recv() => match incoming {
                         Some(FromClient::Message { text, data }) => queued.push_back((text, data)),
                         Some(FromClient::Ping(payload)) => send(&mut writer, ws_frames::PONG, &payload).await.map_err(gone)?,
-                        Some(FromClient::Closed) | None => return Err((0, String::new())),
+                        Some(FromClient::Closed { answer }) => return Err((answer.unwrap_or(0), String::new())),
+                        None => return Err((0, String::new())),
                     },
                 }
             }
@@ -174,8 +184,6 @@ async fn play<S: AsyncRead + AsyncWrite + Send + 'static>(
             send_frame(&mut writer, !message.unfinished, opcode, &message.data).await.map_err(gone)?;
         }
         tokio::time::sleep_until(arrived + scaled(speed, recorded.end_at) + shift).await;
-        // The recorded close code, when it is one a close frame may carry (not 1005, 1006, 1015).
-        let sendable = |code: &u16| matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999);
         Err((recorded.close.filter(sendable).unwrap_or(1000), String::new()))
     }
     .await;
@@ -192,7 +200,7 @@ async fn play<S: AsyncRead + AsyncWrite + Send + 'static>(
             // Wait a little for the client's close, then drop the connection.
             let _ = tokio::time::timeout(Duration::from_secs(2), async {
                 while let Some(incoming) = rx.recv().await {
-                    if matches!(incoming, FromClient::Closed) {
+                    if matches!(incoming, FromClient::Closed { .. }) {
                         break;
                     }
                 }
@@ -233,7 +241,7 @@ async fn read_messages<R: AsyncRead + Unpin>(reader: &mut R, tx: mpsc::Sender<Fr
             Ok(n) => n,
         };
         if n == 0 {
-            let _ = tx.send(FromClient::Closed).await;
+            let _ = tx.send(FromClient::Closed { answer: None }).await;
             return;
         }
         parser.push(&buf[..n], &mut events);
@@ -242,10 +250,11 @@ async fn read_messages<R: AsyncRead + Unpin>(reader: &mut R, tx: mpsc::Sender<Fr
                 Event::Message { text, data } => FromClient::Message { text, data },
                 Event::Ping(payload) => FromClient::Ping(payload),
                 Event::Pong(_) => continue,
-                // A close, a message over the cap or broken framing.
-                Event::Close { .. } | Event::TooLarge { .. } | Event::Invalid(_) => FromClient::Closed,
+                Event::Close { code, .. } => FromClient::Closed { answer: Some(code.filter(sendable).unwrap_or(1000)) },
+                Event::TooLarge { .. } => FromClient::Closed { answer: Some(1009) },
+                Event::Invalid(_) => FromClient::Closed { answer: Some(1002) },
             };
-            let closed = matches!(incoming, FromClient::Closed);
+            let closed = matches!(incoming, FromClient::Closed { .. });
             if tx.send(incoming).await.is_err() || closed {
                 return;
             }
@@ -306,6 +315,42 @@ mod tests {
         let mut rest = Vec::new();
         timeout(Duration::from_secs(10), client.read_to_end(&mut rest)).await.expect("the connection ends").unwrap();
         assert_eq!(rest, b"");
+        playing.await.unwrap();
+    }
+
+    /// A client that closes while the replay still has messages to send gets a close echoing its
+    /// code, and nothing after it.
+    #[tokio::test]
+    async fn a_client_that_closes_early_gets_its_close_echoed() {
+        let text = [
+            r#"{"type":"cassette","version":1,"createdAt":"2026-11-30T16:00:00Z"}"#,
+            r#"{"type":"request","id":1,"method":"GET","url":"/ws","headers":[]}"#,
+            r#"{"type":"response","id":1,"at":1,"status":101,"headers":[],"encoding":"identity"}"#,
+            r#"{"type":"ws","id":1,"at":2,"from":"server","text":"first"}"#,
+            r#"{"type":"ws","id":1,"at":60000,"from":"server","text":"a minute later"}"#,
+            r#"{"type":"end","id":1,"at":60001,"close":1000}"#,
+        ]
+        .join("\n");
+        let recorded = super::super::load::read(text.as_bytes(), "c.jsonl").unwrap().remove(0);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (mut client, (server_end, _)) = tokio::try_join!(TcpStream::connect(addr), listener.accept()).unwrap();
+        let playing = tokio::spawn(super::play(server_end, Arc::new(recorded), Instant::now(), 1.0));
+        let first = encode(true, 0x1, None, b"first");
+        let mut got = vec![0; first.len()];
+        timeout(Duration::from_secs(10), client.read_exact(&mut got)).await.expect("the first message").unwrap();
+        assert_eq!(got, first);
+        client.write_all(&encode(true, CLOSE, Some([9, 8, 7, 6]), &4001u16.to_be_bytes())).await.unwrap();
+        let mut rest = Vec::new();
+        timeout(Duration::from_secs(10), client.read_to_end(&mut rest))
+            .await
+            .expect("the replay answers and ends the connection, not after a minute")
+            .unwrap();
+        assert_eq!(
+            rest,
+            encode(true, CLOSE, None, &4001u16.to_be_bytes()),
+            "the client's close code echoed, nothing else"
+        );
         playing.await.unwrap();
     }
 
