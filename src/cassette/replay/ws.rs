@@ -273,28 +273,36 @@ mod tests {
 
     use crate::cassette::ws_frames::{encode, CLOSE};
 
+    /// A WebSocket exchange (`lines` after its 101) replayed at speed 1 to a loopback client: the
+    /// client's end, when the exchange arrived, and the replay.
+    async fn replaying(lines: &[&str]) -> (TcpStream, Instant, tokio::task::JoinHandle<()>) {
+        let head = [
+            r#"{"type":"cassette","version":1,"createdAt":"2026-11-30T16:00:00Z"}"#,
+            r#"{"type":"request","id":1,"method":"GET","url":"/ws","headers":[]}"#,
+            r#"{"type":"response","id":1,"at":1,"status":101,"headers":[],"encoding":"identity"}"#,
+        ];
+        let text = head.iter().chain(lines).copied().collect::<Vec<_>>().join("\n");
+        let recorded = super::super::load::read(text.as_bytes(), "c.jsonl").unwrap().remove(0);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (client, (server_end, _)) = tokio::try_join!(TcpStream::connect(addr), listener.accept()).unwrap();
+        let arrived = Instant::now();
+        (client, arrived, tokio::spawn(super::play(server_end, Arc::new(recorded), arrived, 1.0)))
+    }
+
     /// A text message that is not UTF-8 goes as a text frame, an old line's base64 (no `kind`) as
     /// binary, a server message left unfinished by a close as one frame without FIN, then the
     /// close at its offset; the client's unfinished message is not waited for.
     #[tokio::test]
     async fn each_frame_with_its_recorded_opcode_an_unfinished_one_without_fin_then_the_close_at_its_offset() {
-        let text = [
-            r#"{"type":"cassette","version":1,"createdAt":"2026-11-30T16:00:00Z"}"#,
-            r#"{"type":"request","id":1,"method":"GET","url":"/ws","headers":[]}"#,
-            r#"{"type":"response","id":1,"at":1,"status":101,"headers":[],"encoding":"identity"}"#,
+        let (mut client, arrived, playing) = replaying(&[
             r#"{"type":"ws","id":1,"at":2,"from":"server","base64":"AAE="}"#,
             r#"{"type":"ws","id":1,"at":2,"from":"server","kind":"text","base64":"//5h"}"#,
             r#"{"type":"ws","id":1,"at":3,"from":"server","text":"hel","unfinished":true}"#,
             r#"{"type":"ws","id":1,"at":3.5,"from":"client","base64":"AQI=","unfinished":true}"#,
             r#"{"type":"end","id":1,"at":60,"close":1001}"#,
-        ]
-        .join("\n");
-        let recorded = super::super::load::read(text.as_bytes(), "c.jsonl").unwrap().remove(0);
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (mut client, (server_end, _)) = tokio::try_join!(TcpStream::connect(addr), listener.accept()).unwrap();
-        let arrived = Instant::now();
-        let playing = tokio::spawn(super::play(server_end, Arc::new(recorded), arrived, 1.0));
+        ])
+        .await;
         let expected = [
             encode(true, 0x2, None, &[0, 1]),
             encode(true, 0x1, None, &[0xFF, 0xFE, b'a']),
@@ -322,20 +330,12 @@ mod tests {
     /// code, and nothing after it.
     #[tokio::test]
     async fn a_client_that_closes_early_gets_its_close_echoed() {
-        let text = [
-            r#"{"type":"cassette","version":1,"createdAt":"2026-11-30T16:00:00Z"}"#,
-            r#"{"type":"request","id":1,"method":"GET","url":"/ws","headers":[]}"#,
-            r#"{"type":"response","id":1,"at":1,"status":101,"headers":[],"encoding":"identity"}"#,
+        let (mut client, _, playing) = replaying(&[
             r#"{"type":"ws","id":1,"at":2,"from":"server","text":"first"}"#,
             r#"{"type":"ws","id":1,"at":60000,"from":"server","text":"a minute later"}"#,
             r#"{"type":"end","id":1,"at":60001,"close":1000}"#,
-        ]
-        .join("\n");
-        let recorded = super::super::load::read(text.as_bytes(), "c.jsonl").unwrap().remove(0);
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (mut client, (server_end, _)) = tokio::try_join!(TcpStream::connect(addr), listener.accept()).unwrap();
-        let playing = tokio::spawn(super::play(server_end, Arc::new(recorded), Instant::now(), 1.0));
+        ])
+        .await;
         let first = encode(true, 0x1, None, b"first");
         let mut got = vec![0; first.len()];
         timeout(Duration::from_secs(10), client.read_exact(&mut got)).await.expect("the first message").unwrap();
