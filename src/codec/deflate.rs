@@ -672,6 +672,18 @@ mod tests {
         }
     }
 
+    /// `body` cut in pieces of `sizes` in turn, every `flush_every`-th followed by a sync flush.
+    fn pieces(body: &[u8], sizes: &[usize], flush_every: usize) -> Vec<(Vec<u8>, bool)> {
+        let mut parts = Vec::new();
+        let (mut at, mut i) = (0, 0);
+        while at < body.len() {
+            let end = (at + sizes[i % sizes.len()]).min(body.len());
+            parts.push((body[at..end].to_vec(), i % flush_every == flush_every - 1));
+            (at, i) = (end, i + 1);
+        }
+        parts
+    }
+
     /// Compresses `parts` in turn, with a sync flush after those marked so.
     fn deflate(state: &mut FastDeflate, parts: &[(Vec<u8>, bool)]) -> Vec<u8> {
         let mut out = Vec::new();
@@ -868,14 +880,7 @@ mod tests {
         /// and many are looked up later with five: the stream still decodes to the body.
         #[test]
         fn tiny_pieces_round_trip(body in repetitive(20_000), sizes in prop::collection::vec(1..=12usize, 1..20)) {
-            let mut parts = Vec::new();
-            let (mut at, mut i) = (0, 0);
-            while at < body.len() {
-                let end = (at + sizes[i % sizes.len()]).min(body.len());
-                parts.push((body[at..end].to_vec(), i % 97 == 96));
-                (at, i) = (end, i + 1);
-            }
-            let compressed = deflate(&mut FastDeflate::new(), &parts);
+            let compressed = deflate(&mut FastDeflate::new(), &pieces(&body, &sizes, 97));
             let decoded = inflate(&compressed);
             prop_assert!(decoded == body, "{}", first_difference(&decoded, &body));
         }
@@ -962,14 +967,7 @@ mod tests {
         let body: Vec<u8> = (0..40_000).flat_map(|i| line(i).into_bytes()).collect();
         assert!(body.len() > 8 * BUF_CAPACITY);
         let sizes = [1, 7, 4096, PIECE, 100_000, 13, 2 * PIECE + 5];
-        let mut parts = Vec::new();
-        let (mut at, mut i) = (0, 0);
-        while at < body.len() {
-            let end = (at + sizes[i % sizes.len()]).min(body.len());
-            parts.push((body[at..end].to_vec(), i % 5 == 4));
-            (at, i) = (end, i + 1);
-        }
-        let compressed = deflate(&mut FastDeflate::new(), &parts);
+        let compressed = deflate(&mut FastDeflate::new(), &pieces(&body, &sizes, 5));
         assert_eq!(inflate(&compressed), body);
         assert!(compressed.len() < body.len() / 4, "{} of {}", compressed.len(), body.len());
     }
