@@ -622,16 +622,19 @@ async function hookWorkload(contenders, upstream) {
 }
 
 /**
- * The record workload: workload 1 through a second devproxy-native with `record` on (to /dev/null),
- * interleaved with the plain one so both see the same machine load.
+ * The record workload: workload 1 through a fresh devproxy-native with `record` on (to /dev/null) and
+ * one without, runs interleaved so both see the same machine load.
  */
 async function recordWorkload(contenders, upstream) {
-  const plain = contenders.find((c) => c.name === 'devproxy-native');
-  if (!plain) return null;
+  if (!contenders.some((c) => c.name === 'devproxy-native')) return null;
   log(`workload 11: ${WORKLOADS.find((w) => w.id === 1).name} with record on`);
+  // Two fresh processes, the same but for `record`, runs alternating (as workload 10): the main
+  // contender has served the other workloads, and always running first biased the ratio.
+  const fresh = await forkVariant(upstream, 'plain', 'devproxy-native', 'devproxy-native+plain');
   const recording = await forkVariant(upstream, 'record', 'devproxy-native + record', 'devproxy-native+record');
-  const rows = await interleavedW1({ plain, recording }, { warm: ['recording'] });
+  const rows = await interleavedW1({ plain: fresh, recording }, { alternate: true });
   const status = await askChild(recording.child, 'recording');
+  fresh.child.disconnect();
   recording.child.disconnect();
   return { ...rows, written: status ? status.written : null };
 }
