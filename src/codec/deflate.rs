@@ -21,6 +21,10 @@
 //! zlib-rs level 1 37,999 B in 502-531 µs: libdeflate would buy 5% fewer bytes for ~30% more time.
 //! In one interleaved set, this file before the branchless block writer, the BMI loops and the
 //! five-byte hash without lazy matching: 30,254 B in 396-455 µs; with them 316-407 µs.
+//! ISA-L (isal-sys, level 1) is faster: put in this encoder's place, it took 20% less of the proxy's
+//! CPU per workload-1 page for 29,936 B (2026-12-01). It is not used because its build runs autotools
+//! and nasm picked by the host's OS, which the cross builds of `npm/`'s packages cannot run as they are
+//! (benches/RESULTS.md, "ISA-L inside the proxy").
 
 use super::huffman::{canonical_codes, huffman_lengths, run_lengths};
 
