@@ -32,6 +32,15 @@ impl WsOpen {
     pub(super) fn close(&self) -> Option<(f64, Option<u16>)> {
         self.close
     }
+
+    /// The frame parser of one side.
+    fn parser(&mut self, from_client: bool) -> &mut Parser {
+        if from_client {
+            &mut self.client
+        } else {
+            &mut self.server
+        }
+    }
 }
 
 /// Parses one read of one side of a WebSocket and spools the messages it completes (redacted and
@@ -47,7 +56,7 @@ pub(super) fn ws_lines(
 ) -> std::io::Result<Option<String>> {
     let Open { ws: Some(ws), refused: None, .. } = open else { return Ok(None) };
     let mut events = std::mem::take(&mut ws.events);
-    if from_client { &mut ws.client } else { &mut ws.server }.push(bytes, &mut events);
+    ws.parser(from_client).push(bytes, &mut events);
     for event in events.drain(..) {
         let stop = match event {
             Event::Close { code, .. } => {
@@ -55,8 +64,7 @@ pub(super) fn ws_lines(
                 ws.close.get_or_insert((at, code));
                 // Its sender sends no more data after its close (RFC 6455 5.5.1): a message it
                 // left between two fragments stays unfinished.
-                let parser = if from_client { &mut ws.client } else { &mut ws.server };
-                match parser.unfinished() {
+                match ws.parser(from_client).unfinished() {
                     Some(message) => ws_event(open, redact, id, at, from_client, message, true)?,
                     None => None,
                 }
@@ -77,9 +85,7 @@ pub(super) fn ws_lines(
 pub(super) fn ws_end(open: &mut Open, redact: &Redaction, id: u64, at: f64) -> std::io::Result<Option<String>> {
     for from_client in [false, true] {
         let Open { ws: Some(ws), refused: None, .. } = open else { return Ok(None) };
-        let Some(message) = (if from_client { &mut ws.client } else { &mut ws.server }).unfinished() else {
-            continue;
-        };
+        let Some(message) = ws.parser(from_client).unfinished() else { continue };
         if let Some(stop) = ws_event(open, redact, id, at, from_client, message, true)? {
             return Ok(Some(stop));
         }
