@@ -26,7 +26,15 @@ pub(crate) use writer::Learn;
 use writer::{write_line, Writer};
 
 mod body_line;
+mod json_escape;
 mod writer;
+
+/// The writer's work on one body chunk, step by step, for `benches/record.rs`.
+#[doc(hidden)]
+pub mod bench {
+    pub use super::body_line::push as body_line;
+    pub use super::json_escape::escape_into as escape_json;
+}
 
 /// Messages in flight between the proxy and the writer, each holding one chunk at most: what bounds
 /// the memory a recording holds (a chunk of a fast download can be a few hundred KiB).

@@ -1,16 +1,16 @@
 //! A `body` line written straight from the bytes: the same JSON that serde_json writes for
 //! [`Line::Body`](crate::cassette::format::Line::Body) (a proptest holds them equal), without the
-//! copy into a `String`, with SIMD UTF-8 checking (simdutf8) and escaping (json-escape-simd, napi-rs's
-//! port of sonic-rs's kernel). Body text is the writer's main cost, ~100 KB a request on a page:
-//! in a profile of workload 11 the writer took ~205 us of CPU per page with serde_json, ~101 us with
-//! our own SSE2 escaper and ~95 us with json-escape-simd (its escaping 20 us against our 34 us).
+//! copy into a `String`, with SIMD UTF-8 checking (simdutf8) and escaping ([`super::json_escape`]).
+//! Body text is the writer's main cost, ~100 KB a request on a page: in a profile of workload 11
+//! the writer took ~205 us of CPU per page with serde_json, ~101 us with our own SSE2 escaper and
+//! ~95 us with json-escape-simd (its escaping 20 us against our 34 us).
 
 use std::io::Write as _;
 
 use base64::Engine as _;
 
 /// Appends the `body` line of `bytes` (text when UTF-8, else base64), newline included.
-pub(super) fn push(out: &mut Vec<u8>, id: u64, chunk: u64, at: f64, bytes: &[u8]) {
+pub fn push(out: &mut Vec<u8>, id: u64, chunk: u64, at: f64, bytes: &[u8]) {
     // Writing to a Vec cannot fail.
     let _ = write!(out, r#"{{"type":"body","id":{id},"chunk":{chunk},"at":"#);
     // Numbers as serde_json writes them (non-finite as null), so both writers agree.
@@ -18,7 +18,7 @@ pub(super) fn push(out: &mut Vec<u8>, id: u64, chunk: u64, at: f64, bytes: &[u8]
     match simdutf8::basic::from_utf8(bytes) {
         Ok(text) => {
             out.extend_from_slice(br#","text":"#);
-            json_escape_simd::escape_into(text, out);
+            super::json_escape::escape_into(text, out);
         }
         Err(_) => {
             out.extend_from_slice(br#","base64":""#);
