@@ -38,7 +38,7 @@ pub mod bench {
 
 /// Messages in flight between the proxy and the writer, each holding one chunk at most: what bounds
 /// the memory a recording holds (a chunk of a fast download can be a few hundred KiB).
-const CHANNEL: usize = 16;
+const CHANNEL: usize = 32;
 /// Request body bytes kept in the cassette; a longer body is recorded as its length and CRC-32.
 pub const REQUEST_BODY_LIMIT: usize = 1024 * 1024;
 /// An exchange's lines kept in memory before they go to its spill file.

@@ -93,8 +93,7 @@ fn escape_avx512(bytes: &[u8], out: &mut Vec<u8>) {
             // SAFETY: `at + 32 <= batch_end <= bytes.len()`.
             let block = unsafe { _mm256_loadu_si256(bytes.as_ptr().add(at).cast()) };
             let controls = _mm256_cmplt_epu8_mask(block, space);
-            let escaped =
-                _mm256_cmpeq_epi8_mask(block, quote) | _mm256_cmpeq_epi8_mask(block, backslash) | controls;
+            let escaped = _mm256_cmpeq_epi8_mask(block, quote) | _mm256_cmpeq_epi8_mask(block, backslash) | controls;
             if escaped == 0 {
                 // SAFETY: `len + 32` is within the room reserved for this batch (see above).
                 unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(len).cast(), block) };
