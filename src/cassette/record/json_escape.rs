@@ -11,6 +11,7 @@
 
 /// serde_json's two-byte escape of each byte below 0x20 (`\n` for 0x0a); 0 where it writes
 /// `\u00XX`.
+#[cfg(target_arch = "x86_64")]
 const SHORT_ESCAPES: [u8; 32] = {
     let mut table = [0u8; 32];
     table[0x08] = b'b';
@@ -48,6 +49,7 @@ fn has_avx512_vbmi2() -> bool {
 }
 
 /// The bytes escaped one by one (the tail under 32 bytes, and blocks with a `\u00XX` control).
+#[cfg(target_arch = "x86_64")]
 fn escape_bytes(bytes: &[u8], out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut plain = 0;
@@ -105,7 +107,7 @@ fn escape_avx512(bytes: &[u8], out: &mut Vec<u8>) {
             let short = _mm256_permutexvar_epi8(block, letters);
             if controls & _mm256_cmpeq_epi8_mask(short, _mm256_setzero_si256()) != 0 {
                 // A control written `\u00XX` (rare): this block byte by byte.
-                // SAFETY: the first `len` bytes were written by the stores above.
+                // SAFETY: the bytes below `len` were there before or written by the stores above.
                 unsafe { out.set_len(len) };
                 escape_bytes(&bytes[at..at + 32], out);
                 at += 32;
