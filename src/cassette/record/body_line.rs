@@ -1,6 +1,6 @@
 //! A `body` line written straight from the bytes: the same JSON that serde_json writes for
 //! [`Line::Body`](crate::cassette::format::Line::Body) (a proptest holds them equal), without the
-//! copy into a `String`, with SIMD UTF-8 checking (simdutf8) and escaping ([`super::json_escape`]).
+//! copy into a `String`, with SIMD UTF-8 checking and escaping ([`super::json_escape`]).
 //! Body text is the writer's main cost, ~100 KB a request on a page: in a profile of workload 11
 //! the writer took ~205 us of CPU per page with serde_json, ~101 us with our own SSE2 escaper and
 //! ~95 us with json-escape-simd (its escaping 20 us against our 34 us).
@@ -15,19 +15,15 @@ pub fn push(out: &mut Vec<u8>, id: u64, chunk: u64, at: f64, bytes: &[u8]) {
     let _ = write!(out, r#"{{"type":"body","id":{id},"chunk":{chunk},"at":"#);
     // Numbers as serde_json writes them (non-finite as null), so both writers agree.
     serde_json::to_writer(&mut *out, &at).unwrap_or_else(|_| out.extend_from_slice(b"null"));
-    match simdutf8::basic::from_utf8(bytes) {
-        Ok(text) => {
-            out.extend_from_slice(br#","text":"#);
-            super::json_escape::escape_into(text, out);
-        }
-        Err(_) => {
-            out.extend_from_slice(br#","base64":""#);
-            let start = out.len();
-            out.resize(start + base64::encoded_len(bytes.len(), true).unwrap_or(0), 0);
-            let written = base64::engine::general_purpose::STANDARD.encode_slice(bytes, &mut out[start..]);
-            out.truncate(start + written.unwrap_or(0));
-            out.push(b'"');
-        }
+    out.extend_from_slice(br#","text":"#);
+    if !super::json_escape::escape_utf8(bytes, out) {
+        out.truncate(out.len() - br#","text":"#.len());
+        out.extend_from_slice(br#","base64":""#);
+        let start = out.len();
+        out.resize(start + base64::encoded_len(bytes.len(), true).unwrap_or(0), 0);
+        let written = base64::engine::general_purpose::STANDARD.encode_slice(bytes, &mut out[start..]);
+        out.truncate(start + written.unwrap_or(0));
+        out.push(b'"');
     }
     out.extend_from_slice(b"}\n");
 }

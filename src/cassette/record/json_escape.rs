@@ -1,13 +1,16 @@
-//! A JSON string (quotes included) escaped as serde_json escapes it, for the body lines of a
-//! recording.
+//! A body's bytes as a JSON string (quotes included), escaped as serde_json escapes it, when they
+//! are UTF-8: the text of a recording's body lines.
 //!
 //! Why our own kernel: on a page, json-escape-simd (sonic-rs's kernel) leaves its SIMD loop for
 //! every byte that needs escaping, and HTML has one every ~76 bytes (quotes, newlines). On the
-//! bench page (105,062 B, 1,385 escapes) it took 15.2 µs; this AVX-512 loop, which escapes a
-//! whole 32-byte block at once (each byte widened to a `\`-and-byte pair, the unneeded `\`s
-//! squeezed out with VPCOMPRESSB), takes 5.9 µs (best of 7 x 2,000 runs, hot cache, on the CI
-//! machine's Xeon). Escaping was the largest cost of the recording writer. CPUs without AVX-512
-//! VBMI2 (older x86, ARM) use json-escape-simd.
+//! bench page (105,062 B, 1,385 escapes) it took 15.6 µs; this AVX-512 loop, which escapes a whole
+//! 32-byte block at once (each byte widened to a `\`-and-byte pair, the unneeded `\`s squeezed out
+//! with VPCOMPRESSB), takes 6.3 µs (`cargo bench --no-default-features --bench record` on the CI
+//! machine's Xeon, 2026-12-01, before the ASCII prefix below). Escaping was the largest cost of the
+//! recording writer. The loop also notes the first block with a non-ASCII byte: what comes before
+//! needs no UTF-8 check, so an ASCII body (most scripts, styles and JSON) is read once instead of
+//! twice. CPUs without AVX-512 VBMI2 (older x86, ARM) check with simdutf8 and escape with
+//! json-escape-simd.
 
 /// serde_json's two-byte escape of each byte below 0x20 (`\n` for 0x0a); 0 where it writes
 /// `\u00XX`.
@@ -22,17 +25,34 @@ const SHORT_ESCAPES: [u8; 32] = {
     table
 };
 
-/// Appends `text` as a JSON string, quotes included.
-pub fn escape_into(text: &str, out: &mut Vec<u8>) {
+/// Appends `bytes` as a JSON string, quotes included, and returns true when they are UTF-8;
+/// otherwise leaves `out` as it was and returns false.
+pub fn escape_utf8(bytes: &[u8], out: &mut Vec<u8>) -> bool {
     #[cfg(target_arch = "x86_64")]
     if has_avx512_vbmi2() {
+        let start = out.len();
         out.push(b'"');
         // SAFETY: the CPU has the features `escape_avx512` is compiled for (checked just above).
-        unsafe { escape_avx512(text.as_bytes(), out) };
+        let ascii = unsafe { escape_avx512::<true>(bytes, out) };
+        if ascii < bytes.len() {
+            // What comes before `ascii` is ASCII: the whole is UTF-8 when the rest is.
+            if simdutf8::basic::from_utf8(&bytes[ascii..]).is_err() {
+                out.truncate(start);
+                return false;
+            }
+            // SAFETY: as above.
+            unsafe { escape_avx512::<false>(&bytes[ascii..], out) };
+        }
         out.push(b'"');
-        return;
+        return true;
     }
-    json_escape_simd::escape_into(text, out);
+    match simdutf8::basic::from_utf8(bytes) {
+        Ok(text) => {
+            json_escape_simd::escape_into(text, out);
+            true
+        }
+        Err(_) => false,
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -72,10 +92,12 @@ fn escape_bytes(bytes: &[u8], out: &mut Vec<u8>) {
 
 /// Escapes 32 bytes a step: a block without quote, backslash or control is stored as it is;
 /// otherwise each byte becomes the pair (`\`, byte or its short escape letter) and the `\`s of the
-/// bytes that need none are squeezed out, so the block comes out in one 64-byte store.
+/// bytes that need none are squeezed out, so the block comes out in one 64-byte store. Returns how
+/// many bytes it escaped: all, or with `ASCII_ONLY` those before the first 32-byte block (or the
+/// tail) that holds a non-ASCII byte.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,bmi2")]
-fn escape_avx512(bytes: &[u8], out: &mut Vec<u8>) {
+fn escape_avx512<const ASCII_ONLY: bool>(bytes: &[u8], out: &mut Vec<u8>) -> usize {
     use std::arch::x86_64::*;
     /// Input bytes per reservation: the output room is reserved for all of them escaped.
     const BATCH: usize = 4096;
@@ -94,6 +116,11 @@ fn escape_avx512(bytes: &[u8], out: &mut Vec<u8>) {
         while at < batch_end {
             // SAFETY: `at + 32 <= batch_end <= bytes.len()`.
             let block = unsafe { _mm256_loadu_si256(bytes.as_ptr().add(at).cast()) };
+            if ASCII_ONLY && _mm256_movepi8_mask(block) != 0 {
+                // SAFETY: as at the end of a batch.
+                unsafe { out.set_len(len) };
+                return at;
+            }
             let controls = _mm256_cmplt_epu8_mask(block, space);
             let escaped = _mm256_cmpeq_epi8_mask(block, quote) | _mm256_cmpeq_epi8_mask(block, backslash) | controls;
             if escaped == 0 {
@@ -128,7 +155,11 @@ fn escape_avx512(bytes: &[u8], out: &mut Vec<u8>) {
         // SAFETY: every byte below `len` was written by a store of this batch or was there before.
         unsafe { out.set_len(len) };
     }
+    if ASCII_ONLY && !bytes[at..].is_ascii() {
+        return at;
+    }
     escape_bytes(&bytes[at..], out);
+    bytes.len()
 }
 
 #[cfg(test)]
@@ -148,10 +179,10 @@ pub(super) mod tests {
 
     fn both(text: &str) -> (Vec<u8>, Vec<u8>) {
         let mut kernel = Vec::new();
-        escape_into(text, &mut kernel);
+        assert!(escape_utf8(text.as_bytes(), &mut kernel));
         PORTABLE.with(|p| p.set(true));
         let mut portable = Vec::new();
-        escape_into(text, &mut portable);
+        assert!(escape_utf8(text.as_bytes(), &mut portable));
         PORTABLE.with(|p| p.set(false));
         (kernel, portable)
     }
@@ -190,6 +221,49 @@ pub(super) mod tests {
             let (kernel, portable) = both(&text);
             prop_assert_eq!(&kernel, &serde(&text));
             prop_assert_eq!(&portable, &kernel);
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_after_ascii_blocks_leaves_out_as_it_was() {
+        for ascii in [0, 5, 31, 32, 33, 64, 100, 4096, 4100] {
+            for bad in [&b"\xff"[..], b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xc3\xa9\xc3"] {
+                let mut bytes = vec![b'a'; ascii];
+                bytes.extend_from_slice(bad);
+                let mut out = b"kept".to_vec();
+                assert!(!escape_utf8(&bytes, &mut out), "{ascii} {bad:?}");
+                assert_eq!(out, b"kept");
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+        #[test]
+        fn utf8_or_not_as_std_says(
+            pieces in proptest::collection::vec(prop_oneof![
+                6 => proptest::collection::vec(b'a'..=b'z', 0..40),
+                2 => proptest::sample::select(vec![&b"\""[..], b"\\", b"\n", b"\x01", "é".as_bytes(), "😀".as_bytes(), "\u{2028}".as_bytes()]).prop_map(|b| b.to_vec()),
+                1 => proptest::collection::vec(any::<u8>(), 1..4),
+            ], 0..40),
+        ) {
+            let bytes: Vec<u8> = pieces.concat();
+            for portable in [false, true] {
+                PORTABLE.with(|p| p.set(portable));
+                let mut out = b"kept".to_vec();
+                let text = escape_utf8(&bytes, &mut out);
+                PORTABLE.with(|p| p.set(false));
+                match std::str::from_utf8(&bytes) {
+                    Ok(s) => {
+                        prop_assert!(text);
+                        prop_assert_eq!(&out[4..], &serde(s)[..]);
+                    }
+                    Err(_) => {
+                        prop_assert!(!text);
+                        prop_assert_eq!(&out[..], b"kept");
+                    }
+                }
+            }
         }
     }
 }
