@@ -16,6 +16,19 @@ mod common;
 
 const PAGE_BYTES: usize = 100 * 1024;
 
+type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
+
+/// One case that writes into `out` (emptied before each run).
+fn bench_into(group: &mut Group<'_>, name: &str, out: &mut Vec<u8>, mut write: impl FnMut(&mut Vec<u8>)) {
+    group.bench_function(name, |b| {
+        b.iter(|| {
+            out.clear();
+            write(out);
+            out.len()
+        })
+    });
+}
+
 fn record(c: &mut Criterion) {
     let page = common::generate_html("127.0.0.1:8080", PAGE_BYTES);
     let text = std::str::from_utf8(&page).expect("the generated page is UTF-8");
@@ -25,33 +38,19 @@ fn record(c: &mut Criterion) {
     json_escape_simd::escape_into(text, &mut theirs);
     assert_eq!(ours, theirs, "both escapers write the same JSON");
     assert_eq!(find_key(&page), None, "the page holds no key-shaped string");
+    let mut out = Vec::with_capacity(3 * page.len());
 
     let mut group = c.benchmark_group("record_page");
     group.throughput(Throughput::Bytes(page.len() as u64));
-    let mut out = Vec::with_capacity(3 * page.len());
     group.bench_function("find_key", |b| b.iter(|| find_key(black_box(&page))));
     group.bench_function("utf8_check", |b| b.iter(|| simdutf8::basic::from_utf8(black_box(&page)).is_ok()));
-    group.bench_function("escape_json_escape_simd", |b| {
-        b.iter(|| {
-            out.clear();
-            json_escape_simd::escape_into(black_box(text), &mut out);
-            out.len()
-        })
+    bench_into(&mut group, "escape_json_escape_simd", &mut out, |out| {
+        json_escape_simd::escape_into(black_box(text), out)
     });
-    group.bench_function("utf8_check_and_escape_ours", |b| {
-        b.iter(|| {
-            out.clear();
-            escape_json(black_box(&page), &mut out);
-            out.len()
-        })
+    bench_into(&mut group, "utf8_check_and_escape_ours", &mut out, |out| {
+        escape_json(black_box(&page), out);
     });
-    group.bench_function("body_line", |b| {
-        b.iter(|| {
-            out.clear();
-            body_line(&mut out, 1, 0, 12.5, black_box(&page));
-            out.len()
-        })
-    });
+    bench_into(&mut group, "body_line", &mut out, |out| body_line(out, 1, 0, 12.5, black_box(&page)));
     group.finish();
 
     // The same page with its non-ASCII bytes made ASCII (as most scripts, styles and JSON are): the
@@ -59,28 +58,14 @@ fn record(c: &mut Criterion) {
     let ascii: Vec<u8> = page.iter().map(|&b| if b.is_ascii() { b } else { b'x' }).collect();
     let mut group = c.benchmark_group("record_ascii_page");
     group.throughput(Throughput::Bytes(ascii.len() as u64));
-    group.bench_function("utf8_check_then_escape_json_escape_simd", |b| {
-        b.iter(|| {
-            out.clear();
-            let text = simdutf8::basic::from_utf8(black_box(&ascii)).expect("ASCII");
-            json_escape_simd::escape_into(text, &mut out);
-            out.len()
-        })
+    bench_into(&mut group, "utf8_check_then_escape_json_escape_simd", &mut out, |out| {
+        let text = simdutf8::basic::from_utf8(black_box(&ascii)).expect("ASCII");
+        json_escape_simd::escape_into(text, out)
     });
-    group.bench_function("utf8_check_and_escape_ours", |b| {
-        b.iter(|| {
-            out.clear();
-            escape_json(black_box(&ascii), &mut out);
-            out.len()
-        })
+    bench_into(&mut group, "utf8_check_and_escape_ours", &mut out, |out| {
+        escape_json(black_box(&ascii), out);
     });
-    group.bench_function("body_line", |b| {
-        b.iter(|| {
-            out.clear();
-            body_line(&mut out, 1, 0, 12.5, black_box(&ascii));
-            out.len()
-        })
-    });
+    bench_into(&mut group, "body_line", &mut out, |out| body_line(out, 1, 0, 12.5, black_box(&ascii)));
     group.finish();
 }
 
