@@ -80,6 +80,8 @@ impl Pipeline {
     /// Rewrites `decoded` into `self.rewritten` (cleared first), then encodes it into `out`, timing both.
     fn rewrite_then_encode(&mut self, decoded: &[u8], last: bool, out: &mut Vec<u8>) -> Result<(), PipelineError> {
         self.rewritten.clear();
+        // About what the rewriter writes for `decoded`: no chain of reallocations copying it again.
+        self.rewritten.reserve(decoded.len() + decoded.len() / 8);
         let started = Instant::now();
         if last {
             self.rewriter.finish(&mut self.rewritten)?;
@@ -204,19 +206,26 @@ pub(crate) async fn sniff_html(
     limit: usize,
 ) -> Result<Sniffed, SniffError> {
     let mut raw = Vec::new();
+    // An identity body is its own decoding: no second copy (a page's ~100 KB, grown piece by piece).
     let mut decoded = Vec::new();
+    let identity = pipeline.identity;
+    let decoded_of = |raw: Vec<u8>, decoded: Vec<u8>| if identity { raw } else { decoded };
     loop {
         let Some(data) = upstream.next_data().await.transpose().map_err(SniffError::Upstream)? else {
-            let html = looks_like_html(&decoded) == Some(true);
-            return Ok(if html { Sniffed::Html(decoded) } else { Sniffed::NotHtml(raw) });
+            let seen = if identity { &raw } else { &decoded };
+            let html = looks_like_html(seen) == Some(true);
+            return Ok(if html { Sniffed::Html(decoded_of(raw, decoded)) } else { Sniffed::NotHtml(raw) });
         };
         raw.extend_from_slice(&data);
-        // Nothing has been sent yet, so a body we cannot decode becomes a 502 that says why.
-        pipeline.decode(&data, &mut decoded).map_err(SniffError::Decode)?;
-        match looks_like_html(&decoded) {
-            Some(true) => return Ok(Sniffed::Html(decoded)),
+        if !identity {
+            // Nothing has been sent yet, so a body we cannot decode becomes a 502 that says why.
+            pipeline.decode(&data, &mut decoded).map_err(SniffError::Decode)?;
+        }
+        let seen = if identity { &raw } else { &decoded };
+        match looks_like_html(seen) {
+            Some(true) => return Ok(Sniffed::Html(decoded_of(raw, decoded))),
             Some(false) => return Ok(Sniffed::NotHtml(raw)),
-            None if decoded.len() > limit => return Ok(Sniffed::NotHtml(raw)),
+            None if seen.len() > limit => return Ok(Sniffed::NotHtml(raw)),
             None => {}
         }
     }
