@@ -205,28 +205,33 @@ pub(crate) async fn sniff_html(
     pipeline: &mut Pipeline,
     limit: usize,
 ) -> Result<Sniffed, SniffError> {
-    let mut raw = Vec::new();
-    // An identity body is its own decoding: no second copy (a page's ~100 KB, grown piece by piece).
-    let mut decoded = Vec::new();
     let identity = pipeline.identity;
-    let decoded_of = |raw: Vec<u8>, decoded: Vec<u8>| if identity { raw } else { decoded };
+    let mut raw = Vec::new();
+    // An identity body is its own decoding: `raw` stands for it, no second copy (a page's ~100 KB,
+    // grown piece by piece).
+    let mut decoded = Vec::new();
     loop {
-        let Some(data) = upstream.next_data().await.transpose().map_err(SniffError::Upstream)? else {
-            let seen = if identity { &raw } else { &decoded };
-            let html = looks_like_html(seen) == Some(true);
-            return Ok(if html { Sniffed::Html(decoded_of(raw, decoded)) } else { Sniffed::NotHtml(raw) });
-        };
-        raw.extend_from_slice(&data);
-        if !identity {
-            // Nothing has been sent yet, so a body we cannot decode becomes a 502 that says why.
-            pipeline.decode(&data, &mut decoded).map_err(SniffError::Decode)?;
+        let data = upstream.next_data().await.transpose().map_err(SniffError::Upstream)?;
+        if let Some(data) = &data {
+            raw.extend_from_slice(data);
+            if !identity {
+                // Nothing has been sent yet, so a body we cannot decode becomes a 502 that says why.
+                pipeline.decode(data, &mut decoded).map_err(SniffError::Decode)?;
+            }
         }
         let seen = if identity { &raw } else { &decoded };
-        match looks_like_html(seen) {
-            Some(true) => return Ok(Sniffed::Html(decoded_of(raw, decoded))),
-            Some(false) => return Ok(Sniffed::NotHtml(raw)),
-            None if seen.len() > limit => return Ok(Sniffed::NotHtml(raw)),
-            None => {}
-        }
+        let html = match looks_like_html(seen) {
+            Some(html) => html,
+            // The body ended, or too much of it looks like nothing yet.
+            None if data.is_none() || seen.len() > limit => false,
+            None => continue,
+        };
+        return Ok(if !html {
+            Sniffed::NotHtml(raw)
+        } else if identity {
+            Sniffed::Html(raw)
+        } else {
+            Sniffed::Html(decoded)
+        });
     }
 }
