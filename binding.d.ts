@@ -165,12 +165,12 @@ export interface InspectorOptions {
  * `proxy.proxyReq`, `proxy.proxyReqWs`, `proxy.proxyRes` and `middleware`.
  */
 export interface JsSide {
-  proxyReq?: (call: HookRequestCall) => HookRequestHead
-  proxyReqWs?: (call: HookRequestCall) => HookRequestHead
-  proxyRes?: (call: HookResponseCall) => HookResponseHead
+  proxyReq?: (call: HookRequestCall) => Promise<{ value?: HookRequestHead; error?: string }>
+  proxyReqWs?: (call: HookRequestCall) => Promise<{ value?: HookRequestHead; error?: string }>
+  proxyRes?: (call: HookResponseCall) => Promise<{ value?: HookResponseHead; error?: string }>
   middleware?: MiddlewareHostOptions
   /** `onRequest`'s dispatcher: called with a JSON array of exchange records (see on_request.rs). */
-  onRequest?: (batch: string) => void
+  onRequest?: (batch: string) => Promise<{ value?: unknown; error?: string }>
 }
 
 /** Percentiles of one kind of time (HDR histogram, 1% precision); 0 before the first sample. */

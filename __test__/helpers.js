@@ -291,8 +291,8 @@ async function writeChunks(res, chunks) {
 /**
  * Spawn `node <script>` with an IPC channel. Returns {child, messages: async iterator-ish next(type)}.
  */
-function spawnNode(script, args = [], env = {}) {
-  const child = spawn(process.execPath, [script, ...args], {
+function spawnNode(script, args = [], env = {}, nodeArgs = []) {
+  const child = spawn(process.execPath, [...nodeArgs, script, ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     env: { ...process.env, ...env },

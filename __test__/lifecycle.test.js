@@ -175,3 +175,101 @@ test('a running server keeps its process alive (like http.Server)', async () => 
     await child.kill()
   }
 })
+
+// Issue 28: a server lives until stop() whether or not anything references it (as Node's http.Server).
+const GC_CHILD = path.join(__dirname, 'fixtures/gc-child.js')
+const GC_OFTEN = path.join(__dirname, 'fixtures/gc-often.js')
+
+/** GETs `url` every 250 ms for `ms`: resolves to the statuses (a refused connection fails the test). */
+async function keepAsking(url, ms) {
+  const statuses = []
+  const until = Date.now() + ms
+  while (Date.now() < until) {
+    statuses.push((await request(url)).status)
+    await new Promise((resolve) => setTimeout(resolve, 250))
+  }
+  return statuses
+}
+
+test('a started server nobody keeps a reference to survives garbage collection, keeps the process up, and unref() lets it exit (status 0)', async () => {
+  const child = spawnNode(GC_CHILD, ['start', up.url], {}, ['--expose-gc'])
+  try {
+    const { url } = await child.next('started')
+    const serving = await child.next('serving')
+    assert.equal(serving.alive, true, 'the ProxyServer object itself is kept until stop(): the WeakRef still holds it')
+    const statuses = await keepAsking(url + '/hello', 5000)
+    assert.ok(statuses.length >= 10 && statuses.every((s) => s === 200), `statuses over 5 s: ${statuses}`)
+    assert.equal(child.child.exitCode, null, 'the process is still alive after 5 s')
+    child.send({ type: 'unref' })
+    const { code, signal } = await withTimeout(child.exited, 10000, 'the process to exit after unref()')
+    assert.deepEqual({ code, signal }, { code: 0, signal: null })
+  } finally {
+    await child.kill()
+  }
+})
+
+test('stop() after garbage collection (through a WeakRef) stops the server and the process exits', async () => {
+  const child = spawnNode(GC_CHILD, ['start', up.url], {}, ['--expose-gc'])
+  try {
+    const { url } = await child.next('started')
+    await child.next('serving')
+    assert.equal((await request(url + '/hello')).status, 200)
+    child.send({ type: 'stop' })
+    await child.next('stopped')
+    assert.equal(await connectRefused(Number(new URL(url).port)), true, 'connections are refused after stop()')
+    const { code } = await withTimeout(child.exited, 10000, 'the process to exit after stop()')
+    assert.equal(code, 0)
+  } finally {
+    await child.kill()
+  }
+})
+
+test('the browser-sync adapter: an instance nobody keeps survives garbage collection until exit()', async () => {
+  const child = spawnNode(GC_CHILD, ['adapter', up.url], {}, ['--expose-gc'])
+  try {
+    const { url } = await child.next('started', 30000)
+    await child.next('serving')
+    const statuses = await keepAsking(url + '/hello', 5000)
+    assert.ok(statuses.length >= 10 && statuses.every((s) => s === 200), `statuses over 5 s: ${statuses}`)
+    child.send({ type: 'exit' })
+    const { code } = await withTimeout(child.exited, 15000, 'the process to exit after exit()')
+    assert.equal(code, 0)
+  } finally {
+    await child.kill()
+  }
+})
+
+test('the CLI keeps serving while garbage is collected every 50 ms', async () => {
+  const cli = path.join(__dirname, '..', 'bin', 'devproxy.js')
+  const { spawn } = require('node:child_process')
+  const child = spawn(process.execPath, ['--expose-gc', '-r', GC_OFTEN, cli, up.url, '--port', '0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  const local = deferred()
+  child.stdout.on('data', (d) => {
+    stdout += d
+    const m = /Local:\s+(\S+)/.exec(stdout)
+    if (m) local.resolve(m[1])
+  })
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)))
+  try {
+    const url = await withTimeout(Promise.race([local.promise, exited.then((c) => Promise.reject(new Error(`exited ${c}`)))]), 20000, 'the CLI banner')
+    const statuses = await keepAsking(url.replace('localhost', '127.0.0.1') + '/hello', 5000)
+    assert.ok(statuses.length >= 10 && statuses.every((s) => s === 200), `statuses over 5 s: ${statuses}`)
+    assert.equal(child.exitCode, null, 'the CLI is still running')
+  } finally {
+    child.kill('SIGKILL')
+    await exited
+  }
+})
+
+test('rewrite() with function rules gives the same result across garbage collections', async () => {
+  const child = spawnNode(GC_CHILD, ['rewrite'], {}, ['--expose-gc'])
+  try {
+    const { results } = await child.next('rewritten')
+    assert.deepEqual(results, ['<p>b0</p>'])
+  } finally {
+    await child.kill()
+  }
+})

@@ -3,7 +3,10 @@
 // dispatcher per kind with a plain snapshot of the head (method, path, rawHeaders / statusCode,
 // rawHeaders) and the client's request; the dispatcher builds the objects Browsersync's functions get,
 // runs them in order, and answers the changed head. A function that throws fails that one request
-// (the native side renders a 500 naming the error).
+// (the native side renders a 500 naming the error). Each call runs in a slice of the JS thread
+// (lib/js-thread.js).
+
+const { sliced } = require('./js-thread.js')
 
 /** Node's joining of repeated request headers, enough for hooks: cookies with '; ', others with ', '. */
 function headersObject(raw) {
@@ -142,12 +145,12 @@ function prepareHooks(proxy) {
   const request = (fns) =>
     fns.length === 0
       ? undefined
-      : ({ head, req }) => {
+      : sliced(({ head, req }) => {
           const proxyReq = new ProxyRequest(head)
           const request = clientRequest(req)
           for (const fn of fns) fn(proxyReq, request, undefined, undefined)
           return proxyReq.toHead()
-        }
+        })
   const resFns = functionList(proxy.proxyRes, 'proxy.proxyRes')
   return {
     proxyReq: request(functionList(proxy.proxyReq, 'proxy.proxyReq')),
@@ -155,12 +158,12 @@ function prepareHooks(proxy) {
     proxyRes:
       resFns.length === 0
         ? undefined
-        : ({ head, req }) => {
+        : sliced(({ head, req }) => {
             const proxyRes = new ProxyResponse(head)
             const request = clientRequest(req)
             for (const fn of resFns) fn(proxyRes, request, undefined)
             return proxyRes.toHead()
-          },
+          }),
   }
 }
 

@@ -10,6 +10,7 @@
 
 const http = require('node:http')
 const https = require('node:https')
+const { inSlice } = require('./js-thread.js')
 const crypto = require('node:crypto')
 const connect = require('connect')
 
@@ -77,8 +78,14 @@ class MiddlewareHost {
         return
       }
       delete req.headers[TOKEN_HEADER]
-      app(req, res, (err) => (err ? this.#fail(res, err) : this.#sendOn(req, res)))
+      // In a slice of the JS thread, as every call the proxy makes into JS (lib/js-thread.js): busy
+      // middleware take turns with the rest of the process instead of running back to back.
+      inSlice(() => app(req, res, (err) => (err ? this.#fail(res, err) : this.#sendOn(req, res))))
     })
+    // The native server's keep-alive handle alone decides whether the process stays up (`unref()`):
+    // neither this listener nor the native server's connections to it hold the event loop.
+    this.#server.unref()
+    this.#server.on('connection', (socket) => socket.unref())
     // Longer than the native client's pool idle timeout (30 s), so it is the one that closes idle connections.
     this.#server.keepAliveTimeout = 60_000
     // Its only client is the native server, which applies its own limits: a long upload through

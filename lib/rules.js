@@ -4,6 +4,7 @@
 // RuleResponse in binding.d.ts); the wrappers here give them the shape of Node's objects.
 
 const binding = require('../binding.js')
+const { sliced } = require('./js-thread.js')
 
 // Node's IncomingMessage keeps the first of these when a header comes twice (lib/_http_incoming.js).
 const SINGLE = new Set([
@@ -66,9 +67,22 @@ function wrapRule(rule, shape) {
 
 const fromNative = (req, res) => [shapeRequest(req), shapeResponse(res)]
 
+/** The result of a replacement function as `String.prototype.replace` coerces it (ToString; a Symbol throws). */
+const asReplacement = (value) => `${value}`
+
+/** A rule's functions as the proxy calls them: in a slice of the JS thread (lib/js-thread.js). */
+function sliceRule(rule) {
+  if (rule === null || typeof rule !== 'object') return rule
+  const wrapped = { ...rule, match: rule.match }
+  for (const key of ['replace', 'fn']) {
+    if (typeof rule[key] === 'function') wrapped[key] = sliced(rule[key], asReplacement)
+  }
+  return wrapped
+}
+
 /** Rules given to `start()` or `addRule()`, called by the proxy. */
 function wrapProxyRule(rule) {
-  return wrapRule(rule, fromNative)
+  return sliceRule(wrapRule(rule, fromNative))
 }
 
 /**
@@ -86,7 +100,7 @@ function prepareOptions(options) {
     const snippet = options.snippet
     prepared.snippetOptions = {
       ...snippetOptions,
-      rule: { ...rule, match: rule.match, fn: (req, res, match) => fn(snippet, match) },
+      rule: { ...rule, match: rule.match, fn: sliced((req, res, match) => fn(snippet, match), asReplacement) },
     }
   }
   return prepared

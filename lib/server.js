@@ -4,6 +4,14 @@
 
 const { wrapProxyRule } = require('./rules.js')
 
+/**
+ * Every started server until its `stop()`: like Node's `http.Server`, a server lives until it is
+ * closed whether or not the caller kept a reference to it (`start().then(s => log(s.url))` must not
+ * stop serving at the next garbage collection). The native side's keep-alive handle, held by the
+ * object, keeps the process up until `stop()` or `unref()`.
+ */
+const running = new Set()
+
 class ProxyServer {
   #native
   #cleanups
@@ -15,6 +23,7 @@ class ProxyServer {
   constructor(native, cleanups) {
     this.#native = native
     this.#cleanups = cleanups
+    running.add(this)
   }
 
   get url() {
@@ -75,11 +84,13 @@ class ProxyServer {
     return this.#native.record(options)
   }
 
+  /** Lets the process exit while the server still serves (like `net.Server#unref`); it still lives until `stop()`. */
   unref() {
     this.#native.unref()
   }
 
   async stop() {
+    running.delete(this)
     try {
       await this.#native.stop()
     } finally {

@@ -2,6 +2,7 @@
 // `start(options)`: prepares what only JS can hold, then starts the native server.
 
 const binding = require('../binding.js')
+const { inSlice } = require('./js-thread.js')
 const { ProxyServer } = require('./server.js')
 const { prepareOptions } = require('./rules.js')
 const { prepareHooks, proxyOptionsWarnings } = require('./hooks.js')
@@ -35,14 +36,17 @@ function prepareOnRequest(options) {
   if (typeof onRequest !== 'function') {
     throw new TypeError(`option \`onRequest\` must be a function, got ${typeof onRequest}`)
   }
-  return (batch) => {
-    for (const entry of JSON.parse(batch)) {
-      try {
-        onRequest(entry)
-      } catch (err) {
-        warn(options, [`onRequest threw for ${entry.method} ${entry.url}: ${err && err.stack ? err.stack : err}`])
-      }
+  const deliver = (entry) => {
+    try {
+      onRequest(entry)
+    } catch (err) {
+      warn(options, [`onRequest threw for ${entry.method} ${entry.url}: ${err && err.stack ? err.stack : err}`])
     }
+  }
+  // Each record in a slice of the JS thread (lib/js-thread.js); the batch is answered once all ran.
+  return async (batch) => {
+    await Promise.all(JSON.parse(batch).map((entry) => inSlice(() => deliver(entry))))
+    return { value: undefined }
   }
 }
 

@@ -6,11 +6,11 @@
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 
 use napi::ValueType;
 
+use super::outcome::{self, SlicedFn};
 use super::{get, invalid, type_name};
 use crate::config::ProxyConfig;
 use crate::hooks::{ClientRequest, Hook, HookFuture, RawHeaders, UpstreamRequestHead, UpstreamResponseHead};
@@ -75,19 +75,18 @@ pub struct MiddlewareHostOptions {
 #[allow(dead_code)]
 #[napi(object)]
 pub struct JsSide {
-    #[napi(ts_type = "(call: HookRequestCall) => HookRequestHead")]
+    #[napi(ts_type = "(call: HookRequestCall) => Promise<{ value?: HookRequestHead; error?: string }>")]
     pub proxy_req: Option<String>,
-    #[napi(ts_type = "(call: HookRequestCall) => HookRequestHead")]
+    #[napi(ts_type = "(call: HookRequestCall) => Promise<{ value?: HookRequestHead; error?: string }>")]
     pub proxy_req_ws: Option<String>,
-    #[napi(ts_type = "(call: HookResponseCall) => HookResponseHead")]
+    #[napi(ts_type = "(call: HookResponseCall) => Promise<{ value?: HookResponseHead; error?: string }>")]
     pub proxy_res: Option<String>,
     pub middleware: Option<MiddlewareHostOptions>,
     /// `onRequest`'s dispatcher: called with a JSON array of exchange records (see on_request.rs).
-    #[napi(ts_type = "(batch: string) => void")]
+    #[napi(ts_type = "(batch: string) => Promise<{ value?: unknown; error?: string }>")]
     pub on_request: Option<String>,
 }
 
-type Tsfn<T, R> = ThreadsafeFunction<T, R, T, Status, false, true, 0>;
 
 fn flat(headers: &RawHeaders) -> Vec<String> {
     headers.iter().flat_map(|(n, v)| [n.clone(), v.clone()]).collect()
@@ -105,7 +104,7 @@ fn client(req: &ClientRequest) -> HookClientRequest {
     HookClientRequest { method: req.method.clone(), url: req.url.clone(), raw_headers: flat(&req.headers) }
 }
 
-struct RequestHook(Arc<Tsfn<HookRequestCall, HookRequestHead>>);
+struct RequestHook(Arc<SlicedFn<HookRequestCall, HookRequestHead>>);
 
 impl Hook<UpstreamRequestHead> for RequestHook {
     fn call(&self, head: UpstreamRequestHead, req: Arc<ClientRequest>) -> HookFuture<UpstreamRequestHead> {
@@ -115,13 +114,13 @@ impl Hook<UpstreamRequestHead> for RequestHook {
             req: client(&req),
         };
         Box::pin(async move {
-            let changed = tsfn.call_async_catch(call).await.map_err(|e| e.reason.clone())?;
+            let changed = outcome::call(&tsfn, call).await?;
             Ok(UpstreamRequestHead { method: changed.method, path: changed.path, headers: pairs(changed.raw_headers)? })
         })
     }
 }
 
-struct ResponseHook(Arc<Tsfn<HookResponseCall, HookResponseHead>>);
+struct ResponseHook(Arc<SlicedFn<HookResponseCall, HookResponseHead>>);
 
 impl Hook<UpstreamResponseHead> for ResponseHook {
     fn call(&self, head: UpstreamResponseHead, req: Arc<ClientRequest>) -> HookFuture<UpstreamResponseHead> {
@@ -131,7 +130,7 @@ impl Hook<UpstreamResponseHead> for ResponseHook {
             req: client(&req),
         };
         Box::pin(async move {
-            let changed = tsfn.call_async_catch(call).await.map_err(|e| e.reason.clone())?;
+            let changed = outcome::call(&tsfn, call).await?;
             let status =
                 u16::try_from(changed.status_code).map_err(|_| format!("bad statusCode {}", changed.status_code))?;
             Ok(UpstreamResponseHead { status, headers: pairs(changed.raw_headers)? })
@@ -143,12 +142,12 @@ impl Hook<UpstreamResponseHead> for ResponseHook {
 fn threadsafe<T: 'static + JsValuesTupleIntoVec, R: 'static + FromNapiValue>(
     js: &Object,
     name: &str,
-) -> Result<Option<Arc<Tsfn<T, R>>>> {
+) -> Result<Option<Arc<SlicedFn<T, R>>>> {
     let Some(value) = get(js, name)? else { return Ok(None) };
     if value.get_type()? != ValueType::Function {
         return Err(invalid(format!("the JS side's `{name}` must be a function, got {}", type_name(&value))));
     }
-    let function: Function<T, R> = Function::from_unknown(value)?;
+    let function: Function<T, Promise<outcome::Outcome<R>>> = Function::from_unknown(value)?;
     let tsfn = function
         .build_threadsafe_function::<T>()
         .callee_handled::<false>()

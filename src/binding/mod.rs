@@ -13,6 +13,7 @@ mod hooks;
 mod local;
 mod on_request;
 mod options;
+mod outcome;
 mod record;
 mod replace;
 mod replay;

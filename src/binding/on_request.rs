@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::ThreadsafeFunction;
 use napi::ValueType;
 use tokio::sync::mpsc;
 
+use super::outcome::{self, Outcome, SlicedFn};
 use super::{get, invalid, type_name};
 use crate::config::ProxyConfig;
 use crate::observe::{ExchangeRecord, RecordSink};
@@ -22,7 +22,8 @@ const QUEUE: usize = 4096;
 /// Records per call into JS at most.
 const BATCH: usize = 256;
 
-type Dispatcher = ThreadsafeFunction<String, (), String, Status, false, true, 0>;
+/// Resolves once the batch's records have been handed to the user's function, each in a slice.
+type Dispatcher = SlicedFn<String, ()>;
 
 struct OnRequestSink {
     queue: mpsc::Sender<Arc<ExchangeRecord>>,
@@ -47,7 +48,7 @@ pub(super) fn apply(js: &Object, config: &mut ProxyConfig) -> Result<()> {
     if value.get_type()? != ValueType::Function {
         return Err(invalid(format!("the JS side's `onRequest` must be a function, got {}", type_name(&value))));
     }
-    let function: Function<String, ()> = Function::from_unknown(value)?;
+    let function: Function<String, Promise<Outcome<()>>> = Function::from_unknown(value)?;
     // Weak: pending records must not keep Node alive after `stop()` or `unref()`.
     let dispatcher: Dispatcher = function
         .build_threadsafe_function::<String>()
@@ -69,7 +70,7 @@ async fn drain(mut records: mpsc::Receiver<Arc<ExchangeRecord>>, dispatcher: Dis
         batch.clear();
         // The dispatcher catches what the user's function throws; an error here means Node is
         // shutting down, and nobody is left to tell.
-        if dispatcher.call_async_catch(json).await.is_err() {
+        if outcome::call(&dispatcher, json).await.is_err() {
             return;
         }
     }

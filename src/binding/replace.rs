@@ -8,11 +8,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::ThreadsafeFunction;
 use napi::{check_status, sys, Env};
 
 use napi_derive::napi;
 
+use super::outcome::{self, Outcome, SlicedFn};
 use crate::rewrite::{Exchange, ReplaceCall, ReplaceFn};
 
 /// A replacement function's arguments, as resp-modifier passes them: `req` and `res` (`undefined`
@@ -201,13 +201,13 @@ unsafe fn groups_object(
     Ok(result)
 }
 
-type ReplaceTsfn = ThreadsafeFunction<SpreadArgs, Coerced, SpreadArgs, Status, false, true, 0>;
-
-/// A JS replacement function the proxy calls from its threads. Send + Sync by napi's types.
-pub(super) struct ThreadsafeReplace(ReplaceTsfn);
+/// A JS replacement function the proxy calls from its threads, wrapped by lib/rules.js so that it runs
+/// in a slice of the JS thread and answers its result already coerced to a string. Send + Sync by
+/// napi's types.
+pub(super) struct ThreadsafeReplace(SlicedFn<SpreadArgs, String>);
 
 impl ThreadsafeReplace {
-    pub(super) fn register(function: Function<SpreadArgs, Coerced>) -> Result<Arc<dyn ReplaceFn>> {
+    pub(super) fn register(function: Function<SpreadArgs, Promise<Outcome<String>>>) -> Result<Arc<dyn ReplaceFn>> {
         let tsfn = function
             .build_threadsafe_function::<SpreadArgs>()
             .callee_handled::<false>()
@@ -222,7 +222,7 @@ impl ReplaceFn for ThreadsafeReplace {
         // Called on tokio's blocking pool (the body offloads every step of a rule set that calls JS),
         // so this wait holds no runtime worker; the runtime handle is in context there.
         let runtime = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
-        runtime.block_on(self.0.call_async_catch(SpreadArgs::new(call))).map(|c| c.0).map_err(|e| e.reason.clone())
+        runtime.block_on(outcome::call(&self.0, SpreadArgs::new(call)))
     }
 }
 
