@@ -214,7 +214,10 @@ export interface ProxyOptions {
   rewriteTextTypes?: boolean
   /** Longest text one pending match may hold back (default 65536). */
   maxMatchBytes?: number
-  /** Longest wait for upstream response headers, and between body chunks (default 30000). */
+  /**
+   * Longest wait for upstream response headers, and between body chunks, in ms; 0 (the default):
+   * no limit, as Browsersync.
+   */
   upstreamTimeoutMs?: number
   /** How long `stop()` lets in-flight responses finish (default 5000). */
   gracePeriodMs?: number

@@ -79,3 +79,63 @@ test('a plain-http upstream is spoken to in HTTP/1.1', async () => {
     await up.close()
   }
 })
+
+// Issue 28: no timeout on the target by default (Browsersync, Vite and webpack-dev-server wait too): a
+// page stopped at a debugger's breakpoint is still answered. A request waiting past 30 s is logged once
+// and shown as waiting by the inspector. Takes a little over 30 s: the wait must pass the old default.
+test('by default the target may take longer than 30 s: logged once at 30 s, shown as waiting in the inspector, then answered', async () => {
+  const { spawnProxyChild } = require('./fixtures/runners')
+  const { deferred, withTimeout } = require('./helpers')
+  const release = deferred()
+  const up = await startUpstream({
+    // Headers only once released (a PHP request at a breakpoint).
+    '/import': async (req, res) => {
+      await release.promise
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      res.end('imported')
+    },
+    // Headers and a first chunk at once, then a pause as long (a flushed page at a breakpoint).
+    '/paused': async (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      res.write('before the pause|')
+      await release.promise
+      res.end('after the pause')
+    },
+  })
+  const child = spawnProxyChild()
+  try {
+    child.send({ type: 'start', options: { proxy: up.url, port: 0, quiet: false } })
+    const { url } = await child.next('started')
+    const started = Date.now()
+    const answers = Promise.all(['/import', '/paused'].map((p) => request(url + p, { timeout: 90000 })))
+    // Polls stderr for up to 60 s (the loop ends with the guard: a failed test must not hang the run).
+    const deadline = started + 60000
+    while (!/still waiting for the target after 30 s: GET \/import \(/.test(child.output().stderr)) {
+      assert.ok(Date.now() < deadline, `no "still waiting" line after 60 s; stderr: ${child.output().stderr}`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const logged = Date.now() - started
+    assert.ok(logged >= 29500, `logged after ${logged} ms, not at 30 s`)
+    const shown = JSON.parse((await request(url + '/__devproxy/api/exchanges')).body.toString())
+    assert.deepEqual(
+      shown.waiting.map((w) => [w.method, w.url]),
+      [['GET', '/import']],
+      'the inspector shows the request waiting for its headers (the paused body has its headers)',
+    )
+    release.resolve()
+    const [imported, paused] = await withTimeout(answers, 10000, 'the answers once the target goes on')
+    assert.equal(Date.now() - started >= 30000, true)
+    assert.deepEqual([imported.status, imported.body.toString()], [200, 'imported'])
+    assert.deepEqual([paused.status, paused.body.toString()], [200, 'before the pause|after the pause'])
+    const after = JSON.parse((await request(url + '/__devproxy/api/exchanges')).body.toString())
+    assert.deepEqual(after.waiting, [], 'no longer waiting once answered')
+    const lines = child.output().stderr.split('\n').filter((l) => l.includes('still waiting'))
+    assert.equal(lines.length, 1, `one line, for /import only: ${lines}`)
+  } finally {
+    release.resolve()
+    child.send({ type: 'stop' })
+    await child.next('stopped').catch(() => {})
+    await child.kill()
+    await up.close()
+  }
+})

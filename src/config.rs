@@ -271,8 +271,10 @@ pub struct ProxyConfig {
     pub rewrite_text_types: bool,
     /// Most bytes one pending match may hold back at a chunk edge; a longer candidate is left unreplaced.
     pub max_match_bytes: usize,
-    /// Longest wait for the upstream's response headers, and between two body chunks.
-    pub upstream_timeout: Duration,
+    /// Longest wait for the upstream's response headers, and between two body chunks; none (the
+    /// default): as long as the target takes, like Browsersync (a page stopped at a debugger's
+    /// breakpoint is still answered).
+    pub upstream_timeout: Option<Duration>,
     /// How long `stop()` lets in-flight responses finish.
     pub grace_period: Duration,
     /// No log lines on stderr.
@@ -532,7 +534,7 @@ impl ProxyConfig {
             snippet: None,
             rewrite_text_types: false,
             max_match_bytes: DEFAULT_MAX_MATCH_BYTES,
-            upstream_timeout: Duration::from_secs(30),
+            upstream_timeout: None,
             grace_period: Duration::from_secs(5),
             quiet: false,
             upstream_compression: UpstreamCompression::Auto,

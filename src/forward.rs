@@ -80,13 +80,14 @@ pub(crate) fn upstream_request(
     Ok(parts)
 }
 
-/// Phase "send": the request to the target, waiting at most `timeout` for its answer's headers. A
-/// body-less GET/HEAD/OPTIONS that fails before any answer is tried once more, on a fresh connection.
+/// Phase "send": the request to the target, waiting at most `timeout` (none: as long as it takes) for
+/// its answer's headers. A body-less GET/HEAD/OPTIONS that fails before any answer is tried once
+/// more, on a fresh connection.
 pub(crate) async fn send<B>(
     client: &UpstreamClient,
     parts: http::request::Parts,
     body: B,
-    timeout: Duration,
+    timeout: Option<Duration>,
 ) -> Result<Response<Incoming>, String>
 where
     B: http_body::Body<Data = Bytes, Error = hyper::Error> + Send + Sync + 'static,
@@ -100,7 +101,7 @@ pub(crate) async fn send_buffered(
     client: &UpstreamClient,
     parts: http::request::Parts,
     body: Bytes,
-    timeout: Duration,
+    timeout: Option<Duration>,
 ) -> Result<Response<Incoming>, String> {
     let empty = body.is_empty();
     let body = http_body_util::Full::new(body).map_err(|never| match never {}).boxed();
@@ -112,7 +113,7 @@ async fn send_body(
     parts: http::request::Parts,
     body: RequestBody,
     empty: bool,
-    timeout: Duration,
+    timeout: Option<Duration>,
 ) -> Result<Response<Incoming>, String> {
     let retryable = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) && empty;
     let request = Request::from_parts(parts.clone(), body);
@@ -127,6 +128,7 @@ async fn send_body(
             other => other,
         }
     };
+    let Some(timeout) = timeout else { return exchange.await.map_err(|e| describe(&e)) };
     match tokio::time::timeout(timeout, exchange).await {
         Ok(Ok(response)) => Ok(response),
         Ok(Err(e)) => Err(describe(&e)),

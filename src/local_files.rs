@@ -7,7 +7,7 @@
 use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
@@ -180,7 +180,6 @@ pub(crate) fn cached(mut head: http::response::Parts, encoding: Encoding, bytes:
 pub(crate) async fn answer<B>(
     mounts: &Arc<Vec<StaticMount>>,
     req: &Request<B>,
-    idle: Duration,
     stats: &Arc<Stats>,
 ) -> Result<Option<Answer>, ProxyError> {
     // Only a path under some route costs a trip to the blocking pool.
@@ -196,13 +195,13 @@ pub(crate) async fn answer<B>(
         Lookup::Miss => None,
         Lookup::Refused => Some(Answer::Done(bare(StatusCode::NOT_FOUND, HeaderMap::new()))),
         Lookup::Redirect(location) => Some(Answer::Done(redirect(&location))),
-        Lookup::File(file) => Some(respond(file, req.method(), req.headers(), idle, stats)),
+        Lookup::File(file) => Some(respond(file, req.method(), req.headers(), stats)),
     })
 }
 
 /// The answer for a found file: 304 when the client's copy is current, 206/416 for a `Range`, the
 /// headers alone for HEAD, else the whole file.
-fn respond(file: LocalFile, method: &Method, request: &HeaderMap, idle: Duration, stats: &Arc<Stats>) -> Answer {
+fn respond(file: LocalFile, method: &Method, request: &HeaderMap, stats: &Arc<Stats>) -> Answer {
     let mut headers = HeaderMap::new();
     let content_type = content_type(&file.path);
     headers.insert(header::CONTENT_TYPE, content_type);
@@ -244,7 +243,7 @@ fn respond(file: LocalFile, method: &Method, request: &HeaderMap, idle: Duration
     if range.start > 0 && std_file.seek(SeekFrom::Start(range.start)).is_err() {
         return Answer::Done(bare(StatusCode::INTERNAL_SERVER_ERROR, HeaderMap::new()));
     }
-    let body = UpstreamBody::file(std_file, len, idle, stats.clone(), label);
+    let body = UpstreamBody::file(std_file, len, stats.clone(), label);
     let mut response = Response::new(());
     *response.status_mut() = status;
     *response.headers_mut() = headers;

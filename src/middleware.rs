@@ -87,7 +87,7 @@ pub(crate) async fn hand_off(
     host: &MiddlewareHost,
     req: Request<Incoming>,
     url: &str,
-    timeout: std::time::Duration,
+    timeout: Option<std::time::Duration>,
 ) -> Result<Answer, ProxyError> {
     let failed = |reason: String| ProxyError::Middleware { url: url.to_string(), reason };
     let (mut parts, body) = req.into_parts();

@@ -71,7 +71,7 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     }
     if !returned {
         // Local files (local_files.rs), then middleware (middleware.rs): Browsersync's order.
-        match local_files::answer(&shared.local_files, &req, shared.config.upstream_timeout, &shared.stats).await? {
+        match local_files::answer(&shared.local_files, &req, &shared.stats).await? {
             None => {}
             Some(Answer::Done(mut response)) => {
                 observe::facts(response.extensions_mut()).source = Some("local");
@@ -156,10 +156,11 @@ async fn upstream_phase(
     let (stats, url) = (shared.stats.clone(), ctx.url.clone());
     let sent = Instant::now();
     // The cassette's answer, or the target's (recorded or not): cassette/exchange.rs.
-    let (mut head, upstream) = match exchange::send(shared, target, parts, body, arrived, timeout).await {
+    let answer = exchange::send(shared, target, parts, body, arrived, timeout);
+    let (mut head, upstream) = match noting_long_wait(shared, answer, ctx).await {
         Ok(Answered::Replayed(mut head, stream)) => {
             observe::facts(&mut head.extensions).source = Some("replay");
-            (head, UpstreamBody::replay(stream, timeout, stats, url))
+            (head, UpstreamBody::replay(stream, stats, url))
         }
         Ok(Answered::Target(response, tee)) => {
             let (mut head, body) = response.into_parts();
@@ -172,6 +173,24 @@ async fn upstream_phase(
     facts.upstream = Some(sent.elapsed());
     facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
     respond(head, upstream, target, ctx, client).await
+}
+
+/// How long the target may keep a request waiting before it is logged and shown as waiting.
+pub(crate) const STILL_WAITING: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `answer`, with one log line and an inspector entry once it has taken [`STILL_WAITING`]: with no
+/// `upstreamTimeoutMs` (the default) nothing else would make a hung target visible.
+async fn noting_long_wait<F: std::future::Future>(shared: &Shared, answer: F, ctx: &RequestCtx) -> F::Output {
+    let mut answer = std::pin::pin!(answer);
+    tokio::select! {
+        done = &mut answer => return done,
+        () = tokio::time::sleep(STILL_WAITING) => {}
+    }
+    let (method, path) = (ctx.method.as_str(), ctx.path_and_query.as_str());
+    let waited = STILL_WAITING.as_secs();
+    shared.stats.log_error(&format!("still waiting for the target after {waited} s: {method} {path} ({})", ctx.url));
+    let _shown = shared.inspector.as_ref().map(|inspector| inspector.waiting(method, path));
+    answer.await
 }
 
 /// The end of the upstream exchange: response hook (hooks.rs), response headers (headers.rs).

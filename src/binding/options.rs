@@ -84,7 +84,8 @@ pub struct ProxyOptions {
     pub rewrite_text_types: Option<bool>,
     /// Longest text one pending match may hold back (default 65536).
     pub max_match_bytes: Option<u32>,
-    /// Longest wait for upstream response headers, and between body chunks (default 30000).
+    /// Longest wait for upstream response headers, and between body chunks, in ms; 0 (the default):
+    /// no limit, as Browsersync.
     pub upstream_timeout_ms: Option<u32>,
     /// How long `stop()` lets in-flight responses finish (default 5000).
     pub grace_period_ms: Option<u32>,
@@ -457,8 +458,8 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
         config.max_match_bytes = expect_u32(max, "maxMatchBytes", MAX_MATCH_BYTES_LIMIT)?.max(1) as usize;
     }
     if let Some(ms) = options.get("upstreamTimeoutMs")? {
-        config.upstream_timeout =
-            Duration::from_millis(u64::from(expect_u32(ms, "upstreamTimeoutMs", MAX_DURATION_MS)?.max(1)));
+        let ms = expect_u32(ms, "upstreamTimeoutMs", MAX_DURATION_MS)?;
+        config.upstream_timeout = (ms > 0).then(|| Duration::from_millis(u64::from(ms)));
     }
     if let Some(ms) = options.get("gracePeriodMs")? {
         config.grace_period = Duration::from_millis(u64::from(expect_u32(ms, "gracePeriodMs", MAX_DURATION_MS)?));

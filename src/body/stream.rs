@@ -23,8 +23,9 @@ const OUTPUT_BATCH: usize = 64 * 1024;
 /// Its failure is logged once, with the URL, whatever the body goes through afterwards.
 pub(crate) struct UpstreamBody {
     inner: Source,
-    idle: Duration,
-    deadline: Pin<Box<Sleep>>,
+    /// The target's longest pause between two chunks (`upstreamTimeoutMs`), and when it runs out;
+    /// none: wait as long as the target takes.
+    idle: Option<(Duration, Pin<Box<Sleep>>)>,
     stats: Arc<Stats>,
     url: String,
     /// `record`: each chunk read is also sent to the cassette's writer.
@@ -48,20 +49,20 @@ enum Source {
 const FILE_CHUNK: usize = 64 * 1024;
 
 impl UpstreamBody {
-    pub(crate) fn new(inner: hyper::body::Incoming, idle: Duration, stats: Arc<Stats>, url: String) -> UpstreamBody {
-        let deadline = Box::pin(tokio::time::sleep(idle));
-        UpstreamBody { inner: Source::Http(inner), idle, deadline, stats, url, bytes_in: 0, tee: None }
-    }
-
-    /// A recorded body played back; `url` names it in errors.
-    pub(crate) fn replay(
-        stream: crate::cassette::replay::answer::ReplayStream,
-        idle: Duration,
+    pub(crate) fn new(
+        inner: hyper::body::Incoming,
+        idle: Option<Duration>,
         stats: Arc<Stats>,
         url: String,
     ) -> UpstreamBody {
+        let idle = idle.map(|idle| (idle, Box::pin(tokio::time::sleep(idle))));
+        UpstreamBody { inner: Source::Http(inner), idle, stats, url, bytes_in: 0, tee: None }
+    }
+
+    /// A recorded body played back; `url` names it in errors.
+    pub(crate) fn replay(stream: crate::cassette::replay::answer::ReplayStream, stats: Arc<Stats>, url: String) -> UpstreamBody {
         let inner = Source::Replay(Box::new(stream));
-        UpstreamBody { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), stats, url, bytes_in: 0, tee: None }
+        UpstreamBody { inner, idle: None, stats, url, bytes_in: 0, tee: None }
     }
 
     /// Records what this body reads (see `crate::cassette::record`).
@@ -71,19 +72,11 @@ impl UpstreamBody {
     }
 
     /// `len` bytes of `file` from its current position, streamed; `path` names it in errors.
-    pub(crate) fn file(file: std::fs::File, len: u64, idle: Duration, stats: Arc<Stats>, path: String) -> UpstreamBody {
+    pub(crate) fn file(file: std::fs::File, len: u64, stats: Arc<Stats>, path: String) -> UpstreamBody {
         use tokio::io::AsyncReadExt;
         let reader = tokio::fs::File::from_std(file).take(len);
         let inner = Source::File(Box::new(tokio_util::io::ReaderStream::with_capacity(reader, FILE_CHUNK)));
-        UpstreamBody {
-            inner,
-            idle,
-            deadline: Box::pin(tokio::time::sleep(idle)),
-            stats,
-            url: path,
-            bytes_in: 0,
-            tee: None,
-        }
+        UpstreamBody { inner, idle: None, stats, url: path, bytes_in: 0, tee: None }
     }
 
     fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
@@ -120,7 +113,9 @@ impl UpstreamBody {
         loop {
             match Pin::new(&mut *inner).poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => {
-                    self.deadline.as_mut().reset(tokio::time::Instant::now() + self.idle);
+                    if let Some((idle, deadline)) = &mut self.idle {
+                        deadline.as_mut().reset(tokio::time::Instant::now() + *idle);
+                    }
                     if let Ok(data) = frame.into_data() {
                         return Poll::Ready(Some(Ok(data)));
                     }
@@ -129,9 +124,11 @@ impl UpstreamBody {
                 Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(Box::new(e)))),
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => {
-                    if self.deadline.as_mut().poll(cx).is_ready() {
-                        let msg = format!("upstream sent nothing for {} ms", self.idle.as_millis());
-                        return Poll::Ready(Some(Err(msg.into())));
+                    if let Some((idle, deadline)) = &mut self.idle {
+                        if deadline.as_mut().poll(cx).is_ready() {
+                            let msg = format!("upstream sent nothing for {} ms (upstreamTimeoutMs)", idle.as_millis());
+                            return Poll::Ready(Some(Err(msg.into())));
+                        }
                     }
                     return Poll::Pending;
                 }

@@ -49,7 +49,7 @@ pub(crate) async fn send(
     parts: http::request::Parts,
     body: Incoming,
     arrived: Instant,
-    timeout: Duration,
+    timeout: Option<Duration>,
 ) -> Result<Answered, String> {
     let player = shared.player_for(target);
     let recorder = recorder_given_player(shared, target, player.as_ref(), parts.uri.path());

@@ -6,7 +6,7 @@
 //! rather than holding them up. Everything shown is rendered from the records with secret headers
 //! masked ([`super::mask`]), and the page's assets are compiled in: no CDN, no network.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
@@ -50,8 +50,12 @@ pub(crate) struct Inspector {
     ring: Mutex<VecDeque<Arc<ExchangeRecord>>>,
     /// Per rule, since the server started (not only what the ring holds).
     rules: Mutex<HashMap<String, RuleTotals>>,
-    /// New records, to the open event streams.
-    live: broadcast::Sender<Arc<ExchangeRecord>>,
+    /// New records and waits, to the open event streams.
+    live: broadcast::Sender<LiveEvent>,
+    /// Requests still waiting for the target's answer past [`crate::proxy::STILL_WAITING`], by key.
+    waiting: Mutex<BTreeMap<u64, Value>>,
+    /// The key of the next wait.
+    next_wait: AtomicU64,
     /// Records pushed since the server started.
     total: AtomicU64,
     /// Records the event streams lost to slow viewers.
@@ -86,7 +90,7 @@ impl RecordSink for Inspector {
         }
         // Without a viewer there is no one to send to; `send` would only fail.
         if self.live.receiver_count() > 0 {
-            let _ = self.live.send(record.clone());
+            let _ = self.live.send(LiveEvent::Record(record.clone()));
         }
         let evicted = {
             let mut ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
@@ -111,6 +115,8 @@ impl Inspector {
             ring: Mutex::new(VecDeque::with_capacity(config.size.max(1))),
             rules: Mutex::new(HashMap::new()),
             live: broadcast::channel(LIVE_BACKLOG).0,
+            waiting: Mutex::new(BTreeMap::new()),
+            next_wait: AtomicU64::new(1),
             total: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             viewers: Mutex::new(0),
@@ -138,6 +144,19 @@ impl Inspector {
         }
     }
 
+    /// Shows `method url` as waiting for the target's answer until the guard is dropped.
+    pub(crate) fn waiting(self: &Arc<Self>, method: &str, url: &str) -> WaitingGuard {
+        let key = self.next_wait.fetch_add(1, Ordering::Relaxed);
+        let started_at =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let entry = serde_json::json!({ "key": key, "method": method, "url": url, "startedAt": started_at });
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner).insert(key, entry.clone());
+        if self.live.receiver_count() > 0 {
+            let _ = self.live.send(LiveEvent::Waiting(Arc::new(entry)));
+        }
+        WaitingGuard { inspector: self.clone(), key }
+    }
+
     /// The records kept, oldest first.
     fn records(&self) -> Vec<Arc<ExchangeRecord>> {
         self.ring.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect()
@@ -151,6 +170,7 @@ impl Inspector {
             "total": self.total.load(Ordering::Relaxed),
             "dropped": self.dropped.load(Ordering::Relaxed),
             "records": records,
+            "waiting": self.waiting.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect::<Vec<_>>(),
         })
     }
 
@@ -215,7 +235,8 @@ impl Inspector {
     }
 
     /// `api/events`: Server-Sent Events, a `snapshot` first, then a `record` per new exchange,
-    /// `dropped` when this viewer fell behind; ends when the server stops.
+    /// `waiting`/`answered` when a request starts/stops waiting long for the target, `dropped` when
+    /// this viewer fell behind; ends when the server stops.
     fn events(self: &Arc<Self>, phase: watch::Receiver<Phase>, observer: Weak<Observer>) -> Response<ProxyBody> {
         // Subscribed before the snapshot is taken: a record pushed in between is sent twice at
         // worst (the page keys records by id), never lost.
@@ -243,10 +264,35 @@ impl Inspector {
     }
 }
 
+/// What an open event stream is told.
+#[derive(Clone)]
+enum LiveEvent {
+    Record(Arc<ExchangeRecord>),
+    /// A request waits long for the target: its `key`, method, URL and start.
+    Waiting(Arc<Value>),
+    /// The wait of this key is over (its record follows when its answer ends).
+    Answered(u64),
+}
+
+/// A request shown as waiting for the target; dropping it ends the wait.
+pub(crate) struct WaitingGuard {
+    inspector: Arc<Inspector>,
+    key: u64,
+}
+
+impl Drop for WaitingGuard {
+    fn drop(&mut self) {
+        self.inspector.waiting.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.key);
+        if self.inspector.live.receiver_count() > 0 {
+            let _ = self.inspector.live.send(LiveEvent::Answered(self.key));
+        }
+    }
+}
+
 /// One viewer's event stream.
 struct Live {
     inspector: Arc<Inspector>,
-    rx: broadcast::Receiver<Arc<ExchangeRecord>>,
+    rx: broadcast::Receiver<LiveEvent>,
     phase: watch::Receiver<Phase>,
     first: Option<Bytes>,
     observer: Weak<Observer>,
@@ -268,7 +314,9 @@ impl Live {
         };
         let chunk = tokio::select! {
             got = self.rx.recv() => match got {
-                Ok(record) => event("record", &record_json(&record)),
+                Ok(LiveEvent::Record(record)) => event("record", &record_json(&record)),
+                Ok(LiveEvent::Waiting(entry)) => event("waiting", &entry),
+                Ok(LiveEvent::Answered(key)) => event("answered", &serde_json::json!({ "key": key })),
                 Err(RecvError::Lagged(lost)) => {
                     self.inspector.dropped.fetch_add(lost, Ordering::Relaxed);
                     event("dropped", &serde_json::json!({ "dropped": lost }))

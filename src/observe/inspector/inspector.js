@@ -11,6 +11,7 @@
     dropped: 0,
     selected: null,
     connected: false,
+    waiting: new Map(), // key -> request still waiting long for the target
   }
 
   // ---- formatting ----------------------------------------------------------------------------
@@ -75,9 +76,20 @@
     return tr
   }
 
+  /** A request the target has kept waiting past 30 s (no upstreamTimeoutMs): shown until it is answered. */
+  function waitingRow(w) {
+    const tr = document.createElement('tr')
+    tr.className = 'waiting'
+    const seconds = Math.round((Date.now() - w.startedAt) / 1000)
+    tr.append(el('td', dash, 'num'), el('td', w.method), el('td', w.url, 'url'), el('td', 'waiting', 'pending'))
+    tr.append(el('td', `for the target, ${seconds} s so far`))
+    tr.lastChild.colSpan = 6
+    return tr
+  }
+
   function render() {
     const body = $('exchange-rows')
-    const rows = []
+    const rows = [...state.waiting.values()].filter((w) => visible({ url: w.url, status: 0 })).map(waitingRow)
     for (let i = state.order.length - 1; i >= 0; i--) {
       const r = state.records.get(state.order[i])
       if (r && visible(r)) rows.push(row(r))
@@ -282,6 +294,7 @@
     state.records.clear()
     state.order = []
     for (const r of snap.records) add(r)
+    state.waiting = new Map((snap.waiting || []).map((w) => [w.key, w]))
     if (state.selected !== null && !state.records.has(state.selected)) showDetail(null)
     render()
     rulesChanged()
@@ -292,6 +305,15 @@
     add(r)
     scheduleRender()
     if (r.rules && r.rules.length) rulesChanged()
+  })
+  events.addEventListener('waiting', (e) => {
+    const w = JSON.parse(e.data)
+    state.waiting.set(w.key, w)
+    scheduleRender()
+  })
+  events.addEventListener('answered', (e) => {
+    state.waiting.delete(JSON.parse(e.data).key)
+    scheduleRender()
   })
   events.addEventListener('dropped', (e) => {
     state.dropped += JSON.parse(e.data).dropped
