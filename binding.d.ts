@@ -158,6 +158,12 @@ export interface InspectorOptions {
   path?: string
   /** How many exchanges it keeps, the oldest dropped first (default 500, at most 10000). */
   size?: number
+  /**
+   * Also answer clients on other machines (default false: loopback clients only, even with
+   * `host: '0.0.0.0'`). It shows URLs, masked headers and the first KiB of bodies to anyone who
+   * can reach the port.
+   */
+  remote?: boolean
 }
 
 /**

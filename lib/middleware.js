@@ -5,8 +5,10 @@
 // connect (the router Browsersync uses, so routes, `next()` and errors behave as there). The final
 // `next()` sends the request, as the middleware left it (url, method, headers) and with its body
 // streamed, back to the native server, which proxies it and skips the middleware; its answer is
-// piped back. Both hops carry a per-server random token: the host serves only the native server,
-// and only the host can skip the middleware or ask for the 500 page of a failed middleware.
+// piped back. The hop here carries a per-server random token (the host serves only the native server,
+// and only the host can ask for the 500 page of a failed middleware) and a return ticket, good for
+// this one request's way back through `next()` (see src/middleware.rs). Both are removed from the
+// request (`headers` and `rawHeaders`) before any middleware sees it.
 
 const http = require('node:http')
 const https = require('node:https')
@@ -17,6 +19,20 @@ const connect = require('connect')
 const TOKEN_HEADER = 'x-devproxy-middleware'
 const PASSED_HEADER = 'x-devproxy-passed'
 const ERROR_HEADER = 'x-devproxy-error'
+const RETURN_HEADER = 'x-devproxy-return'
+/** Where a request keeps its return ticket, out of the middleware's sight. */
+const RETURN_TICKET = Symbol('devproxy return ticket')
+
+/** Removes the proxy's own headers from a request, in `headers` and `rawHeaders` alike. */
+function stripOwnHeaders(req) {
+  const own = new Set([TOKEN_HEADER, RETURN_HEADER])
+  for (const name of own) delete req.headers[name]
+  const raw = []
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+    if (!own.has(req.rawHeaders[i].toLowerCase())) raw.push(req.rawHeaders[i], req.rawHeaders[i + 1])
+  }
+  req.rawHeaders = raw
+}
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'te', 'trailer', 'upgrade'])
 
 /**
@@ -77,7 +93,8 @@ class MiddlewareHost {
         res.writeHead(403, { 'content-type': 'text/plain' }).end('not for you\n')
         return
       }
-      delete req.headers[TOKEN_HEADER]
+      req[RETURN_TICKET] = req.headers[RETURN_HEADER]
+      stripOwnHeaders(req)
       // In a slice of the JS thread, as every call the proxy makes into JS (lib/js-thread.js): busy
       // middleware take turns with the rest of the process instead of running back to back.
       inSlice(() => app(req, res, (err) => (err ? this.#fail(res, err) : this.#sendOn(req, res))))
@@ -136,7 +153,7 @@ class MiddlewareHost {
   /** The final `next()`: the request as the middleware left it goes to the native proxy, its answer back. */
   #sendOn(req, res) {
     if (this.#proxy === null) return this.#fail(res, new Error('the proxy is not running'))
-    const headers = { ...req.headers, [TOKEN_HEADER]: this.token }
+    const headers = { ...req.headers, [TOKEN_HEADER]: req[RETURN_TICKET] }
     for (const name of HOP_BY_HOP) delete headers[name]
     const upstream = this.#request({
       ...this.#proxy,

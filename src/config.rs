@@ -489,11 +489,14 @@ pub struct InspectorConfig {
     pub path: String,
     /// How many exchanges are kept, the oldest dropped first.
     pub size: usize,
+    /// Served to clients on other machines too (`inspector: { remote: true }`); by default only
+    /// loopback clients get it, whatever address the proxy listens on.
+    pub remote: bool,
 }
 
 impl Default for InspectorConfig {
     fn default() -> InspectorConfig {
-        InspectorConfig { path: DEFAULT_INSPECTOR_PATH.into(), size: DEFAULT_INSPECTOR_SIZE }
+        InspectorConfig { path: DEFAULT_INSPECTOR_PATH.into(), size: DEFAULT_INSPECTOR_SIZE, remote: false }
     }
 }
 
@@ -513,7 +516,7 @@ impl InspectorConfig {
                 format!("it must be from 1 to {MAX_INSPECTOR_SIZE} (inspector: false turns the inspector off)");
             return Err(bad("inspector.size", &reason));
         }
-        Ok(InspectorConfig { path, size: size as usize })
+        Ok(InspectorConfig { path, size: size as usize, remote: false })
     }
 }
 
@@ -681,7 +684,7 @@ pub(crate) mod option_names {
     pub(crate) const ROUTE: &[&str] = &["target", "ws", "reqHeaders", "secure", "replay", "record"];
     pub(crate) const RECORD: &[&str] = &["path", "match", "redact"];
     pub(crate) const REDACT: &[&str] = &["headers", "json", "allow"];
-    pub(crate) const INSPECTOR: &[&str] = &["path", "size"];
+    pub(crate) const INSPECTOR: &[&str] = &["path", "size", "remote"];
 }
 
 #[cfg(test)]
@@ -753,7 +756,7 @@ mod tests {
 
     #[test]
     fn inspector_paths_and_sizes_are_checked() {
-        assert_eq!(InspectorConfig::new("/__x", 2).unwrap(), InspectorConfig { path: "/__x/".into(), size: 2 });
+        assert_eq!(InspectorConfig::new("/__x", 2).unwrap(), InspectorConfig { path: "/__x/".into(), size: 2, remote: false });
         assert_eq!(InspectorConfig::new("/a/b/", 500).unwrap().path, "/a/b/");
         for (path, size, says) in [
             ("__x/", 5, "inspector.path"),

@@ -356,6 +356,7 @@ fn redirect(location: &str) -> Response<ProxyBody> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
         pairs.iter().map(|(name, value)| (name.clone(), HeaderValue::from_str(value).unwrap())).collect()

@@ -1,11 +1,17 @@
 //! Phase "middleware": requests whose path matches a connect-style middleware's route are handed to
 //! the middleware host, a Node `http` server on a loopback port that runs them on Node's own `req`
 //! and `res` (lib/middleware.js). Only those requests pay for the hop. A middleware's final `next()`
-//! sends the request back to this server with the host's token, which skips this phase; the host
+//! sends the request back to this server with a return ticket, which skips this phase; the host
 //! pipes that answer back, marked so that it is not rewritten twice.
 //!
-//! Every hop carries the per-server token (`x-devproxy-middleware`): the host serves nobody else, and
-//! only the host can skip the middleware or ask for an error page.
+//! The hop to the host carries the per-server token (`x-devproxy-middleware`): the host serves nobody
+//! else, and only the host can ask for an error page. The way back carries a ticket instead: random,
+//! issued for one hand-off, good once, only from a loopback peer, and stripped before anything
+//! (inspector, `onRequest`, logs, cassettes) sees the request. A value that leaks anyway opens nothing.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use http::header::{HeaderMap, HeaderValue};
 use http::{Request, Response, Uri};
@@ -16,9 +22,12 @@ use crate::forward::{self, UpstreamClient};
 use crate::headers;
 use crate::pages::ProxyError;
 
-/// The token header, both ways: native → host (a request to run middleware on) and host → native
-/// (a request sent on by `next()`, which skips the middleware).
+/// The token header, both ways: native → host (the host's token: a request to run middleware on) and
+/// host → native (the hand-off's return ticket: a request sent on by `next()`, which skips the
+/// middleware).
 pub(crate) const TOKEN_HEADER: &str = "x-devproxy-middleware";
+/// Native → host: the ticket the request sent on by `next()` carries back in [`TOKEN_HEADER`].
+const RETURN_HEADER: &str = "x-devproxy-return";
 /// On the host's answer: the request reached the proxy through `next()`, the body is final.
 const PASSED_HEADER: &str = "x-devproxy-passed";
 /// On the host's answer: a middleware failed; the body is the error, shown on the 500 page.
@@ -35,7 +44,46 @@ pub struct MiddlewareHost {
     pub token: String,
     /// Route prefixes as connect matches them (`""` matches every path).
     pub routes: Vec<String>,
+    /// The return tickets of the hand-offs in flight.
+    pub returns: Arc<ReturnTickets>,
 }
+
+/// Return tickets issued and not used yet.
+#[derive(Default)]
+pub struct ReturnTickets(Mutex<HashSet<String>>);
+
+/// A hand-off's ticket; unused, it is withdrawn when the hand-off ends.
+struct Ticket {
+    tickets: Arc<ReturnTickets>,
+    value: String,
+}
+
+impl ReturnTickets {
+    fn issue(self: &Arc<Self>) -> Result<Ticket, String> {
+        use ring::rand::SecureRandom;
+        let mut bytes = [0u8; 16];
+        ring::rand::SystemRandom::new().fill(&mut bytes).map_err(|_| "no random bytes for a ticket".to_string())?;
+        let value: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(value.clone());
+        Ok(Ticket { tickets: self.clone(), value })
+    }
+
+    /// Whether `value` is a ticket in flight; it is used up either way.
+    fn redeem(&self, value: &[u8]) -> bool {
+        let Ok(value) = std::str::from_utf8(value) else { return false };
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).remove(value)
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.tickets.0.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.value);
+    }
+}
+
+/// Marks a request the host sent on with `next()` (see [`MiddlewareHost::take_returned`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Returned;
 
 impl std::fmt::Debug for MiddlewareHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -60,11 +108,13 @@ impl MiddlewareHost {
         headers.get(name).is_some_and(|v| constant_time_eq(v.as_bytes(), self.token.as_bytes()))
     }
 
-    /// Whether the request was sent on by the host's `next()`; the token header is removed either way.
-    pub(crate) fn take_returned(&self, headers: &mut HeaderMap) -> bool {
-        let returned = self.has_token(headers, TOKEN_HEADER);
-        headers.remove(TOKEN_HEADER);
-        returned
+    /// Whether the request was sent on by the host's `next()`: it comes from a loopback peer with a
+    /// ticket in flight (used up here). The headers are removed either way, before anything records
+    /// the request.
+    pub(crate) fn take_returned(&self, headers: &mut HeaderMap, peer: SocketAddr) -> bool {
+        let ticket = headers.remove(TOKEN_HEADER);
+        headers.remove(RETURN_HEADER);
+        peer.ip().is_loopback() && ticket.is_some_and(|ticket| self.returns.redeem(ticket.as_bytes()))
     }
 }
 
@@ -98,6 +148,10 @@ pub(crate) async fn hand_off(
     headers::remove_hop_by_hop(&mut parts.headers, false);
     let token = HeaderValue::from_str(&host.token).map_err(|_| failed("invalid middleware token".into()))?;
     parts.headers.insert(TOKEN_HEADER, token);
+    // Held until the host's answer: `next()` comes back while it is awaited.
+    let ticket = host.returns.issue().map_err(failed)?;
+    let value = HeaderValue::from_str(&ticket.value).map_err(|_| failed("invalid return ticket".into()))?;
+    parts.headers.insert(RETURN_HEADER, value);
     let response = forward::send(client, parts, body, timeout)
         .await
         .map_err(|reason| failed(format!("the middleware host did not answer: {reason}")))?;
@@ -138,7 +192,12 @@ mod tests {
     use super::*;
 
     fn host(routes: &[&str]) -> MiddlewareHost {
-        MiddlewareHost { port: 1, token: "t0k".into(), routes: routes.iter().map(|r| r.to_string()).collect() }
+        MiddlewareHost {
+            port: 1,
+            token: "t0k".into(),
+            routes: routes.iter().map(|r| r.to_string()).collect(),
+            returns: Arc::default(),
+        }
     }
 
     #[test]
@@ -154,13 +213,27 @@ mod tests {
     }
 
     #[test]
-    fn only_the_token_marks_a_returned_request() {
+    fn only_a_ticket_in_flight_from_loopback_marks_a_returned_request_once() {
         let h = host(&[""]);
-        let mut headers = HeaderMap::new();
-        headers.insert(TOKEN_HEADER, HeaderValue::from_static("t0x"));
-        assert!(!h.take_returned(&mut headers));
-        assert!(headers.get(TOKEN_HEADER).is_none(), "a wrong token is removed too");
-        headers.insert(TOKEN_HEADER, HeaderValue::from_static("t0k"));
-        assert!(h.take_returned(&mut headers));
+        let loopback: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        let lan: SocketAddr = "192.0.2.7:5000".parse().unwrap();
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(TOKEN_HEADER, HeaderValue::from_str(value).unwrap());
+            headers.insert(RETURN_HEADER, HeaderValue::from_static("x"));
+            headers
+        };
+        let mut headers = with("t0k");
+        assert!(!h.take_returned(&mut headers, loopback), "the host's own token opens nothing");
+        assert!(headers.get(TOKEN_HEADER).is_none() && headers.get(RETURN_HEADER).is_none(), "removed either way");
+        let ticket = h.returns.issue().unwrap();
+        assert!(!h.take_returned(&mut with(&ticket.value), lan), "not from another machine (and used up)");
+        let ticket = h.returns.issue().unwrap();
+        assert!(h.take_returned(&mut with(&ticket.value), loopback));
+        assert!(!h.take_returned(&mut with(&ticket.value), loopback), "a ticket is good once");
+        let unused = h.returns.issue().unwrap();
+        let value = unused.value.clone();
+        drop(unused);
+        assert!(!h.take_returned(&mut with(&value), loopback), "withdrawn when its hand-off ended");
     }
 }

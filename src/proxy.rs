@@ -39,7 +39,7 @@ pub(crate) async fn proxy(shared: Arc<Shared>, req: Request<Incoming>) -> Result
 async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
     // A request the middleware host sent on with `next()` has been through local files and
     // middleware already, and was counted.
-    let returned = shared.config.middleware.as_ref().is_some_and(|host| host.take_returned(req.headers_mut()));
+    let returned = req.extensions().get::<middleware::Returned>().is_some();
     if !returned {
         shared.stats.add_request();
     }
@@ -96,7 +96,12 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
 /// else (and everything when `inspector: false`) goes on to the target.
 fn inspector_phase(shared: &Shared, req: &Request<Incoming>) -> Option<Response<ProxyBody>> {
     let inspector = shared.inspector.as_ref().filter(|inspector| inspector.owns(req.uri().path()))?;
-    let mut response = inspector.serve(req, shared.phase.clone(), Arc::downgrade(&shared.observer));
+    let client = req.extensions().get::<ClientAddr>().map(|addr| addr.0.ip());
+    let mut response = if inspector.answers(client) {
+        inspector.serve(req, shared.phase.clone(), Arc::downgrade(&shared.observer))
+    } else {
+        inspector::Inspector::refuse_remote()
+    };
     // Logged and counted like any answer; the inspector leaves its own out of its list.
     observe::facts(response.extensions_mut()).source = Some(inspector::SOURCE);
     Some(response)

@@ -392,6 +392,11 @@ async fn handle(
     mut req: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, Infallible> {
     req.extensions_mut().insert(ClientAddr(peer));
+    // Before anything records the request: the way back from the middleware host (its ticket) is
+    // never observable.
+    if shared.config.middleware.as_ref().is_some_and(|host| host.take_returned(req.headers_mut(), peer)) {
+        req.extensions_mut().insert(crate::middleware::Returned);
+    }
     let path = req.uri().path().to_string();
     let begun = shared.observer.begin(&req);
     let response = match AssertUnwindSafe(proxy::proxy(shared.clone(), req)).catch_unwind().await {

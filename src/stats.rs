@@ -79,9 +79,12 @@ impl Stats {
     /// One line on stderr, `[prefix] message`, unless the server is silent (`logLevel: 'silent'`,
     /// `quiet`). Every log line of the proxy goes through here. A failed write is ignored: `eprintln!`
     /// would panic on a closed stderr, and a log line is not worth a request.
+    /// Secrets in the line (query parameters, key-shaped strings) are masked as everywhere else
+    /// (observe/mask.rs).
     pub(crate) fn log_error(&self, message: &str) {
         if let Some(log) = &self.log {
             use std::io::Write;
+            let message = crate::observe::mask::mask_text(message);
             let _ = writeln!(std::io::stderr().lock(), "[{}] {message}", log.prefix);
         }
     }
@@ -95,6 +98,7 @@ impl Stats {
     pub(crate) fn log_raw(&self, line: &str) {
         if self.log.is_some() {
             use std::io::Write;
+            let line = crate::observe::mask::mask_text(line);
             let _ = writeln!(std::io::stderr().lock(), "{line}");
         }
     }

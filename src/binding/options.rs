@@ -181,6 +181,10 @@ pub struct InspectorOptions {
     pub path: Option<String>,
     /// How many exchanges it keeps, the oldest dropped first (default 500, at most 10000).
     pub size: Option<u32>,
+    /// Also answer clients on other machines (default false: loopback clients only, even with
+    /// `host: '0.0.0.0'`). It shows URLs, masked headers and the first KiB of bodies to anyone who
+    /// can reach the port.
+    pub remote: Option<bool>,
 }
 
 /// `https: { key, cert }`: the certificate the proxy serves, as PEM files.
@@ -491,7 +495,9 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
         config.replay = Some(super::replay::parse_replay(env, replay, "replay")?);
     }
     if let Some(record) = options.get("record")? {
-        config.record = Some(super::record::parse_record(record)?);
+        let record = super::record::parse_record(record)?;
+        config.observe.secret_headers.extend(record.redact.headers.iter().cloned());
+        config.record = Some(record);
     }
     if let Some(inspector) = options.get("inspector")? {
         config.inspector = parse_inspector(inspector, &mut warnings)?;
@@ -546,7 +552,7 @@ fn parse_allowed_hosts(value: Unknown) -> Result<AllowedHosts> {
     AllowedHosts::from_entries(&entries).map_err(config_error)
 }
 
-/// `inspector`: a boolean, or `{ path, size }` (unknown keys are warned about, like the proxy's).
+/// `inspector`: a boolean, or `{ path, size, remote }` (unknown keys are warned about, like the proxy's).
 fn parse_inspector(value: Unknown, out: &mut Vec<String>) -> Result<Option<InspectorConfig>> {
     if value.get_type()? == ValueType::Boolean {
         return Ok(expect_bool(value, "inspector")?.then(InspectorConfig::default));
@@ -561,8 +567,13 @@ fn parse_inspector(value: Unknown, out: &mut Vec<String>) -> Result<Option<Inspe
         Some(size) => expect_u32(size, "inspector.size", MAX_INSPECTOR_SIZE)?,
         None => DEFAULT_INSPECTOR_SIZE as u32,
     };
+    let remote = match fields.get("remote")? {
+        Some(remote) => expect_bool(remote, "inspector.remote")?,
+        None => false,
+    };
     fields.finish();
-    InspectorConfig::new(&path, size).map(Some).map_err(config_error)
+    let config = InspectorConfig::new(&path, size).map_err(config_error)?;
+    Ok(Some(InspectorConfig { remote, ..config }))
 }
 
 /// `https`: a boolean, or `{ key, cert, ca }` paths. Browsersync's `pfx` and `passphrase` are refused

@@ -2,16 +2,12 @@
 //! user-listed JSON fields (redacted), and key-shaped strings in bodies (the exchange is refused,
 //! naming where the string was, unless the user allows it). The scan is one linear-time automaton.
 
-use std::sync::OnceLock;
-
-use regex_automata::meta::Regex;
 use serde_json::Value;
 
-// One list of secret headers for cassettes and for what the proxy shows (log, `onRequest`, inspector).
-pub use crate::observe::mask::{REDACTED, SECRET_HEADERS};
-
-/// Query parameter names whose values are always redacted.
-pub const SECRET_PARAMS: &[&str] = &["key", "api_key", "apikey", "token", "access_token"];
+// One policy for cassettes and for what the proxy shows (log, `onRequest`, inspector): secret header
+// names, secret query parameters and key-shaped values (observe/mask.rs); `redact` adds to it.
+pub use crate::observe::mask::{find_key, REDACTED, SECRET_HEADERS, SECRET_PARAMS};
+use crate::observe::mask::{looks_random, scanner, KINDS};
 
 /// The `redact` option: what to redact besides the defaults, and which flagged strings to allow.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -86,23 +82,7 @@ impl Redaction {
 
     /// Path and query with secret parameters' values (and key-shaped ones) redacted.
     pub fn url(&self, url: &str) -> String {
-        let Some((path, query)) = url.split_once('?') else { return url.to_string() };
-        let params: Vec<String> = query
-            .split('&')
-            .map(|pair| {
-                let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-                let decoded = percent_encoding::percent_decode_str(name).decode_utf8_lossy().to_ascii_lowercase();
-                let decoded_value = percent_encoding::percent_decode_str(value).decode_utf8_lossy();
-                let secret = SECRET_PARAMS.contains(&decoded.as_str())
-                    || (find_key(decoded_value.as_bytes()).is_some() && !self.allows(&decoded, &decoded_value));
-                if secret && pair.contains('=') {
-                    format!("{name}={REDACTED}")
-                } else {
-                    pair.to_string()
-                }
-            })
-            .collect();
-        format!("{path}?{}", params.join("&"))
+        crate::observe::mask::mask_url_with(url, |name, value| self.allows(name, value)).into_owned()
     }
 
     /// Redacts the `json` paths in `value`; true when something was redacted.
@@ -219,48 +199,6 @@ fn walk_strings(value: &Value, path: &mut String, f: &mut dyn FnMut(&str, &str))
     }
 }
 
-/// What each pattern of [`scanner`] is, as an error names it.
-/// Each starts at a word boundary (`task-...` is no `sk-` key). Keys and tokens are random: those
-/// whose shape is only a prefix and a length must also hold a digit ([`looks_random`]), so that
-/// CSS classes such as `sk-folding-cube-animation-delay` are not taken for keys.
-const KINDS: &[(&str, &str)] = &[
-    (r"\bsk-ant-[A-Za-z0-9_\-]{16,}", "an Anthropic key (sk-ant-...)"),
-    (r"\bsk-[A-Za-z0-9_\-]{20,}", "an OpenAI key (sk-...)"),
-    (r"\bAKIA[0-9A-Z]{16}\b", "an AWS access key id (AKIA...)"),
-    (r"\b(?i:bearer) [A-Za-z0-9._~+/\-]{16,}=*", "a bearer token (Bearer ...)"),
-    (r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", "a JWT (eyJ...)"),
-];
-
-/// Whether a match of pattern `kind` is random enough to be a key.
-fn looks_random(kind: usize, text: &[u8]) -> bool {
-    match kind {
-        0..=1 | 3 => text.iter().skip(7).any(u8::is_ascii_digit),
-        _ => true,
-    }
-}
-
-fn scanner() -> &'static Regex {
-    static SCANNER: OnceLock<Regex> = OnceLock::new();
-    SCANNER.get_or_init(|| {
-        let patterns: Vec<&str> = KINDS.iter().map(|(p, _)| *p).collect();
-        Regex::builder()
-            .syntax(regex_automata::util::syntax::Config::new().unicode(false).utf8(false))
-            .build_many(&patterns)
-            .expect("the key patterns compile")
-    })
-}
-
-/// The kind of the first key-shaped string in `bytes`, if any.
-pub fn find_key(bytes: &[u8]) -> Option<&'static str> {
-    // Every pattern starts with one of these bytes: most text is skipped by memchr.
-    if memchr::memchr3(b's', b'A', b'e', bytes).is_none() && memchr::memchr2(b'B', b'b', bytes).is_none() {
-        return None;
-    }
-    scanner()
-        .find_iter(bytes)
-        .find(|m| looks_random(m.pattern().as_usize(), &bytes[m.range()]))
-        .map(|m| KINDS[m.pattern().as_usize()].1)
-}
 
 #[cfg(test)]
 mod tests {

@@ -45,6 +45,8 @@ const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self';
 pub(crate) struct Inspector {
     /// The reserved prefix, ending in `/`.
     prefix: String,
+    /// Whether clients on other machines are answered (`inspector.remote`).
+    remote: bool,
     capacity: usize,
     /// The last `capacity` records, oldest first.
     ring: Mutex<VecDeque<Arc<ExchangeRecord>>>,
@@ -111,6 +113,7 @@ impl Inspector {
     pub(crate) fn new(config: &InspectorConfig) -> Inspector {
         Inspector {
             prefix: config.path.clone(),
+            remote: config.remote,
             capacity: config.size.max(1),
             ring: Mutex::new(VecDeque::with_capacity(config.size.max(1))),
             rules: Mutex::new(HashMap::new()),
@@ -126,6 +129,20 @@ impl Inspector {
     /// Whether a request path is the inspector's: under the prefix, or the prefix without its `/`.
     pub(crate) fn owns(&self, path: &str) -> bool {
         path.starts_with(&self.prefix) || path == &self.prefix[..self.prefix.len() - 1]
+    }
+
+    /// Whether a client at `ip` may see the inspector: loopback clients always, others only with
+    /// `inspector.remote` (the page shows URLs, headers and body previews).
+    pub(crate) fn answers(&self, ip: Option<std::net::IpAddr>) -> bool {
+        self.remote || ip.is_some_and(|ip| ip.to_canonical().is_loopback())
+    }
+
+    /// The answer to a client the inspector does not serve.
+    pub(crate) fn refuse_remote() -> Response<ProxyBody> {
+        plain(
+            StatusCode::FORBIDDEN,
+            "the inspector answers clients on this machine only; inspector: { remote: true } serves it to others\n",
+        )
     }
 
     fn tally(&self, record: &ExchangeRecord) {
@@ -149,6 +166,7 @@ impl Inspector {
         let key = self.next_wait.fetch_add(1, Ordering::Relaxed);
         let started_at =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let url = super::mask_url(url);
         let entry = serde_json::json!({ "key": key, "method": method, "url": url, "startedAt": started_at });
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner).insert(key, entry.clone());
         if self.live.receiver_count() > 0 {
@@ -394,7 +412,7 @@ mod tests {
     use http_body_util::BodyExt;
 
     fn inspector(size: usize) -> Arc<Inspector> {
-        Arc::new(Inspector::new(&InspectorConfig { path: "/__devproxy/".into(), size }))
+        Arc::new(Inspector::new(&InspectorConfig { path: "/__devproxy/".into(), size, remote: false }))
     }
 
     fn record(id: u64, url: &str) -> Arc<ExchangeRecord> {

@@ -27,7 +27,7 @@ pub mod mask;
 pub(crate) use body::ObservedBody;
 pub use latency::{LatencySnapshot, ObserveSnapshot, RuleCount};
 pub use log::LogFormat;
-pub use mask::{mask, mask_headers};
+pub use mask::{mask, mask_headers, mask_url};
 
 use crate::body::{BodyReport, ProxyBody, PREVIEW_BYTES};
 use crate::state::header_pairs;
@@ -152,11 +152,20 @@ pub struct ObserveConfig {
     pub log_format: LogFormat,
     /// Where finished records go besides the log and the stats (`onRequest`, the inspector).
     pub sinks: Vec<Arc<dyn RecordSink>>,
+    /// Header names masked besides the policy's (`record.redact.headers`: one policy for the
+    /// cassette and for what the proxy shows).
+    pub secret_headers: Vec<String>,
 }
 
 impl Default for ObserveConfig {
     fn default() -> ObserveConfig {
-        ObserveConfig { server_timing: true, log_requests: false, log_format: LogFormat::Text, sinks: Vec::new() }
+        ObserveConfig {
+            server_timing: true,
+            log_requests: false,
+            log_format: LogFormat::Text,
+            sinks: Vec::new(),
+            secret_headers: Vec::new(),
+        }
     }
 }
 
@@ -308,7 +317,8 @@ impl Observer {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
             started_at: begun.started_at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
             method: begun.method.to_string(),
-            url: begun.uri.path_and_query().map_or_else(|| begun.uri.to_string(), |p| p.to_string()),
+            url: mask_url(&begun.uri.path_and_query().map_or_else(|| begun.uri.to_string(), |p| p.to_string()))
+                .into_owned(),
             status,
             source: facts.source.unwrap_or("proxy"),
             coding_in: coding(facts.coding_in),
@@ -323,9 +333,9 @@ impl Observer {
             recorded: facts.recorded,
             rules: report.rules,
             // Masked here, so that no consumer (log line, `onRequest`, inspector) ever sees a secret.
-            request_headers: masked(begun.request_headers.unwrap_or_default()),
-            response_headers: masked(response_headers.unwrap_or_default()),
-            error: facts.error.or(error),
+            request_headers: masked(begun.request_headers.unwrap_or_default(), &self.config.secret_headers),
+            response_headers: masked(response_headers.unwrap_or_default(), &self.config.secret_headers),
+            error: facts.error.or(error).map(|e| mask::mask_text(&e).into_owned()),
             preview: report.preview,
         };
         self.finish(record);
@@ -374,8 +384,14 @@ fn server_timing(begun: &Begun, facts: &Facts) -> HeaderValue {
     HeaderValue::from_maybe_shared(bytes::Bytes::from(value)).unwrap_or(HeaderValue::from_static("proxy"))
 }
 
-fn masked(mut headers: Vec<(String, String)>) -> Vec<(String, String)> {
+/// The policy's masking, plus the header names of the server's `record.redact.headers`.
+fn masked(mut headers: Vec<(String, String)>, also: &[String]) -> Vec<(String, String)> {
     mask_headers(&mut headers);
+    for (name, value) in &mut headers {
+        if also.iter().any(|secret| secret.eq_ignore_ascii_case(name)) {
+            *value = mask::REDACTED.to_string();
+        }
+    }
     headers
 }
 
