@@ -73,3 +73,86 @@ test('middleware: the tokens of the hops never show, and a leaked one skips noth
     await up.close()
   }
 })
+
+test('one redaction policy: secret headers (both ways), query parameters and keys stay out of the cassette, the inspector, onRequest and the log', async () => {
+  const fs = require('node:fs')
+  const os = require('node:os')
+  const path = require('node:path')
+  const { spawnNode } = require('./helpers')
+  const SECRETS = ['S3cr3t-auth-1', 'S3cr3t-csrf-2', 'S3cr3t-private-3', 'S3cr3t-amz-4', 'S3cr3t-q5', 'S3cr3t-q6', 'S3cr3t-q7', 'S3cr3t-out-8']
+  const up = await startUpstream({
+    '/api/data': (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'x-auth-token': SECRETS[7] })
+      res.end('data')
+    },
+  })
+  const target = `/api/data?api_key=${SECRETS[4]}&token=${SECRETS[5]}&access_token=${SECRETS[6]}&page=2`
+  const headers = {
+    'x-auth-token': SECRETS[0],
+    'x-csrf-token': SECRETS[1],
+    'private-token': SECRETS[2],
+    'x-amz-security-token': SECRETS[3],
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'devproxy-redact-'))
+  const cassette = path.join(dir, 'c.jsonl')
+  const records = []
+  const seen = {}
+  try {
+    await withProxy({ proxy: up.url, port: 0, record: { path: cassette }, onRequest: (r) => records.push(r) }, async (server) => {
+      assert.equal((await request(server.url + target, { headers })).status, 200)
+      await withTimeout(
+        (async () => {
+          while (records.length < 1 || server.recording().written < 1) await new Promise((r) => setTimeout(r, 20))
+        })(),
+        10000,
+        'the record and the cassette line',
+      )
+      seen.inspector = (await request(server.url + '/__devproxy/api/exchanges')).body.toString()
+    })
+    seen.cassette = fs.readFileSync(cassette, 'utf8')
+    seen.onRequest = JSON.stringify(records)
+
+    const child = spawnNode(path.join(__dirname, 'fixtures/proxy-child.js'))
+    try {
+      child.send({ type: 'start', options: { proxy: up.url, port: 0, logRequests: true, logFormat: 'json' } })
+      const { url } = await child.next('started')
+      assert.equal((await request(url + target, { headers })).status, 200)
+      const deadline = Date.now() + 10000
+      while (!child.output().stderr.includes('/api/data') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      seen.log = child.output().stderr
+      assert.match(seen.log, /"url":"\/api\/data\?api_key=\[redacted\]&token=\[redacted\]&access_token=\[redacted\]&page=2"/)
+    } finally {
+      await child.kill()
+    }
+
+    for (const [where, text] of Object.entries(seen)) {
+      for (const secret of SECRETS) assert.ok(!text.includes(secret), `${where} holds ${secret}`)
+      assert.match(text, /\[redacted\]/, `${where} shows where it redacted`)
+    }
+    // The target still got every real value.
+    for (const req of up.requests) {
+      assert.equal(req.headers['x-auth-token'], SECRETS[0])
+      assert.ok(req.url.includes(SECRETS[4]))
+    }
+  } finally {
+    await up.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('the inspector answers clients on this machine by default, also when listening on every address', async () => {
+  const up = await startUpstream({ '/': (req, res) => res.end('ok') })
+  try {
+    await withProxy({ proxy: up.url, port: 0, host: '0.0.0.0', logLevel: 'silent' }, async (server) => {
+      const res = await request(`http://127.0.0.1:${server.port}/__devproxy/api/exchanges`)
+      assert.equal(res.status, 200, 'a loopback client is answered')
+    })
+    await withProxy({ proxy: up.url, port: 0, inspector: { remote: true } }, async (server) => {
+      assert.equal((await request(server.url + '/__devproxy/api/exchanges')).status, 200)
+    })
+    const { lib } = require('./helpers')
+    await assert.rejects(lib().start({ proxy: up.url, port: 0, inspector: { remote: 'yes' } }), /inspector\.remote/)
+  } finally {
+    await up.close()
+  }
+})

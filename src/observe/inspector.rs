@@ -445,6 +445,21 @@ mod tests {
     }
 
     #[test]
+    fn only_loopback_clients_are_answered_unless_remote() {
+        let local = inspector(4);
+        for ip in ["127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1"] {
+            assert!(local.answers(Some(ip.parse().unwrap())), "{ip}");
+        }
+        for ip in ["192.168.1.20", "10.0.0.2", "fe80::1", "::ffff:192.168.1.20"] {
+            assert!(!local.answers(Some(ip.parse().unwrap())), "{ip}");
+        }
+        assert!(!local.answers(None));
+        let config = InspectorConfig { path: "/__devproxy/".into(), size: 4, remote: true };
+        assert!(Inspector::new(&config).answers(Some("192.168.1.20".parse().unwrap())));
+        assert_eq!(Inspector::refuse_remote().status(), StatusCode::FORBIDDEN);
+    }
+
+    #[test]
     fn the_prefix_and_its_bare_form_are_owned() {
         let inspector = inspector(1);
         for path in ["/__devproxy/", "/__devproxy", "/__devproxy/api/events"] {
