@@ -156,3 +156,60 @@ test('the inspector answers clients on this machine by default, also when listen
     await up.close()
   }
 })
+
+test('Chromium: a page on another site cannot spend reqHeaders credentials; the proxied site\'s own requests carry them', async () => {
+  const { launchChromium } = require('./helpers')
+  const http = require('node:http')
+  const up = await startUpstream({
+    '/': (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' })
+      res.end('<!doctype html><html><body><p>the site</p></body></html>')
+    },
+    '/api/delete': (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{"deleted":true}')
+    },
+  })
+  // The other site, on another loopback origin: its page posts to the proxy without CORS.
+  const other = http.createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' })
+    res.end('<!doctype html><html><body>elsewhere</body></html>')
+  })
+  await new Promise((resolve) => other.listen(0, '127.0.0.1', resolve))
+  const browser = await launchChromium()
+  try {
+    const options = {
+      proxy: { target: up.url, reqHeaders: { authorization: 'Bearer dev-token-1234567890', 'x-dev-note': 'kept' } },
+      port: 0,
+      logLevel: 'silent',
+    }
+    await withProxy(options, async (server) => {
+      const proxyOrigin = `http://127.0.0.1:${server.port}`
+      const page = await browser.newPage()
+      // From another site: `localhost` is another site than `127.0.0.1` to the browser.
+      await page.goto(`http://localhost:${other.address().port}/`)
+      await page.evaluate(async (url) => {
+        await fetch(url + '/api/delete?from=elsewhere', { method: 'POST', mode: 'no-cors', body: 'x' })
+        await fetch(url + '/api/delete?from=elsewhere-get', { mode: 'no-cors' })
+      }, proxyOrigin)
+      // From the proxied site's own page.
+      await page.goto(proxyOrigin + '/')
+      await page.evaluate(async () => {
+        await fetch('/api/delete?from=site', { method: 'POST', body: 'x' })
+      })
+      await page.close()
+      const seen = (from) => up.requests.find((r) => r.url === `/api/delete?from=${from}`)
+      for (const from of ['elsewhere', 'elsewhere-get']) {
+        const req = seen(from)
+        assert.ok(req, `the ${from} request reached the target`)
+        assert.equal(req.headers.authorization, undefined, `${from}: no reqHeaders credentials for another site's page`)
+        assert.equal(req.headers['x-dev-note'], 'kept', `${from}: other reqHeaders still apply`)
+      }
+      assert.equal(seen('site').headers.authorization, 'Bearer dev-token-1234567890', 'the site\'s own request has them')
+    })
+  } finally {
+    await browser.close()
+    await new Promise((resolve) => other.close(resolve))
+    await up.close()
+  }
+})

@@ -68,12 +68,13 @@ pub(crate) fn upstream_request(
     url: &str,
     local_host: &str,
     identity: bool,
+    cross_site: bool,
     config: &ProxyConfig,
 ) -> Result<http::request::Parts, ProxyError> {
     parts.uri = Uri::try_from(url)
         .map_err(|e| ProxyError::Upstream { url: url.to_string(), reason: format!("invalid upstream URL: {e}") })?;
     parts.version = http::Version::HTTP_11;
-    headers::to_upstream(&mut parts.headers, config, local_host, false);
+    headers::to_upstream(&mut parts.headers, config, local_host, false, cross_site);
     if identity {
         parts.headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
     }

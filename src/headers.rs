@@ -45,7 +45,13 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
 /// The request as the upstream should see it: Host is the target's, Origin and Referer point at
 /// the target instead of the proxy (Browsersync leaves them, breaking origin checks), and only
 /// content codings we can decode are offered.
-pub(crate) fn to_upstream(headers: &mut HeaderMap, config: &ProxyConfig, local_host: &str, websocket: bool) {
+pub(crate) fn to_upstream(
+    headers: &mut HeaderMap,
+    config: &ProxyConfig,
+    local_host: &str,
+    websocket: bool,
+    cross_site: bool,
+) {
     remove_hop_by_hop(headers, websocket);
     let target = &config.target;
     // `proxyOptions.changeOrigin: false` keeps the client's Host, as http-proxy does.
@@ -81,9 +87,24 @@ pub(crate) fn to_upstream(headers: &mut HeaderMap, config: &ProxyConfig, local_h
             headers.insert(header::COOKIE, value);
         }
     }
+    add_req_headers(headers, config, cross_site);
+}
+
+/// `reqHeaders`, set on every upstream request; a request from another site's page
+/// (`security::from_another_site`) does not get those that carry credentials.
+pub(crate) fn add_req_headers(headers: &mut HeaderMap, config: &ProxyConfig, cross_site: bool) {
     for (name, value) in &config.req_headers {
+        if cross_site && is_credential(name, value) {
+            continue;
+        }
         headers.insert(name.clone(), value.clone());
     }
+}
+
+/// A header that carries credentials, by the redaction policy (observe/mask.rs): a secret name
+/// (`Authorization`, `Cookie`, `X-Api-Key`...) or a key-shaped value.
+fn is_credential(name: &HeaderName, value: &HeaderValue) -> bool {
+    crate::observe::mask::is_secret(name.as_str()) || crate::observe::mask::find_key(value.as_bytes()).is_some()
 }
 
 /// `http(s)://LOCAL_HOST/rest` becomes `TARGET_ORIGIN/rest`; anything else is left alone.
@@ -204,7 +225,7 @@ mod tests {
         h.insert(header::CONNECTION, HeaderValue::from_static("keep-alive, x-secret"));
         h.insert("x-secret", HeaderValue::from_static("1"));
         h.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("gzip, sdch, br"));
-        to_upstream(&mut h, &config(), "localhost:3000", false);
+        to_upstream(&mut h, &config(), "localhost:3000", false, false);
         assert_eq!(h[header::HOST], "example.com");
         assert_eq!(h[header::ORIGIN], "https://example.com");
         assert_eq!(h[header::REFERER], "https://example.com/a?b");
@@ -217,7 +238,7 @@ mod tests {
         let mut h = HeaderMap::new();
         h.append(header::COOKIE, HeaderValue::from_static("a=1"));
         h.append(header::COOKIE, HeaderValue::from_static("b=2"));
-        to_upstream(&mut h, &config(), "localhost:3000", false);
+        to_upstream(&mut h, &config(), "localhost:3000", false, false);
         let cookies: Vec<_> = h.get_all(header::COOKIE).iter().collect();
         assert_eq!(cookies, ["a=1; b=2"]);
     }
@@ -226,7 +247,7 @@ mod tests {
     fn foreign_origins_are_left_alone() {
         let mut h = HeaderMap::new();
         h.insert(header::ORIGIN, HeaderValue::from_static("http://localhost:30001"));
-        to_upstream(&mut h, &config(), "localhost:3000", false);
+        to_upstream(&mut h, &config(), "localhost:3000", false, false);
         assert_eq!(h[header::ORIGIN], "http://localhost:30001");
     }
 
@@ -274,5 +295,22 @@ mod tests {
         let mut h = HeaderMap::new();
         to_client(&mut h, StatusCode::OK, &config(), "localhost:3000");
         assert!(h.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none(), "none added");
+    }
+
+    #[test]
+    fn another_sites_request_gets_no_credential_req_headers() {
+        let mut config = config();
+        config.req_headers = vec![
+            (HeaderName::from_static("authorization"), HeaderValue::from_static("Bearer t")),
+            (HeaderName::from_static("x-token-ish"), HeaderValue::from_static("sk-abcdefghij0123456789xyz")),
+            (HeaderName::from_static("x-note"), HeaderValue::from_static("kept")),
+        ];
+        let mut own = HeaderMap::new();
+        add_req_headers(&mut own, &config, false);
+        assert_eq!(own.len(), 3);
+        let mut other = HeaderMap::new();
+        add_req_headers(&mut other, &config, true);
+        assert_eq!(other.len(), 1);
+        assert_eq!(other.get("x-note").unwrap(), "kept");
     }
 }

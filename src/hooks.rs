@@ -117,6 +117,7 @@ pub(crate) async fn request(
     client: Arc<ClientRequest>,
     config: &ProxyConfig,
     url: &str,
+    cross_site: bool,
 ) -> Result<(), ProxyError> {
     let failed = |reason: String| ProxyError::Hook { hook: name, url: url.to_string(), reason };
     let head = UpstreamRequestHead {
@@ -135,9 +136,7 @@ pub(crate) async fn request(
         parts.uri = Uri::from_parts(uri).map_err(|e| failed(format!("invalid path: {e}")))?;
     }
     parts.headers = header_map(changed.headers, name).map_err(failed)?;
-    for (name, value) in &config.req_headers {
-        parts.headers.insert(name.clone(), value.clone());
-    }
+    crate::headers::add_req_headers(&mut parts.headers, config, cross_site);
     Ok(())
 }
 

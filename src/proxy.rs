@@ -150,12 +150,14 @@ async fn upstream_phase(
     let (parts, body) = req.into_parts();
     let hooked = config.hooks.proxy_req.is_some() || config.hooks.proxy_res.is_some();
     let client = hooked.then(|| hooks::client_request(&parts));
-    let mut parts = forward::upstream_request(parts, &ctx.url, &ctx.local_host, ctx.upstream_identity, config)?;
+    let mut parts =
+        forward::upstream_request(parts, &ctx.url, &ctx.local_host, ctx.upstream_identity, ctx.cross_site, config)?;
     if config.xfwd {
         hooks::forwarded_headers(&mut parts.headers, client_addr, &ctx.local_host);
     }
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_req, &client) {
-        hooks::request(hook.as_ref(), "proxy.proxyReq", &mut parts, client.clone(), config, &ctx.url).await?;
+        let cross_site = ctx.cross_site;
+        hooks::request(hook.as_ref(), "proxy.proxyReq", &mut parts, client.clone(), config, &ctx.url, cross_site).await?;
     }
     let timeout = config.upstream_timeout;
     let (stats, url) = (shared.stats.clone(), ctx.url.clone());

@@ -104,6 +104,28 @@ pub(crate) fn origin_allowed(
     request_host.is_some_and(own) || own(&local_addr.to_string())
 }
 
+/// Whether a browser says the request comes from another site's page: `Sec-Fetch-Site` is
+/// `cross-site` or `same-site` (another port of `localhost` is the same site to a browser, not the
+/// same origin), unless its `Origin` is allowed (see [`origin_allowed`]); or an `Origin` that is not
+/// allowed. Such a request does not get `reqHeaders` credentials (headers.rs): a page elsewhere
+/// must not be able to use the developer's token. No header at all: not a browser page (curl, a
+/// server-side client), treated as the proxy's own.
+pub(crate) fn from_another_site<B>(req: &Request<B>, local_addr: SocketAddr, config: &ProxyConfig, hosts: &HostGuard) -> bool {
+    let request_host = request_authority(req);
+    let allowed = |origin: &HeaderValue| {
+        origin.to_str().is_ok_and(|origin| {
+            origin_allowed(origin, request_host, local_addr, &config.target, &config.allowed_origins, hosts)
+        })
+    };
+    let mut origins = req.headers().get_all(header::ORIGIN).iter().peekable();
+    let has_origin = origins.peek().is_some();
+    if origins.any(|origin| !allowed(origin)) {
+        return true;
+    }
+    let fetch_site = req.headers().get("sec-fetch-site").map(HeaderValue::as_bytes);
+    matches!(fetch_site, Some(b"cross-site" | b"same-site")) && !has_origin
+}
+
 /// Phase "request filter": what the proxy refuses before anything is forwarded. Ambiguous framings
 /// (request smuggling), `CONNECT`, absolute-form requests for other hosts (no open proxy), HTTP/1.1
 /// without `Host`, and a `Host` not in `allowedHosts` (DNS rebinding).

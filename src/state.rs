@@ -204,6 +204,8 @@ pub(crate) struct RequestCtx {
     pub accept_encoding: Option<String>,
     /// The target's URL for this request, named in errors and logs.
     pub url: String,
+    /// A browser says it comes from another site's page: no `reqHeaders` credentials.
+    pub cross_site: bool,
     /// A page asked of a loopback target uncompressed, compressed here once after rewriting.
     pub upstream_identity: bool,
     /// Rules as they are when the request starts: `addRule` applies to later requests only.
@@ -243,6 +245,7 @@ impl RequestCtx {
             local_host: crate::security::request_authority(req)
                 .map_or_else(|| shared.local_addr.to_string(), str::to_string),
             url: format!("{}{}", config.target.origin(), path_and_query),
+            cross_site: crate::security::from_another_site(req, shared.local_addr, config, &shared.hosts),
             path_and_query,
             accept,
             accept_encoding,

@@ -49,10 +49,13 @@ pub(crate) async fn tunnel(
     let arrived = std::time::Instant::now();
     let config = target.config;
     let url = format!("{}{}", config.target.origin(), req.uri().path_and_query().map_or("/", |p| p.as_str()));
+    // Upgrades from other sites were refused by the Origin check; `Sec-Fetch-Site` may still say
+    // another port of localhost.
+    let cross_site = crate::security::from_another_site(&req, shared.local_addr, config, &shared.hosts);
     let client_upgrade = hyper::upgrade::on(&mut req);
     let (mut parts, _) = req.into_parts();
     let client = config.hooks.proxy_req_ws.is_some().then(|| hooks::client_request(&parts));
-    headers::to_upstream(&mut parts.headers, config, local_host, true);
+    headers::to_upstream(&mut parts.headers, config, local_host, true, cross_site);
     if config.xfwd {
         let client_addr = parts.extensions.get::<ClientAddr>().map(|addr| addr.0.ip());
         hooks::forwarded_headers(&mut parts.headers, client_addr, local_host);
@@ -65,7 +68,7 @@ pub(crate) async fn tunnel(
         Err(e) => return Err(ProxyError::Upstream { url, reason: format!("invalid upstream URL: {e}") }),
     };
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_req_ws, client) {
-        hooks::request(hook.as_ref(), "proxy.proxyReqWs", &mut parts, client, config, &url).await?;
+        hooks::request(hook.as_ref(), "proxy.proxyReqWs", &mut parts, client, config, &url, cross_site).await?;
     }
     let recording = match recorder.filter(|r| r.wants(parts.uri.path())) {
         Some(recorder) => {
