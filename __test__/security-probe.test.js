@@ -273,3 +273,62 @@ test('rewrite() of many tiny chunks is linear: 8 MiB in 16-byte chunks finishes 
   // and a later, shorter one ending at the `b` is replaced.
   assert.deepEqual(JSON.parse(stdout), { shape: true, shorter: true, small: 'Xc' })
 })
+
+test('smaller findings: OPTIONS *, an unsolicited 101, a symlinked record.path, and middleware routes on normalized paths', async () => {
+  const fs = require('node:fs')
+  const os = require('node:os')
+  const path = require('node:path')
+  const net = require('node:net')
+  const { lib } = require('./helpers')
+  const up = await startUpstream({
+    '/admin': (req, res) => res.end('the admin page'),
+    '/switch': (req, res) => {
+      // A target that switches protocols unasked, then stays silent.
+      res.socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: nonsense\r\n\r\n')
+    },
+  })
+  const raw = (port, text) =>
+    new Promise((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => socket.write(text))
+      let data = ''
+      socket.on('data', (d) => {
+        data += d
+        if (data.includes('\r\n\r\n')) {
+          socket.destroy()
+          resolve(data)
+        }
+      })
+      socket.on('error', reject)
+    })
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'devproxy-probe-'))
+  try {
+    const guard = (req, res) => {
+      res.statusCode = 401
+      res.end('guarded')
+    }
+    await withProxy({ proxy: up.url, port: 0, logLevel: 'silent', middleware: [{ route: '/admin', handle: guard }] }, async (server) => {
+      const options = await withTimeout(raw(server.port, 'OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'), 10000, 'OPTIONS *')
+      assert.match(options, /^HTTP\/1\.1 200 /)
+      assert.match(options, /\r\nallow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n/i)
+
+      const switched = await withTimeout(request(server.url + '/switch'), 10000, 'the answer to an unsolicited 101')
+      assert.equal(switched.status, 502)
+      assert.match(switched.body.toString(), /101 Switching Protocols/)
+
+      for (const spelling of ['/admin', '/%61dmin', '//admin', '/x/../admin', '/ADMIN']) {
+        const res = await withTimeout(raw(server.port, `GET ${spelling} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`), 10000, spelling)
+        assert.match(res, /^HTTP\/1\.1 401 /, `${spelling} skipped the middleware`)
+      }
+    })
+
+    const precious = path.join(dir, 'precious.txt')
+    fs.writeFileSync(precious, 'do not truncate me')
+    const link = path.join(dir, 'cassette.jsonl')
+    fs.symlinkSync(precious, link)
+    await assert.rejects(lib().start({ proxy: up.url, port: 0, record: { path: link } }), /record\.path.*symbolic link/s)
+    assert.equal(fs.readFileSync(precious, 'utf8'), 'do not truncate me')
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+    await up.close()
+  }
+})

@@ -756,7 +756,10 @@ mod tests {
 
     #[test]
     fn inspector_paths_and_sizes_are_checked() {
-        assert_eq!(InspectorConfig::new("/__x", 2).unwrap(), InspectorConfig { path: "/__x/".into(), size: 2, remote: false });
+        assert_eq!(
+            InspectorConfig::new("/__x", 2).unwrap(),
+            InspectorConfig { path: "/__x/".into(), size: 2, remote: false }
+        );
         assert_eq!(InspectorConfig::new("/a/b/", 500).unwrap().path, "/a/b/");
         for (path, size, says) in [
             ("__x/", 5, "inspector.path"),

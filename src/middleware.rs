@@ -118,6 +118,75 @@ impl MiddlewareHost {
     }
 }
 
+/// `path` as a server resolves it, for matching routes: `%XX` of unreserved characters decoded
+/// (`/%61dmin` is `/admin`), runs of `/` made one, `.` and `..` segments removed (RFC 3986 §5.2.4).
+/// Connect itself matches the raw path; a middleware guarding `/admin` must not be skipped by a
+/// spelling the target reads as `/admin`.
+pub(crate) fn normalize_path(path: &str) -> std::borrow::Cow<'_, str> {
+    let decoded = decode_unreserved(path);
+    let mut segments: Vec<&str> = Vec::new();
+    for segment in decoded.split('/').skip(1) {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                segments.pop();
+            }
+            other => segments.push(other),
+        }
+    }
+    let trailing = decoded.ends_with('/') || decoded.ends_with("/.") || decoded.ends_with("/..");
+    let mut normal = format!("/{}", segments.join("/"));
+    if trailing && !segments.is_empty() {
+        normal.push('/');
+    }
+    if normal == path {
+        std::borrow::Cow::Borrowed(path)
+    } else {
+        std::borrow::Cow::Owned(normal)
+    }
+}
+
+/// `%XX` escapes of ALPHA, DIGIT, `-`, `.`, `_` and `~` decoded; every other escape kept.
+fn decode_unreserved(path: &str) -> std::borrow::Cow<'_, str> {
+    if !path.contains('%') {
+        return std::borrow::Cow::Borrowed(path);
+    }
+    let bytes = path.as_bytes();
+    let mut out = String::with_capacity(path.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+            if let Some(byte) = hex.filter(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')) {
+                out.push(char::from(byte));
+                i += 3;
+                continue;
+            }
+        }
+        out.push(char::from(bytes[i]));
+        i += 1;
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Gives `req` the normalized `path` (its query kept), so that the middleware see what was matched.
+pub(crate) fn use_path<B>(req: &mut Request<B>, path: &str) {
+    if req.uri().path() == path {
+        return;
+    }
+    let target = match req.uri().query() {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_string(),
+    };
+    let mut parts = req.uri().clone().into_parts();
+    if let Ok(path_and_query) = target.parse() {
+        parts.path_and_query = Some(path_and_query);
+        if let Ok(uri) = Uri::from_parts(parts) {
+            *req.uri_mut() = uri;
+        }
+    }
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
@@ -235,5 +304,27 @@ mod tests {
         let value = unused.value.clone();
         drop(unused);
         assert!(!h.take_returned(&mut with(&value), loopback), "withdrawn when its hand-off ended");
+    }
+
+    #[test]
+    fn paths_are_normalized_as_a_server_resolves_them() {
+        for (raw, normal) in [
+            ("/admin", "/admin"),
+            ("/%61dmin", "/admin"),
+            ("/%41dmin/x", "/Admin/x"),
+            ("//admin", "/admin"),
+            ("/x/../admin", "/admin"),
+            ("/./admin/./", "/admin/"),
+            ("/../../admin", "/admin"),
+            ("/a%2Fb", "/a%2Fb"),
+            ("/a%2", "/a%2"),
+            ("/", "/"),
+        ] {
+            assert_eq!(normalize_path(raw), normal, "{raw}");
+        }
+        let h = host(&["/admin"]);
+        for raw in ["/%61dmin", "//admin", "/x/../admin", "/ADMIN/"] {
+            assert!(h.matches(&normalize_path(raw)), "{raw}");
+        }
     }
 }

@@ -48,6 +48,9 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     }
     // Request filter (security.rs).
     security::request_filter(&req, shared.local_addr, &shared.hosts)?;
+    if let Some(response) = security::asterisk_options(&req) {
+        return Ok(response);
+    }
     // The inspector (observe/inspector.rs), under its reserved prefix.
     if let Some(response) = inspector_phase(shared, &req) {
         return Ok(response);
@@ -81,8 +84,14 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
                 return local_file_phase(shared, ctx, head, body, version).await
             }
         }
-        if let Some(host) = shared.config.middleware.as_ref().filter(|host| host.matches(req.uri().path())) {
-            return middleware_phase(shared, host, ctx, req).await;
+        // Matched on the normalized path (`/%61dmin`, `//admin` and `/x/../admin` are `/admin`), which
+        // is also what the middleware get: none of these skips an `/admin` middleware.
+        if let Some(host) = shared.config.middleware.as_ref() {
+            if host.matches(&middleware::normalize_path(req.uri().path())) {
+                let path = middleware::normalize_path(req.uri().path()).into_owned();
+                middleware::use_path(&mut req, &path);
+                return middleware_phase(shared, host, ctx, req).await;
+            }
         }
     }
     let (head, upstream) = upstream_phase(shared, &target, &ctx, req).await?;
@@ -157,7 +166,8 @@ async fn upstream_phase(
     }
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_req, &client) {
         let cross_site = ctx.cross_site;
-        hooks::request(hook.as_ref(), "proxy.proxyReq", &mut parts, client.clone(), config, &ctx.url, cross_site).await?;
+        hooks::request(hook.as_ref(), "proxy.proxyReq", &mut parts, client.clone(), config, &ctx.url, cross_site)
+            .await?;
     }
     let timeout = config.upstream_timeout;
     let (stats, url) = (shared.stats.clone(), ctx.url.clone());
@@ -176,6 +186,11 @@ async fn upstream_phase(
         }
         Err(reason) => return Err(ProxyError::Upstream { url: ctx.url.clone(), reason }),
     };
+    // Only a WebSocket upgrade (websocket.rs) may switch protocols; here nothing asked for it.
+    if head.status == http::StatusCode::SWITCHING_PROTOCOLS {
+        let reason = "the target answered 101 Switching Protocols to a request that asked for no upgrade".into();
+        return Err(ProxyError::Upstream { url: ctx.url.clone(), reason });
+    }
     let facts = observe::facts(&mut head.extensions);
     facts.upstream = Some(sent.elapsed());
     facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();

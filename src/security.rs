@@ -104,13 +104,31 @@ pub(crate) fn origin_allowed(
     request_host.is_some_and(own) || own(&local_addr.to_string())
 }
 
+/// `OPTIONS *` (the server's own options, RFC 9110 §9.3.7) is answered here: it names no resource to
+/// forward.
+pub(crate) fn asterisk_options<B>(req: &Request<B>) -> Option<http::Response<crate::body::ProxyBody>> {
+    if req.method() != Method::OPTIONS || req.uri() != "*" {
+        return None;
+    }
+    let mut response = http::Response::new(crate::body::ProxyBody::full(bytes::Bytes::new()));
+    let headers = response.headers_mut();
+    headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"));
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from_static("0"));
+    Some(response)
+}
+
 /// Whether a browser says the request comes from another site's page: `Sec-Fetch-Site` is
 /// `cross-site` or `same-site` (another port of `localhost` is the same site to a browser, not the
 /// same origin), unless its `Origin` is allowed (see [`origin_allowed`]); or an `Origin` that is not
 /// allowed. Such a request does not get `reqHeaders` credentials (headers.rs): a page elsewhere
 /// must not be able to use the developer's token. No header at all: not a browser page (curl, a
 /// server-side client), treated as the proxy's own.
-pub(crate) fn from_another_site<B>(req: &Request<B>, local_addr: SocketAddr, config: &ProxyConfig, hosts: &HostGuard) -> bool {
+pub(crate) fn from_another_site<B>(
+    req: &Request<B>,
+    local_addr: SocketAddr,
+    config: &ProxyConfig,
+    hosts: &HostGuard,
+) -> bool {
     let request_host = request_authority(req);
     let allowed = |origin: &HeaderValue| {
         origin.to_str().is_ok_and(|origin| {

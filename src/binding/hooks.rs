@@ -87,7 +87,6 @@ pub struct JsSide {
     pub on_request: Option<String>,
 }
 
-
 fn flat(headers: &RawHeaders) -> Vec<String> {
     headers.iter().flat_map(|(n, v)| [n.clone(), v.clone()]).collect()
 }

@@ -65,7 +65,11 @@ impl UpstreamBody {
     }
 
     /// A recorded body played back; `url` names it in errors.
-    pub(crate) fn replay(stream: crate::cassette::replay::answer::ReplayStream, stats: Arc<Stats>, url: String) -> UpstreamBody {
+    pub(crate) fn replay(
+        stream: crate::cassette::replay::answer::ReplayStream,
+        stats: Arc<Stats>,
+        url: String,
+    ) -> UpstreamBody {
         let inner = Source::Replay(Box::new(stream));
         UpstreamBody { inner, idle: None, stats, url, bytes_in: 0, tee: None }
     }

@@ -137,7 +137,8 @@ enum Msg {
 }
 
 impl Recorder {
-    /// Opens (creates, or with `append` extends) the cassette and starts its writer thread.
+    /// Opens (creates, or with `append` extends) the cassette and starts its writer thread. A
+    /// symbolic link at `path` is refused, not followed: recording would truncate what it points to.
     pub(crate) fn start(options: RecordOptions, stats: Arc<Stats>) -> Result<Recorder, String> {
         Recorder::start_learning(options, stats, None)
     }
@@ -148,12 +149,9 @@ impl Recorder {
         stats: Arc<Stats>,
         learn: Option<Learn>,
     ) -> Result<Recorder, String> {
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .append(options.append)
-            .truncate(!options.append)
-            .open(&options.path)
+        let mut open = std::fs::OpenOptions::new();
+        open.create(true).write(true).append(options.append).truncate(!options.append);
+        let mut file = open_no_follow(&mut open, &options.path)
             .map_err(|e| format!("cannot open '{}' for writing: {e}", options.path.display()))?;
         let empty = file.metadata().map(|m| m.len() == 0).unwrap_or(true);
         if empty {
@@ -540,6 +538,29 @@ pub fn check_path(path: &Path) -> Result<(), String> {
     match path.parent().filter(|p| !p.as_os_str().is_empty()) {
         Some(dir) if !dir.is_dir() => Err(format!("the directory '{}' does not exist", dir.display())),
         _ => Ok(()),
+    }
+}
+
+/// Opens `path` with `options`, refusing a symbolic link in its last component (O_NOFOLLOW where
+/// the OS has it; a check of the link itself elsewhere).
+pub(crate) fn open_no_follow(
+    options: &mut std::fs::OpenOptions,
+    path: &std::path::Path,
+) -> std::io::Result<std::fs::File> {
+    let refused =
+        || std::io::Error::other("it is a symbolic link; give the file's own path (the link is not followed)");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+        options.open(path).map_err(|e| if e.raw_os_error() == Some(libc::ELOOP) { refused() } else { e })
+    }
+    #[cfg(not(unix))]
+    {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(refused());
+        }
+        options.open(path)
     }
 }
 

@@ -199,7 +199,6 @@ fn walk_strings(value: &Value, path: &mut String, f: &mut dyn FnMut(&str, &str))
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -145,8 +145,6 @@ pub fn mask_url(url: &str) -> Cow<'_, str> {
     mask_url_with(url, |_, _| false)
 }
 
-
-
 /// What each pattern of [`scanner`] is, as an error names it.
 /// Each starts at a word boundary (`task-...` is no `sk-` key). Keys and tokens are random: those
 /// whose shape is only a prefix and a length must also hold a digit ([`looks_random`]), so that

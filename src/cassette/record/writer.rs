@@ -482,14 +482,9 @@ impl Spool {
     fn spill_if_full(&mut self) -> std::io::Result<()> {
         if self.memory.len() > SPOOL_MEMORY {
             if self.spill.is_none() {
-                self.spill = Some(
-                    std::fs::OpenOptions::new()
-                        .create(true)
-                        .truncate(true)
-                        .read(true)
-                        .write(true)
-                        .open(&self.spill_path)?,
-                );
+                let mut open = std::fs::OpenOptions::new();
+                open.create(true).truncate(true).read(true).write(true);
+                self.spill = Some(super::open_no_follow(&mut open, &self.spill_path)?);
             }
             if let Some(spill) = &mut self.spill {
                 spill.write_all(&self.memory)?;
