@@ -468,8 +468,7 @@ export interface ReplayOptions {
  * `rules.reduce((s, r) => s.replace(r.match, r.replace), input)`. An array of chunks (strings,
  * Buffers or Uint8Arrays, cut anywhere, even inside a character) is streamed through the engine
  * chunk by chunk as a proxied body is, and gives the same result as their concatenation; function
- * rules then get `undefined` as `string`, and a match candidate longer than 64 KiB (`maxMatchBytes`'
- * default) is left unreplaced, as in the proxy. Bytes that are not UTF-8 come out as U+FFFD.
+ * rules then get `undefined` as `string`, as in the proxy. Bytes that are not UTF-8 come out as U+FFFD.
  * Rule functions are called as in the proxy, `(req, res, match, ...)`; this native function passes
  * `undefined` for `req` and `res`, which the package's `rewrite` (lib/rules.js) fills in.
  */

@@ -250,7 +250,7 @@ test('tiny upstream chunks: a 4 MiB page in 16-byte HTTP chunks, each unit a 64 
   }
 })
 
-test('rewrite() of many tiny chunks is linear: 8 MiB in 16-byte chunks finishes within the ceiling, with maxMatchBytes as in the proxy', { timeout: 120000 }, async () => {
+test('rewrite() of many tiny chunks is linear: 8 MiB in 16-byte chunks, one 8 MiB match, finishes within the ceiling', { timeout: 120000 }, async () => {
   const { execFile } = require('node:child_process')
   const { ROOT } = require('./helpers')
   // In a child: a synchronous rewrite() cannot be interrupted in-process.
@@ -261,7 +261,7 @@ test('rewrite() of many tiny chunks is linear: 8 MiB in 16-byte chunks finishes 
     for (let i = 0; i < text.length; i += 16) chunks.push(text.slice(i, i + 16))
     const out = rewrite(chunks, [{ match: /a+b/g, replace: 'X' }])
     const small = rewrite(['aa', 'ab', 'c'], [{ match: /a+b/g, replace: 'X' }])
-    process.stdout.write(JSON.stringify({ shape: /^a+X$/.test(out), shorter: out.length < text.length, small }))
+    process.stdout.write(JSON.stringify({ out, small }))
   `
   const { stdout } = await new Promise((resolve, reject) => {
     execFile(process.execPath, ['-e', script], { cwd: ROOT, timeout: 60000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
@@ -269,9 +269,8 @@ test('rewrite() of many tiny chunks is linear: 8 MiB in 16-byte chunks finishes 
       else resolve({ stdout })
     })
   })
-  // The leftmost candidate is 8 MiB long: past maxMatchBytes (64 KiB) it is given up, as the proxy does,
-  // and a later, shorter one ending at the `b` is replaced.
-  assert.deepEqual(JSON.parse(stdout), { shape: true, shorter: true, small: 'Xc' })
+  // rewrite() is uncapped (the whole input is in hand): the one 8 MiB match is replaced, as by String.replace.
+  assert.deepEqual(JSON.parse(stdout), { out: 'X', small: 'Xc' })
 })
 
 test('smaller findings: OPTIONS *, an unsolicited 101, a symlinked record.path, and middleware routes on normalized paths', async () => {
@@ -329,6 +328,53 @@ test('smaller findings: OPTIONS *, an unsolicited 101, a symlinked record.path, 
     assert.equal(fs.readFileSync(precious, 'utf8'), 'do not truncate me')
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
+    await up.close()
+  }
+})
+
+test('out of connection slots: connections that never sent a request give way, so a normal request is answered; keep-alive ones that did are kept', async () => {
+  const net = require('node:net')
+  const up = await startUpstream({ '/ok': (req, res) => res.end('ok') })
+  const sockets = []
+  const open = (port) =>
+    new Promise((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => resolve(socket))
+      socket.on('error', () => {})
+      socket.once('error', reject)
+      sockets.push(socket)
+    })
+  const ask = (socket, path) =>
+    new Promise((resolve) => {
+      let data = ''
+      const onData = (d) => {
+        data += d
+        if (/\r\n\r\nok$/.test(data)) {
+          socket.off('data', onData)
+          resolve(data)
+        }
+      }
+      socket.on('data', onData)
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)
+    })
+  try {
+    await withProxy({ proxy: up.url, port: 0, maxConnections: 32, logLevel: 'silent' }, async (server) => {
+      // A keep-alive client that has spoken, then stays idle.
+      const regular = await open(server.port)
+      assert.match(await ask(regular, '/ok'), /^HTTP\/1\.1 200/)
+      // 200 connections that never send anything: more than the slots.
+      const idle = await Promise.all(Array.from({ length: 200 }, () => open(server.port)))
+      const closed = idle.map((socket) => new Promise((resolve) => socket.on('close', resolve)))
+      const started = Date.now()
+      const res = await withTimeout(request(server.url + '/ok'), 8000, 'a normal request while the slots are taken')
+      const took = Date.now() - started
+      assert.equal(res.status, 200)
+      // Before: it waited for the idle ones' 10 s head timeout.
+      assert.ok(took < 5000, `answered after ${took} ms`)
+      assert.ok((await Promise.race([Promise.any(closed).then(() => true), new Promise((r) => setTimeout(() => r(false), 3000))])), 'silent connections were closed')
+      assert.match(await withTimeout(ask(regular, '/ok'), 8000, 'the keep-alive connection'), /^HTTP\/1\.1 200/, 'the connection that had spoken is kept')
+    })
+  } finally {
+    for (const socket of sockets) socket.destroy()
     await up.close()
   }
 })

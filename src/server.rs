@@ -39,6 +39,12 @@ use crate::tls;
 
 /// A client that sends its request headers slower than this is dropped (slowloris).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// When every connection slot is taken, connections at least this old that have not sent a whole
+/// request head yet are closed to make room (see [`Silent`]): 2,000 idle connections would otherwise
+/// keep everyone else waiting for the head timeout.
+const SILENT_AFTER: Duration = Duration::from_millis(500);
+/// How often the accept loop, out of slots, asks silent connections to make room again.
+const PRESSURE_EVERY: Duration = Duration::from_millis(250);
 /// Request head size above which the client gets 431.
 const MAX_HEADER_BYTES: usize = 64 * 1024;
 
@@ -302,14 +308,23 @@ async fn serve(
     let (alive, mut all_closed) = mpsc::channel::<()>(1);
     // A connection is accepted only when a slot is free; the rest wait in the kernel's listen backlog.
     let slots = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
+    // Bumped while no slot is free: silent connections close (see [`Silent`]).
+    let (pressure, pressure_rx) = watch::channel(0u64);
     loop {
-        let slot = tokio::select! {
-            slot = slots.clone().acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break,
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => Some(slot),
+            Err(tokio::sync::TryAcquireError::Closed) => None,
+            // Out of slots: silent connections make room, asked again until one is free.
+            Err(tokio::sync::TryAcquireError::NoPermits) => loop {
+                pressure.send_modify(|generation| *generation += 1);
+                tokio::select! {
+                    slot = slots.clone().acquire_owned() => break slot.ok(),
+                    () = tokio::time::sleep(PRESSURE_EVERY) => continue,
+                    _ = &mut stop => break None,
+                }
             },
-            _ = &mut stop => break,
         };
+        let Some(slot) = slot else { break };
         tokio::select! {
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
@@ -323,18 +338,25 @@ async fn serve(
                 };
                 let _ = stream.set_nodelay(true);
                 let conn_shared = shared.clone();
-                let service = service_fn(move |req| handle(conn_shared.clone(), peer, req));
+                let silent = Silent::new(pressure_rx.clone());
+                let spoke = silent.spoke.clone();
+                let service = service_fn(move |req| {
+                    spoke.store(true, std::sync::atomic::Ordering::Relaxed);
+                    handle(conn_shared.clone(), peer, req)
+                });
                 let mut phase = shared.phase.clone();
                 let alive = alive.clone();
                 let (http, h2, tls) = (http.clone(), h2.clone(), tls.clone());
                 tokio::spawn(async move {
                     let _alive = alive;
                     let _slot = slot;
+                    let mut silent = silent;
                     let Some(acceptor) = tls else {
                         let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
-                        return drive(conn, |c| c.graceful_shutdown(), phase).await;
+                        return drive(conn, |c| c.graceful_shutdown(), phase, silent).await;
                     };
-                    // A handshake is bounded like a request head (slowloris), and given up on at stop().
+                    // A handshake is bounded like a request head (slowloris), given up on at stop(),
+                    // and under pressure like a connection that has not spoken.
                     let handshake = tokio::time::timeout(HEADER_READ_TIMEOUT, acceptor.accept(stream));
                     let stream = tokio::select! {
                         done = handshake => match done {
@@ -342,13 +364,14 @@ async fn serve(
                             _ => return,
                         },
                         _ = phase.wait_for(|&p| p != Phase::Serving) => return,
+                        () = silent.evicted() => return,
                     };
                     if stream.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2) {
                         let conn = h2.serve_connection(TokioIo::new(stream), service);
-                        drive(conn, |c| c.graceful_shutdown(), phase).await
+                        drive(conn, |c| c.graceful_shutdown(), phase, silent).await
                     } else {
                         let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
-                        drive(conn, |c| c.graceful_shutdown(), phase).await
+                        drive(conn, |c| c.graceful_shutdown(), phase, silent).await
                     }
                 });
             }
@@ -362,16 +385,49 @@ async fn serve(
     let _ = phase.send(Phase::Cut);
 }
 
+/// Whether a connection has sent a whole request head yet, and the accept loop's signal that slots
+/// ran out: then a connection older than [`SILENT_AFTER`] that has not spoken gives its slot up.
+/// Connections that have sent a request (keep-alive ones between requests included) are never cut.
+struct Silent {
+    spoke: Arc<std::sync::atomic::AtomicBool>,
+    since: tokio::time::Instant,
+    pressure: watch::Receiver<u64>,
+}
+
+impl Silent {
+    fn new(mut pressure: watch::Receiver<u64>) -> Silent {
+        pressure.mark_unchanged();
+        Silent { spoke: Arc::default(), since: tokio::time::Instant::now(), pressure }
+    }
+
+    /// Resolves when this connection should close to make room; never once it has spoken.
+    async fn evicted(&mut self) {
+        loop {
+            if self.pressure.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+            let spoke = self.spoke.load(std::sync::atomic::Ordering::Relaxed);
+            if spoke {
+                return std::future::pending().await;
+            }
+            if self.since.elapsed() >= SILENT_AFTER {
+                return;
+            }
+        }
+    }
+}
+
 /// The client's address, for `X-Forwarded-For` (`proxyOptions.xfwd`).
 #[derive(Clone, Copy)]
 pub(crate) struct ClientAddr(pub SocketAddr);
 /// Serves one connection until it ends: at `stop()` it finishes in-flight requests and takes no
 /// more (`shutdown`), and at the end of the grace period it is dropped.
-async fn drive<C: Future>(conn: C, shutdown: fn(Pin<&mut C>), mut phase: watch::Receiver<Phase>) {
+async fn drive<C: Future>(conn: C, shutdown: fn(Pin<&mut C>), mut phase: watch::Receiver<Phase>, mut silent: Silent) {
     let mut conn = std::pin::pin!(conn);
     loop {
         tokio::select! {
             _ = conn.as_mut() => break,
+            () = silent.evicted() => break,
             changed = phase.changed() => {
                 let current = *phase.borrow_and_update();
                 match (changed, current) {

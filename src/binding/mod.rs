@@ -91,8 +91,7 @@ fn start_error(env: &Env, error: StartError) -> Error {
 /// `rules.reduce((s, r) => s.replace(r.match, r.replace), input)`. An array of chunks (strings,
 /// Buffers or Uint8Arrays, cut anywhere, even inside a character) is streamed through the engine
 /// chunk by chunk as a proxied body is, and gives the same result as their concatenation; function
-/// rules then get `undefined` as `string`, and a match candidate longer than 64 KiB (`maxMatchBytes`'
-/// default) is left unreplaced, as in the proxy. Bytes that are not UTF-8 come out as U+FFFD.
+/// rules then get `undefined` as `string`, as in the proxy. Bytes that are not UTF-8 come out as U+FFFD.
 /// Rule functions are called as in the proxy, `(req, res, match, ...)`; this native function passes
 /// `undefined` for `req` and `res`, which the package's `rewrite` (lib/rules.js) fills in.
 #[napi(catch_unwind, ts_args_type = "input: string | Array<string | Buffer | Uint8Array>, rules: RewriteRule[]")]
@@ -168,9 +167,9 @@ fn rewrite_input(env: &Env, scope: &DirectScope, rules: &[rewrite::Rule], input:
     };
     // A streamed body is never whole: functions get `undefined` as `string` (whatever an earlier input set).
     scope.set_string(std::ptr::null_mut());
-    // As a proxied body: a match may hold back at most the default `maxMatchBytes`, and many tiny
-    // chunks are gathered (each push rescans what is held back; see body/stream.rs's GATHER).
-    let mut rewriter = rewrite::Rewriter::new(rules, "", rewrite::DEFAULT_MAX_MATCH_BYTES);
+    // Uncapped, as for a string: every chunk is in hand. Many chunks go through as one (each push
+    // rescans what a pending match holds back, so pushing many tiny ones would be quadratic).
+    let mut rewriter = rewrite::Rewriter::new(rules, "", uncapped);
     let mut out = Vec::new();
     for chunk in gathered(chunks) {
         rewriter.push(&chunk, &mut out).map_err(failed)?;
@@ -179,28 +178,16 @@ fn rewrite_input(env: &Env, scope: &DirectScope, rules: &[rewrite::Rule], input:
     Ok(String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
-/// More chunks than this are regrouped into pieces of at least [`GATHERED_PIECE`] bytes. Fewer are
-/// pushed as they are, so that tests can put chunk edges where they want them.
+/// More chunks than this go through the engine as one piece (the result is their concatenation's
+/// either way). Fewer are pushed as they are, so that tests can put chunk edges where they want them.
 const MAX_CHUNKS_AS_GIVEN: usize = 64;
-const GATHERED_PIECE: usize = 16 * 1024;
 
-/// `chunks` as the engine gets them: as given, or regrouped when there are many.
+/// `chunks` as the engine gets them: as given, or joined when there are many.
 fn gathered(chunks: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
     if chunks.len() <= MAX_CHUNKS_AS_GIVEN {
         return chunks;
     }
-    let mut pieces = Vec::new();
-    let mut piece = Vec::new();
-    for chunk in chunks {
-        piece.extend_from_slice(&chunk);
-        if piece.len() >= GATHERED_PIECE {
-            pieces.push(std::mem::take(&mut piece));
-        }
-    }
-    if !piece.is_empty() {
-        pieces.push(piece);
-    }
-    pieces
+    vec![chunks.concat()]
 }
 
 /// The chunks of `rewrite([...])`, as bytes; an element of another type is named by its index.
