@@ -378,3 +378,54 @@ test('out of connection slots: connections that never sent a request give way, s
     await up.close()
   }
 })
+
+test('a crafted cassette of a million one-byte chunks: toHar and replay stay within a stated memory bound', { timeout: 120000 }, async () => {
+  const fs = require('node:fs')
+  const os = require('node:os')
+  const path = require('node:path')
+  const { execFile } = require('node:child_process')
+  const { ROOT } = require('./helpers')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'devproxy-cassette-'))
+  const cassette = path.join(dir, 'million.jsonl')
+  const head = [
+    '{"type":"cassette","version":1,"createdAt":"2026-11-30T16:00:00Z"}',
+    '{"type":"request","id":1,"method":"GET","url":"/big","headers":[["host","127.0.0.1:9"]]}',
+    '{"type":"response","id":1,"at":1,"status":200,"headers":[["content-type","text/plain"]],"encoding":"identity"}',
+  ]
+  const fd = fs.openSync(cassette, 'w')
+  fs.writeSync(fd, head.join('\n') + '\n')
+  let buf = ''
+  for (let i = 0; i < 1000000; i++) {
+    buf += `{"type":"body","id":1,"chunk":${i},"at":2,"text":"a"}\n`
+    if (buf.length > 1 << 20) {
+      fs.writeSync(fd, buf)
+      buf = ''
+    }
+  }
+  fs.writeSync(fd, buf + '{"type":"end","id":1,"at":3}\n')
+  fs.closeSync(fd)
+  // Peak RSS (VmHWM) of a child that does one thing, in MiB.
+  const peak = (body) =>
+    new Promise((resolve, reject) => {
+      const script = `
+        const hwm = () => Number(/VmHWM:\\s+(\\d+)/.exec(require('fs').readFileSync('/proc/self/status', 'utf8'))[1]) / 1024
+        const lib = require(process.cwd())
+        ;(async () => { const result = await (${body})(lib, ${JSON.stringify(cassette)}); process.stdout.write(JSON.stringify({ result, hwm: hwm() })) })()
+      `
+      execFile(process.execPath, ['-e', script], { cwd: ROOT, timeout: 60000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+        if (err) reject(new Error(`${err.message}; stderr: ${stderr}`))
+        else resolve(JSON.parse(stdout))
+      })
+    })
+  try {
+    const har = await peak(`async (lib, file) => { const h = JSON.parse(await lib.toHar(file)); return h.log.entries[0].response._chunks.length }`)
+    assert.equal(har.result, 1000000)
+    // Before: 1.73 GiB. Now about 220 MiB: the HAR text (36 MB), its parse here, and the cassette.
+    assert.ok(har.hwm < 700, `toHar peaked at ${har.hwm.toFixed(0)} MiB`)
+    const replay = await peak(`async (lib, file) => { const s = await lib.start({ proxy: 'http://127.0.0.1:9', port: 0, replay: { path: file }, logLevel: 'silent' }); await s.stop(); return true }`)
+    // Before: 239 MiB. Now about 150 MiB, 55 of them Node's own.
+    assert.ok(replay.hwm < 220, `replay peaked at ${replay.hwm.toFixed(0)} MiB`)
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})

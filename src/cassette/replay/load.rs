@@ -115,9 +115,11 @@ pub fn read(input: impl BufRead, name: &str) -> Result<Vec<Recorded>, CassetteEr
 }
 
 /// One exchange as replay plays it.
-fn recorded(exchange: Exchange, name: &str) -> Result<Recorded, CassetteError> {
-    let chunks =
-        exchange.joined_chunks().into_iter().map(|(at, bytes)| RecordedChunk { at, bytes: bytes.into() }).collect();
+fn recorded(mut exchange: Exchange, name: &str) -> Result<Recorded, CassetteError> {
+    // One buffer per body, each chunk a slice of it: no allocation per chunk.
+    let joined = exchange.joined_chunks();
+    let whole = bytes::Bytes::from(std::mem::take(&mut exchange.response_body));
+    let chunks = joined.into_iter().map(|(_, at, range)| RecordedChunk { at, bytes: whole.slice(range) }).collect();
     let Exchange { line, id, method, url, body, response, ws, end_at, error, close, .. } = exchange;
     // The reader lets an exchange that failed before its head end without one; replay needs it.
     let Some(head) = response else {
