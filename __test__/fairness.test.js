@@ -11,7 +11,8 @@ const path = require('node:path')
 const { spawnNode, withTimeout } = require('./helpers')
 
 const CHILD = path.join(__dirname, 'fixtures/busy-js-child.js')
-const PROBES = 50
+// p99 of 100 samples is the second largest: one outlier on a shared machine is allowed, two are not.
+const PROBES = 100
 const P99_LIMIT_MS = 50
 
 /** GET `url` to its end; resolves to the milliseconds it took and the status. */
