@@ -429,3 +429,60 @@ test('a crafted cassette of a million one-byte chunks: toHar and replay stay wit
     fs.rmSync(dir, { recursive: true, force: true })
   }
 })
+
+// Two network namespaces of the test's own, joined by a veth pair (198.18.0.0/30, the range set aside
+// for network tests): the proxy listens on every address in one, a client in the other is "another
+// machine on the LAN". Needs root and iproute2, as CI has.
+test('the inspector refuses a client on another host (network namespaces), unless inspector.remote', async () => {
+  const { execFileSync, execFile } = require('node:child_process')
+  const path = require('node:path')
+  const { spawn } = require('node:child_process')
+  const tag = `dpn${process.pid}`
+  const [nsProxy, nsClient] = [`${tag}p`, `${tag}c`]
+  const ip = (...args) => execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] })
+  const get = (ns, url) =>
+    new Promise((resolve, reject) => {
+      const script = `require('http').get(${JSON.stringify(url)}, (r) => { r.resume(); r.on('end', () => process.stdout.write(String(r.statusCode))) }).on('error', (e) => { process.stdout.write('error ' + e.message) })`
+      execFile('ip', ['netns', 'exec', ns, process.execPath, '-e', script], { timeout: 15000 }, (err, stdout) =>
+        err ? reject(err) : resolve(stdout),
+      )
+    })
+  ip('netns', 'add', nsProxy)
+  ip('netns', 'add', nsClient)
+  try {
+    ip('link', 'add', `${tag}a`, 'type', 'veth', 'peer', 'name', `${tag}b`)
+    ip('link', 'set', `${tag}a`, 'netns', nsProxy)
+    ip('link', 'set', `${tag}b`, 'netns', nsClient)
+    ip('-n', nsProxy, 'addr', 'add', '198.18.0.1/30', 'dev', `${tag}a`)
+    ip('-n', nsClient, 'addr', 'add', '198.18.0.2/30', 'dev', `${tag}b`)
+    for (const [ns, dev] of [[nsProxy, `${tag}a`], [nsClient, `${tag}b`]]) {
+      ip('-n', ns, 'link', 'set', 'lo', 'up')
+      ip('-n', ns, 'link', 'set', dev, 'up')
+    }
+    for (const [inspector, remoteStatus] of [[true, '403'], [{ remote: true }, '200']]) {
+      const child = spawn('ip', ['netns', 'exec', nsProxy, process.execPath, path.join(__dirname, 'fixtures/netns-proxy-child.js'), JSON.stringify(inspector)], {
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      })
+      try {
+        const started = await withTimeout(
+          new Promise((resolve, reject) => {
+            child.on('message', (m) => (m.type === 'started' ? resolve(m) : reject(new Error(m.message))))
+            child.on('exit', (code) => reject(new Error(`the proxy's process exited (${code})`)))
+          }),
+          20000,
+          'the proxy in its namespace',
+        )
+        const api = (host) => `http://${host}:${started.port}/__devproxy/api/exchanges`
+        assert.equal(await get(nsProxy, api('127.0.0.1')), '200', 'a client on the proxy\'s machine')
+        assert.equal(await get(nsClient, api('198.18.0.1')), remoteStatus, `another host, inspector: ${JSON.stringify(inspector)}`)
+        assert.equal(await get(nsClient, `http://198.18.0.1:${started.port}/`), '200', 'the site itself is served to the other host')
+      } finally {
+        child.disconnect?.()
+        child.kill()
+      }
+    }
+  } finally {
+    ip('netns', 'del', nsProxy)
+    ip('netns', 'del', nsClient)
+  }
+})
