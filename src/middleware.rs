@@ -123,6 +123,10 @@ impl MiddlewareHost {
 /// Connect itself matches the raw path; a middleware guarding `/admin` must not be skipped by a
 /// spelling the target reads as `/admin`.
 pub(crate) fn normalize_path(path: &str) -> std::borrow::Cow<'_, str> {
+    // Most paths have nothing to normalize: no allocation for them.
+    if !path.contains('%') && !path.contains("//") && !path.contains("/.") {
+        return std::borrow::Cow::Borrowed(path);
+    }
     let decoded = decode_unreserved(path);
     let mut segments: Vec<&str> = Vec::new();
     for segment in decoded.split('/').skip(1) {
