@@ -215,7 +215,7 @@ test('Chromium: a page on another site cannot spend reqHeaders credentials; the 
 })
 
 // Tiny upstream chunks: each push rescanned what a pending match held back (up to maxMatchBytes), so a
-// page in 16-byte chunks cost its size times 64 KiB (1 MiB: 15 s of CPU; this 4 MiB page: about a
+// page in 16-byte chunks cost its size times 64 KiB (the probe measured 1 MiB: 15 s of CPU; this 4 MiB page: about a
 // minute). Chunks that arrive together are now gathered. No speed is claimed: the ceiling only turns
 // "quadratic" into a failure, with a wide margin (about a second here).
 test('tiny upstream chunks: a 4 MiB page in 16-byte HTTP chunks, each unit a 64 KiB match candidate, is rewritten within the ceiling', { timeout: 90000 }, async () => {
