@@ -215,9 +215,9 @@ test('Chromium: a page on another site cannot spend reqHeaders credentials; the 
 })
 
 // Tiny upstream chunks: each push rescanned what a pending match held back (up to maxMatchBytes), so a
-// page in 16-byte chunks cost its size times 64 KiB (the probe measured 1 MiB: 15 s of CPU; this 4 MiB page: about a
-// minute). Chunks that arrive together are now gathered. No speed is claimed: the ceiling only turns
-// "quadratic" into a failure, with a wide margin (about a second here).
+// page in 16-byte chunks cost its size times 64 KiB (the probe measured 15 s of CPU for 1 MiB; this 4 MiB
+// page would take about four times that). Chunks that arrive together are now gathered. No speed is
+// claimed: the ceiling only turns "quadratic" into a failure, with a wide margin (about 2 s here).
 test('tiny upstream chunks: a 4 MiB page in 16-byte HTTP chunks, each unit a 64 KiB match candidate, is rewritten within the ceiling', { timeout: 90000 }, async () => {
   const net = require('node:net')
   const unit = '<body ' + 'x'.repeat(64 * 1024 - 6)
