@@ -1,16 +1,21 @@
 #!/bin/sh
-# Chromium for the browser test (__test__/security.test.js): installed with apt-get when missing,
-# nothing done when it is there. Uses sudo unless run as root.
+# What the tests need from the system, installed with apt-get when missing, nothing done when it is
+# there: Chromium for the browser tests, and iproute2 (`ip`) for the test that puts the proxy and a
+# client in two network namespaces (__test__/security-probe.test.js). Uses sudo unless run as root.
 set -eu
-# The test runs $CHROMIUM_PATH, by default /usr/bin/chromium (where Debian's package puts it).
-if [ -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
+# The browser tests run $CHROMIUM_PATH, by default /usr/bin/chromium (where Debian's package puts it).
+PACKAGES=
+[ -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] || PACKAGES="chromium"
+command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || PACKAGES="$PACKAGES iproute2"
+if [ -z "$PACKAGES" ]; then
   exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "install-chromium: no apt-get here; install Chromium and set CHROMIUM_PATH to its binary" >&2
+  echo "install-chromium: no apt-get here; install$PACKAGES (and set CHROMIUM_PATH to Chromium's binary)" >&2
   exit 1
 fi
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 $SUDO apt-get update
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+# shellcheck disable=SC2086 # the list is meant to split
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y $PACKAGES
