@@ -28,6 +28,12 @@ const PROXY_OPTIONS = [
   'upstreamCompression',
   'quiet',
   'inspector',
+  'serverTiming',
+  'logRequests',
+  'logFormat',
+  'replay',
+  'record',
+  'onRequest',
 ]
 
 /**
