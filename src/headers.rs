@@ -94,17 +94,13 @@ pub(crate) fn to_upstream(
 /// (`security::from_another_site`) does not get those that carry credentials.
 pub(crate) fn add_req_headers(headers: &mut HeaderMap, config: &ProxyConfig, cross_site: bool) {
     for (name, value) in &config.req_headers {
-        if cross_site && is_credential(name, value) {
+        // Credentials by the redaction policy: a secret name (`Authorization`, `Cookie`...) or a
+        // key-shaped value.
+        if cross_site && crate::observe::mask::is_secret_header(name.as_str(), value.as_bytes()) {
             continue;
         }
         headers.insert(name.clone(), value.clone());
     }
-}
-
-/// A header that carries credentials, by the redaction policy (observe/mask.rs): a secret name
-/// (`Authorization`, `Cookie`, `X-Api-Key`...) or a key-shaped value.
-fn is_credential(name: &HeaderName, value: &HeaderValue) -> bool {
-    crate::observe::mask::is_secret(name.as_str()) || crate::observe::mask::find_key(value.as_bytes()).is_some()
 }
 
 /// `http(s)://LOCAL_HOST/rest` becomes `TARGET_ORIGIN/rest`; anything else is left alone.

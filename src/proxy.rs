@@ -70,7 +70,7 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
                 WsReplay::Forward => None,
             },
         };
-        return websocket::tunnel(shared.clone(), target, req, &ctx.local_host, recorder).await;
+        return websocket::tunnel(shared.clone(), target, req, &ctx.local_host, ctx.cross_site, recorder).await;
     }
     if !returned {
         // Local files (local_files.rs), then middleware (middleware.rs): Browsersync's order.
@@ -87,8 +87,11 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
         // Matched on the normalized path (`/%61dmin`, `//admin` and `/x/../admin` are `/admin`), which
         // is also what the middleware get: none of these skips an `/admin` middleware.
         if let Some(host) = shared.config.middleware.as_ref() {
-            if host.matches(&middleware::normalize_path(req.uri().path())) {
-                let path = middleware::normalize_path(req.uri().path()).into_owned();
+            let matched = {
+                let path = middleware::normalize_path(req.uri().path());
+                host.matches(&path).then(|| path.into_owned())
+            };
+            if let Some(path) = matched {
                 middleware::use_path(&mut req, &path);
                 return middleware_phase(shared, host, ctx, req).await;
             }

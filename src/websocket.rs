@@ -37,21 +37,21 @@ pub(crate) fn is_upgrade<B>(req: &Request<B>) -> bool {
 
 /// Phase "send" for an upgrade: the handshake to the request's target (`proxy`'s or a route's) on a
 /// connection of its own, then the tunnel. A failure before the target answers is an error page, like any other request's.
-/// `recorder`: the recording it goes to, if its path is recorded.
+/// `cross_site`: a browser says it comes from another site's page (`security::from_another_site`;
+/// such upgrades pass the Origin check only from another port of localhost): no `reqHeaders`
+/// credentials. `recorder`: the recording it goes to, if its path is recorded.
 pub(crate) async fn tunnel(
     shared: Arc<Shared>,
     target: Upstream<'_>,
     mut req: Request<Incoming>,
     local_host: &str,
+    cross_site: bool,
     recorder: Option<Arc<Recorder>>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     // Recorded offsets count from here.
     let arrived = std::time::Instant::now();
     let config = target.config;
     let url = format!("{}{}", config.target.origin(), req.uri().path_and_query().map_or("/", |p| p.as_str()));
-    // Upgrades from other sites were refused by the Origin check; `Sec-Fetch-Site` may still say
-    // another port of localhost.
-    let cross_site = crate::security::from_another_site(&req, shared.local_addr, config, &shared.hosts);
     let client_upgrade = hyper::upgrade::on(&mut req);
     let (mut parts, _) = req.into_parts();
     let client = config.hooks.proxy_req_ws.is_some().then(|| hooks::client_request(&parts));

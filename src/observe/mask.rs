@@ -43,9 +43,14 @@ pub fn is_secret(name: &str) -> bool {
     SECRET_HEADERS.iter().any(|secret| secret.eq_ignore_ascii_case(name))
 }
 
+/// Whether a header carries a secret: a secret name, or a key-shaped value.
+pub fn is_secret_header(name: &str, value: &[u8]) -> bool {
+    is_secret(name) || find_key(value).is_some()
+}
+
 /// The value as it may be shown: [`REDACTED`] for a secret header or a key-shaped value, else unchanged.
 pub fn mask<'a>(name: &str, value: &'a str) -> Cow<'a, str> {
-    if is_secret(name) || find_key(value.as_bytes()).is_some() {
+    if is_secret_header(name, value.as_bytes()) {
         Cow::Borrowed(REDACTED)
     } else {
         Cow::Borrowed(value)
@@ -55,7 +60,7 @@ pub fn mask<'a>(name: &str, value: &'a str) -> Cow<'a, str> {
 /// Masks the secret values of (name, value) pairs in place: secret names, key-shaped values.
 pub fn mask_headers(headers: &mut [(String, String)]) {
     for (name, value) in headers.iter_mut() {
-        if value != REDACTED && (is_secret(name) || find_key(value.as_bytes()).is_some()) {
+        if value != REDACTED && is_secret_header(name, value.as_bytes()) {
             *value = REDACTED.to_string();
         }
     }
