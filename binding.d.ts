@@ -35,10 +35,19 @@ export declare class ProxyServer {
    */
   addRuleAsync(rule: RewriteRule): Promise<number>
   /**
+   * Replaces every rule (`rewriteRules` and those added since) at once, for requests that start
+   * from now on: a request sees the old rules or the new ones, never a mix. Returns the new rules'
+   * ids, in order. Throws naming the bad rule (`rules[2]: ...`), leaving the running rules as they
+   * were, and after `stop()`. Compiles on the JS thread, as `addRule`.
+   */
+  setRules(rules: ReadonlyArray<RewriteRule>): Array<number>
+  /**
    * Removes a rule by the id `addRule` returned (the rules of `rewriteRules` have ids 0, 1, 2...);
    * false if there is no such rule. Throws after `stop()`.
    */
   removeRule(id: number): boolean
+  /** For lib/server.js's `setMiddleware()`: the routes the middleware host now serves. */
+  setMiddlewareRoutes(routes: Array<string>): void
   /**
    * Where the `record` option's recording stands (`null` when not recording): exchanges written
    * and refused, the last refusal's reason (naming the field), and the write error that stopped it.

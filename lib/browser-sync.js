@@ -13,11 +13,19 @@ const net = require('node:net')
 const { createRequire } = require('node:module')
 const { PassThrough } = require('node:stream')
 const { EventEmitter } = require('node:events')
-const { start } = require('./start.js')
+const { start, resolveReqHeaders } = require('./start.js')
 const { splitOptions } = require('./browser-sync-options.js')
+const { attachSite } = require('./browser-sync-site.js')
 const { version } = require('../package.json')
 
 const LOOPBACK = '127.0.0.1'
+
+/**
+ * Proxies stopping and not stopped yet, of every instance: a new instance waits for them, so that
+ * `bs.cleanup(); browserSync.init(...)` gets the port the last one freed (as with Browsersync, whose
+ * servers close synchronously enough for that).
+ */
+const stopping = new Set()
 
 /**
  * Loads browser-sync `id` as the user's project sees it (their cwd first, then where this package
@@ -44,6 +52,14 @@ function loadBrowserSync(id) {
     Immutable: from('immutable'),
     devIp: from('dev-ip'),
   }
+}
+
+/** An option that takes one item or a list (array or Immutable list) as an array. */
+function listOf(value) {
+  if (value === undefined || value === null) return []
+  if (Array.isArray(value)) return value
+  if (typeof value.toArray === 'function') return value.toArray()
+  return [value]
 }
 
 /** A free port on the loopback address, for browser-sync's own server (it scans upwards from it). */
@@ -150,7 +166,21 @@ function createAdapter(moduleId) {
     const inner = lib.browserSync.create(name, emitter ?? newEmitter())
     const bs = inner.instance
     let server = null
+    let view = null
     let starting = false
+
+    /** Stops the proxy if it runs; resolves once its port is free. */
+    function stopProxy() {
+      const running = server
+      server = null
+      if (!running) return Promise.resolve()
+      const stopped = running.stop().finally(() => {
+        stopping.delete(stopped)
+        view?.stopped()
+      })
+      stopping.add(stopped)
+      return stopped
+    }
 
     function init(...args) {
       const { config, cb } = lib.parseArgs(args)
@@ -213,9 +243,7 @@ function createAdapter(moduleId) {
               },
               (err) => {
                 running.drop()
-                const started = server
-                server = null
-                if (started) started.stop().catch(() => {})
+                stopProxy().catch(() => {})
                 fail(err, true)
               },
             )
@@ -229,18 +257,31 @@ function createAdapter(moduleId) {
     }
 
     async function startProxy(proxyOptions, config, running) {
+      await Promise.allSettled([...stopping])
       const snippet = bs.options.get('snippet')
       const routes = { ...proxyOptions.routes, ...browserSyncRoutes(bs.options, bs.options.get('port')) }
-      const proxyConfig = { ...proxyOptions, routes }
+      const proxyConfig = { ...proxyOptions, routes, proxy: resolveReqHeaders(proxyOptions.proxy, bs) }
       if (snippet) proxyConfig.snippet = snippet
+      // The user's middleware (top-level `middleware` wins over `proxy.middleware`, as in
+      // Browsersync), then those plugins gave through the `server:middleware` hook.
+      const fromProxy = typeof config.proxy === 'object' ? config.proxy.middleware : undefined
+      const given = listOf(config.middleware ?? fromProxy)
+      const middleware = [...given, ...listOf(bs.options.get('middleware'))]
+      if (config.middleware == null && fromProxy != null) {
+        const { middleware: _, ...proxy } = proxyConfig.proxy
+        proxyConfig.proxy = proxy
+      }
+      proxyConfig.middleware = middleware
       server = await start(proxyConfig)
       starting = false
-      const { scheme, urls } = siteUrls(server, proxyOptions, bs.options, lib.devIp)
-      const target = typeof config.proxy === 'string' ? config.proxy : config.proxy.target
+      const { scheme, urls } = siteUrls(server, { ...proxyOptions, startPath: proxyOptions.startPath ?? server.startPath }, bs.options, lib.devIp)
+      view = attachSite(bs, lib, server, config, middleware, stopProxy)
+      bs.registerCleanupTask(() => {
+        stopProxy().catch(() => {})
+      })
       bs.setMany((options) => {
         const uiUrls = options.get('urls').filter((_, key) => key.startsWith('ui'))
         options.set('mode', 'proxy')
-        options.set('proxy', lib.Immutable.fromJS({ target: /^[a-z]+:\/\//i.test(target) ? target : `http://${target}` }))
         options.set('port', server.port)
         options.set('scheme', scheme)
         options.set('urls', lib.Immutable.fromJS(urls).merge(uiUrls))
@@ -260,14 +301,8 @@ function createAdapter(moduleId) {
 
     /** Stops browser-sync (watchers, sockets, UI) and the proxy; resolves when the port is free. */
     function exit() {
-      const running = server
-      server = null
-      if (!running) {
-        inner.exit()
-        return Promise.resolve()
-      }
       // The proxy first, so that no request reaches browser-sync's server after it has closed.
-      return running.stop().finally(() => inner.exit())
+      return stopProxy().finally(() => inner.exit())
     }
 
     const instance = {
@@ -281,9 +316,7 @@ function createAdapter(moduleId) {
       reload: inner.reload,
       stream: inner.stream,
       cleanup: (cb) => {
-        const running = server
-        server = null
-        if (running) running.stop().catch(() => {})
+        stopProxy().catch(() => {})
         return inner.cleanup(cb)
       },
       use: inner.use,

@@ -52,18 +52,25 @@ function middlewareList(options) {
     warnings.push('proxy.middleware is ignored because middleware is given, as in Browsersync; put them all in middleware')
   }
   if (value === undefined || value === null) return { items: [], warnings }
+  return { items: normalizeMiddleware(value, option, (where) => `option \`${where}\``), warnings }
+}
+
+/**
+ * `value` (a function, `{ route, handle }`, or an array of them) as `{ route, handle }` items.
+ * Errors name the entry: `name[i]`, put in context by `label` (`option \`middleware[1]\``).
+ */
+function normalizeMiddleware(value, name, label) {
   const list = Array.isArray(value) ? value : [value]
-  const items = list.map((item, i) => {
-    const where = Array.isArray(value) ? `${option}[${i}]` : option
+  return list.map((item, i) => {
+    const where = Array.isArray(value) ? `${name}[${i}]` : name
     if (typeof item === 'function') return { route: '', handle: item }
     if (item !== null && typeof item === 'object' && typeof item.handle === 'function') {
       const route = item.route === undefined ? '' : item.route
-      if (typeof route !== 'string') throw new TypeError(`option \`${where}.route\` must be a string, got ${typeof route}`)
+      if (typeof route !== 'string') throw new TypeError(`${label(`${where}.route`)} must be a string, got ${typeof route}`)
       return { route, handle: item.handle }
     }
-    throw new TypeError(`option \`${where}\` must be a function (req, res, next) or { route, handle }`)
+    throw new TypeError(`${label(where)} must be a function (req, res, next) or { route, handle }`)
   })
-  return { items, warnings }
 }
 
 function sameToken(value, token) {
@@ -83,11 +90,11 @@ class MiddlewareHost {
   #request = http.request
   #proxy = null // where the native server listens: { host, port }
 
+  #app
+
   constructor(items) {
     this.token = crypto.randomBytes(24).toString('hex')
-    this.routes = items.map((item) => item.route)
-    const app = connect()
-    for (const item of items) app.use(item.route, item.handle)
+    this.setItems(items)
     this.#server = http.createServer((req, res) => {
       if (!sameToken(req.headers[TOKEN_HEADER], this.token)) {
         res.writeHead(403, { 'content-type': 'text/plain' }).end('not for you\n')
@@ -97,6 +104,7 @@ class MiddlewareHost {
       stripOwnHeaders(req)
       // In a slice of the JS thread, as every call the proxy makes into JS (lib/js-thread.js): busy
       // middleware take turns with the rest of the process instead of running back to back.
+      const app = this.#app
       inSlice(() => app(req, res, (err) => (err ? this.#fail(res, err) : this.#sendOn(req, res))))
     })
     // The native server's keep-alive handle alone decides whether the process stays up (`unref()`):
@@ -108,6 +116,17 @@ class MiddlewareHost {
     // Its only client is the native server, which applies its own limits: a long upload through
     // `next()` must not be cut by Node's default 5-minute request timeout.
     this.#server.requestTimeout = 0
+  }
+
+  /**
+   * The middleware for requests that reach the host from now on; `routes` is what the native server
+   * hands over (the caller tells it). A request already in a middleware finishes with the old ones.
+   */
+  setItems(items) {
+    const app = connect()
+    for (const item of items) app.use(item.route, item.handle)
+    this.#app = app
+    this.routes = items.map((item) => item.route)
   }
 
   async listen() {
@@ -190,13 +209,15 @@ class MiddlewareHost {
   }
 }
 
-/** Starts the host when there are middleware; `{ host: undefined }` otherwise. */
+/**
+ * Starts the host, with the options' middleware (none is fine: `server.setMiddleware()` can add
+ * some later, and until then no request goes to the host).
+ */
 async function prepareMiddleware(options) {
   const { items, warnings } = middlewareList(options)
-  if (items.length === 0) return { host: undefined, warnings }
   const host = new MiddlewareHost(items)
   await host.listen()
   return { host, warnings }
 }
 
-module.exports = { prepareMiddleware, TOKEN_HEADER }
+module.exports = { prepareMiddleware, normalizeMiddleware, TOKEN_HEADER }

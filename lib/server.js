@@ -3,6 +3,7 @@
 // for it (closed by `stop()`).
 
 const { wrapProxyRule } = require('./rules.js')
+const { normalizeMiddleware } = require('./middleware.js')
 
 /**
  * Every started server until its `stop()`: like Node's `http.Server`, a server lives until it is
@@ -14,14 +15,17 @@ const running = new Set()
 
 class ProxyServer {
   #native
+  #middlewareHost
   #cleanups
 
   /**
    * @param native the `ProxyServer` of binding.js
+   * @param middlewareHost the host running connect-style middleware (lib/middleware.js)
    * @param cleanups async functions run once by `stop()`, after the native server has stopped
    */
-  constructor(native, cleanups) {
+  constructor(native, middlewareHost, cleanups) {
     this.#native = native
+    this.#middlewareHost = middlewareHost
     this.#cleanups = cleanups
     running.add(this)
   }
@@ -53,6 +57,24 @@ class ProxyServer {
 
   removeRule(id) {
     return this.#native.removeRule(id)
+  }
+
+  /** Replaces every rule at once (see index.d.ts); returns the new rules' ids. */
+  setRules(rules) {
+    if (!Array.isArray(rules)) {
+      throw new TypeError(`setRules(rules): rules must be an array of { match, replace }, got ${rules === null ? 'null' : typeof rules}`)
+    }
+    return this.#native.setRules(rules.map(wrapProxyRule))
+  }
+
+  /**
+   * Replaces the middleware (the `middleware` option's forms) for requests that start from now on;
+   * throws naming a bad entry, leaving the running middleware as they were.
+   */
+  setMiddleware(middleware) {
+    const items = normalizeMiddleware(middleware ?? [], 'middleware', (where) => `setMiddleware(): ${where}`)
+    this.#native.setMiddlewareRoutes(items.map((item) => item.route))
+    this.#middlewareHost.setItems(items)
   }
 
   stats() {

@@ -8,11 +8,25 @@ const { prepareOptions } = require('./rules.js')
 const { prepareHooks, proxyOptionsWarnings } = require('./hooks.js')
 const { prepareMiddleware } = require('./middleware.js')
 
+/**
+ * Browsersync's older `proxy.reqHeaders` form: a function, called once at start with the proxy
+ * options (and `this` as Browsersync's instance where the adapter has one), that returns the headers.
+ */
+function resolveReqHeaders(proxy, self) {
+  if (proxy === null || typeof proxy !== 'object' || typeof proxy.reqHeaders !== 'function') return proxy
+  const headers = proxy.reqHeaders.call(self, { ...proxy })
+  if (headers === null || typeof headers !== 'object' || Array.isArray(headers)) {
+    const got = headers === null ? 'null' : Array.isArray(headers) ? 'an array' : typeof headers
+    throw new TypeError(`option \`proxy.reqHeaders\` is a function, which must return an object of headers; it returned ${got}`)
+  }
+  return { ...proxy, reqHeaders: headers }
+}
+
 /** The options the native side reads: without the functions and middleware JS runs itself. */
 function nativeOptions(options) {
   const { middleware, onRequest, ...rest } = prepareOptions(options)
   if (rest.proxy !== null && typeof rest.proxy === 'object') {
-    const { proxyReq, proxyReqWs, proxyRes, middleware: proxyMiddleware, ...proxy } = rest.proxy
+    const { proxyReq, proxyReqWs, proxyRes, middleware: proxyMiddleware, ...proxy } = resolveReqHeaders(rest.proxy)
     rest.proxy = proxy
   }
   return rest
@@ -59,18 +73,18 @@ async function start(options) {
   const onRequest = prepareOnRequest(options)
   const hooks = prepareHooks(options.proxy)
   const { host, warnings } = await prepareMiddleware(options)
-  const cleanups = host ? [() => host.close()] : []
+  const cleanups = [() => host.close()]
   let native
   try {
-    const js = { ...hooks, onRequest, middleware: host && { port: host.port, token: host.token, routes: host.routes } }
+    const js = { ...hooks, onRequest, middleware: { port: host.port, token: host.token, routes: host.routes } }
     native = await binding.start(nativeOptions(options), js)
   } catch (e) {
     for (const cleanup of cleanups) await cleanup()
     throw e
   }
-  host?.setProxy(native.url, native.certificate)
+  host.setProxy(native.url, native.certificate)
   warn(options, [...proxyOptionsWarnings(options.proxy), ...warnings])
-  return new ProxyServer(native, cleanups)
+  return new ProxyServer(native, host, cleanups)
 }
 
-module.exports = { start }
+module.exports = { start, resolveReqHeaders }

@@ -261,8 +261,8 @@ pub struct ProxyConfig {
     pub req_headers: Vec<(HeaderName, HeaderValue)>,
     /// Remove `Domain=` from `Set-Cookie`.
     pub strip_cookie_domain: bool,
-    /// Verify the upstream's TLS certificate.
-    pub verify_tls: bool,
+    /// Whether the upstream's TLS certificate is checked.
+    pub verify_tls: crate::tls::VerifyTls,
     /// User rules, applied after the snippet and before the link rewrite.
     pub rules: Vec<Rule>,
     /// HTML inserted right after the first `<body ...>` tag of each page (Browsersync's snippet).
@@ -377,8 +377,8 @@ pub struct Route {
     pub ws: bool,
     /// Headers set on every request to this target.
     pub req_headers: Vec<(HeaderName, HeaderValue)>,
-    /// Verify this target's TLS certificate.
-    pub verify_tls: bool,
+    /// Whether this target's TLS certificate is checked.
+    pub verify_tls: crate::tls::VerifyTls,
     /// `replay`: this route's requests answered from a cassette (`None`: the server's mode).
     pub replay: Option<crate::cassette::replay::ReplayOptions>,
     /// `record`: this route's exchanges recorded to its own cassette (`None`: the server's recording).
@@ -401,7 +401,7 @@ impl Route {
             target,
             ws: true,
             req_headers: Vec::new(),
-            verify_tls: true,
+            verify_tls: crate::tls::VerifyTls::UnlessLoopback,
             replay: None,
             record: None,
         })
@@ -532,7 +532,7 @@ impl ProxyConfig {
             ws: true,
             req_headers: Vec::new(),
             strip_cookie_domain: true,
-            verify_tls: true,
+            verify_tls: crate::tls::VerifyTls::UnlessLoopback,
             rules: Vec::new(),
             snippet: None,
             rewrite_text_types: false,

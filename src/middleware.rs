@@ -11,7 +11,7 @@
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use http::header::{HeaderMap, HeaderValue};
 use http::{Request, Response, Uri};
@@ -42,8 +42,9 @@ pub struct MiddlewareHost {
     pub port: u16,
     /// The secret both sides send; random per server.
     pub token: String,
-    /// Route prefixes as connect matches them (`""` matches every path).
-    pub routes: Vec<String>,
+    /// Route prefixes as connect matches them (`""` matches every path); replaced whole when the
+    /// middleware change at run time (`server.setMiddleware()`).
+    pub routes: Routes,
     /// The return tickets of the hand-offs in flight.
     pub returns: Arc<ReturnTickets>,
 }
@@ -81,6 +82,32 @@ impl Drop for Ticket {
     }
 }
 
+/// The middleware's routes, shared by every clone of the host's description and replaceable while
+/// the server runs.
+#[derive(Clone, Default)]
+pub struct Routes(Arc<RwLock<Arc<[String]>>>);
+
+impl Routes {
+    pub fn new(routes: Vec<String>) -> Routes {
+        Routes(Arc::new(RwLock::new(routes.into())))
+    }
+
+    /// The routes for requests that start from now on.
+    pub fn replace(&self, routes: Vec<String>) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = routes.into();
+    }
+
+    fn current(&self) -> Arc<[String]> {
+        self.0.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+impl std::fmt::Debug for Routes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.current().iter()).finish()
+    }
+}
+
 /// Marks a request the host sent on with `next()` (see [`MiddlewareHost::take_returned`]).
 #[derive(Clone, Copy)]
 pub(crate) struct Returned;
@@ -96,7 +123,7 @@ impl MiddlewareHost {
     /// Whether a middleware's route matches `path`, as connect matches it: a case-insensitive prefix
     /// followed by `/`, `.` or the end.
     pub fn matches(&self, path: &str) -> bool {
-        self.routes.iter().any(|route| {
+        self.routes.current().iter().any(|route| {
             let route = route.trim_end_matches('/');
             path.len() >= route.len()
                 && path.as_bytes()[..route.len()].eq_ignore_ascii_case(route.as_bytes())
@@ -268,7 +295,7 @@ mod tests {
         MiddlewareHost {
             port: 1,
             token: "t0k".into(),
-            routes: routes.iter().map(|r| r.to_string()).collect(),
+            routes: Routes::new(routes.iter().map(|r| r.to_string()).collect()),
             returns: Arc::default(),
         }
     }

@@ -55,7 +55,7 @@ impl Routes {
         let targets: Vec<RouteTarget> = routes
             .into_iter()
             .map(|route| {
-                let verifier = verifier.clone().filter(|_| route.verify_tls);
+                let verifier = verifier.clone().filter(|_| route.verify_tls.is_on());
                 RouteTarget {
                     replay: players.iter().find(|(prefix, _)| *prefix == route.prefix).map(|(_, p)| p.clone()),
                     recorder: recorders.iter().find(|(prefix, _)| *prefix == route.prefix).map(|(_, r)| r.clone()),

@@ -60,12 +60,13 @@ pub struct ProxyServer {
 
 impl ProxyServer {
     /// Binds and starts serving on the current tokio runtime.
-    pub async fn start(config: ProxyConfig) -> Result<ProxyServer, StartError> {
+    pub async fn start(mut config: ProxyConfig) -> Result<ProxyServer, StartError> {
         let ip = resolve_listen_host(&config.host)?;
         let level = if config.quiet { LogLevel::Silent } else { config.log_level };
         let stats = Arc::new(Stats::new(level, &config.log_prefix));
+        settle_certificate_checks(&mut config, &stats).await;
         // Certificates: files, key generation and the OS trust store are read off the async workers.
-        let verify = config.verify_tls || config.routes.iter().any(|route| route.verify_tls);
+        let verify = config.verify_tls.is_on() || config.routes.iter().any(|route| route.verify_tls.is_on());
         let (https, host) = (config.serves_https().then(|| config.https.clone()), config.host.clone());
         let (served, verifier) = tokio::task::spawn_blocking(move || {
             let served = https.map(|https| tls::served(&https, &host)).transpose()?;
@@ -118,8 +119,8 @@ impl ProxyServer {
         observe.sinks.extend(inspector.iter().map(|inspector| inspector.clone() as Arc<dyn RecordSink>));
         let observer = Arc::new(Observer::new(observe, stats.clone()));
         let shared = Arc::new(Shared {
-            client: forward::client(verifier.clone().filter(|_| config.verify_tls)),
-            websocket_tls: forward::tls_config(verifier.clone().filter(|_| config.verify_tls), &[b"http/1.1"]),
+            client: forward::client(verifier.clone().filter(|_| config.verify_tls.is_on())),
+            websocket_tls: forward::tls_config(verifier.clone().filter(|_| config.verify_tls.is_on()), &[b"http/1.1"]),
             snippet: config.snippet.as_deref().map(|s| config.snippet_rule.clone().unwrap_or_else(|| Rule::snippet(s))),
             links: Rule::links(&config.target.link_host()),
             rules,
@@ -204,6 +205,23 @@ impl ProxyServer {
         self.shared.rules.add(rule)
     }
 
+    /// Replaces every user rule, for requests that start from now on; returns the new rules' ids.
+    pub fn set_rules(&self, rules: Vec<Rule>) -> Result<Vec<u32>, RuleError> {
+        self.shared.rules.replace(rules)
+    }
+
+    /// The middleware's routes for requests that start from now on; false when the server was
+    /// started without a middleware host.
+    pub fn set_middleware_routes(&self, routes: Vec<String>) -> bool {
+        match self.shared.config.middleware.as_ref() {
+            Some(host) => {
+                host.routes.replace(routes);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Removes the rule with this id, for requests that start from now on; false if there was none.
     pub fn remove_rule(&self, id: u32) -> bool {
         self.shared.rules.remove(id)
@@ -249,6 +267,25 @@ impl ProxyServer {
 }
 
 /// Binds `port`, or (Browsersync's way, unless `strictPort`) the next free port after it, saying so.
+/// Turns every unset `secure` into a decision for its target (see [`crate::tls::VerifyTls`]).
+async fn settle_certificate_checks(config: &mut ProxyConfig, stats: &Stats) {
+    async fn settle(policy: &mut crate::tls::VerifyTls, target: &crate::config::Target, stats: &Stats) {
+        if target.scheme != crate::config::Scheme::Https || *policy != crate::tls::VerifyTls::UnlessLoopback {
+            return;
+        }
+        *policy = policy.resolve(target).await;
+        if !policy.is_on() {
+            stats.log_debug(|| {
+                format!("{} is on this machine: its certificate is not checked (`secure: true` checks it)", target.origin())
+            });
+        }
+    }
+    settle(&mut config.verify_tls, &config.target, stats).await;
+    for route in &mut config.routes {
+        settle(&mut route.verify_tls, &route.target, stats).await;
+    }
+}
+
 async fn bind(ip: IpAddr, config: &ProxyConfig, stats: &Stats) -> Result<TcpListener, StartError> {
     let mut port = config.port;
     loop {

@@ -54,6 +54,20 @@ impl RuleStore {
         Ok(id)
     }
 
+    /// Replaces every rule at once (a request sees the old set or the new one, never a mix); returns
+    /// the new rules' ids in order.
+    pub(crate) fn replace(&self, new_rules: Vec<Rule>) -> Result<Vec<u32>, RuleError> {
+        if new_rules.len() > MAX_RULES {
+            return Err(RuleError::TooMany(MAX_RULES));
+        }
+        let mut rules = self.rules.write().unwrap_or_else(PoisonError::into_inner);
+        let numbered: Vec<(u32, Rule)> =
+            new_rules.into_iter().map(|rule| (self.next_id.fetch_add(1, Ordering::Relaxed), rule)).collect();
+        let ids = numbered.iter().map(|(id, _)| *id).collect();
+        *rules = (rules.0 + 1, Arc::new(numbered));
+        Ok(ids)
+    }
+
     /// Removes the rule with this id; false if there was none.
     pub(crate) fn remove(&self, id: u32) -> bool {
         let mut rules = self.rules.write().unwrap_or_else(PoisonError::into_inner);

@@ -109,7 +109,6 @@ impl Stats {
     }
 
     /// A line written only at `logLevel: 'debug'`.
-    #[allow(dead_code)] // The request log replaced its one caller; kept for debug lines to come.
     pub(crate) fn log_debug(&self, message: impl FnOnce() -> String) {
         if self.debug_enabled() {
             self.log_error(&message());

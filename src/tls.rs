@@ -14,7 +14,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ServerConfig;
 use tokio_rustls::TlsAcceptor;
 
-use crate::config::Https;
+use crate::config::{Https, Target};
 use crate::error::StartError;
 
 /// What the proxy serves HTTPS with.
@@ -197,9 +197,72 @@ fn node_extra_ca_certs() -> (Vec<CertificateDer<'static>>, Option<String>) {
     }
 }
 
+/// Whether the proxy checks a target's certificate (`proxy.secure`, a route's `secure`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerifyTls {
+    /// `secure: true`.
+    Always,
+    /// `secure: false`.
+    Never,
+    /// Not set: checked, unless the target is on this machine. A certificate check guards against
+    /// someone on the network between proxy and target; to a loopback address there is no such
+    /// network, and a self-signed certificate is what local sites (Valet, Herd, Local, MAMP) serve.
+    /// Browsersync never checks.
+    UnlessLoopback,
+}
+
+impl VerifyTls {
+    /// Whether certificates may be checked (true until resolved for an unset policy: the safe side).
+    pub fn is_on(self) -> bool {
+        self != VerifyTls::Never
+    }
+
+    /// `Always` or `Never` for `target`: an unset policy looks at where the target's name points.
+    pub(crate) async fn resolve(self, target: &Target) -> VerifyTls {
+        match self {
+            VerifyTls::UnlessLoopback if is_on_this_machine(target).await => VerifyTls::Never,
+            VerifyTls::UnlessLoopback => VerifyTls::Always,
+            settled => settled,
+        }
+    }
+}
+
+/// Whether `target`'s host is this machine: `localhost` and `*.localhost` (RFC 6761), a loopback IP,
+/// or a name that resolves to loopback addresses only (a hosts-file or dnsmasq name such as
+/// `mysite.test`). A name that does not resolve within 2 s counts as elsewhere.
+pub(crate) async fn is_on_this_machine(target: &Target) -> bool {
+    let host = target.host.trim_start_matches('[').trim_end_matches(']');
+    if target.is_loopback() || host.parse::<IpAddr>().is_ok() {
+        return target.is_loopback();
+    }
+    let lookup = tokio::net::lookup_host((host, target.port));
+    match tokio::time::timeout(std::time::Duration::from_secs(2), lookup).await {
+        Ok(Ok(addrs)) => {
+            let ips: Vec<IpAddr> = addrs.map(|addr| addr.ip().to_canonical()).collect();
+            !ips.is_empty() && ips.iter().all(IpAddr::is_loopback)
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_unset_check_is_off_only_for_targets_on_this_machine() {
+        let policy = |url: &str| async move { VerifyTls::UnlessLoopback.resolve(&Target::parse(url).unwrap()).await };
+        for url in ["https://localhost:8443", "https://app.localhost", "https://127.0.0.5", "https://[::1]:9"] {
+            assert_eq!(policy(url).await, VerifyTls::Never, "{url}");
+        }
+        // Addresses elsewhere are decided without a lookup; a name that does not resolve counts as elsewhere.
+        for url in ["https://192.0.2.1", "https://[2001:db8::1]", "https://no-such-host.invalid"] {
+            assert_eq!(policy(url).await, VerifyTls::Always, "{url}");
+        }
+        let here = Target::parse("https://localhost").unwrap();
+        assert_eq!(VerifyTls::Always.resolve(&here).await, VerifyTls::Always, "`secure: true` is kept");
+        assert_eq!(VerifyTls::Never.resolve(&Target::parse("https://192.0.2.1").unwrap()).await, VerifyTls::Never);
+    }
 
     #[test]
     fn the_self_signed_certificate_names_the_local_hosts() {

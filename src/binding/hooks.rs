@@ -14,7 +14,7 @@ use super::outcome::{self, SlicedFn};
 use super::{get, invalid, type_name};
 use crate::config::ProxyConfig;
 use crate::hooks::{ClientRequest, Hook, HookFuture, RawHeaders, UpstreamRequestHead, UpstreamResponseHead};
-use crate::middleware::MiddlewareHost;
+use crate::middleware::{MiddlewareHost, Routes};
 
 /// The client's request as a hook sees it (Browsersync's `req`).
 #[napi(object)]
@@ -180,7 +180,7 @@ pub(super) fn apply(js: Unknown, config: &mut ProxyConfig) -> Result<()> {
             return Err(invalid("middleware host token is too short"));
         }
         config.middleware =
-            Some(MiddlewareHost { port, token: host.token, routes: host.routes, returns: Default::default() });
+            Some(MiddlewareHost { port, token: host.token, routes: Routes::new(host.routes), returns: Default::default() });
     }
     super::on_request::apply(&js, config)?;
     Ok(())

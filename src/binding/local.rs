@@ -161,7 +161,7 @@ pub(super) fn parse_routes(env: &napi::Env, value: Unknown) -> Result<Vec<Route>
                     route.ws = expect_bool(ws, &format!("{name}.ws"))?;
                 }
                 if let Some(secure) = fields.get("secure")? {
-                    route.verify_tls = expect_bool(secure, &format!("{name}.secure"))?;
+                    route.verify_tls = super::options::verify_tls(expect_bool(secure, &format!("{name}.secure"))?);
                 }
                 if let Some(replay) = fields.get("replay")? {
                     route.replay = Some(super::replay::parse_replay(env, replay, "routes[].replay")?);

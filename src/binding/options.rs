@@ -359,7 +359,7 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
                     config.xfwd = expect_bool(xfwd, "proxy.proxyOptions.xfwd")?;
                 }
                 if let Some(secure) = options.get("secure")? {
-                    config.verify_tls = expect_bool(secure, "proxy.proxyOptions.secure")?;
+                    config.verify_tls = verify_tls(expect_bool(secure, "proxy.proxyOptions.secure")?);
                 }
                 if let Some(change) = options.get("changeOrigin")? {
                     config.change_origin = expect_bool(change, "proxy.proxyOptions.changeOrigin")?;
@@ -367,7 +367,7 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
                 options.finish();
             }
             if let Some(secure) = proxy.get("secure")? {
-                config.verify_tls = expect_bool(secure, "proxy.secure")?;
+                config.verify_tls = verify_tls(expect_bool(secure, "proxy.secure")?);
             }
             if let Some(cookies) = proxy.get("cookies")? {
                 let cookies = Fields::new(expect_object(cookies, "proxy.cookies")?, COOKIE_OPTION_NAMES);
@@ -625,4 +625,13 @@ pub(super) fn string_array(value: Unknown, option: &str, what: &str) -> Result<V
     (0..array.get_array_length()?)
         .map(|i| expect_string(array.get_element::<Unknown>(i)?, &format!("{option}[{i}]")))
         .collect()
+}
+
+/// `secure: true|false` as the core's policy (unset stays `UnlessLoopback`).
+pub(super) fn verify_tls(secure: bool) -> crate::tls::VerifyTls {
+    if secure {
+        crate::tls::VerifyTls::Always
+    } else {
+        crate::tls::VerifyTls::Never
+    }
 }

@@ -12,7 +12,7 @@ use napi_derive::napi;
 use super::invalid;
 use super::record::{parse_record, RecordingStatus};
 use super::replay::parse_replay;
-use super::rules::{compile_off_thread, parse_rule, CallMode};
+use super::rules::{compile_off_thread, parse_rule, parse_rules, CallMode};
 use crate::server;
 
 /// What the server has done so far.
@@ -135,12 +135,35 @@ impl JsProxyServer {
         })
     }
 
+    /// Replaces every rule (`rewriteRules` and those added since) at once, for requests that start
+    /// from now on: a request sees the old rules or the new ones, never a mix. Returns the new rules'
+    /// ids, in order. Throws naming the bad rule (`rules[2]: ...`), leaving the running rules as they
+    /// were, and after `stop()`. Compiles on the JS thread, as `addRule`.
+    #[napi(catch_unwind, ts_args_type = "rules: ReadonlyArray<RewriteRule>")]
+    pub fn set_rules(&self, env: Env, rules: Unknown) -> Result<Vec<u32>> {
+        self.check_running("setRules")?;
+        let specs = parse_rules(&env, rules, "rules", CallMode::Threadsafe)?;
+        let rules = specs.into_iter().map(|spec| spec.compile()).collect::<Result<Vec<_>>>()?;
+        self.inner.set_rules(rules).map_err(|e| invalid(format!("rules: {e}")))
+    }
+
     /// Removes a rule by the id `addRule` returned (the rules of `rewriteRules` have ids 0, 1, 2...);
     /// false if there is no such rule. Throws after `stop()`.
     #[napi(catch_unwind)]
     pub fn remove_rule(&self, id: u32) -> Result<bool> {
         self.check_running("removeRule")?;
         Ok(self.inner.remove_rule(id))
+    }
+
+    /// For lib/server.js's `setMiddleware()`: the routes the middleware host now serves.
+    #[napi(catch_unwind)]
+    pub fn set_middleware_routes(&self, routes: Vec<String>) -> Result<()> {
+        self.check_running("setMiddleware")?;
+        if self.inner.set_middleware_routes(routes) {
+            Ok(())
+        } else {
+            Err(Error::new(Status::GenericFailure, "this server was started without a middleware host"))
+        }
     }
 
     /// Where the `record` option's recording stands (`null` when not recording): exchanges written

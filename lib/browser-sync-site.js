@@ -1,0 +1,189 @@
+'use strict'
+// Browsersync's instance API for the site, acting on devproxy-native's proxy. Through the adapter,
+// browser-sync's own server only serves its client script and socket; the site is the native proxy.
+// So the parts of a `BrowserSync` instance that stand for the site are pointed at the proxy:
+// - `bs.server`: a view of the proxy (`address()`, `listening`, `close()`), what supertest and
+//   `server.address().port` users need;
+// - `bs.options`: `proxy`, `startPath`, `rewriteRules` and `middleware` hold what Browsersync's proxy
+//   mode holds (the user's rules and middleware, then one entry standing for the proxy);
+// - `bs.resetMiddlewareStack()`, which every rule and middleware method of Browsersync's instance
+//   ends with (`addRewriteRule`, `removeRewriteRule`, `setRewriteRules`, `addMiddleware`,
+//   `removeMiddleware`), hands the options' rules and middleware to the running proxy.
+
+const { EventEmitter } = require('node:events')
+
+/** The id Browsersync gives the proxy's own entry at the end of `options.middleware`. */
+const PROXY_ENTRY_ID = 'Browsersync Proxy'
+
+/**
+ * `bs.server` through the adapter: the native proxy seen as far as a Node server can be. It is not an
+ * `http.Server`: there are no `request` or `upgrade` events to attach handlers to (middleware and
+ * rules do that job), and `listen()` cannot start it again.
+ */
+class ProxyServerView extends EventEmitter {
+  #server
+  #stop
+
+  /** `server`: the running `ProxyServer`; `stop()`: stops it (and resolves once the port is free). */
+  constructor(server, stop) {
+    super()
+    this.#server = server
+    this.#stop = stop
+  }
+
+  /** devproxy-native's `ProxyServer`, or null once it stopped. */
+  get proxy() {
+    return this.#server
+  }
+
+  get listening() {
+    return this.#server !== null
+  }
+
+  /** As `net.Server#address()`: where the proxy listens, null once it stopped. */
+  address() {
+    if (this.#server === null) return null
+    const { hostname } = new URL(this.#server.url)
+    const address = hostname.replace(/^\[|\]$/g, '')
+    return { address, family: address.includes(':') ? 'IPv6' : 'IPv4', port: this.#server.port }
+  }
+
+  listen() {
+    throw new Error(
+      'bs.server stands for devproxy-native\'s proxy, which browser-sync\'s init() starts; it cannot be started again with listen()',
+    )
+  }
+
+  /** Stops the proxy; `cb` and the `close` event follow once its port is free. */
+  close(cb) {
+    const stopping = this.#stop()
+    stopping.then(
+      () => typeof cb === 'function' && cb(),
+      (err) => typeof cb === 'function' && cb(err),
+    )
+    return this
+  }
+
+  /** Called by the adapter when the proxy has stopped, whoever stopped it. */
+  stopped() {
+    if (this.#server === null) return
+    this.#server = null
+    this.emit('close')
+  }
+}
+
+/**
+ * A URL as Node's legacy `url.parse` gives it (Browsersync keeps the target's that way in
+ * `options.proxy.url`), with its port set to '80' when the URL has none, as Browsersync does.
+ */
+function legacyUrl(target) {
+  const url = new URL(target)
+  const auth = url.username ? decodeURIComponent(url.username) + (url.password ? `:${decodeURIComponent(url.password)}` : '') : null
+  return {
+    protocol: url.protocol,
+    slashes: true,
+    auth,
+    host: url.host,
+    port: url.port || '80',
+    hostname: url.hostname,
+    hash: url.hash || null,
+    search: url.search || null,
+    query: url.search ? url.search.slice(1) : null,
+    pathname: url.pathname,
+    path: url.pathname + url.search,
+    href: url.href,
+  }
+}
+
+/** A rule or middleware entry of `bs.options` as plain JS: Browsersync keeps objects as Immutable maps. */
+const plain = (Immutable, item) => (Immutable.Map.isMap(item) ? item.toJS() : item)
+
+/**
+ * Points `bs`'s site API at the running proxy `server`; see the top of this file. `config` is the
+ * user's Browsersync config, `middleware` the list the proxy started with (the user's, then the
+ * plugins'). Returns the `bs.server` view.
+ */
+function attachSite(bs, { Immutable }, server, config, middleware, stop) {
+  const view = new ProxyServerView(server, stop)
+  const proxyEntry = {
+    id: PROXY_ENTRY_ID,
+    route: '',
+    handle(req, res) {
+      // Only reached by someone mounting `options.middleware` elsewhere: the proxy is its own server.
+      res.statusCode = 501
+      res.end(`devproxy-native serves this site on ${server.url}; this entry stands for it in options.middleware\n`)
+    },
+  }
+  const given = typeof config.proxy === 'string' ? {} : config.proxy
+  const target = typeof config.proxy === 'string' ? config.proxy : config.proxy.target
+  const url = legacyUrl(/^[a-z]+:\/\//i.test(target) ? target : `http://${target}`)
+  bs.setMany((options) => {
+    options.set(
+      'proxy',
+      Immutable.fromJS({ ...given, target: `${url.protocol}//${url.host}` }).set('url', Immutable.Map(url)),
+    )
+    if (!config.startPath && server.startPath) options.set('startPath', server.startPath)
+    options.set('rewriteRules', Immutable.fromJS(config.rewriteRules ?? []))
+    options.set('middleware', Immutable.List([...middleware, proxyEntry]))
+  })
+  // What the proxy runs now, as option values: a reset that changes neither hands nothing over.
+  let applied = { rules: bs.options.get('rewriteRules'), middleware: bs.options.get('middleware') }
+  const files = []
+
+  function handOver() {
+    const rules = bs.options.get('rewriteRules')
+    if (rules !== applied.rules) {
+      try {
+        server.setRules(toArray(rules).map((rule) => plain(Immutable, rule)))
+      } catch (err) {
+        // The running rules stay; so do the options that describe them.
+        bs.options = bs.options.set('rewriteRules', applied.rules)
+        throw err
+      }
+      applied = { ...applied, rules }
+    }
+    const entries = bs.options.get('middleware')
+    if (entries !== applied.middleware || files.changed) {
+      const list = toArray(entries)
+        .filter((entry) => entry !== proxyEntry)
+        .map((entry) => plain(Immutable, entry))
+      // Browsersync runs `override` entries before its own middleware, the others after.
+      const ordered = [...list.filter((entry) => entry && entry.override), ...list.filter((entry) => !entry || !entry.override)]
+      try {
+        server.setMiddleware([...ordered, ...files])
+      } catch (err) {
+        bs.options = bs.options.set('middleware', applied.middleware)
+        throw err
+      }
+      applied = { ...applied, middleware: entries }
+      files.changed = false
+    }
+  }
+
+  // Own properties shadow the prototype's for this instance only; `bs.cleanup()` ends them with it.
+  bs.server = view
+  bs.resetMiddlewareStack = handOver
+  const addToStack = bs._addMiddlewareToStack
+  bs._addMiddlewareToStack = function (entry) {
+    // `serveFile()`: on browser-sync's own server (for its paths) and on the site.
+    addToStack.call(this, entry)
+    files.push(entry)
+    files.changed = true
+    handOver()
+  }
+  bs.events.on('options:set', (event) => {
+    if (event && (event.path === 'proxy' || (Array.isArray(event.path) && event.path[0] === 'proxy'))) {
+      bs.logger.warn('The proxy target cannot change while it runs (devproxy-native); restart with the new one')
+    }
+  })
+  return view
+}
+
+function toArray(list) {
+  if (list === undefined || list === null) return []
+  if (Array.isArray(list)) return list
+  if (typeof list.toArray === 'function') return list.toArray()
+  return [list]
+}
+
+module.exports = { attachSite, ProxyServerView, PROXY_ENTRY_ID }
