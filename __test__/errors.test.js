@@ -148,7 +148,7 @@ test('upstreamTimeoutMs: an upstream that never answers gets a 502 once the time
   }
 })
 
-test('https targets: self-signed works with secure: false (the proxy then serves https, as Browsersync does); the default (secure) gives a 502 naming the target and a certificate error', async () => {
+test('https targets: self-signed works with secure: false (the proxy then serves https, as Browsersync does) and by default on this machine; secure: true gives a 502 naming the target and a certificate error', async () => {
   const pems = await selfsigned.generate([{ name: 'commonName', value: '127.0.0.1' }], {
     keySize: 2048,
     algorithm: 'sha256',
@@ -186,7 +186,12 @@ test('https targets: self-signed works with secure: false (the proxy then serves
       assert.equal(tup.requests[n].headers.origin, tup.url)
       assert.equal(tup.requests[n].headers.referer, `${tup.url}/from`)
     })
+    // A target on this machine: its certificate is not checked unless `secure: true` says so.
     await withProxy({ proxy: tup.url, port: 0 }, async (server) => {
+      const res = await request(server.url + '/secure-page', { headers: { accept: ACCEPT_HTML }, ca: server.certificate })
+      assert.equal(res.status, 200)
+    })
+    await withProxy({ proxy: { target: tup.url, secure: true }, port: 0 }, async (server) => {
       const res = await request(server.url + '/secure-page', { headers: { accept: ACCEPT_HTML }, ca: server.certificate })
       assert.equal(res.status, 502)
       const body = res.body.toString()

@@ -49,7 +49,7 @@ function tick() {
 }
 
 /**
- * Start an upstream http (or https, when `opts.tls = {key, cert}`) server on 127.0.0.1:0.
+ * Start an upstream http (or https, when `opts.tls`: https.createServer options such as {key, cert}) server on 127.0.0.1:0.
  * `routes` maps a pathname ('/x', query ignored) to `(req, res, upstream) => void`; anything else is a 404.
  * Every request is recorded in `requests` ({method, url, headers, rawHeaders}) before its handler runs.
  * `opts.onUpgrade(req, socket, head)` receives upgrade requests (also recorded).
@@ -72,7 +72,7 @@ async function startUpstream(routes = {}, opts = {}) {
       res.destroy(err)
     }
   }
-  const server = opts.tls ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : http.createServer(handler)
+  const server = opts.tls ? https.createServer({ ...opts.tls }, handler) : http.createServer(handler)
   server.keepAliveTimeout = 2000
   if (opts.onUpgrade) {
     server.on('upgrade', (req, socket, head) => {

@@ -12,6 +12,7 @@ const net = require('node:net')
 const WebSocket = require('ws')
 const selfsigned = require('selfsigned')
 const { lib, startUpstream, request, withProxy, withTimeout, spawnNode, ACCEPT_HTML } = require('./helpers')
+const { x509v1 } = require('./fixtures/x509-v1.js')
 
 const PAGE = (host) => `<html><body><a href="http://${host}/next">next</a></body></html>`
 const SNIPPET = '<script>/*snip*/</script>'
@@ -236,6 +237,40 @@ test('an https target makes the proxy serve https (as Browsersync does); https: 
   }
 })
 
+test('a target on this machine: its certificate is not checked unless secure: true, X.509 v1 ones included (Browsersync never checks)', async () => {
+  for (const [type, maxVersion] of [['ec', 'TLSv1.3'], ['rsa', 'TLSv1.3'], ['rsa', 'TLSv1.2']]) {
+    const kind = `${type} v1 certificate over ${maxVersion}`
+    const tup = await startUpstream(
+      {
+        '/page': (req, res) => {
+          res.writeHead(200, { 'content-type': 'text/plain' })
+          res.end(`served over ${req.socket.getProtocol()}`)
+        },
+      },
+      { tls: { ...x509v1('localhost', type), maxVersion } },
+    )
+    try {
+      const { port } = new URL(tup.url)
+      for (const target of [tup.url, `https://localhost:${port}`, { target: tup.url, secure: false }]) {
+        await withProxy({ proxy: target, port: 0, https: false, quiet: true }, async (server) => {
+          const res = await request(`${server.url}/page`)
+          assert.equal(res.status, 200, `${kind}, ${JSON.stringify(target)}: ${res.body}`)
+          assert.equal(res.body.toString(), `served over ${maxVersion}`)
+        })
+      }
+      const seen = tup.requests.length
+      await withProxy({ proxy: { target: `https://localhost:${port}`, secure: true }, port: 0, https: false }, async (server) => {
+        const res = await request(`${server.url}/page`, { headers: { accept: ACCEPT_HTML } })
+        assert.equal(res.status, 502, kind)
+        assert.match(res.body.toString(), /certificate/i)
+        assert.equal(tup.requests.length, seen, 'nothing reached the target')
+      })
+    } finally {
+      await tup.close()
+    }
+  }
+})
+
 test('a TLS client that never finishes its handshake is dropped (like a slow request head); others are served meanwhile', async () => {
   await withProxy({ proxy: up.url, port: 0, https: true }, async (server) => {
     const silent = net.connect(server.port, '127.0.0.1')
@@ -300,8 +335,10 @@ test('upstream certificates from a local CA: 502 naming proxy.secure: false and 
     { tls: { key: leaf.private, cert: leaf.cert } },
   )
   try {
+    // The target is on this machine, where certificates are checked only with `secure: true`.
+    const checked = { target: tup.url, secure: true }
     // this process has no NODE_EXTRA_CA_CERTS: the certificate is refused, and the page says what to do
-    await withProxy({ proxy: tup.url, port: 0, https: false }, async (server) => {
+    await withProxy({ proxy: checked, port: 0, https: false }, async (server) => {
       const res = await request(`${server.url}/page`, { headers: { accept: ACCEPT_HTML } })
       assert.equal(res.status, 502)
       const body = res.body.toString()
@@ -313,7 +350,7 @@ test('upstream certificates from a local CA: 502 naming proxy.secure: false and 
     // a child process started with NODE_EXTRA_CA_CERTS trusts it, verification still on
     const child = spawnNode(path.join(__dirname, 'fixtures/proxy-child.js'), [], { NODE_EXTRA_CA_CERTS: caFile })
     try {
-      child.child.send({ type: 'start', options: { proxy: tup.url, port: 0, https: false, quiet: true } })
+      child.child.send({ type: 'start', options: { proxy: checked, port: 0, https: false, quiet: true } })
       const started = await child.next('started')
       const res = await request(`${started.url}/page`, { headers: { accept: ACCEPT_HTML } })
       assert.equal(res.status, 200, res.body.toString())
@@ -328,7 +365,7 @@ test('upstream certificates from a local CA: 502 naming proxy.secure: false and 
     const missing = path.join(dir, 'no-such-ca.pem')
     const warned = spawnNode(path.join(__dirname, 'fixtures/proxy-child.js'), [], { NODE_EXTRA_CA_CERTS: missing })
     try {
-      warned.child.send({ type: 'start', options: { proxy: tup.url, port: 0, https: false } })
+      warned.child.send({ type: 'start', options: { proxy: checked, port: 0, https: false } })
       const started = await warned.next('started')
       const res = await request(`${started.url}/page`, { headers: { accept: ACCEPT_HTML } })
       assert.equal(res.status, 502)

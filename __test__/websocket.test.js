@@ -183,7 +183,7 @@ test('several WebSockets at once are tunnelled independently', async () => {
   })
 })
 
-test('WebSocket to an https target: tunnelled over TLS with secure: false (Origin becomes the https origin); refused with 502 when the certificate is verified', async () => {
+test('WebSocket to an https target: tunnelled over TLS with secure: false (Origin becomes the https origin); refused with 502 when the certificate is checked (secure: true)', async () => {
   const pems = await selfsigned.generate([{ name: 'commonName', value: '127.0.0.1' }], {
     keySize: 2048,
     algorithm: 'sha256',
@@ -212,7 +212,7 @@ test('WebSocket to an https target: tunnelled over TLS with secure: false (Origi
         c.ws.terminate()
       }
     })
-    await withProxy({ proxy: tup.url, port: 0 }, async (server) => {
+    await withProxy({ proxy: { target: tup.url, secure: true }, port: 0 }, async (server) => {
       const c = connect(`wss://127.0.0.1:${server.port}/tls-sock`, [], { ca: server.certificate })
       try {
         const err = await c.opened.then(
