@@ -95,6 +95,17 @@ function legacyUrl(target) {
   }
 }
 
+/**
+ * The `proxy` option as Browsersync holds it (plain JS): the user's object, `target` cut to the
+ * origin, and `url` as `url.parse` gave it.
+ */
+function proxyOption(config) {
+  const given = typeof config.proxy === 'string' ? {} : config.proxy
+  const target = typeof config.proxy === 'string' ? config.proxy : config.proxy.target
+  const url = legacyUrl(/^[a-z]+:\/\//i.test(target) ? target : `http://${target}`)
+  return { ...given, target: `${url.protocol}//${url.host}`, url }
+}
+
 /** A rule or middleware entry of `bs.options` as plain JS: Browsersync keeps objects as Immutable maps. */
 const plain = (Immutable, item) => (Immutable.Map.isMap(item) ? item.toJS() : item)
 
@@ -114,14 +125,9 @@ function attachSite(bs, { Immutable }, server, config, middleware, stop) {
       res.end(`devproxy-native serves this site on ${server.url}; this entry stands for it in options.middleware\n`)
     },
   }
-  const given = typeof config.proxy === 'string' ? {} : config.proxy
-  const target = typeof config.proxy === 'string' ? config.proxy : config.proxy.target
-  const url = legacyUrl(/^[a-z]+:\/\//i.test(target) ? target : `http://${target}`)
+  const { url, ...proxy } = proxyOption(config)
   bs.setMany((options) => {
-    options.set(
-      'proxy',
-      Immutable.fromJS({ ...given, target: `${url.protocol}//${url.host}` }).set('url', Immutable.Map(url)),
-    )
+    options.set('proxy', Immutable.fromJS(proxy).set('url', Immutable.Map(url)))
     if (!config.startPath && server.startPath) options.set('startPath', server.startPath)
     options.set('rewriteRules', Immutable.fromJS(config.rewriteRules ?? []))
     options.set('middleware', Immutable.List([...middleware, proxyEntry]))
@@ -186,4 +192,4 @@ function toArray(list) {
   return [list]
 }
 
-module.exports = { attachSite, ProxyServerView, PROXY_ENTRY_ID }
+module.exports = { attachSite, proxyOption, ProxyServerView, PROXY_ENTRY_ID }

@@ -15,7 +15,7 @@ const { PassThrough } = require('node:stream')
 const { EventEmitter } = require('node:events')
 const { start, resolveReqHeaders } = require('./start.js')
 const { splitOptions } = require('./browser-sync-options.js')
-const { attachSite } = require('./browser-sync-site.js')
+const { attachSite, proxyOption } = require('./browser-sync-site.js')
 const { version } = require('../package.json')
 
 const LOOPBACK = '127.0.0.1'
@@ -260,7 +260,7 @@ function createAdapter(moduleId) {
       await Promise.allSettled([...stopping])
       const snippet = bs.options.get('snippet')
       const routes = { ...proxyOptions.routes, ...browserSyncRoutes(bs.options, bs.options.get('port')) }
-      const proxyConfig = { ...proxyOptions, routes, proxy: resolveReqHeaders(proxyOptions.proxy, bs) }
+      const proxyConfig = { ...proxyOptions, routes, proxy: resolveReqHeaders(proxyOptions.proxy, bs, proxyOption(config)) }
       if (snippet) proxyConfig.snippet = snippet
       // The user's middleware (top-level `middleware` wins over `proxy.middleware`, as in
       // Browsersync), then those plugins gave through the `server:middleware` hook.

@@ -10,11 +10,12 @@ const { prepareMiddleware } = require('./middleware.js')
 
 /**
  * Browsersync's older `proxy.reqHeaders` form: a function, called once at start with the proxy
- * options (and `this` as Browsersync's instance where the adapter has one), that returns the headers.
+ * options (`seen`, as Browsersync holds them, where the adapter has them) and `this` as
+ * Browsersync's instance (`self`, the adapter's), that returns the headers.
  */
-function resolveReqHeaders(proxy, self) {
+function resolveReqHeaders(proxy, self, seen = proxy) {
   if (proxy === null || typeof proxy !== 'object' || typeof proxy.reqHeaders !== 'function') return proxy
-  const headers = proxy.reqHeaders.call(self, { ...proxy })
+  const headers = proxy.reqHeaders.call(self, { ...seen })
   if (headers === null || typeof headers !== 'object' || Array.isArray(headers)) {
     const got = headers === null ? 'null' : Array.isArray(headers) ? 'an array' : typeof headers
     throw new TypeError(`option \`proxy.reqHeaders\` is a function, which must return an object of headers; it returned ${got}`)

@@ -1,0 +1,267 @@
+'use strict'
+// Browsersync's instance API through the adapter (issue 29): what a plugin, a gulpfile or a test suite
+// written against Browsersync does with `bs` (the instance `init` hands its callback) acts on the native
+// proxy. The shared scenario runs against browser-sync 2 and 3 themselves (the reference: their proxy
+// mode) and through the adapter on each; the adapter-only tests cover what Browsersync has no
+// counterpart for (the server view's limits, refused rules, the certificate policy).
+
+const { test } = require('node:test')
+const assert = require('node:assert/strict')
+const http = require('node:http')
+const request = require('supertest')
+const { ROOT, HOST, startUpstream, deadPort, occupyPort, connectRefused, withTimeout } = require('./helpers.js')
+const { x509v1 } = require('./fixtures/x509-v1.js')
+
+const adapter = require(`${ROOT}/browser-sync.js`)
+const QUIET = { open: false, online: false, ui: false, logLevel: 'silent', notify: false, ghostMode: false }
+
+function initBs(api, config) {
+  return new Promise((resolve) => {
+    const instance = api.create()
+    instance.init(config, (err, bs) => resolve({ err, bs, instance }))
+  })
+}
+
+/**
+ * The site: a page with a link to its own origin, a form page, and what it was sent. Headers are set
+ * one by one (as serve-static does): after `writeHead(status, headers)`, Browsersync's response
+ * modifier answers pages with both Content-Length and Transfer-Encoding, which Node's client refuses.
+ */
+async function site() {
+  const seen = []
+  const send = (res, type, body, headers = {}) => {
+    for (const [name, value] of Object.entries({ 'content-type': type, ...headers })) res.setHeader(name, value)
+    res.end(body)
+  }
+  const up = await startUpstream({
+    '/index.html': (req, res) => {
+      seen.push({ url: req.url, headers: req.headers })
+      send(res, 'text/html', `<html><body><a href="${up.url}/my-link">Browsersync</a></body></html>`, { 'cache-control': 'public, max-age=0' })
+    },
+    '/forms.html': (req, res) => send(res, 'text/html', '<html><body><form></form></body></html>'),
+    '/api/x': (req, res) => send(res, 'text/plain', 'from the site'),
+  })
+  return { up, seen }
+}
+
+const page = (server) => request(server).get('/index.html').set('accept', 'text/html')
+
+const contenders = {
+  'browser-sync 3 (reference)': require('browser-sync'),
+  'browser-sync 2 (reference)': require('browser-sync-2'),
+  'adapter on browser-sync 3': adapter,
+  'adapter on browser-sync 2': adapter.withBrowserSync('browser-sync-2'),
+}
+
+for (const [name, api] of Object.entries(contenders)) {
+  test(`the instance API acts on the site: ${name}`, { timeout: 60000 }, async () => {
+    const { up, seen } = await site()
+    const called = { reqHeaders: [], middleware: [] }
+    const port = await deadPort()
+    const { err, bs, instance } = await initBs(api, {
+      ...QUIET,
+      port,
+      proxy: {
+        target: `${up.url}/forms.html`,
+        reqHeaders(config) {
+          called.reqHeaders.push({ self: this, target: config.target })
+          return { 'x-from-function': 'yes' }
+        },
+        proxyRes: [
+          (res) => {
+            res.headers['cache-control'] = 'private'
+          },
+        ],
+      },
+      rewriteRules: [{ match: />Browsersync</g, fn: () => '>BROWSERSYNC<' }],
+      middleware: [
+        (req, res, next) => {
+          called.middleware.push(req.url)
+          next()
+        },
+      ],
+    })
+    try {
+      assert.ifError(err)
+      // The proxy URL's path is the start path; the user's middleware and one entry for the proxy.
+      assert.equal(bs.options.get('startPath'), '/forms.html')
+      assert.equal(bs.options.get('middleware').size, 2)
+      assert.equal(bs.options.getIn(['proxy', 'target']), up.url)
+      assert.equal(bs.options.getIn(['proxy', 'url', 'path']), '/forms.html')
+      // `reqHeaders` as a function: called once, with the proxy options, `this` the instance.
+      assert.equal(called.reqHeaders.length, 1)
+      assert.equal(called.reqHeaders[0].self, bs)
+      assert.equal(called.reqHeaders[0].target, up.url)
+
+      // `bs.server` is the site: supertest reaches the page through it, rewritten and with the snippet.
+      assert.equal(bs.server.address().port, port)
+      let res = await page(bs.server)
+      assert.equal(res.status, 200)
+      assert.ok(res.text.includes(bs.options.get('snippet')), res.text)
+      assert.ok(res.text.includes(`<a href="//127.0.0.1:${port}/my-link">BROWSERSYNC</a>`), res.text)
+      assert.equal(res.headers['cache-control'], 'private', 'proxyRes functions edit the answer')
+      assert.equal(seen.at(-1).headers['x-from-function'], 'yes')
+      assert.deepEqual(called.middleware, ['/index.html'])
+
+      // Rules at run time: added after the others, removed by id, replaced whole.
+      bs.addRewriteRule({ match: />BROWSERSYNC</, replace: '>shane<', id: 'my-rule' })
+      assert.ok((await page(bs.server)).text.includes('>shane</a>'))
+      bs.removeRewriteRule('my-rule')
+      assert.ok((await page(bs.server)).text.includes('>BROWSERSYNC</a>'))
+      bs.setRewriteRules([{ match: '>Browsersync<', replace: '>replaced<' }])
+      assert.ok((await page(bs.server)).text.includes('>replaced</a>'))
+      // As browser-sync's own spec does it: options edited, then the stack reset (an empty Immutable list).
+      bs.options = bs.options.set('rewriteRules', bs.options.get('middleware').clear())
+      bs.resetMiddlewareStack()
+      assert.ok((await page(bs.server)).text.includes('>Browsersync</a>'))
+
+      // Middleware at run time: on its route only, until removed.
+      bs.addMiddleware('/api', (req, res) => res.end('from middleware'), { id: 'api' })
+      assert.equal(bs.options.get('middleware').size, 3)
+      assert.equal((await request(bs.server).get('/api/x')).text, 'from middleware')
+      assert.equal((await request(bs.server).get('/forms.html')).status, 200)
+      bs.removeMiddleware('api')
+      assert.equal((await request(bs.server).get('/api/x')).text, 'from the site')
+
+      // serveFile: a file of the plugin's on the site.
+      bs.serveFile('/plugin.js', { type: 'text/javascript', content: 'window.plugin = 1' })
+      res = await request(bs.server).get('/plugin.js')
+      assert.equal(res.text, 'window.plugin = 1')
+      assert.match(res.headers['content-type'], /^text\/javascript/)
+    } finally {
+      await instance.exit()
+      await up.close()
+    }
+  })
+}
+
+test('through the adapter, bs.server is a view of the proxy: close() stops it, listen() says why it cannot', { timeout: 60000 }, async () => {
+  const { up } = await site()
+  const { err, bs, instance } = await initBs(adapter, { ...QUIET, port: 0, proxy: up.url })
+  try {
+    assert.ifError(err)
+    const view = bs.server
+    assert.equal(view.listening, true)
+    assert.deepEqual(view.address(), { address: HOST, family: 'IPv4', port: instance.proxy.port })
+    assert.equal(view.proxy, instance.proxy)
+    assert.throws(() => view.listen(0), /bs\.server stands for devproxy-native's proxy/)
+    const port = view.address().port
+    const closed = new Promise((resolve) => view.once('close', resolve))
+    await new Promise((resolve, reject) => view.close((e) => (e ? reject(e) : resolve())))
+    await withTimeout(closed, 5000, 'the close event')
+    assert.equal(view.listening, false)
+    assert.equal(view.address(), null)
+    assert.equal(instance.proxy, null)
+    assert.equal(await connectRefused(port), true)
+  } finally {
+    await instance.exit()
+    await up.close()
+  }
+})
+
+test('through the adapter, a refused rule or middleware throws naming it and changes nothing', { timeout: 60000 }, async () => {
+  const { up } = await site()
+  const { err, bs, instance } = await initBs(adapter, { ...QUIET, port: 0, proxy: up.url, rewriteRules: [{ match: '>Browsersync<', replace: '>one<' }] })
+  try {
+    assert.ifError(err)
+    const rules = bs.options.get('rewriteRules')
+    assert.throws(() => bs.addRewriteRule({ match: /a(?=b)/, replace: 'x' }), /rules\[1\].*lookahead/)
+    assert.equal(bs.options.get('rewriteRules'), rules, 'the options still describe the running rules')
+    assert.ok((await page(bs.server)).text.includes('>one</a>'), 'the running rules are unchanged')
+    const middleware = bs.options.get('middleware')
+    assert.throws(() => bs.addMiddleware('/x', 'not a function'), /setMiddleware\(\): middleware\[0\] must be a function/)
+    assert.equal(bs.options.get('middleware'), middleware)
+    // The proxy target cannot change while it runs: said, not dropped in silence.
+    const warnings = []
+    bs.logger.warn = (...args) => warnings.push(args.join(' '))
+    bs.setOption('proxy', bs.options.get('proxy').set('target', 'http://127.0.0.1:1'))
+    assert.match(warnings.join('\n'), /proxy target cannot change while it runs/)
+  } finally {
+    await instance.exit()
+    await up.close()
+  }
+})
+
+test("through the adapter, the instance's cleanup() stops the proxy, and the next init gets its port", { timeout: 60000 }, async () => {
+  const { up } = await site()
+  const free = await occupyPort()
+  const port = free.port
+  await free.close()
+  try {
+    for (let round = 0; round < 3; round++) {
+      // strictPort: the port must be free by the time the next instance starts, or init fails.
+      const { err, bs } = await initBs(adapter, { ...QUIET, port, strictPort: true, proxy: up.url })
+      assert.ifError(err)
+      assert.equal((await page(bs.server)).status, 200)
+      bs.cleanup()
+    }
+  } finally {
+    adapter.reset()
+    await up.close()
+  }
+})
+
+test('through the adapter, an https target on this machine with a self-signed X.509 v1 certificate: proxied with X-Forwarded-*', { timeout: 60000 }, async () => {
+  let headers = null
+  const up = await startUpstream(
+    {
+      '/index.html': (req, res) => {
+        headers = req.headers
+        res.writeHead(200, { 'content-type': 'text/html' })
+        res.end('<html><body>BS</body></html>')
+      },
+    },
+    { tls: x509v1('localhost', 'rsa') },
+  )
+  const { err, bs, instance } = await initBs(adapter, {
+    ...QUIET,
+    port: 0,
+    proxy: { target: `https://localhost:${new URL(up.url).port}`, proxyOptions: { xfwd: true }, reqHeaders: { 'is-dev': 'true' } },
+  })
+  try {
+    assert.ifError(err)
+    const local = bs.options.getIn(['urls', 'local'])
+    assert.match(local, /^https:/, 'an https target is proxied over https, as Browsersync does')
+    const res = await new Promise((resolve, reject) => {
+      const req = require('node:https').get(`${local}/index.html`, { ca: instance.proxy.certificate, headers: { accept: 'text/html' } }, (r) => {
+        let body = ''
+        r.on('data', (c) => (body += c))
+        r.on('end', () => resolve({ status: r.statusCode, body }))
+      })
+      req.on('error', reject)
+    })
+    assert.equal(res.status, 200, res.body)
+    assert.equal(res.body, `<html><body>${bs.options.get('snippet')}BS</body></html>`)
+    assert.equal(headers['is-dev'], 'true')
+    assert.ok(headers['x-forwarded-for'] && headers['x-forwarded-port'] && headers['x-forwarded-proto'])
+  } finally {
+    await instance.exit()
+    await up.close()
+  }
+})
+
+test('start(): proxy.reqHeaders as a function is called once with the proxy options; a bad result is refused naming it', async () => {
+  const { start } = require(ROOT)
+  const { up, seen } = await site()
+  try {
+    const calls = []
+    const server = await start({
+      proxy: { target: up.url, reqHeaders: (config) => (calls.push(config.target), { 'x-dev': '1' }) },
+      port: 0,
+      quiet: true,
+    })
+    try {
+      await new Promise((resolve, reject) => http.get(`${server.url}/index.html`, (r) => r.resume().on('end', resolve)).on('error', reject))
+      assert.deepEqual(calls, [up.url])
+      assert.equal(seen.at(-1).headers['x-dev'], '1')
+    } finally {
+      await server.stop()
+    }
+    await assert.rejects(
+      start({ proxy: { target: up.url, reqHeaders: () => 'nope' }, port: 0, quiet: true }),
+      /option `proxy\.reqHeaders` is a function, which must return an object of headers; it returned string/,
+    )
+  } finally {
+    await up.close()
+  }
+})
