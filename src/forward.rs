@@ -209,7 +209,13 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms).or_else(|error| {
             // TLS 1.3 has no PKCS#1 v1.5 or SHA-1 signatures.
             use SignatureScheme as S;
-            let legacy = [S::RSA_PKCS1_SHA1, S::RSA_PKCS1_SHA256, S::RSA_PKCS1_SHA384, S::RSA_PKCS1_SHA512, S::ECDSA_SHA1_Legacy];
+            let legacy = [
+                S::RSA_PKCS1_SHA1,
+                S::RSA_PKCS1_SHA256,
+                S::RSA_PKCS1_SHA384,
+                S::RSA_PKCS1_SHA512,
+                S::ECDSA_SHA1_Legacy,
+            ];
             if legacy.contains(&dss.scheme) {
                 return Err(error);
             }

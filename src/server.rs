@@ -276,7 +276,10 @@ async fn settle_certificate_checks(config: &mut ProxyConfig, stats: &Stats) {
         *policy = policy.resolve(target).await;
         if !policy.is_on() {
             stats.log_debug(|| {
-                format!("{} is on this machine: its certificate is not checked (`secure: true` checks it)", target.origin())
+                format!(
+                    "{} is on this machine: its certificate is not checked (`secure: true` checks it)",
+                    target.origin()
+                )
             });
         }
     }

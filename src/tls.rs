@@ -251,7 +251,10 @@ mod tests {
 
     #[tokio::test]
     async fn an_unset_check_is_off_only_for_targets_on_this_machine() {
-        let policy = |url: &str| async move { VerifyTls::UnlessLoopback.resolve(&Target::parse(url).unwrap()).await };
+        let policy = |url: &str| {
+            let target = Target::parse(url).unwrap();
+            async move { VerifyTls::UnlessLoopback.resolve(&target).await }
+        };
         for url in ["https://localhost:8443", "https://app.localhost", "https://127.0.0.5", "https://[::1]:9"] {
             assert_eq!(policy(url).await, VerifyTls::Never, "{url}");
         }

@@ -179,8 +179,12 @@ pub(super) fn apply(js: Unknown, config: &mut ProxyConfig) -> Result<()> {
         if host.token.len() < 16 {
             return Err(invalid("middleware host token is too short"));
         }
-        config.middleware =
-            Some(MiddlewareHost { port, token: host.token, routes: Routes::new(host.routes), returns: Default::default() });
+        config.middleware = Some(MiddlewareHost {
+            port,
+            token: host.token,
+            routes: Routes::new(host.routes),
+            returns: Default::default(),
+        });
     }
     super::on_request::apply(&js, config)?;
     Ok(())
