@@ -144,6 +144,7 @@ test('through the adapter, bs.server is a view of the proxy: close() stops it, l
     assert.equal(view.listening, true)
     assert.deepEqual(view.address(), { address: HOST, family: 'IPv4', port: instance.proxy.port })
     assert.equal(view.proxy, instance.proxy)
+    assert.equal(bs.publicInstance, instance, "plugins' public API is the adapter's")
     assert.throws(() => view.listen(0), /bs\.server stands for devproxy-native's proxy/)
     const port = view.address().port
     const closed = new Promise((resolve) => view.once('close', resolve))

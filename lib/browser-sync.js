@@ -331,6 +331,9 @@ function createAdapter(moduleId) {
       /** devproxy-native's `ProxyServer` serving the site (null before init's callback and after exit). */
       proxy: { get: () => server },
     })
+    // Plugins reach the public API through `bs.publicInstance`: this one, so that its `exit()` and
+    // `cleanup()` stop the proxy too.
+    bs.publicInstance = instance
     instances.push(instance)
     return instance
   }
