@@ -1,39 +1,277 @@
 // Types of `require('devproxy-native/browser-sync')`: browser-sync's public API, with the site served
-// by devproxy-native. The browser-sync package itself (a peer dependency) has no bundled types; these
-// cover what the adapter exposes and leave browser-sync's own objects loosely typed.
+// by devproxy-native. The names are those of @types/browser-sync (code typed against it compiles after
+// the one-line switch; modules.test.js checks it), with the options of devproxy-native's `start()`
+// added, and types that say what the adapter does where @types/browser-sync is looser or wrong.
 
 import type { EventEmitter } from 'node:events'
-import type { ProxyOptions, ProxyServer } from './index'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type {
+  Middleware,
+  MiddlewareEntry,
+  ProxyOptions as StartOptions,
+  ProxyReqFn,
+  ProxyResFn,
+  ProxyServer,
+  ProxyTargetOptions,
+  RewriteRule,
+  SnippetOptions as StartSnippetOptions,
+} from './index'
+
+/** Parameters compared both ways, as TypeScript compares methods: callbacks typed for @types/browser-sync fit. */
+type Bivariant<F extends (...args: never[]) => unknown> = { bivarianceHack(...args: Parameters<F>): ReturnType<F> }['bivarianceHack']
 
 declare namespace browserSync {
+  type WatchEvents = 'add' | 'change' | 'unlink' | 'addDir' | 'unlinkDir'
+  type LogLevel = 'info' | 'debug' | 'warn' | 'silent'
+  type OpenOptions = 'local' | 'external' | 'ui' | 'ui-external' | 'tunnel'
+
+  interface Hash<T> {
+    [path: string]: T
+  }
+
+  interface UIOptions {
+    port?: number
+    /** Where the UI listens: 127.0.0.1 through the adapter unless set. */
+    listen?: string
+    weinre?: { port?: number }
+  }
+
+  interface FileCallback {
+    match?: string | readonly string[]
+    fn: (event: string, file: string) => unknown
+    options?: object
+  }
+
+  /** `server` mode (without `proxy`: browser-sync runs as it would on its own). */
+  interface ServerOptions {
+    baseDir?: string | readonly string[]
+    directory?: boolean
+    index?: string
+    routes?: Hash<string>
+    middleware?: ReadonlyArray<MiddlewareHandler | PerRouteMiddleware>
+    serveStaticOptions?: object
+  }
+
+  /** A connect middleware, run on Node's own `http` objects (by devproxy-native's middleware host). */
+  type MiddlewareHandler = Middleware
+
+  /** A middleware for one route; `id` names it for `bs.removeMiddleware(id)`. */
+  interface PerRouteMiddleware extends MiddlewareEntry {
+    id?: string
+  }
+
   /**
-   * A Browsersync config. With `proxy`, the options of devproxy-native's `start()` (proxy, port, host,
-   * listen, https, serveStatic, snippetOptions, rewriteRules, middleware, routes...) go to `start()`,
-   * every other one to browser-sync (files, watchOptions, ghostMode, ui, notify, reloadDelay, open...).
-   * Without `proxy`, the whole config goes to browser-sync, which runs as it would on its own.
+   * A `proxyRes` function as @types/browser-sync declares it. The adapter calls every `proxyRes`
+   * function as Browsersync does, `(proxyRes, req)`; see `ProxyResFn` for what they are.
    */
-  export type BrowserSyncConfig = Partial<ProxyOptions> & {
-    proxy?: ProxyOptions['proxy']
-    files?: string | Array<string | { match: string | string[]; fn?: (event: string, file: string) => void; options?: object }>
-    open?: boolean | 'local' | 'external' | 'ui' | 'ui-external' | 'tunnel'
-    startPath?: string
-    logLevel?: 'silent' | 'info' | 'debug'
+  interface ProxyResponseMiddleware {
+    (proxyRes: ServerResponse | IncomingMessage, res: ServerResponse, req: IncomingMessage): void
+  }
+
+  /** `proxy` as an object: devproxy-native's settings of the target, in Browsersync's names. */
+  interface ProxyOptions extends Omit<ProxyTargetOptions, 'target' | 'proxyRes' | 'proxyReq' | 'middleware'> {
+    target?: string
+    middleware?: MiddlewareHandler | PerRouteMiddleware | ReadonlyArray<MiddlewareHandler | PerRouteMiddleware>
+    proxyReq?: ProxyReqFn | readonly ProxyReqFn[]
+    proxyRes?: ProxyResFn | ProxyResponseMiddleware | ReadonlyArray<ProxyResFn | ProxyResponseMiddleware>
+    /** http-proxy's error handler in Browsersync; the proxy answers errors with its own 502 page. */
+    error?: (err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse) => void
+  }
+
+  interface HttpsOptions {
+    key?: string
+    cert?: string
+    ca?: string | readonly string[]
+  }
+
+  /** A `serveStatic` entry with a route. */
+  interface StaticOptions {
+    route?: string | readonly string[]
+    dir: string | readonly string[]
+  }
+
+  interface CallbacksOptions {
+    /** Called once browser-sync and the proxy run (`bs` is browser-sync's own instance). */
+    ready?: Bivariant<(err: Error | null, bs: BrowserSyncInternal) => void>
+  }
+
+  interface FormsOptions {
+    inputs: boolean
+    submit: boolean
+    toggles: boolean
+  }
+
+  interface GhostOptions {
+    clicks?: boolean
+    scroll?: boolean
+    location?: boolean
+    forms?: FormsOptions | boolean
+  }
+
+  /** Browsersync's `snippetOptions`: where the snippet goes and which URLs get it. */
+  type SnippetOptions = StartSnippetOptions
+
+  interface SocketOptions {
+    path?: string
+    clientPath?: string
+    namespace?: string
+    domain?: string
+    port?: number
+    clients?: { heartbeatTimeout?: number }
+  }
+
+  interface ScriptOptions {
+    domain?: string
+  }
+
+  interface TagNamesOptions {
+    less?: string
+    scss?: string
+    css?: string
+    jpg?: string
+    jpeg?: string
+    png?: string
+    svg?: string
+    gif?: string
+    js?: string
+  }
+
+  /** A rewrite rule: `match` and one of `replace`/`fn` (see devproxy-native's `RewriteRule`). */
+  type RewriteRules = RewriteRule
+
+  interface StreamOptions {
+    once?: boolean
+    match?: string | readonly string[]
+  }
+
+  /** Browsersync's options, as browser-sync reads them. */
+  interface BrowserSyncOptions {
+    ui?: UIOptions | boolean
+    files?: string | ReadonlyArray<string | FileCallback>
+    watchEvents?: WatchEvents | readonly WatchEvents[]
+    watch?: boolean
+    ignore?: string | readonly string[]
+    single?: boolean
+    watchOptions?: object
+    /** Without `proxy` only: browser-sync's static server (its `server` and `proxy` exclude each other). */
+    server?: string | boolean | readonly string[] | ServerOptions
+    /** The site: devproxy-native's proxy serves it (see `ProxyOptions`). */
+    proxy?: string | ProxyOptions
+    port?: number
+    middleware?: MiddlewareHandler | PerRouteMiddleware | ReadonlyArray<MiddlewareHandler | PerRouteMiddleware>
+    serveStatic?: ReadonlyArray<string | StaticOptions>
+    https?: boolean | HttpsOptions
+    httpModule?: string
+    cwd?: string
+    callbacks?: CallbacksOptions
+    ghostMode?: GhostOptions | boolean
+    logLevel?: LogLevel
     logPrefix?: string
-    callbacks?: { ready?: (err: Error | null, bs: BrowserSyncInternal) => void; [name: string]: unknown }
-    [option: string]: unknown
+    logConnections?: boolean
+    logFileChanges?: boolean
+    logSnippet?: boolean
+    snippet?: boolean
+    snippetOptions?: SnippetOptions
+    rewriteRules?: readonly RewriteRules[]
+    /** Not supported through the adapter with `proxy` (it would tunnel browser-sync's internal port). */
+    tunnel?: string | boolean
+    online?: boolean
+    open?: OpenOptions | boolean
+    browser?: string | readonly string[]
+    cors?: boolean
+    xip?: boolean
+    hostnameSuffix?: boolean
+    reloadOnRestart?: boolean
+    notify?: boolean
+    scrollProportionally?: boolean
+    scrollThrottle?: number
+    scrollRestoreTechnique?: string
+    scrollElements?: readonly string[]
+    scrollElementMapping?: readonly string[]
+    reloadDelay?: number
+    reloadDebounce?: number
+    reloadThrottle?: number
+    plugins?: readonly unknown[]
+    injectChanges?: boolean
+    startPath?: string | null
+    minify?: boolean
+    host?: string | null
+    listen?: string
+    localOnly?: boolean
+    codeSync?: boolean
+    timestamps?: boolean
+    clientEvents?: readonly string[]
+    scriptPath?: (path: string) => string
+    socket?: SocketOptions
+    script?: ScriptOptions
+    tagNames?: TagNamesOptions
+    injectFileTypes?: readonly string[]
+    injectNotification?: boolean
+    excludeFileTypes?: readonly string[]
   }
 
-  /** browser-sync's own instance (the `bs` of `init`'s callback): options are an Immutable Map. */
-  export interface BrowserSyncInternal {
-    options: { get(name: string): any; getIn(path: string[]): any; toJS(): Record<string, any> }
-    getOption(name: string): any
+  /**
+   * A Browsersync config. With `proxy`, the site's options (proxy, port, host, listen, https,
+   * serveStatic, snippetOptions, rewriteRules, middleware...) and devproxy-native's own (record,
+   * replay, inspector, onRequest...) go to `start()`, every other one to browser-sync (files,
+   * watchOptions, ghostMode, ui, notify, reloadDelay, open...). Without `proxy`, the whole config goes
+   * to browser-sync, which runs as it would on its own.
+   */
+  type Options = BrowserSyncOptions & Omit<Partial<StartOptions>, keyof BrowserSyncOptions>
+
+  /** @deprecated the adapter's earlier name for `Options`. */
+  type BrowserSyncConfig = Options
+
+  /** An Immutable.js map, as browser-sync keeps its options (`bs.options`). */
+  interface ImmutableMap {
+    get(key: string): unknown
+    getIn(path: readonly string[]): unknown
+    set(key: string, value: unknown): ImmutableMap
+    update(key: string, updater: (value: unknown) => unknown): ImmutableMap
+    toJS(): Record<string, unknown>
+  }
+
+  /**
+   * browser-sync's own instance (`bs` of `init`'s callback, `instance.instance`). Through the adapter,
+   * its site methods act on the proxy: `server` is a view of it, and rules and middleware changed here
+   * reach it (see the README's table).
+   */
+  interface BrowserSyncInternal {
+    options: ImmutableMap
     events: EventEmitter
-    [key: string]: any
+    /** The proxy, as far as a Node server can stand for it: `address()`, `listening`, `close(cb)`. */
+    server: ProxyServerView
+    getOption(name: string): unknown
+    getOptionIn(path: readonly string[]): unknown
+    setOption(name: string, value: unknown, opts?: { silent?: boolean }): ImmutableMap
+    addRewriteRule(rule: RewriteRule & { id?: string }): void
+    removeRewriteRule(id: string): void
+    setRewriteRules(rules: readonly RewriteRule[]): void
+    addMiddleware(route: string, handle: Middleware, opts?: { id?: string; override?: boolean }): void
+    removeMiddleware(id: string): void
+    resetMiddlewareStack(): void
+    serveFile(path: string, props: { type: string; content: string | Buffer }): void
+    cleanup(cb?: Bivariant<(err: Error | null, bs: BrowserSyncInternal) => void>): void
+    readonly active: boolean
+    readonly paused: boolean
+    publicInstance: BrowserSyncInstance
   }
 
-  export type InitCallback = (err: Error | null, bs: BrowserSyncInternal) => void
+  /** `bs.server` through the adapter: a view of devproxy-native's proxy (not an `http.Server`). */
+  interface ProxyServerView extends EventEmitter {
+    readonly listening: boolean
+    /** The running `ProxyServer`; null once it stopped. */
+    readonly proxy: ProxyServer | null
+    address(): { address: string; family: 'IPv4' | 'IPv6'; port: number } | null
+    /** Stops the proxy; `cb` and the `close` event follow once its port is free. */
+    close(cb?: (err?: Error) => void): this
+    /** Throws: the proxy is started by `init()` only. */
+    listen(...args: unknown[]): never
+  }
 
-  export interface BrowserSyncInstance {
+  type InitCallback = Bivariant<(err: Error | null, bs: BrowserSyncInternal) => void>
+
+  interface BrowserSyncInstance {
     name: string | number
     /** browser-sync's own instance. */
     instance: BrowserSyncInternal
@@ -41,42 +279,60 @@ declare namespace browserSync {
      * Starts browser-sync, then the proxy. The callback gets `(err, bs)` once both run; a port in use
      * or a bad option reaches it as an error (without a callback, the error is logged).
      */
-    init(config?: BrowserSyncConfig, cb?: InitCallback): BrowserSyncInstance
+    init(config?: Options, cb?: InitCallback): BrowserSyncInstance
     init(cb: InitCallback): BrowserSyncInstance
-    /** Reloads the browsers, or injects the given files (CSS, images) where it can. */
-    reload(arg?: string | string[] | { stream?: boolean; [key: string]: unknown }): any
+    /** Reloads the browsers. */
+    reload(): void
+    /** Injects the given files where it can (CSS, images), or reloads. */
+    reload(files: string | readonly string[]): void
+    /** A transform stream for gulp that reloads or injects what passes through. */
+    reload(options: { stream: boolean; once?: boolean; match?: string | readonly string[] }): NodeJS.ReadWriteStream
     /** Shows `message` in every connected browser for `timeout` ms. */
     notify(message: string, timeout?: number): void
     /** Stops file watching, browser-sync's servers and the proxy; resolves when the proxy's port is free. */
     exit(): Promise<void>
-    /** chokidar watcher for `patterns`, as browser-sync's `watch`. */
-    watch(patterns: string | string[], opts?: object | ((event: string, file: string) => void), fn?: (event: string, file: string) => void): any
+    /** A chokidar watcher for `patterns`, as browser-sync's `watch`. */
+    watch(
+      patterns: string | readonly string[],
+      opts?: object | ((event: string, file: string) => unknown),
+      fn?: (event: string, file: string) => unknown,
+    ): EventEmitter
     /** A transform stream for gulp: files that pass through are injected or reloaded. */
-    stream(opts?: { match?: string | string[]; once?: boolean }): NodeJS.ReadWriteStream
+    stream(opts?: StreamOptions): NodeJS.ReadWriteStream
     pause(): void
     resume(): void
-    cleanup(cb?: () => void): void
+    /** Stops browser-sync and the proxy. */
+    cleanup(cb?: Bivariant<(err: Error | null, bs: BrowserSyncInternal) => void>): void
     use(plugin: object, opts?: object, cb?: (err?: Error) => void): void
-    getOption(name: string): any
+    /** An option's value as browser-sync holds it (objects and arrays as Immutable.js values). */
+    getOption(name: 'port'): number
+    getOption(name: 'mode'): 'proxy' | 'server' | 'snippet'
+    getOption(name: 'scheme'): 'http' | 'https'
+    getOption(name: 'startPath'): string | null
+    getOption(name: 'snippet'): string
+    getOption(name: 'logLevel'): LogLevel
+    getOption(name: 'urls'): ImmutableMap
+    getOption(name: string): unknown
     emitter: EventEmitter
     readonly active: boolean
     readonly paused: boolean
-    readonly sockets: { emit(event: string, data?: unknown): void; on(event: string, fn: (...args: any[]) => void): void }
+    readonly sockets: { emit(event: string, data?: unknown): void; on(event: string, fn: (...args: unknown[]) => void): void }
     /** devproxy-native's server for the site: null before `init`'s callback and after `exit()`. */
     readonly proxy: ProxyServer | null
   }
 
-  export interface BrowserSyncApi {
+  interface BrowserSyncStatic {
     /** The module-level instance: `require('devproxy-native/browser-sync')(config, cb)`. */
-    (config?: BrowserSyncConfig, cb?: InitCallback): BrowserSyncInstance
-    init(config?: BrowserSyncConfig, cb?: InitCallback): BrowserSyncInstance
-    create(name?: string): BrowserSyncInstance
+    (config?: Options, cb?: InitCallback): BrowserSyncInstance
+    init(config?: Options, cb?: InitCallback): BrowserSyncInstance
+    create(name?: string, emitter?: EventEmitter): BrowserSyncInstance
     get(name: string): BrowserSyncInstance
     has(name: string): boolean
     use(plugin: object, opts?: object, cb?: (err?: Error) => void): void
     reload: BrowserSyncInstance['reload']
     stream: BrowserSyncInstance['stream']
     notify: BrowserSyncInstance['notify']
+    /** Stops the module-level instance; undefined when there is none. */
     exit(): Promise<void> | undefined
     watch: BrowserSyncInstance['watch']
     pause(): void
@@ -91,9 +347,12 @@ declare namespace browserSync {
      * The same API backed by another browser-sync module, resolved from the project as `require` would
      * (e.g. an npm alias `'browser-sync-2'`); the default is `'browser-sync'`.
      */
-    withBrowserSync(moduleId: string): BrowserSyncApi
+    withBrowserSync(moduleId: string): BrowserSyncStatic
   }
+
+  /** @deprecated the adapter's earlier name for `BrowserSyncStatic`. */
+  type BrowserSyncApi = BrowserSyncStatic
 }
 
-declare const browserSync: browserSync.BrowserSyncApi
+declare const browserSync: browserSync.BrowserSyncStatic
 export = browserSync

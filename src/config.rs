@@ -675,7 +675,7 @@ pub(crate) mod option_names {
     pub(crate) const PROXY_TARGET: &[&str] = &["target", "ws", "reqHeaders", "cookies", "secure", "proxyOptions"];
     pub(crate) const PROXY_OPTIONS: &[&str] = &["xfwd", "secure", "changeOrigin"];
     pub(crate) const COOKIE: &[&str] = &["stripDomain"];
-    pub(crate) const RULE: &[&str] = &["match", "replace", "fn", "paths"];
+    pub(crate) const RULE: &[&str] = &["match", "replace", "fn", "paths", "id"];
     pub(crate) const SNIPPET_OPTIONS: &[&str] = &["rule", "whitelist", "blacklist", "ignorePaths", "async"];
     pub(crate) const SNIPPET_RULE: &[&str] = &["match", "fn"];
     pub(crate) const HTTPS: &[&str] = &["key", "cert", "ca", "pfx", "passphrase"];

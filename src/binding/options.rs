@@ -32,9 +32,10 @@ pub struct ProxyTargetOptions {
     pub req_headers: Option<std::collections::HashMap<String, String>>,
     /// `{ stripDomain: true }` (default) removes `Domain=` from `Set-Cookie`.
     pub cookies: Option<CookieOptions>,
-    /// Verify the upstream's TLS certificate (default true) against the OS's trust store (where
-    /// mkcert, Valet/Herd and Local install their CA) and the certificates of `NODE_EXTRA_CA_CERTS`.
-    /// `false` accepts any certificate, as Browsersync always does.
+    /// `true`: verify the upstream's TLS certificate against the OS's trust store (where mkcert,
+    /// Valet/Herd and Local install their CA) and the certificates of `NODE_EXTRA_CA_CERTS`; `false`:
+    /// accept any certificate, as Browsersync always does. Unset: verified unless the target is on
+    /// this machine (`localhost`, a loopback IP, a name resolving only to loopback addresses).
     pub secure: Option<bool>,
     /// Browsersync's http-proxy options: `xfwd`, `secure` and `changeOrigin` are honoured; any other
     /// key is ignored with a warning naming it.
@@ -66,6 +67,8 @@ pub struct CookieOptions {
 #[allow(dead_code)]
 #[napi(object)]
 pub struct ProxyOptions {
+    /// The site to proxy: its URL (`http`/`https`; no scheme means `http://`; only scheme, host and
+    /// port are used, a path is the start path), or `{ target, ... }` with the target's settings.
     #[napi(ts_type = "string | ProxyTargetOptions")]
     pub proxy: String,
     /// Port to listen on (default 3000). When it is in use, the next free port is taken and logged,
@@ -244,7 +247,7 @@ pub struct RouteOptions {
     pub ws: Option<bool>,
     /// Headers set on every request to this target.
     pub req_headers: Option<std::collections::HashMap<String, String>>,
-    /// Verify this target's TLS certificate (default true).
+    /// Verify this target's TLS certificate (unset: verified unless the target is on this machine).
     pub secure: Option<bool>,
     /// Answer this prefix's requests from a cassette (see `ReplayOptions`) while the rest is proxied.
     #[napi(ts_type = "ReplayOptions")]

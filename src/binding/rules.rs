@@ -70,12 +70,15 @@ pub struct SnippetOptions {
     pub r#async: Option<bool>,
 }
 
+/// Where the snippet goes (`snippetOptions.rule`): Browsersync's `{ match, fn }`.
 // Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
 #[allow(dead_code)]
 #[napi(object)]
 pub struct SnippetRule {
+    /// Where the snippet goes: the first match in the page (default `/<body[^>]*>/i`).
     #[napi(ts_type = "RegExp")]
     pub r#match: Option<String>,
+    /// The text that replaces the match (default `match + snippet`); called once per page, in JS.
     #[napi(js_name = "fn", ts_type = "(snippet: string, match: string) => string")]
     pub func: Option<String>,
 }

@@ -15,15 +15,20 @@ use super::replay::parse_replay;
 use super::rules::{compile_off_thread, parse_rule, parse_rules, CallMode};
 use crate::server;
 
-/// What the server has done so far.
+/// What the server has done so far (`server.stats()`); counts since start.
 #[napi(object)]
 pub struct ProxyStats {
+    /// Requests answered (proxied, local files, middleware, replayed, error pages).
     pub requests: f64,
+    /// Bodies that went through the rules (pages, and text types with `rewriteTextTypes`).
     pub rewritten: f64,
+    /// Bodies passed through untouched (images, scripts, anything the rules do not apply to).
     pub passed_through: f64,
+    /// Requests the target could not answer (refused, timed out, TLS refused): each a 502 page.
     pub upstream_errors: f64,
     /// Match candidates longer than `maxMatchBytes`, left unreplaced.
     pub abandoned_matches: f64,
+    /// WebSocket connections tunnelled.
     pub websockets: f64,
     /// Milliseconds to the target's response headers (answers with an upstream exchange only).
     pub upstream_latency: LatencyStats,
@@ -181,6 +186,8 @@ impl JsProxyServer {
         self.inner.recordings().into_iter().map(RecordingStatus::from).collect()
     }
 
+    /// The counters so far: requests, rewritten and passed-through bodies, upstream errors, matches
+    /// per rule, latencies (see `ProxyStats`). Cheap: read from atomics, no lock on the request path.
     #[napi(catch_unwind)]
     pub fn stats(&self) -> ProxyStats {
         let s = self.inner.stats();
