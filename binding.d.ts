@@ -59,6 +59,10 @@ export declare class ProxyServer {
    * with its `route` prefix; `[]` when nothing is recorded.
    */
   recordings(): Array<RecordingStatus>
+  /**
+   * The counters so far: requests, rewritten and passed-through bodies, upstream errors, matches
+   * per rule, latencies (see `ProxyStats`). Cheap: read from atomics, no lock on the request path.
+   */
   stats(): ProxyStats
   /**
    * Answers requests from a cassette from now on (routes with their own `replay` keep theirs);
@@ -82,6 +86,12 @@ export declare class ProxyServer {
   stop(): Promise<void>
 }
 export type JsProxyServer = ProxyServer
+
+/**
+ * For lib/ (the adapter's and the command line's "did you mean"): the candidate closest to `name`,
+ * chosen as the proxy's own option warnings choose it; `null` when none is close.
+ */
+export declare function __closestName(name: string, candidates: Array<string>): string | null
 
 /**
  * Test hook, not part of the API: panics on the JS thread (`'sync'`) or inside the returned
@@ -207,6 +217,10 @@ export interface MiddlewareHostOptions {
 
 /** Options of `start()`; names follow Browsersync's. */
 export interface ProxyOptions {
+  /**
+   * The site to proxy: its URL (`http`/`https`; no scheme means `http://`; only scheme, host and
+   * port are used, a path is the start path), or `{ target, ... }` with the target's settings.
+   */
   proxy: string | ProxyTargetOptions
   /**
    * Port to listen on (default 3000). When it is in use, the next free port is taken and logged,
@@ -338,14 +352,19 @@ export interface ProxyOptions {
   record?: RecordOptions
 }
 
-/** What the server has done so far. */
+/** What the server has done so far (`server.stats()`); counts since start. */
 export interface ProxyStats {
+  /** Requests answered (proxied, local files, middleware, replayed, error pages). */
   requests: number
+  /** Bodies that went through the rules (pages, and text types with `rewriteTextTypes`). */
   rewritten: number
+  /** Bodies passed through untouched (images, scripts, anything the rules do not apply to). */
   passedThrough: number
+  /** Requests the target could not answer (refused, timed out, TLS refused): each a 502 page. */
   upstreamErrors: number
   /** Match candidates longer than `maxMatchBytes`, left unreplaced. */
   abandonedMatches: number
+  /** WebSocket connections tunnelled. */
   websockets: number
   /** Milliseconds to the target's response headers (answers with an upstream exchange only). */
   upstreamLatency: LatencyStats
@@ -368,9 +387,10 @@ export interface ProxyTargetOptions {
   /** `{ stripDomain: true }` (default) removes `Domain=` from `Set-Cookie`. */
   cookies?: CookieOptions
   /**
-   * Verify the upstream's TLS certificate (default true) against the OS's trust store (where
-   * mkcert, Valet/Herd and Local install their CA) and the certificates of `NODE_EXTRA_CA_CERTS`.
-   * `false` accepts any certificate, as Browsersync always does.
+   * `true`: verify the upstream's TLS certificate against the OS's trust store (where mkcert,
+   * Valet/Herd and Local install their CA) and the certificates of `NODE_EXTRA_CA_CERTS`; `false`:
+   * accept any certificate, as Browsersync always does. Unset: verified unless the target is on
+   * this machine (`localhost`, a loopback IP, a name resolving only to loopback addresses).
    */
   secure?: boolean
   /**
@@ -519,7 +539,7 @@ export interface RouteOptions {
   ws?: boolean
   /** Headers set on every request to this target. */
   reqHeaders?: Record<string, string>
-  /** Verify this target's TLS certificate (default true). */
+  /** Verify this target's TLS certificate (unset: verified unless the target is on this machine). */
   secure?: boolean
   /** Answer this prefix's requests from a cassette (see `ReplayOptions`) while the rest is proxied. */
   replay?: ReplayOptions
@@ -602,8 +622,11 @@ export interface SnippetOptions {
   async?: boolean
 }
 
+/** Where the snippet goes (`snippetOptions.rule`): Browsersync's `{ match, fn }`. */
 export interface SnippetRule {
+  /** Where the snippet goes: the first match in the page (default `/<body[^>]*>/i`). */
   match?: RegExp
+  /** The text that replaces the match (default `match + snippet`); called once per page, in JS. */
   fn?: (snippet: string, match: string) => string
 }
 

@@ -837,6 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.ProxyServer = nativeBinding.ProxyServer
 module.exports.JsProxyServer = nativeBinding.JsProxyServer
+module.exports.__closestName = nativeBinding.__closestName
 module.exports.__panicProbe = nativeBinding.__panicProbe
 module.exports.__rewriteEach = nativeBinding.__rewriteEach
 module.exports.rewrite = nativeBinding.rewrite

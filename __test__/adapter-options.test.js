@@ -67,3 +67,23 @@ test('record and onRequest given to the adapter\'s init() are used: a cassette i
     fs.rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test('a misspelt option is warned about with the closest name, whatever the entry point and even with every log off', { timeout: 60000 }, async () => {
+  const { spawnNode } = require('./helpers')
+  const run = async (mode) => {
+    const child = spawnNode(path.join(__dirname, 'fixtures', 'typo-child.js'), [mode])
+    const { code } = await withTimeout(child.exited, 50000, `the ${mode} child`)
+    const { stderr } = child.output()
+    assert.equal(code, 0, stderr)
+    return stderr
+  }
+  // start() with quiet: true: the native side's warnings (top-level and nested keys).
+  const viaStart = await run('start')
+  assert.match(viaStart, /\[devproxy\] unknown option `rewriteRule`; did you mean `rewriteRules`\?/)
+  assert.match(viaStart, /\[devproxy\] unknown option `proxy\.reqHeader`; did you mean `proxy\.reqHeaders`\?/)
+  // The adapter with logLevel: 'silent': keys that neither browser-sync nor start() reads.
+  const viaAdapter = await run('adapter')
+  assert.match(viaAdapter, /\[Browsersync\] unknown option `rewriteRule`; did you mean `rewriteRules`\?/)
+  assert.match(viaAdapter, /\[Browsersync\] unknown option `ghostmode`; did you mean `ghostMode`\?/)
+  assert.doesNotMatch(viaAdapter, /unknown option `(proxy|port|open|online|ui|logLevel)`/, 'known options are not reported')
+})

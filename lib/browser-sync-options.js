@@ -46,6 +46,30 @@ const PROXY_SET = new Set(PROXY_OPTIONS)
 const SHARED_SET = new Set(SHARED_OPTIONS)
 
 /**
+ * Options browser-sync reads that its default config (`dist/default-config.js`, read from the
+ * installed version) does not list.
+ */
+const BROWSERSYNC_UNLISTED = [
+  'snippet', 'https', 'httpModule', 'listen', 'cwd', 'callbacks', 'online', 'tunnel', 'scriptPath',
+  'serveStaticOptions', 'script', 'uiPort', 'ports', 'xip', 'single', 'watch', 'browser', 'logSnippet',
+]
+
+/**
+ * Warnings for the top-level keys of `config` that neither browser-sync nor `start()` reads (both
+ * would drop them in silence), each with the closest known name when one is close. `defaults` is
+ * browser-sync's default config; `closest(name, candidates)` picks a suggestion.
+ */
+function unknownOptions(config, defaults, closest) {
+  const known = new Set([...Object.keys(defaults), ...BROWSERSYNC_UNLISTED, ...PROXY_OPTIONS, ...SHARED_OPTIONS])
+  return Object.keys(config)
+    .filter((key) => !known.has(key))
+    .map((key) => {
+      const near = closest(key, [...known])
+      return near ? `unknown option \`${key}\`; did you mean \`${near}\`?` : `unknown option \`${key}\`; it is ignored`
+    })
+}
+
+/**
  * Splits a Browsersync config into `{ proxyOptions, bsOptions }` (shallow: values are not copied).
  * `snippet` stays with browser-sync: it decides whether there is a snippet at all.
  */
@@ -65,4 +89,4 @@ function splitOptions(config) {
   return { proxyOptions, bsOptions }
 }
 
-module.exports = { PROXY_OPTIONS, SHARED_OPTIONS, splitOptions }
+module.exports = { PROXY_OPTIONS, SHARED_OPTIONS, splitOptions, unknownOptions }

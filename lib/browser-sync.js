@@ -14,7 +14,8 @@ const { createRequire } = require('node:module')
 const { PassThrough } = require('node:stream')
 const { EventEmitter } = require('node:events')
 const { start, resolveReqHeaders } = require('./start.js')
-const { splitOptions } = require('./browser-sync-options.js')
+const { splitOptions, unknownOptions } = require('./browser-sync-options.js')
+const binding = require('../binding.js')
 const { attachSite, proxyOption } = require('./browser-sync-site.js')
 const { version } = require('../package.json')
 
@@ -49,6 +50,7 @@ function loadBrowserSync(id) {
     browserSync: from(entry),
     parseArgs: from('./args'),
     isStreamArg: from('./public/public-utils').isStreamArg,
+    defaults: from('./default-config'),
     Immutable: from('immutable'),
     devIp: from('dev-ip'),
   }
@@ -194,6 +196,11 @@ function createAdapter(moduleId) {
       if (starting || inner.active) {
         done(new Error(`Instance: ${name} is already running!`))
         return instance
+      }
+      // Keys nobody reads: browser-sync would drop them in silence. Said whatever the log level.
+      if (config && typeof config === 'object') {
+        const prefix = typeof config.logPrefix === 'string' ? config.logPrefix : 'Browsersync'
+        for (const line of unknownOptions(config, lib.defaults, binding.__closestName)) process.stderr.write(`[${prefix}] ${line}\n`)
       }
       if (!config || !config.proxy) {
         // Nothing to proxy (server or snippet mode): browser-sync as it is.

@@ -33,9 +33,11 @@ function nativeOptions(options) {
   return rest
 }
 
-/** Warnings of the JS side, on stderr like the native ones, with the same prefix and log level. */
+/**
+ * Warnings of the JS side about the options, on stderr like the native ones and with the same
+ * prefix: whatever the log level, as a config the proxy does not follow is not chatter.
+ */
 function warn(options, lines) {
-  if (options.quiet === true || options.logLevel === 'silent') return
   const prefix = typeof options.logPrefix === 'string' ? options.logPrefix : 'devproxy'
   for (const line of lines) process.stderr.write(`[${prefix}] ${line}\n`)
 }

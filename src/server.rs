@@ -139,7 +139,7 @@ impl ProxyServer {
             config,
         });
         for warning in &shared.config.warnings {
-            shared.stats.log_error(warning);
+            shared.stats.log_config(warning);
         }
         let (acceptor, certificate) = match served {
             Some(served) => (Some(served.acceptor), Some(served.certificate_pem)),

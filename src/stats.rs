@@ -14,6 +14,8 @@ pub(crate) struct Stats {
     websockets: AtomicU64,
     /// `None`: silent.
     log: Option<LogSettings>,
+    /// `logPrefix`, kept for what is written even when silent (warnings about the options).
+    prefix: String,
 }
 
 #[derive(Debug)]
@@ -43,7 +45,15 @@ impl Stats {
     pub(crate) fn new(level: LogLevel, prefix: &str) -> Stats {
         let log =
             (level != LogLevel::Silent).then(|| LogSettings { debug: level == LogLevel::Debug, prefix: prefix.into() });
-        Stats { log, ..Stats::default() }
+        Stats { log, prefix: prefix.into(), ..Stats::default() }
+    }
+
+    /// A warning about the options given (an unknown key, one that is ignored): written whatever the
+    /// log level, since a config the proxy does not follow is not chatter.
+    pub(crate) fn log_config(&self, message: &str) {
+        use std::io::Write;
+        let message = crate::observe::mask::mask_text(message);
+        let _ = writeln!(std::io::stderr().lock(), "[{}] {message}", self.prefix);
     }
 
     pub(crate) fn add_request(&self) {

@@ -99,7 +99,7 @@ pub fn for_keys(
 }
 
 /// The candidate most like `key` (Jaro-Winkler, case-insensitive), if it is alike enough to be a typo.
-fn closest<'a>(key: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn closest<'a>(key: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let key = key.to_ascii_lowercase();
     candidates
         .map(|c| (strsim::jaro_winkler(&key, &c.to_ascii_lowercase()), c))

@@ -211,6 +211,13 @@ fn read_chunks(input: Unknown) -> Result<Vec<Vec<u8>>> {
         .collect()
 }
 
+/// For lib/ (the adapter's and the command line's "did you mean"): the candidate closest to `name`,
+/// chosen as the proxy's own option warnings choose it; `null` when none is close.
+#[napi(catch_unwind, js_name = "__closestName")]
+pub fn closest_name(name: String, candidates: Vec<String>) -> Option<String> {
+    crate::warnings::closest(&name, candidates.iter().map(String::as_str)).map(str::to_string)
+}
+
 /// Test hook, not part of the API: panics on the JS thread (`'sync'`) or inside the returned
 /// Promise's task (`'async'`), so tests can show that a panic becomes a JS error, never a crash.
 #[napi(catch_unwind, js_name = "__panicProbe", ts_return_type = "Promise<void>")]
