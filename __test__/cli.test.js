@@ -169,17 +169,23 @@ test('bad input: one line naming the problem, a non-zero exit, no stack trace', 
   try {
     const cases = [
       [['--bogus', upstream.url], 2, 'devproxy: unknown option --bogus (devproxy --help lists the options)'],
+      [['--prot', '3000', upstream.url], 2, 'devproxy: unknown option --prot (did you mean --port?)'],
+      [[upstream.url, '--log-request'], 2, 'devproxy: unknown option --log-request (did you mean --log-requests?)'],
       [['http://exa mple.test'], 2, 'devproxy: target "http://exa mple.test" is not a URL (try http://localhost:8000)'],
       [['ftp://127.0.0.1/'], 2, 'devproxy: target "ftp://127.0.0.1/": only http:// and https:// targets can be proxied'],
       [[upstream.url, '--rule', '/a(/g=b'], 2, 'devproxy: --rule "/a(/g=b": Invalid regular expression: /a(/g: Unterminated group'],
       [[upstream.url, '--rule', 'a=b'], 2, `devproxy: --rule "a=b": expected /regex/flags=replacement, as in '/foo/g=bar'`],
       [[upstream.url, '--port', '70000'], 2, 'devproxy: --port must be a whole number from 0 to 65535, got "70000"'],
-      [[upstream.url, '--log-level', 'loud'], 2, 'devproxy: --log-level must be one of info, debug, silent, got "loud"'],
+      [[upstream.url, '--log-level', 'loud'], 2, 'devproxy: --log-level must be one of info, debug, warn, silent, got "loud"'],
+      [[upstream.url, '--speed', '2'], 2, 'devproxy: --speed applies to --replay <file>, which is not given'],
+      [[upstream.url, '--replay', 'c.jsonl', '--speed', 'fast'], 2, 'devproxy: --speed must be a number from 0 (at once) up, got "fast"'],
+      [[upstream.url, '--replay', 'c.jsonl', '--on-miss', 'ignore'], 2, 'devproxy: --on-miss must be one of error, proxy, record, got "ignore"'],
+      [[upstream.url, '--replay', 'c.jsonl', '--record', 'd.jsonl'], 2, 'devproxy: --record and --replay together: to record what the cassette lacks, use --replay <file> --on-miss record'],
       [[], 2, 'devproxy: no target: give one, as in `devproxy http://localhost:8000` (devproxy --help for more)'],
       [[upstream.url, '--config', 'nope.json'], 2, 'devproxy: --config nope.json: no such file'],
       [[upstream.url, '--port', String(taken.port), '--strict-port'], 1, `devproxy: port ${taken.port} is already in use on 127.0.0.1 (strictPort)`],
-      // The engine's own check of a rule, named by the library: a lookahead the streaming engine refuses.
-      [[upstream.url, '--port', '0', '--rule', '/a(?=b)/g=c'], 1, 'devproxy: rewriteRules[0]: '],
+      // The engine's own check of a rule, named as the flag: a lookahead the streaming engine refuses.
+      [[upstream.url, '--port', '0', '--rule', '/a(?=b)/g=c'], 2, 'devproxy: --rule "/a(?=b)/g=c": unsupported regex feature: lookahead'],
     ]
     for (const [args, code, line] of cases) {
       const cli = runCli(args)
@@ -267,6 +273,84 @@ test('options from flags: repeatable --serve-static and --rule, in order, added 
     assert.deepEqual(options.rewriteRules.map((r) => String(r.match)), ['x', '/q/'])
     assert.equal(options.https, true)
   } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('devproxy.config.{js,mjs,cjs,json} in the working directory is read without --config; two of them, or a TypeScript one on this Node, are refused naming them', async () => {
+  const dir = tempDir()
+  try {
+    fs.writeFileSync(path.join(dir, 'devproxy.config.mjs'), `export default { proxy: '${upstream.url}', port: 0, snippet: '<b>found</b>' }\n`)
+    const cli = runCli([], { cwd: dir })
+    try {
+      const url = await cli.url()
+      const res = await request(url + '/', { headers: { accept: ACCEPT_HTML } })
+      assert.match(res.body.toString(), /<body><b>found<\/b>/)
+      cli.child.kill('SIGINT')
+      assert.equal((await cli.exited()).code, 0)
+    } finally {
+      cli.kill()
+    }
+    fs.writeFileSync(path.join(dir, 'devproxy.config.json'), JSON.stringify({ proxy: upstream.url }))
+    const two = runCli([], { cwd: dir })
+    assert.equal((await two.exited()).code, 2)
+    assert.equal(two.out.stderr, `devproxy: found devproxy.config.mjs and devproxy.config.json in ${dir}: keep one, or pass the one to use with --config\n`)
+    fs.rmSync(path.join(dir, 'devproxy.config.mjs'))
+    fs.rmSync(path.join(dir, 'devproxy.config.json'))
+    fs.writeFileSync(path.join(dir, 'devproxy.config.ts'), `export default { proxy: '${upstream.url}' as string }\n`)
+    const ts = runCli([], { cwd: dir })
+    assert.equal((await ts.exited()).code, 2)
+    if (process.features.typescript) {
+      assert.doesNotMatch(ts.out.stderr, /needs a Node that runs TypeScript/)
+    } else {
+      assert.equal(
+        ts.out.stderr,
+        `devproxy: devproxy.config.ts: a TypeScript config needs a Node that runs TypeScript (22.18 or later); this is Node ${process.versions.node}. Rename it to devproxy.config.mjs (plain JS), or run devproxy through a loader such as tsx\n`,
+      )
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('--record writes a cassette (with --log-requests lines); --replay --speed 0 answers from it with the target gone; --inspector serves the inspector', async () => {
+  const dir = tempDir()
+  const cassette = path.join(dir, 'session.jsonl')
+  const { startUpstream } = require('./helpers.js')
+  const site = await startUpstream({ '/': (req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('recorded answer') })
+  try {
+    const recording = runCli([site.url, '--port', '0', '--record', cassette, '--log-requests', '--inspector'], { cwd: dir })
+    try {
+      const url = await recording.url()
+      const res = await request(url + '/')
+      assert.equal(res.body.toString(), 'recorded answer')
+      await recording.waitErr(/GET \/ -> 200/)
+      const inspector = await request(url + '/__devproxy/')
+      assert.equal(inspector.status, 200)
+      assert.match(inspector.headers['content-type'], /^text\/html/)
+      recording.child.kill('SIGINT')
+      assert.equal((await recording.exited()).code, 0)
+    } finally {
+      recording.kill()
+    }
+    const lines = fs.readFileSync(cassette, 'utf8').trim().split('\n').map((line) => JSON.parse(line))
+    assert.ok(lines.some((line) => JSON.stringify(line).includes('recorded answer')), 'the answer is in the cassette')
+    await site.close()
+    const replaying = runCli([site.url, '--port', '0', '--replay', cassette, '--speed', '0', '--on-miss', 'error'], { cwd: dir })
+    try {
+      const url = await replaying.url()
+      const res = await request(url + '/')
+      assert.equal(res.status, 200)
+      assert.equal(res.body.toString(), 'recorded answer')
+      const miss = await request(url + '/never-recorded')
+      assert.equal(miss.status, 404)
+      replaying.child.kill('SIGINT')
+      assert.equal((await replaying.exited()).code, 0)
+    } finally {
+      replaying.kill()
+    }
+  } finally {
+    await site.close().catch(() => {})
     fs.rmSync(dir, { recursive: true, force: true })
   }
 })

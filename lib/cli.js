@@ -25,9 +25,16 @@ Options:
       --serve-static <dir> serve files from <dir> before the proxy (repeatable)
   -r, --rule <rule>        a rewrite rule, /regex/flags=replacement (repeatable, applied in order)
       --snippet <html>     HTML inserted right after the first <body ...> tag of pages
-  -c, --config <file>      devproxy.config.js, .mjs, .cjs or .json: the options of start() (command-line
-                           flags win; rules and static dirs are added to the file's)
-      --log-level <level>  info (default), debug or silent
+  -c, --config <file>      the options of start() from a file (.js, .mjs, .cjs, .json); without it,
+                           devproxy.config.{js,mjs,cjs,json} in the current directory is read when there.
+                           Flags win; rules and static dirs are added to the file's
+      --record <file>      record every exchange to a cassette (JSON Lines; secrets redacted)
+      --replay <file>      answer from a cassette instead of the target
+      --speed <n>          replay timing: 1 as recorded (default), 4 four times faster, 0 at once
+      --on-miss <mode>     a request the cassette lacks: error (404, default), proxy, or record
+      --log-requests       one line per request on stderr (method, path, status, timings)
+      --inspector          the request inspector at /__devproxy/ (loopback only)
+      --log-level <level>  info (default), debug, warn or silent
   -v, --version            print the version
   -h, --help               print this help
 
@@ -43,6 +50,8 @@ Examples:
   devproxy localhost:8000 --rule '/Powered by \\w+/g=Powered by devproxy' --rule '/<title>/i=$&[dev] '
   devproxy localhost:8000 --snippet '<script async src="/reload.js"></script>'
   devproxy --config devproxy.config.js
+  devproxy localhost:8000 --record session.jsonl --log-requests
+  devproxy localhost:8000 --replay session.jsonl --speed 0 --on-miss proxy
 
 Ctrl-C stops: requests in flight finish first (up to gracePeriodMs, 5 s); a second Ctrl-C quits at once.`
 
@@ -59,17 +68,38 @@ const OPTIONS = {
   snippet: { type: 'string' },
   config: { type: 'string', short: 'c' },
   'log-level': { type: 'string' },
+  record: { type: 'string' },
+  replay: { type: 'string' },
+  speed: { type: 'string' },
+  'on-miss': { type: 'string' },
+  'log-requests': { type: 'boolean' },
+  inspector: { type: 'boolean' },
   proxy: { type: 'string' },
   version: { type: 'boolean', short: 'v' },
   help: { type: 'boolean', short: 'h' },
 }
 
-const LOG_LEVELS = ['info', 'debug', 'silent']
+const LOG_LEVELS = ['info', 'debug', 'warn', 'silent']
+const ON_MISS = ['error', 'proxy', 'record']
+/** Config files read from the working directory when `--config` is not given, in this order. */
+const CONFIG_NAMES = ['devproxy.config.js', 'devproxy.config.mjs', 'devproxy.config.cjs', 'devproxy.config.json']
+const TS_CONFIG_NAMES = ['devproxy.config.ts', 'devproxy.config.mts', 'devproxy.config.cts']
+
+/** The flag closest to a misspelt one (`--prot` -> `--port`), chosen as option warnings choose. */
+function closestFlag(flag) {
+  const { __closestName } = require('../binding.js')
+  const long = Object.keys(OPTIONS).map((name) => `--${name}`)
+  return flag.startsWith('--') ? __closestName(flag, long) : null
+}
 
 /** parseArgs's errors say what went wrong at length; this says it in one line. */
 function parseError(error) {
   const unknown = /^Unknown option '([^']+)'/.exec(error.message)
-  if (unknown) return new UsageError(`unknown option ${unknown[1]} (devproxy --help lists the options)`)
+  if (unknown) {
+    const near = closestFlag(unknown[1])
+    const hint = near ? `did you mean ${near}?` : 'devproxy --help lists the options'
+    return new UsageError(`unknown option ${unknown[1]} (${hint})`)
+  }
   const missing = /^Option '(?:-\w, )?(--[\w-]+) <value>' argument missing/.exec(error.message)
   if (missing) return new UsageError(`${missing[1]} needs a value`)
   const bool = /^Option '(?:-\w, )?(--[\w-]+)' does not take an argument/.exec(error.message)
@@ -158,7 +188,7 @@ function parseCli(argv) {
   if (values.host !== undefined) options.host = values.host
   if (values.https) options.https = true
   if (values['serve-static']) options.serveStatic = values['serve-static']
-  if (values.rule) options.rewriteRules = values.rule.map(parseRule)
+  if (values.rule) options.rewriteRules = values.rule.map((text) => checkRule(text, parseRule(text)))
   if (values.snippet !== undefined) options.snippet = values.snippet
   if (values['log-level'] !== undefined) {
     if (!LOG_LEVELS.includes(values['log-level'])) {
@@ -166,19 +196,82 @@ function parseCli(argv) {
     }
     options.logLevel = values['log-level']
   }
+  if (values.record !== undefined && values.replay !== undefined) {
+    throw new UsageError('--record and --replay together: to record what the cassette lacks, use --replay <file> --on-miss record')
+  }
+  if (values.record !== undefined) options.record = { path: values.record }
+  const replayOnly = ['speed', 'on-miss'].filter((name) => values[name] !== undefined)
+  if (values.replay === undefined && replayOnly.length > 0) {
+    throw new UsageError(`--${replayOnly[0]} applies to --replay <file>, which is not given`)
+  }
+  if (values.replay !== undefined) {
+    options.replay = { path: values.replay }
+    if (values.speed !== undefined) {
+      const speed = Number(values.speed)
+      if (values.speed.trim() === '' || !Number.isFinite(speed) || speed < 0) {
+        throw new UsageError(`--speed must be a number from 0 (at once) up, got ${JSON.stringify(values.speed)}`)
+      }
+      options.replay.speed = speed
+    }
+    if (values['on-miss'] !== undefined) {
+      if (!ON_MISS.includes(values['on-miss'])) {
+        throw new UsageError(`--on-miss must be one of ${ON_MISS.join(', ')}, got ${JSON.stringify(values['on-miss'])}`)
+      }
+      options.replay.onMiss = values['on-miss']
+    }
+  }
+  if (values['log-requests']) options.logRequests = true
+  if (values.inspector) options.inspector = true
   return { config: values.config, options }
 }
 
+/**
+ * A `--rule` the engine cannot run is reported as the flag the user typed (start() would name it
+ * `rewriteRules[i]`, counting the config file's rules too).
+ */
+function checkRule(text, rule) {
+  const { rewrite } = require('../index.js')
+  try {
+    rewrite('', [rule])
+  } catch (e) {
+    throw new UsageError(`--rule ${JSON.stringify(text)}: ${String(e && e.message).replace(/^rules\[0\]: /, '')}`)
+  }
+  return rule
+}
+
+/**
+ * The config file to read: `--config`'s, or the one of `CONFIG_NAMES` in `cwd` (a TypeScript one
+ * too, so that it is refused with a reason rather than ignored); undefined when there is none.
+ */
+function findConfig(given, cwd) {
+  if (given !== undefined) return { file: given, flag: '--config' }
+  const found = [...CONFIG_NAMES, ...TS_CONFIG_NAMES].filter((name) => fs.existsSync(path.join(cwd, name)))
+  if (found.length > 1) {
+    throw new UsageError(`found ${found.join(' and ')} in ${cwd}: keep one, or pass the one to use with --config`)
+  }
+  return found.length === 1 ? { file: found[0], flag: found[0] } : undefined
+}
+
+/** Whether this Node runs TypeScript files itself (type stripping: Node 22.18+, 23.6+). */
+const stripsTypes = () => Boolean(process.features && process.features.typescript)
+
 /** Reads a config file: JSON, or a JS module exporting the options (or a function returning them). */
-async function loadConfig(file, cwd) {
+async function loadConfig({ file, flag }, cwd) {
   const full = path.resolve(cwd, file)
   if (!fs.existsSync(full)) throw new UsageError(`--config ${file}: no such file`)
+  const label = flag === '--config' ? `--config ${file}` : file
+  if (/\.[mc]?ts$/.test(full) && !stripsTypes()) {
+    throw new UsageError(
+      `${label}: a TypeScript config needs a Node that runs TypeScript (22.18 or later); this is Node ` +
+        `${process.versions.node}. Rename it to devproxy.config.mjs (plain JS), or run devproxy through a loader such as tsx`,
+    )
+  }
   let value
   if (full.endsWith('.json')) {
     try {
       value = JSON.parse(fs.readFileSync(full, 'utf8'))
     } catch (e) {
-      throw new UsageError(`--config ${file}: ${e.message}`)
+      throw new UsageError(`${label}: ${e.message}`)
     }
   } else {
     try {
@@ -186,11 +279,11 @@ async function loadConfig(file, cwd) {
       value = mod.default !== undefined ? mod.default : mod
       if (typeof value === 'function') value = await value()
     } catch (e) {
-      throw new UsageError(`--config ${file}: ${e && e.name ? `${e.name}: ` : ''}${e && e.message ? e.message : e}`)
+      throw new UsageError(`${label}: ${e && e.name ? `${e.name}: ` : ''}${e && e.message ? e.message : e}`)
     }
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new UsageError(`--config ${file}: expected an object of start() options`)
+    throw new UsageError(`${label}: expected an object of start() options`)
   }
   return value
 }
@@ -212,7 +305,8 @@ function mergeOptions(file, flags) {
 async function buildOptions(argv, cwd = process.cwd()) {
   const cli = parseCli(argv)
   if (cli.help || cli.version) return cli
-  const file = cli.config !== undefined ? await loadConfig(cli.config, cwd) : {}
+  const found = findConfig(cli.config, cwd)
+  const file = found ? await loadConfig(found, cwd) : {}
   const options = mergeOptions(file, cli.options)
   if (options.proxy === undefined) {
     throw new UsageError('no target: give one, as in `devproxy http://localhost:8000` (devproxy --help for more)')
