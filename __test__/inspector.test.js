@@ -253,8 +253,9 @@ test('bad inspector options are rejected naming the option', async () => {
     for (const [inspector, says] of [
       [{ path: 'x/' }, /inspector\.path/],
       [{ path: '/' }, /inspector\.path.*every request/],
-      [{ size: 0 }, /inspector\.size/],
-      [{ size: 1e6 }, /inspector\.size/],
+      // One range in every message: the one the docs give.
+      [{ size: 0 }, /option `inspector\.size` must be a whole number from 1 to 10000, got 0/],
+      [{ size: 1e6 }, /option `inspector\.size` must be a whole number from 1 to 10000, got 1000000/],
       ['yes', /inspector/],
     ]) {
       await assert.rejects(lib().start({ proxy: upstream.url, port: 0, quiet: true, inspector }), says, JSON.stringify(inspector))

@@ -298,7 +298,7 @@ test('logLevel: silent writes nothing, debug a line per request; quiet stays an 
   }
   await up.close()
   const { start } = lib()
-  await assert.rejects(start({ proxy: up.url, port: 0, logLevel: 'loud' }), /option `logLevel` must be 'silent', 'info' or 'debug', got 'loud'/)
+  await assert.rejects(start({ proxy: up.url, port: 0, logLevel: 'loud' }), /option `logLevel` must be 'silent', 'warn', 'info' or 'debug', got 'loud'/)
 })
 
 test('startPath: the proxy URL\'s path, or the option; null without either', async () => {

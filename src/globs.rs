@@ -19,7 +19,7 @@ impl UrlGlobs {
     ///
     /// minimatch's defaults, as far as globset has them: `*` and `?` stop at `/`, `**` as a whole
     /// segment crosses them, `{a,b}`, `[a-z]`, `[!a]`, backslash escapes. Differences (documented in
-    /// the README): `*` also matches a segment that starts with a dot, and extglobs (`+(a|b)`) are
+    /// docs/rewrite-rules.md): `*` also matches a segment that starts with a dot, and extglobs (`+(a|b)`) are
     /// rejected rather than matched.
     pub fn new(patterns: &[String], option: &'static str) -> Result<UrlGlobs, ConfigError> {
         let mut set = GlobSetBuilder::new();

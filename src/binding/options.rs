@@ -310,12 +310,17 @@ pub(super) fn expect_bool(value: Unknown, option: &str) -> Result<bool> {
 }
 
 fn expect_u32(value: Unknown, option: &str, max: u32) -> Result<u32> {
+    expect_u32_from(value, option, 0, max)
+}
+
+/// A whole number from `min` to `max`; the message names both bounds, as the option's docs do.
+fn expect_u32_from(value: Unknown, option: &str, min: u32, max: u32) -> Result<u32> {
     let number = match value.get_type()? {
         ValueType::Number => f64::from_unknown(value)?,
         _ => return Err(invalid(format!("option `{option}` must be a number, got {}", type_name(&value)))),
     };
-    if number.fract() != 0.0 || !(0.0..=f64::from(max)).contains(&number) {
-        return Err(invalid(format!("option `{option}` must be a whole number from 0 to {max}, got {number}")));
+    if number.fract() != 0.0 || !(f64::from(min)..=f64::from(max)).contains(&number) {
+        return Err(invalid(format!("option `{option}` must be a whole number from {min} to {max}, got {number}")));
     }
     Ok(number as u32)
 }
@@ -430,7 +435,7 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     if let Some(level) = options.get("logLevel")? {
         let level = expect_string(level, "logLevel")?;
         config.log_level = LogLevel::parse(&level)
-            .ok_or_else(|| invalid(format!("option `logLevel` must be 'silent', 'info' or 'debug', got '{level}'")))?;
+            .ok_or_else(|| invalid(format!("option `logLevel` must be 'silent', 'warn', 'info' or 'debug', got '{level}'")))?;
     }
     if let Some(prefix) = options.get("logPrefix")? {
         config.log_prefix = expect_string(prefix, "logPrefix")?;
@@ -567,7 +572,7 @@ fn parse_inspector(value: Unknown, out: &mut Vec<String>) -> Result<Option<Inspe
         None => DEFAULT_INSPECTOR_PATH.to_string(),
     };
     let size = match fields.get("size")? {
-        Some(size) => expect_u32(size, "inspector.size", MAX_INSPECTOR_SIZE)?,
+        Some(size) => expect_u32_from(size, "inspector.size", 1, MAX_INSPECTOR_SIZE)?,
         None => DEFAULT_INSPECTOR_SIZE as u32,
     };
     let remote = match fields.get("remote")? {

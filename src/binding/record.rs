@@ -11,7 +11,7 @@ use crate::cassette::redact::{parse_json_path, Redaction};
 use crate::config::option_names::{RECORD, REDACT};
 use crate::globs::UrlGlobs;
 
-/// `record`: upstream exchanges appended to a cassette (JSON Lines; see the README's "Record").
+/// `record`: upstream exchanges appended to a cassette (JSON Lines; see docs/record-and-replay.md).
 // Declared for binding.d.ts; parse_record reads the object field by field to name the bad one.
 #[allow(dead_code)]
 #[napi(object)]

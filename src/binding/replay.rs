@@ -10,7 +10,7 @@ use super::{config_error, invalid};
 use crate::cassette::replay::{OnMiss, ReplayOptions, ReplaySpec};
 use napi::ValueType;
 
-/// Answer requests from a cassette (JSON Lines, see the README) instead of the target: each
+/// Answer requests from a cassette (JSON Lines, see docs/record-and-replay.md) instead of the target: each
 /// response at its recorded offsets, its chunks as recorded.
 // Declared for binding.d.ts; parse_replay reads it through serde.
 #[allow(dead_code)]

@@ -710,7 +710,7 @@ fn what_bounded_rules_hold_back_at_the_chunk_end() {
     let euro = "€".as_bytes();
     assert_eq!(held(3, &[b"x", &euro[..2]].concat()), 2, "two of the three bytes of \"€\"");
     assert_eq!(held(3, &[euro, euro, &euro[..1], b"x"].concat()), 0, "\"€€\" is over, the next one cut short");
-    // One byte more than README's "at most the longest possible match": a longest match and the byte
+    // One byte more than docs/rewrite-rules.md's "at most the longest possible match": a longest match and the byte
     // after it wait for the byte after that (the match is reported one byte late).
     assert_eq!(held(0, b"xabcx"), 4);
     assert_eq!(held(1, b"a123456"), 7);
