@@ -416,7 +416,7 @@ export interface RecordingStatus {
   route?: string
 }
 
-/** `record`: upstream exchanges appended to a cassette (JSON Lines; see the README's "Record"). */
+/** `record`: upstream exchanges appended to a cassette (JSON Lines; see docs/record-and-replay.md). */
 export interface RecordOptions {
   /** The cassette file (created, or emptied when it exists); its directory must exist. */
   path: string
@@ -470,7 +470,7 @@ export interface ReplayMatch {
 }
 
 /**
- * Answer requests from a cassette (JSON Lines, see the README) instead of the target: each
+ * Answer requests from a cassette (JSON Lines, see docs/record-and-replay.md) instead of the target: each
  * response at its recorded offsets, its chunks as recorded.
  */
 export interface ReplayOptions {

@@ -434,8 +434,9 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     }
     if let Some(level) = options.get("logLevel")? {
         let level = expect_string(level, "logLevel")?;
-        config.log_level = LogLevel::parse(&level)
-            .ok_or_else(|| invalid(format!("option `logLevel` must be 'silent', 'warn', 'info' or 'debug', got '{level}'")))?;
+        config.log_level = LogLevel::parse(&level).ok_or_else(|| {
+            invalid(format!("option `logLevel` must be 'silent', 'warn', 'info' or 'debug', got '{level}'"))
+        })?;
     }
     if let Some(prefix) = options.get("logPrefix")? {
         config.log_prefix = expect_string(prefix, "logPrefix")?;
