@@ -529,6 +529,8 @@ export interface RewriteRule {
    * the link rewrite do not (Browsersync's behaviour).
    */
   paths?: string | string[]
+  /** Browsersync's rule id (`bs.removeRewriteRule(id)` through the adapter); the proxy ignores it. */
+  id?: string | number
 }
 
 /** A `routes` target with settings, like `proxy`'s object form. */

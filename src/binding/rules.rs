@@ -47,6 +47,9 @@ pub struct RewriteRule {
     /// the link rewrite do not (Browsersync's behaviour).
     #[napi(ts_type = "string | string[]")]
     pub paths: Option<Vec<String>>,
+    /// Browsersync's rule id (`bs.removeRewriteRule(id)` through the adapter); the proxy ignores it.
+    #[napi(ts_type = "string | number")]
+    pub id: Option<String>,
 }
 
 /// Where and how the snippet goes, and which URLs are rewritten (Browsersync's `snippetOptions`).
@@ -244,6 +247,8 @@ pub(super) fn parse_rule(env: &Env, rule: Unknown, name: &str, mode: CallMode) -
             return Err(invalid(format!("{name} has no `replace` or `fn` (a string or a function)")));
         }
     };
+    // Browsersync's `id` names a rule for its `removeRewriteRule(id)` (the adapter's business): known, unused here.
+    let _id = rule.get("id")?;
     let paths = match rule.get("paths")? {
         Some(paths) => {
             let globs = glob_list(paths, &format!("{name}.paths"))?;
