@@ -291,8 +291,10 @@ async function writeChunks(res, chunks) {
 /**
  * Spawn `node <script>` with an IPC channel. Returns {child, messages: async iterator-ish next(type)}.
  */
-function spawnNode(script, args = [], env = {}, nodeArgs = []) {
-  const child = spawn(process.execPath, [...nodeArgs, script, ...args], {
+function spawnNode(script, args = [], env = {}, nodeArgs = [], launcher = []) {
+  // `launcher`: a command that runs Node (`['unshare', '-m', ...]`), given Node's command line last.
+  const command = [...launcher, process.execPath, ...nodeArgs, script, ...args]
+  const child = spawn(command[0], command.slice(1), {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     env: { ...process.env, ...env },

@@ -263,6 +263,9 @@ pub struct ProxyConfig {
     pub strip_cookie_domain: bool,
     /// Whether the upstream's TLS certificate is checked.
     pub verify_tls: crate::tls::VerifyTls,
+    /// The target's name resolved to loopback addresses only at start (a hosts-file name such as
+    /// `wp.test`): it is local wherever that matters, as a literal `localhost` or 127.0.0.1 is.
+    pub target_resolves_here: bool,
     /// User rules, applied after the snippet and before the link rewrite.
     pub rules: Vec<Rule>,
     /// HTML inserted right after the first `<body ...>` tag of each page (Browsersync's snippet).
@@ -379,6 +382,8 @@ pub struct Route {
     pub req_headers: Vec<(HeaderName, HeaderValue)>,
     /// Whether this target's TLS certificate is checked.
     pub verify_tls: crate::tls::VerifyTls,
+    /// As [`ProxyConfig::target_resolves_here`], for this route's target.
+    pub target_resolves_here: bool,
     /// `replay`: this route's requests answered from a cassette (`None`: the server's mode).
     pub replay: Option<crate::cassette::replay::ReplayOptions>,
     /// `record`: this route's exchanges recorded to its own cassette (`None`: the server's recording).
@@ -402,6 +407,7 @@ impl Route {
             ws: true,
             req_headers: Vec::new(),
             verify_tls: crate::tls::VerifyTls::UnlessLoopback,
+            target_resolves_here: false,
             replay: None,
             record: None,
         })
@@ -533,6 +539,7 @@ impl ProxyConfig {
             req_headers: Vec::new(),
             strip_cookie_domain: true,
             verify_tls: crate::tls::VerifyTls::UnlessLoopback,
+            target_resolves_here: false,
             rules: Vec::new(),
             snippet: None,
             rewrite_text_types: false,
@@ -573,6 +580,7 @@ impl ProxyConfig {
             ws: route.ws,
             req_headers: route.req_headers.clone(),
             verify_tls: route.verify_tls,
+            target_resolves_here: route.target_resolves_here,
             routes: Vec::new(),
             replay: None,
             // `Auto` follows the target's scheme: pin it to what the proxy serves, so that a route's
@@ -607,7 +615,7 @@ impl ProxyConfig {
     /// Whether a page is fetched uncompressed (and compressed here for the client).
     pub fn fetches_pages_uncompressed(&self) -> bool {
         match self.upstream_compression {
-            UpstreamCompression::Auto => self.target.is_loopback(),
+            UpstreamCompression::Auto => self.target.is_loopback() || self.target_resolves_here,
             UpstreamCompression::Always => false,
             UpstreamCompression::Never => true,
         }

@@ -64,7 +64,7 @@ impl ProxyServer {
         let ip = resolve_listen_host(&config.host)?;
         let level = if config.quiet { LogLevel::Silent } else { config.log_level };
         let stats = Arc::new(Stats::new(level, &config.log_prefix));
-        settle_certificate_checks(&mut config, &stats).await;
+        settle_local_targets(&mut config, &stats).await;
         // Certificates: files, key generation and the OS trust store are read off the async workers.
         let verify = config.verify_tls.is_on() || config.routes.iter().any(|route| route.verify_tls.is_on());
         let (https, host) = (config.serves_https().then(|| config.https.clone()), config.host.clone());
@@ -267,25 +267,37 @@ impl ProxyServer {
 }
 
 /// Binds `port`, or (Browsersync's way, unless `strictPort`) the next free port after it, saying so.
-/// Turns every unset `secure` into a decision for its target (see [`crate::tls::VerifyTls`]).
-async fn settle_certificate_checks(config: &mut ProxyConfig, stats: &Stats) {
-    async fn settle(policy: &mut crate::tls::VerifyTls, target: &crate::config::Target, stats: &Stats) {
-        if target.scheme != crate::config::Scheme::Https || *policy != crate::tls::VerifyTls::UnlessLoopback {
+/// Where each target is, decided once at start: on this machine or not (a name that resolves to
+/// loopback addresses only counts as here). It settles an unset `secure` (see
+/// [`crate::tls::VerifyTls`]) and `upstreamCompression: 'auto'`.
+async fn settle_local_targets(config: &mut ProxyConfig, stats: &Stats) {
+    async fn settle(
+        policy: &mut crate::tls::VerifyTls,
+        here: &mut bool,
+        target: &crate::config::Target,
+        compression_auto: bool,
+        stats: &Stats,
+    ) {
+        let https = target.scheme == crate::config::Scheme::Https;
+        let check_unset = *policy == crate::tls::VerifyTls::UnlessLoopback;
+        if !compression_auto && !(https && check_unset) {
             return;
         }
-        *policy = policy.resolve(target).await;
-        if !policy.is_on() {
-            stats.log_debug(|| {
-                format!(
-                    "{} is on this machine: its certificate is not checked (`secure: true` checks it)",
-                    target.origin()
-                )
-            });
+        *here = crate::tls::is_on_this_machine(target).await;
+        if https {
+            *policy = policy.settle(*here);
+            if check_unset && !policy.is_on() {
+                stats.log_debug(|| {
+                    let origin = target.origin();
+                    format!("{origin} is on this machine: its certificate is not checked (`secure: true` checks it)")
+                });
+            }
         }
     }
-    settle(&mut config.verify_tls, &config.target, stats).await;
+    let auto = config.upstream_compression == crate::config::UpstreamCompression::Auto;
+    settle(&mut config.verify_tls, &mut config.target_resolves_here, &config.target, auto, stats).await;
     for route in &mut config.routes {
-        settle(&mut route.verify_tls, &route.target, stats).await;
+        settle(&mut route.verify_tls, &mut route.target_resolves_here, &route.target, auto, stats).await;
     }
 }
 
