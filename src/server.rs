@@ -280,7 +280,8 @@ async fn settle_local_targets(config: &mut ProxyConfig, stats: &Stats) {
     ) {
         let https = target.scheme == crate::config::Scheme::Https;
         let check_unset = *policy == crate::tls::VerifyTls::UnlessLoopback;
-        if !compression_auto && !(https && check_unset) {
+        let matters = compression_auto || (https && check_unset);
+        if !matters {
             return;
         }
         *here = crate::tls::is_on_this_machine(target).await;
