@@ -30,6 +30,10 @@ const PAGE = '<!doctype html><html><head><title>t</title><link rel="stylesheet" 
 /** When the last `/slow` request reached the upstream and when its headers were sent (performance.now()). */
 let slowHeld = null
 const routes = {
+  '/moved': (req, res) => {
+    res.writeHead(302, { location: '/page', 'content-type': 'text/html; charset=UTF-8', 'content-length': '0' })
+    res.end()
+  },
   '/page': (req, res) => {
     const gzip = /\bgzip\b/.test(req.headers['accept-encoding'] || '')
     const body = gzip ? zlib.gzipSync(PAGE) : Buffer.from(PAGE)
@@ -238,6 +242,28 @@ test('onRequest: a middleware\'s own answer is recorded as such; one passed on w
     await request(server.url + '/mw')
     await c.until(3)
     assert.deepEqual(c.entries.map((e) => e.url), ['/mw', '/style.css', '/mw'])
+  })
+})
+
+test('a redirect\'s empty body goes out as it came (Content-Length: 0, no coding), and a client that follows it at once is not recorded as gone', async () => {
+  const c = collector()
+  await withProxy({ proxy: up.url, port: 0, onRequest: c.onRequest }, async (server) => {
+    for (let i = 0; i < 3; i++) {
+      // As a browser following the redirect: the head is all it reads.
+      const head = await new Promise((resolve, reject) => {
+        const req = require('node:http').get(`${server.url}/moved`, { headers: { accept: ACCEPT_HTML, 'accept-encoding': 'gzip, br' } }, (res) => {
+          resolve({ status: res.statusCode, headers: res.headers })
+          res.socket.destroy()
+        })
+        req.on('error', reject)
+      })
+      assert.equal(head.status, 302)
+      assert.equal(head.headers['content-length'], '0')
+      assert.equal(head.headers['content-encoding'], undefined, 'no gzip stream around nothing')
+      assert.equal(head.headers['transfer-encoding'], undefined)
+    }
+    await c.until(3)
+    assert.deepEqual(c.entries.map((e) => [e.status, e.error, e.bytesOut]), [[302, null, 0], [302, null, 0], [302, null, 0]])
   })
 })
 

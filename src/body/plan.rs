@@ -82,12 +82,16 @@ pub(crate) fn is_page_request(accept: Option<&str>, path_and_query: &str) -> boo
 /// Browsersync's choice (Accept mentions html, URL not an asset, body looks like HTML), plus the
 /// text types when `rewrite_text_types` is on.
 pub(crate) fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, rewrite_text_types: bool) -> Plan {
-    // No body, or a byte range of one: rewriting a range would corrupt the whole.
+    // No body, or a byte range of one: rewriting a range would corrupt the whole. An empty body (a
+    // redirect's `Content-Length: 0`) goes out as it is, with its length, so a client that follows the
+    // redirect without reading on is not seen as one that went away mid-body.
+    let empty = headers.get(header::CONTENT_LENGTH).is_some_and(|length| length.as_bytes() == b"0");
     let untouchable = req.method == Method::HEAD
         || status.is_informational()
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::PARTIAL_CONTENT
-        || status == StatusCode::NOT_MODIFIED;
+        || status == StatusCode::NOT_MODIFIED
+        || empty;
     if untouchable || req.mode == PageMode::Skipped {
         return Plan::Passthrough;
     }
@@ -245,5 +249,12 @@ mod tests {
         headers.insert(header::CONTENT_TYPE, "text/css".parse().unwrap());
         assert!(matches!(plan(&req("*/*"), StatusCode::OK, &headers, true), Plan::Rewrite { sniff: false, .. }));
         assert_eq!(plan(&req("text/html"), StatusCode::NOT_MODIFIED, &headers, false), Plan::Passthrough);
+        // A redirect's empty body goes out as it came, with its length.
+        let mut redirect = HeaderMap::new();
+        redirect.insert(header::CONTENT_LENGTH, "0".parse().unwrap());
+        redirect.insert(header::CONTENT_TYPE, "text/html".parse().unwrap());
+        assert_eq!(plan(&req("text/html"), StatusCode::FOUND, &redirect, false), Plan::Passthrough);
+        redirect.insert(header::CONTENT_LENGTH, "10".parse().unwrap());
+        assert!(matches!(plan(&req("text/html"), StatusCode::FOUND, &redirect, false), Plan::Rewrite { .. }));
     }
 }
