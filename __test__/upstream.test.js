@@ -139,3 +139,27 @@ test('by default the target may take longer than 30 s: logged once at 30 s, show
     await up.close()
   }
 })
+
+test('a localhost target is reached whichever loopback address the site listens on (::1 first on Node 17+, 127.0.0.1 for many dev servers)', async () => {
+  for (const address of ['127.0.0.1', '::1']) {
+    const seen = []
+    const site = http.createServer((req, res) => {
+      seen.push(req.socket.localAddress)
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      res.end(`served on ${address}`)
+    })
+    await new Promise((resolve, reject) => site.once('error', reject).listen(0, address, resolve))
+    try {
+      await withProxy({ proxy: `http://localhost:${site.address().port}`, port: 0, quiet: true }, async (server) => {
+        for (let i = 0; i < 3; i++) {
+          const res = await request(`${server.url}/`)
+          assert.equal(res.status, 200, `${address}: ${res.body}`)
+          assert.equal(res.body.toString(), `served on ${address}`)
+        }
+      })
+      assert.deepEqual([...new Set(seen)], [address === '::1' ? '::1' : '127.0.0.1'])
+    } finally {
+      await new Promise((resolve) => site.close(resolve))
+    }
+  }
+})

@@ -2,6 +2,7 @@
 //! (h2 when the upstream offers it via ALPN) with its timeout and one retry, TLS through rustls, the
 //! raw connection a WebSocket tunnel dials, and upstream failures described for the 502 page.
 
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -28,7 +30,7 @@ use crate::pages::ProxyError;
 /// What we send upstream: the client's streamed body, or nothing when a request is retried.
 pub(crate) type RequestBody = http_body_util::combinators::BoxBody<bytes::Bytes, hyper::Error>;
 
-pub(crate) type UpstreamClient = Client<HttpsConnector<HttpConnector>, RequestBody>;
+pub(crate) type UpstreamClient = Client<HttpsConnector<HttpConnector<LocalhostResolver>>, RequestBody>;
 
 /// The TLS settings for upstream connections: certificates checked by `verifier` (the OS's trust
 /// plus NODE_EXTRA_CA_CERTS, see [`crate::tls::upstream_verifier`]), or not at all when it is `None`
@@ -46,7 +48,7 @@ pub(crate) fn tls_config(verifier: Option<Arc<dyn ServerCertVerifier>>, alpn: &[
 }
 
 pub(crate) fn client(verifier: Option<Arc<dyn ServerCertVerifier>>) -> UpstreamClient {
-    let mut http = HttpConnector::new();
+    let mut http = HttpConnector::new_with_resolver(LocalhostResolver::default());
     http.enforce_http(false);
     http.set_nodelay(true);
     let https = hyper_rustls::HttpsConnectorBuilder::new()
@@ -144,7 +146,11 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 /// A connection of its own to the target, for a WebSocket tunnel (never pooled).
 pub(crate) async fn dial(target: &Target, tls: &Arc<ClientConfig>) -> Result<Box<dyn Stream>, String> {
     let host = target.host.trim_start_matches('[').trim_end_matches(']');
-    let tcp = TcpStream::connect((host, target.port)).await.map_err(|e| format!("connect failed: {e}"))?;
+    let connected = match localhost_addresses(host, target.port) {
+        Some(addresses) => TcpStream::connect(&addresses[..]).await,
+        None => TcpStream::connect((host, target.port)).await,
+    };
+    let tcp = connected.map_err(|e| format!("connect failed: {e}"))?;
     let _ = tcp.set_nodelay(true);
     if target.scheme == Scheme::Http {
         return Ok(Box::new(tcp));
@@ -247,5 +253,64 @@ fn verify_with_key_of(
         Ok(HandshakeSignatureValid::assertion())
     } else {
         Err(rustls::Error::InvalidCertificate(CertificateError::BadSignature))
+    }
+}
+
+/// `localhost` and `*.localhost` are this machine's loopback addresses (RFC 6761), both of them,
+/// whatever the hosts file lists: dev servers listen on 127.0.0.1 or on ::1 (Node 17 and later
+/// resolve `localhost` to ::1 first), and a target named `localhost` must reach either. A refused
+/// connection to the first is followed at once by the second.
+fn localhost_addresses(host: &str, port: u16) -> Option<[SocketAddr; 2]> {
+    let host = host.trim_end_matches('.');
+    let named = host.eq_ignore_ascii_case("localhost")
+        || host.len() > ".localhost".len() && host[host.len() - ".localhost".len()..].eq_ignore_ascii_case(".localhost");
+    named.then(|| [SocketAddr::from((Ipv4Addr::LOCALHOST, port)), SocketAddr::from((Ipv6Addr::LOCALHOST, port))])
+}
+
+/// The upstream client's resolver: [`localhost_addresses`] for `localhost` names, the system's
+/// (getaddrinfo, on tokio's blocking pool) for the others.
+#[derive(Clone)]
+pub(crate) struct LocalhostResolver(GaiResolver);
+
+impl Default for LocalhostResolver {
+    fn default() -> Self {
+        LocalhostResolver(GaiResolver::new())
+    }
+}
+
+type Resolved = std::vec::IntoIter<SocketAddr>;
+
+impl tower_service::Service<Name> for LocalhostResolver {
+    type Response = Resolved;
+    type Error = std::io::Error;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<Resolved>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        // The connector sets the port on what is returned.
+        if let Some(addresses) = localhost_addresses(name.as_str(), 0) {
+            return Box::pin(std::future::ready(Ok(addresses.to_vec().into_iter())));
+        }
+        let lookup = self.0.call(name);
+        Box::pin(async move { Ok(lookup.await?.collect::<Vec<_>>().into_iter()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn localhost_names_are_both_loopback_addresses_and_nothing_else_is() {
+        for host in ["localhost", "LocalHost", "localhost.", "app.localhost", "a.b.LOCALHOST"] {
+            let addresses = localhost_addresses(host, 8000).unwrap_or_else(|| panic!("{host}"));
+            assert_eq!(addresses.map(|a| a.to_string()), ["127.0.0.1:8000".to_string(), "[::1]:8000".to_string()]);
+        }
+        for host in ["notlocalhost", "localhost.com", "xlocalhost", ".localhost", "127.0.0.1", "example.test"] {
+            assert!(localhost_addresses(host, 8000).is_none(), "{host}");
+        }
     }
 }
