@@ -263,7 +263,8 @@ fn verify_with_key_of(
 fn localhost_addresses(host: &str, port: u16) -> Option<[SocketAddr; 2]> {
     let host = host.trim_end_matches('.');
     let named = host.eq_ignore_ascii_case("localhost")
-        || host.len() > ".localhost".len() && host[host.len() - ".localhost".len()..].eq_ignore_ascii_case(".localhost");
+        || host.len() > ".localhost".len()
+            && host.as_bytes()[host.len() - ".localhost".len()..].eq_ignore_ascii_case(b".localhost");
     named.then(|| [SocketAddr::from((Ipv4Addr::LOCALHOST, port)), SocketAddr::from((Ipv6Addr::LOCALHOST, port))])
 }
 
@@ -292,7 +293,7 @@ impl tower_service::Service<Name> for LocalhostResolver {
     fn call(&mut self, name: Name) -> Self::Future {
         // The connector sets the port on what is returned.
         if let Some(addresses) = localhost_addresses(name.as_str(), 0) {
-            return Box::pin(std::future::ready(Ok(addresses.to_vec().into_iter())));
+            return Box::pin(std::future::ready(Ok(Vec::from(addresses).into_iter())));
         }
         let lookup = self.0.call(name);
         Box::pin(async move { Ok(lookup.await?.collect::<Vec<_>>().into_iter()) })
