@@ -236,3 +236,33 @@ test('methods, paths with odd characters, status codes and custom response heade
     assert.equal(head.body.length, 0)
   })
 })
+
+test('percent-encoded origins of the target come back to the proxy: in pages, in Location and in Refresh (and Refresh\'s url=)', async () => {
+  const site = await startUpstream({
+    '/login': (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' })
+      res.end(`<html><body><form action="/login?redirect_to=${encodeURIComponent(site.url + '/admin/')}"></form></body></html>`)
+    },
+    '/go': (req, res) => {
+      res.writeHead(302, { location: `${site.url}/login?redirect_to=${encodeURIComponent(site.url + '/admin/')}` })
+      res.end()
+    },
+    '/later': (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', refresh: `3; url=${site.url}/login?r=${encodeURIComponent(site.url)}` })
+      res.end('wait')
+    },
+  })
+  try {
+    await withProxy({ proxy: site.url, port: 0, quiet: true }, async (server) => {
+      const local = `http://${new URL(server.url).host}`
+      const page = await request(`${server.url}/login`, { headers: { accept: ACCEPT_HTML } })
+      assert.match(page.body.toString(), new RegExp(`redirect_to=${encodeURIComponent(local + '/admin/').replace(/[.%]/g, '\\$&')}"`))
+      const go = await request(`${server.url}/go`)
+      assert.equal(go.headers.location, `${local}/login?redirect_to=${encodeURIComponent(local + '/admin/')}`)
+      const later = await request(`${server.url}/later`)
+      assert.equal(later.headers.refresh, `3; url=${local}/login?r=${encodeURIComponent(local)}`)
+    })
+  } finally {
+    await site.close()
+  }
+})

@@ -116,11 +116,20 @@ pub(crate) fn to_client(headers: &mut HeaderMap, status: StatusCode, config: &Pr
     remove_hop_by_hop(headers, status == StatusCode::SWITCHING_PROTOCOLS);
     if matches!(status.as_u16(), 201 | 301 | 302 | 303 | 307 | 308) {
         if let Some(location) = headers.get(header::LOCATION).and_then(|v| v.to_str().ok()) {
-            if let Some(rewritten) = target_url_to_local(location, config, local_host) {
-                if let Ok(value) = HeaderValue::from_str(&rewritten) {
-                    headers.insert(header::LOCATION, value);
-                }
+            let rewritten = target_url_to_local(location, config, local_host);
+            let location = rewritten.as_deref().unwrap_or(location);
+            // `…/wp-login.php?redirect_to=http%3A%2F%2Fwp.test%2F`: the query's origin too.
+            let encoded = encoded_target_to_local(location, config, local_host);
+            if let Some(value) = encoded.or(rewritten).and_then(|v| HeaderValue::from_str(&v).ok()) {
+                headers.insert(header::LOCATION, value);
             }
+        }
+    }
+    // `Refresh: 0; url=http://wp.test/next`: a redirect too, in the browser's hands.
+    if let Some(refresh) = headers.get("refresh").and_then(|v| v.to_str().ok()) {
+        if let Some(value) = refresh_to_local(refresh, config, local_host).and_then(|v| HeaderValue::from_str(&v).ok())
+        {
+            headers.insert("refresh", value);
         }
     }
     // CORS: the proxy never answers for the target with an `Access-Control-Allow-Origin` of its own.
@@ -193,6 +202,47 @@ fn target_url_to_local(url: &str, config: &ProxyConfig, local_host: &str) -> Opt
     same_host.then(|| format!("{}://{local_host}{path}", config.local_scheme()))
 }
 
+/// The target's origin percent-encoded anywhere in `value` (any case) as the proxy's; `None` when
+/// there is none. The same forms as the pages' encoded link rule (`Rule::encoded_origin`).
+fn encoded_target_to_local(value: &str, config: &ProxyConfig, local_host: &str) -> Option<String> {
+    let host = config.target.link_host().replace(':', "%3A").replace('[', "%5B").replace(']', "%5D");
+    let lower = value.to_ascii_lowercase();
+    let mut out = String::with_capacity(value.len());
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(at) = lower[from..].find("%3a%2f%2f").map(|i| from + i) {
+        let scheme = ["https", "http"].into_iter().find(|scheme| lower[..at].ends_with(scheme));
+        let scheme_start = at - scheme.map_or(0, str::len);
+        let host_at = at + "%3a%2f%2f".len();
+        let end = host_at + host.len();
+        if scheme.is_some() && lower.get(host_at..end) == Some(host.to_ascii_lowercase().as_str()) {
+            out.push_str(&value[copied..scheme_start]);
+            let mut local = Vec::new();
+            crate::rewrite::write_encoded_origin(config.local_scheme(), local_host, &mut local);
+            out.push_str(&String::from_utf8_lossy(&local));
+            copied = end;
+        }
+        from = copied.max(host_at);
+    }
+    (copied > 0).then(|| out + &value[copied..])
+}
+
+/// A `Refresh` header's `url=` naming the target (plainly or percent-encoded in its query), as the proxy's.
+fn refresh_to_local(value: &str, config: &ProxyConfig, local_host: &str) -> Option<String> {
+    let lower = value.to_ascii_lowercase();
+    let at = lower.find("url=")? + "url=".len();
+    let (head, url) = value.split_at(at);
+    let quote = url.chars().next().filter(|c| *c == '\'' || *c == '"');
+    let bare = quote.map_or(url, |q| url[1..].trim_end_matches(q));
+    let plain = target_url_to_local(bare, config, local_host);
+    let url2 = plain.as_deref().unwrap_or(bare);
+    let rewritten = encoded_target_to_local(url2, config, local_host).or(plain)?;
+    Some(match quote {
+        Some(q) => format!("{head}{q}{rewritten}{q}"),
+        None => format!("{head}{rewritten}"),
+    })
+}
+
 /// `Set-Cookie` without its `Domain` attribute; every other attribute stays as it was.
 pub(crate) fn strip_cookie_domain(cookie: &str) -> String {
     cookie
@@ -207,6 +257,38 @@ pub(crate) fn strip_cookie_domain(cookie: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encoded_and_refresh_urls_naming_the_target_come_back_to_the_proxy() {
+        let config = ProxyConfig::new(Target::parse("http://wp.test:8088").unwrap());
+        let local = "localhost:3102";
+        let location = "http://localhost:3102/wp-login.php?redirect_to=http%3A%2F%2Fwp.test%3A8088%2Fwp-admin%2F&x=HTTPS%3a%2f%2fWP.TEST%3a8088";
+        assert_eq!(
+            encoded_target_to_local(location, &config, local).as_deref(),
+            Some("http://localhost:3102/wp-login.php?redirect_to=http%3A%2F%2Flocalhost%3A3102%2Fwp-admin%2F&x=http%3A%2F%2Flocalhost%3A3102")
+        );
+        assert_eq!(encoded_target_to_local("/?r=http%3A%2F%2Fother.test%3A8088", &config, local), None);
+        assert_eq!(encoded_target_to_local("/?r=ftp%3A%2F%2Fwp.test%3A8088", &config, local), None);
+        assert_eq!(
+            refresh_to_local("0; url=http://wp.test:8088/next?r=http%3A%2F%2Fwp.test%3A8088", &config, local)
+                .as_deref(),
+            Some("0; url=http://localhost:3102/next?r=http%3A%2F%2Flocalhost%3A3102")
+        );
+        assert_eq!(
+            refresh_to_local("5;URL='http://wp.test:8088/x'", &config, local).as_deref(),
+            Some("5;URL='http://localhost:3102/x'")
+        );
+        assert_eq!(refresh_to_local("0; url=https://elsewhere.test/", &config, local), None);
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::LOCATION,
+            HeaderValue::from_static("http://wp.test:8088/a?b=http%3A%2F%2Fwp.test%3A8088%2F"),
+        );
+        headers.insert("refresh", HeaderValue::from_static("0; url=http://wp.test:8088/c"));
+        to_client(&mut headers, StatusCode::FOUND, &config, local);
+        assert_eq!(headers[header::LOCATION], "http://localhost:3102/a?b=http%3A%2F%2Flocalhost%3A3102%2F");
+        assert_eq!(headers["refresh"], "0; url=http://localhost:3102/c");
+    }
 
     fn config() -> ProxyConfig {
         ProxyConfig::new(Target::parse("https://example.com").unwrap())

@@ -74,7 +74,9 @@ impl Routes {
                 hosts.push(host);
             }
         }
-        let links = hosts.iter().skip(1).map(|host| Rule::links(host)).collect();
+        let scheme = config.local_scheme();
+        let links =
+            hosts.iter().skip(1).flat_map(|host| [Rule::links(host), Rule::encoded_origin(host, scheme)]).collect();
         Routes { targets, links }
     }
 
@@ -94,7 +96,8 @@ impl Routes {
         self.targets.iter().filter_map(|t| t.recorder.as_ref().map(|r| (t.route.prefix.as_str(), r)))
     }
 
-    /// The link rules for the routes' targets (the main target's is [`crate::state::Shared::links`]).
+    /// The link rules for the routes' targets, plain and percent-encoded (the main target's are
+    /// [`crate::state::Shared::links`]).
     pub(crate) fn links(&self) -> &[Rule] {
         &self.links
     }
@@ -122,7 +125,7 @@ mod tests {
         assert_eq!(port("/api/v2x"), Some(2000));
         assert_eq!(port("/apix"), None);
         assert_eq!(port("/"), None);
-        assert_eq!(routes.links().len(), 2);
+        assert_eq!(routes.links().len(), 4, "the plain and the percent-encoded link rule of each other host");
     }
 
     #[test]

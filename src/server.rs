@@ -122,7 +122,10 @@ impl ProxyServer {
             client: forward::client(verifier.clone().filter(|_| config.verify_tls.is_on())),
             websocket_tls: forward::tls_config(verifier.clone().filter(|_| config.verify_tls.is_on()), &[b"http/1.1"]),
             snippet: config.snippet.as_deref().map(|s| config.snippet_rule.clone().unwrap_or_else(|| Rule::snippet(s))),
-            links: Rule::links(&config.target.link_host()),
+            links: [
+                Rule::links(&config.target.link_host()),
+                Rule::encoded_origin(&config.target.link_host(), config.local_scheme()),
+            ],
             rules,
             skips: Arc::new(SkipTable::default()),
             stats: stats.clone(),

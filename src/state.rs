@@ -84,7 +84,8 @@ pub(crate) struct Shared {
     pub client: UpstreamClient,
     pub websocket_tls: Arc<rustls::ClientConfig>,
     pub snippet: Option<Rule>,
-    pub links: Rule,
+    /// The main target's link rules: Browsersync's, then the percent-encoded origin's.
+    pub links: [Rule; 2],
     pub rules: RuleStore,
     /// User rules that never matched a URL's body, by URL and validator.
     pub skips: Arc<SkipTable>,
@@ -137,7 +138,7 @@ impl Shared {
         let first = rules.len();
         rules.extend(user.iter().filter(|(_, r)| r.paths().is_none()).map(|(_, rule)| rule.clone()));
         let user_rules = UserRules::of(&rules, first, rules.len() - first, generation);
-        rules.push(self.links.clone());
+        rules.extend(self.links.iter().cloned());
         rules.extend(self.routes.links().iter().cloned());
         (rules, mode, user_rules)
     }

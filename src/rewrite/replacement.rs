@@ -230,6 +230,33 @@ impl Utf16Counter {
 pub(super) enum Replacement {
     Template(Template),
     Function(Arc<dyn ReplaceFn>),
+    /// The proxy's own origin as the request reached it (its `Host`), percent-encoded:
+    /// `http%3A%2F%2Flocalhost%3A3000` for `scheme` `http`.
+    EncodedLocalOrigin {
+        scheme: &'static str,
+    },
+}
+
+impl Replacement {
+    /// Writes the [`Replacement::EncodedLocalOrigin`] for a request whose `Host` is `local_host`.
+    pub(super) fn write_encoded_origin(scheme: &str, local_host: &str, out: &mut Vec<u8>) {
+        write_encoded_origin(scheme, local_host, out);
+    }
+}
+
+/// `scheme://local_host` percent-encoded as `encodeURIComponent` would (`http%3A%2F%2Flocalhost%3A3000`):
+/// the proxy's origin where a page or a `Location` carries the target's encoded.
+pub(crate) fn write_encoded_origin(scheme: &str, local_host: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(scheme.as_bytes());
+    out.extend_from_slice(b"%3A%2F%2F");
+    for byte in local_host.bytes() {
+        match byte {
+            b':' => out.extend_from_slice(b"%3A"),
+            b'[' => out.extend_from_slice(b"%5B"),
+            b']' => out.extend_from_slice(b"%5D"),
+            _ => out.push(byte),
+        }
+    }
 }
 
 impl std::fmt::Debug for Replacement {
@@ -237,6 +264,7 @@ impl std::fmt::Debug for Replacement {
         match self {
             Replacement::Template(t) => f.debug_tuple("Template").field(t).finish(),
             Replacement::Function(_) => f.write_str("Function"),
+            Replacement::EncodedLocalOrigin { scheme } => write!(f, "EncodedLocalOrigin({scheme})"),
         }
     }
 }

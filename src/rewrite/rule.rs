@@ -198,6 +198,25 @@ impl Rule {
         }
     }
 
+    /// The target's origin percent-encoded (`https%3A%2F%2Fwp.test%3A8088`, any case: a `redirect_to`
+    /// query value in a page) becomes the proxy's, as the link rewrite does for the plain forms. Like
+    /// Browsersync's link rewrite, the host is matched as it is written, without a look at what follows.
+    pub fn encoded_origin(target_link_host: &str, local_scheme: &'static str) -> Rule {
+        let mut encoded = String::new();
+        for c in target_link_host.chars() {
+            match c {
+                ':' => encoded.push_str("%3A"),
+                '[' => encoded.push_str("%5B"),
+                ']' => encoded.push_str("%5D"),
+                c => encoded.push_str(&regex_syntax::escape(&c.to_string())),
+            }
+        }
+        let pattern = format!("(?i:https?%3A%2F%2F{encoded})");
+        let replacement = Replacement::EncodedLocalOrigin { scheme: local_scheme };
+        Rule::build("encoded link rewrite".into(), &pattern, true, Units::No, replacement)
+            .expect("an escaped host always compiles")
+    }
+
     /// Whether matches are replaced by a function (which may wait on another thread, e.g. Node's).
     pub fn calls_function(&self) -> bool {
         matches!(&self.inner.engine, Engine::Regex(re) if matches!(re.replacement, Replacement::Function(_)))
@@ -253,6 +272,7 @@ impl Rule {
         let needs_captures = match &replacement {
             Replacement::Template(t) => t.needs_groups(),
             Replacement::Function(_) => true,
+            Replacement::EncodedLocalOrigin { .. } => false,
         };
         let captures = if !needs_captures {
             None

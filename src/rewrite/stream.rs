@@ -433,8 +433,12 @@ impl Stage {
         *surrogates |= matches!(whole_text, std::borrow::Cow::Owned(_));
         let whole = &whole_text[..];
         let Some(finder) = re.captures.as_ref() else {
-            if let Replacement::Template(t) = &re.replacement {
-                t.expand(whole, |_| None, |_| None, out);
+            match &re.replacement {
+                Replacement::Template(t) => t.expand(whole, |_| None, |_| None, out),
+                Replacement::EncodedLocalOrigin { scheme } => {
+                    Replacement::write_encoded_origin(scheme, local_host, out)
+                }
+                Replacement::Function(_) => {}
             }
             return Ok(());
         };
@@ -485,6 +489,8 @@ impl Stage {
             Replacement::Template(t) => {
                 t.expand(whole, group, |n| names.iter().position(|m| *m == Some(n)).and_then(group), out)
             }
+            // Built without captures: handled above.
+            Replacement::EncodedLocalOrigin { scheme } => Replacement::write_encoded_origin(scheme, local_host, out),
             Replacement::Function(f) => {
                 // A lone surrogate reaches the function as U+FFFD (a Rust string cannot hold one).
                 let text = |g: &[u8]| {

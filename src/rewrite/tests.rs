@@ -102,6 +102,28 @@ fn snippet_goes_after_the_first_body_tag_only() {
     assert_eq!(whole("<p>no body</p>", &[rule]), "<p>no body</p>");
 }
 
+// Percent-encoded origins (a `redirect_to` in a login form): not Browsersync's, the proxy's own rule after
+// its link rewrite; any case, whole and in one-byte chunks, other hosts and schemes left alone.
+#[test]
+fn encoded_origins_of_the_target_point_at_the_proxy() {
+    let rules = [Rule::links("wp.test:8088"), Rule::encoded_origin("wp.test:8088", "http")];
+    let page = r#"<a href="/wp-login.php?redirect_to=http%3A%2F%2Fwp.test%3A8088%2Fwp-admin%2F">in</a> HTTPS%3a%2f%2fWP.TEST%3a8088 ftp%3A%2F%2Fwp.test%3A8088 http%3A%2F%2Fwp.test%3A9999"#;
+    let expected = r#"<a href="/wp-login.php?redirect_to=http%3A%2F%2Flocalhost%3A3102%2Fwp-admin%2F">in</a> http%3A%2F%2Flocalhost%3A3102 ftp%3A%2F%2Fwp.test%3A8088 http%3A%2F%2Fwp.test%3A9999"#;
+    let out = rewrite_bytes(page.as_bytes(), &rules, "localhost:3102", DEFAULT_MAX_MATCH_BYTES).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), expected);
+    let mut r = Rewriter::new(&rules, "localhost:3102", DEFAULT_MAX_MATCH_BYTES);
+    let mut o = Vec::new();
+    for b in page.as_bytes() {
+        r.push(std::slice::from_ref(b), &mut o).unwrap();
+    }
+    r.finish(&mut o).unwrap();
+    assert_eq!(String::from_utf8(o).unwrap(), expected, "one byte at a time");
+    // An https proxy, an IPv6 Host.
+    let https = [Rule::encoded_origin("wp.test", "https")];
+    let out = rewrite_bytes(b"r=https%3A%2F%2Fwp.test%2F", &https, "[::1]:3000", DEFAULT_MAX_MATCH_BYTES).unwrap();
+    assert_eq!(out, b"r=https%3A%2F%2F%5B%3A%3A1%5D%3A3000%2F");
+}
+
 // The reference table of ../shared/reference/browsersync-proxy.md (target example.com,
 // proxy host 192.168.0.4:3002); the Node tests compare more cases with browser-sync's own function.
 #[test]
