@@ -246,7 +246,7 @@ impl Replacement {
 
 /// `scheme://local_host` percent-encoded as `encodeURIComponent` would (`http%3A%2F%2Flocalhost%3A3000`):
 /// the proxy's origin where a page or a `Location` carries the target's encoded.
-pub(crate) fn write_encoded_origin(scheme: &str, local_host: &str, out: &mut Vec<u8>) {
+fn write_encoded_origin(scheme: &str, local_host: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(scheme.as_bytes());
     out.extend_from_slice(b"%3A%2F%2F");
     for byte in local_host.bytes() {
