@@ -241,6 +241,13 @@ export interface ProxyOptions {
   snippet?: string | boolean
   /** Also rewrite CSS, JS, JSON, SVG and XML responses (Browsersync only rewrites HTML). */
   rewriteTextTypes?: boolean
+  /**
+   * The proxy's own origins (every form the link rewrite writes: `http://localhost:3000`,
+   * `//localhost:3000`, `http:\/\/localhost:3000`, `http%3A%2F%2Flocalhost%3A3000`) go back to the
+   * target's in query strings and in form, JSON, text and multipart text bodies the browser sends
+   * (default true), so that saving a page does not write the proxy's URLs into the site.
+   */
+  rewriteRequestBodies?: boolean
   /** Longest text one pending match may hold back (default 65536). */
   maxMatchBytes?: number
   /**

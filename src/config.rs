@@ -272,6 +272,9 @@ pub struct ProxyConfig {
     pub snippet: Option<String>,
     /// Also rewrite CSS, JS, JSON, SVG and XML bodies, not only HTML.
     pub rewrite_text_types: bool,
+    /// The proxy's own origins in what the browser sends (query strings, form, JSON and text bodies)
+    /// go back to the target's: what the link rewrite did, undone on the way in.
+    pub rewrite_request_bodies: bool,
     /// Most bytes one pending match may hold back at a chunk edge; a longer candidate is left unreplaced.
     pub max_match_bytes: usize,
     /// Longest wait for the upstream's response headers, and between two body chunks; none (the
@@ -543,6 +546,7 @@ impl ProxyConfig {
             rules: Vec::new(),
             snippet: None,
             rewrite_text_types: false,
+            rewrite_request_bodies: true,
             max_match_bytes: DEFAULT_MAX_MATCH_BYTES,
             upstream_timeout: None,
             grace_period: Duration::from_secs(5),
@@ -654,6 +658,7 @@ pub(crate) mod option_names {
         "rewriteRules",
         "snippet",
         "rewriteTextTypes",
+        "rewriteRequestBodies",
         "maxMatchBytes",
         "upstreamTimeoutMs",
         "gracePeriodMs",

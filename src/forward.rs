@@ -27,8 +27,9 @@ use crate::config::{ProxyConfig, Scheme, Target};
 use crate::headers;
 use crate::pages::ProxyError;
 
-/// What we send upstream: the client's streamed body, or nothing when a request is retried.
-pub(crate) type RequestBody = http_body_util::combinators::BoxBody<bytes::Bytes, hyper::Error>;
+/// What we send upstream: the client's body (streamed, maybe rewritten), or nothing when a request is
+/// retried.
+pub(crate) type RequestBody = http_body_util::combinators::BoxBody<bytes::Bytes, crate::body::BodyError>;
 
 pub(crate) type UpstreamClient = Client<HttpsConnector<HttpConnector<LocalhostResolver>>, RequestBody>;
 
@@ -73,6 +74,17 @@ pub(crate) fn upstream_request(
     cross_site: bool,
     config: &ProxyConfig,
 ) -> Result<http::request::Parts, ProxyError> {
+    // `rewriteRequestBodies`: the proxy's own origin in the query (a `redirect_to` the link rewrite
+    // pointed at the proxy) goes back to the target's, as in bodies.
+    let swapped = match url.split_once('?') {
+        Some((head, query)) if config.rewrite_request_bodies => {
+            let origin = config.target.origin();
+            headers::swap_origins(query, local_host, &origin, headers::Forms::PlainAndEncoded)
+                .map(|query| format!("{head}?{query}"))
+        }
+        _ => None,
+    };
+    let url = swapped.as_deref().unwrap_or(url);
     parts.uri = Uri::try_from(url)
         .map_err(|e| ProxyError::Upstream { url: url.to_string(), reason: format!("invalid upstream URL: {e}") })?;
     parts.version = http::Version::HTTP_11;
@@ -86,17 +98,14 @@ pub(crate) fn upstream_request(
 /// Phase "send": the request to the target, waiting at most `timeout` (none: as long as it takes) for
 /// its answer's headers. A body-less GET/HEAD/OPTIONS that fails before any answer is tried once
 /// more, on a fresh connection.
-pub(crate) async fn send<B>(
+pub(crate) async fn send(
     client: &UpstreamClient,
     parts: http::request::Parts,
-    body: B,
+    body: RequestBody,
     timeout: Option<Duration>,
-) -> Result<Response<Incoming>, String>
-where
-    B: http_body::Body<Data = Bytes, Error = hyper::Error> + Send + Sync + 'static,
-{
-    let empty = body.is_end_stream();
-    send_body(client, parts, body.boxed(), empty, timeout).await
+) -> Result<Response<Incoming>, String> {
+    let empty = http_body::Body::is_end_stream(&body);
+    send_body(client, parts, body, empty, timeout).await
 }
 
 /// [`send`] with a body already read (replay's `onMiss: 'proxy'` read it to match it).

@@ -252,6 +252,7 @@ pub(crate) async fn hand_off(
     let ticket = host.returns.issue().map_err(failed)?;
     let value = HeaderValue::from_str(&ticket.value).map_err(|_| failed("invalid return ticket".into()))?;
     parts.headers.insert(RETURN_HEADER, value);
+    let body = http_body_util::BodyExt::boxed(http_body_util::BodyExt::map_err(body, crate::body::BodyError::from));
     let response = forward::send(client, parts, body, timeout)
         .await
         .map_err(|reason| failed(format!("the middleware host did not answer: {reason}")))?;

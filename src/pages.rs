@@ -33,6 +33,8 @@ pub(crate) enum ProxyError {
     Middleware { url: String, reason: String },
     /// A bug in the proxy (a panic) cost this request.
     Internal { path: String, reason: String },
+    /// The client's request body could not be read or decoded for `rewriteRequestBodies`.
+    RequestBody { url: String, reason: String },
 }
 
 impl ProxyError {
@@ -69,6 +71,7 @@ impl ProxyError {
             ProxyError::Internal { path, reason } => Some(format!("{path}: {reason}")),
             ProxyError::Hook { hook, url, reason } => Some(format!("{url}: {hook} failed: {reason}")),
             ProxyError::Middleware { url, reason } => Some(format!("{url}: middleware failed: {reason}")),
+            ProxyError::RequestBody { url, reason } => Some(format!("{url}: {reason}")),
             _ => None,
         }
     }
@@ -100,6 +103,7 @@ impl ProxyError {
             ProxyError::Internal { path, reason } => internal_error(path, reason),
             ProxyError::Hook { hook, url, reason } => user_code_failed(hook, url, reason),
             ProxyError::Middleware { url, reason } => user_code_failed("middleware", url, reason),
+            ProxyError::RequestBody { url, reason } => request_body_failed(url, reason),
         }
     }
 }
@@ -120,6 +124,19 @@ fn html_page(status: StatusCode, html: String, no_store: bool) -> Response<Proxy
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
     response
+}
+
+/// The 400 for a request body the proxy could not read or decode to turn its origins back.
+fn request_body_failed(url: &str, reason: &str) -> Response<ProxyBody> {
+    let html = format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>400 Bad request body</title>\n\
+         <h1>400 Bad request body</h1>\n<p>devproxy-native could not send the body of <code>{}</code> on: \
+         {}.</p>\n<p>It reads form, JSON and text bodies to turn its own address back into the target's \
+         (<code>rewriteRequestBodies</code>; <code>false</code> sends bodies as they come).</p>\n",
+        escape_html(url),
+        escape_html(reason)
+    );
+    html_page(StatusCode::BAD_REQUEST, html, true)
 }
 
 /// The 403 for a `Host` not in `allowedHosts`: says which option to set.

@@ -167,6 +167,7 @@ async fn upstream_phase(
     if config.xfwd {
         hooks::forwarded_headers(&mut parts.headers, client_addr, &ctx.local_host);
     }
+    let body = request_body_phase(shared, config, ctx, &mut parts.headers, body).await?;
     if let (Some(hook), Some(client)) = (&config.hooks.proxy_req, &client) {
         let cross_site = ctx.cross_site;
         hooks::request(hook.as_ref(), "proxy.proxyReq", &mut parts, client.clone(), config, &ctx.url, cross_site)
@@ -198,6 +199,28 @@ async fn upstream_phase(
     facts.upstream = Some(sent.elapsed());
     facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
     respond(head, upstream, target, ctx, client).await
+}
+
+/// Request body: the proxy's own origins back to the target's (`rewriteRequestBodies`, body/request.rs).
+async fn request_body_phase(
+    shared: &Shared,
+    config: &crate::config::ProxyConfig,
+    ctx: &RequestCtx,
+    headers: &mut http::HeaderMap,
+    body: Incoming,
+) -> Result<crate::forward::RequestBody, ProxyError> {
+    use http_body_util::BodyExt;
+    if !config.rewrite_request_bodies {
+        return Ok(body.map_err(crate::body::BodyError::from).boxed());
+    }
+    let rules = match shared.reverse_rules.get(&ctx.local_host, config) {
+        Ok(rules) => rules,
+        Err(e) => return Err(ProxyError::RequestBody { url: ctx.url.clone(), reason: e.to_string() }),
+    };
+    match crate::body::reverse(headers, body, &rules, &ctx.local_host).await {
+        Ok(body) => Ok(body),
+        Err(reason) => Err(ProxyError::RequestBody { url: ctx.url.clone(), reason }),
+    }
 }
 
 /// How long the target may keep a request waiting before it is logged and shown as waiting.

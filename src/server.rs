@@ -139,6 +139,7 @@ impl ProxyServer {
             observer,
             inspector,
             replay: std::sync::RwLock::new(replay),
+            reverse_rules: Default::default(),
             config,
         });
         for warning in &shared.config.warnings {

@@ -110,6 +110,34 @@ pub(crate) struct Shared {
     /// The server's mode: a cassette requests are answered from (`replay`, `server.replay()`), or
     /// `None` to proxy them (`server.passthrough()`). A route with its own `replay` keeps it.
     pub replay: RwLock<Option<Arc<Player>>>,
+    /// `rewriteRequestBodies`'s rules, by the request's `Host` and the target's origin: a few hosts
+    /// (localhost, 127.0.0.1, a LAN address) compiled once each.
+    pub reverse_rules: ReverseRules,
+}
+
+/// The compiled rules that turn the proxy's origin back into a target's, by `Host` and target.
+pub(crate) struct ReverseRules(std::sync::Mutex<lru::LruCache<HostAndTarget, Arc<[Rule]>>>);
+
+/// A request's `Host` and its target's origin.
+type HostAndTarget = (String, String);
+
+impl Default for ReverseRules {
+    fn default() -> Self {
+        ReverseRules(std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(32).expect("not zero"))))
+    }
+}
+
+impl ReverseRules {
+    /// The rules for requests that reached the proxy at `local_host`, going to `config`'s target.
+    pub(crate) fn get(&self, local_host: &str, config: &ProxyConfig) -> Result<Arc<[Rule]>, RuleError> {
+        let key = (local_host.to_string(), config.target.origin());
+        if let Some(rules) = self.0.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+            return Ok(rules.clone());
+        }
+        let rules: Arc<[Rule]> = body::reverse_rules(local_host, &config.target)?.into();
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).put(key, rules.clone());
+        Ok(rules)
+    }
 }
 
 impl Shared {

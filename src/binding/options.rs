@@ -85,6 +85,11 @@ pub struct ProxyOptions {
     pub snippet: Option<String>,
     /// Also rewrite CSS, JS, JSON, SVG and XML responses (Browsersync only rewrites HTML).
     pub rewrite_text_types: Option<bool>,
+    /// The proxy's own origins (every form the link rewrite writes: `http://localhost:3000`,
+    /// `//localhost:3000`, `http:\/\/localhost:3000`, `http%3A%2F%2Flocalhost%3A3000`) go back to the
+    /// target's in query strings and in form, JSON, text and multipart text bodies the browser sends
+    /// (default true), so that saving a page does not write the proxy's URLs into the site.
+    pub rewrite_request_bodies: Option<bool>,
     /// Longest text one pending match may hold back (default 65536).
     pub max_match_bytes: Option<u32>,
     /// Longest wait for upstream response headers, and between body chunks, in ms; 0 (the default):
@@ -457,6 +462,9 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     }
     if let Some(flag) = options.get("rewriteTextTypes")? {
         config.rewrite_text_types = expect_bool(flag, "rewriteTextTypes")?;
+    }
+    if let Some(flag) = options.get("rewriteRequestBodies")? {
+        config.rewrite_request_bodies = expect_bool(flag, "rewriteRequestBodies")?;
     }
     if let Some(quiet) = options.get("quiet")? {
         config.quiet = expect_bool(quiet, "quiet")?;

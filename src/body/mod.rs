@@ -3,10 +3,12 @@
 
 mod pipeline;
 mod plan;
+mod request;
 mod stream;
 
 pub use pipeline::*;
 pub(crate) use plan::*;
+pub(crate) use request::{reverse, reverse_rules};
 pub(crate) use stream::*;
 
 /// Errors that end a response body early; hyper then aborts the connection, so the client never

@@ -47,7 +47,7 @@ pub(crate) async fn send(
     shared: &Shared,
     target: &Upstream<'_>,
     parts: http::request::Parts,
-    body: Incoming,
+    body: forward::RequestBody,
     arrived: Instant,
     timeout: Option<Duration>,
 ) -> Result<Answered, String> {
@@ -58,7 +58,8 @@ pub(crate) async fn send(
             None => (None, forward::send(target.client, parts, body, timeout).await),
             Some(recorder) => {
                 let exchange = recorder.request(arrived.into_std(), &parts.method, &parts.uri, &parts.headers).await;
-                let response = forward::send(target.client, parts, exchange.request_body(body), timeout).await;
+                let tee = http_body_util::BodyExt::boxed(exchange.request_body(body));
+                let response = forward::send(target.client, parts, tee, timeout).await;
                 (Some(exchange), response)
             }
         },

@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
-use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
+use http_body_util::BodyExt;
 use tokio::time::{Instant, Sleep};
 
 use super::{error_body, FaultAction, Lookup, OnMiss, Player, Recorded, RecordedChunk};
@@ -36,11 +35,27 @@ pub(crate) enum Replayed {
 pub(crate) struct ReplayedEncoding(pub Option<Encoding>);
 
 /// Answers `parts` (the request as it would go upstream, after `proxyReq`) from the player.
+/// The request body, read whole up to `limit` bytes (more is an error). Read frame by frame rather
+/// than through `Limited`, whose error conversion on a boxed body makes the future not `Send`.
+async fn read_at_most(mut body: crate::forward::RequestBody, limit: usize) -> Result<Bytes, String> {
+    let mut bytes = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| e.to_string())?;
+        if let Ok(data) = frame.into_data() {
+            if bytes.len() + data.len() > limit {
+                return Err(format!("longer than {limit} bytes"));
+            }
+            bytes.extend_from_slice(&data);
+        }
+    }
+    Ok(bytes.freeze())
+}
+
 /// `arrived`: when the request reached the proxy, what recorded offsets count from.
 pub(crate) async fn exchange(
     player: &Arc<Player>,
     parts: &http::request::Parts,
-    body: Incoming,
+    body: crate::forward::RequestBody,
     arrived: Instant,
 ) -> Replayed {
     let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
@@ -56,8 +71,8 @@ pub(crate) async fn exchange(
         }
         return answer(synthetic(*status, headers, text), arrived, options.speed, Vec::new(), None);
     }
-    let bytes = match Limited::new(body, MAX_MATCHED_BODY).collect().await {
-        Ok(collected) => collected.to_bytes(),
+    let bytes = match read_at_most(body, MAX_MATCHED_BODY).await {
+        Ok(bytes) => bytes,
         Err(e) => {
             let text = format!("replay: the request body could not be read for matching: {e}");
             return answer(synthetic(413, text_headers(), text), arrived, 0.0, Vec::new(), None);
