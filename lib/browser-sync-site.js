@@ -140,7 +140,7 @@ function attachSite(bs, { Immutable }, server, config, middleware, stop) {
     const rules = bs.options.get('rewriteRules')
     if (rules !== applied.rules) {
       try {
-        server.setRules(toArray(rules).map((rule) => plain(Immutable, rule)))
+        server.setRules(listOf(rules).map((rule) => plain(Immutable, rule)))
       } catch (err) {
         // The running rules stay; so do the options that describe them.
         bs.options = bs.options.set('rewriteRules', applied.rules)
@@ -150,7 +150,7 @@ function attachSite(bs, { Immutable }, server, config, middleware, stop) {
     }
     const entries = bs.options.get('middleware')
     if (entries !== applied.middleware || files.changed) {
-      const list = toArray(entries)
+      const list = listOf(entries)
         .filter((entry) => entry !== proxyEntry)
         .map((entry) => plain(Immutable, entry))
       // Browsersync runs `override` entries before its own middleware, the others after.
@@ -185,11 +185,12 @@ function attachSite(bs, { Immutable }, server, config, middleware, stop) {
   return view
 }
 
-function toArray(list) {
-  if (list === undefined || list === null) return []
-  if (Array.isArray(list)) return list
-  if (typeof list.toArray === 'function') return list.toArray()
-  return [list]
+/** An option that takes one item or a list (array or Immutable list), as an array. */
+function listOf(value) {
+  if (value === undefined || value === null) return []
+  if (Array.isArray(value)) return value
+  if (typeof value.toArray === 'function') return value.toArray()
+  return [value]
 }
 
-module.exports = { attachSite, proxyOption, ProxyServerView, PROXY_ENTRY_ID }
+module.exports = { attachSite, proxyOption, listOf, ProxyServerView, PROXY_ENTRY_ID }

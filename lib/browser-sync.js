@@ -16,7 +16,7 @@ const { EventEmitter } = require('node:events')
 const { start, resolveReqHeaders } = require('./start.js')
 const { splitOptions, unknownOptions } = require('./browser-sync-options.js')
 const binding = require('../binding.js')
-const { attachSite, proxyOption } = require('./browser-sync-site.js')
+const { attachSite, proxyOption, listOf } = require('./browser-sync-site.js')
 const { version } = require('../package.json')
 
 const LOOPBACK = '127.0.0.1'
@@ -54,14 +54,6 @@ function loadBrowserSync(id) {
     Immutable: from('immutable'),
     devIp: from('dev-ip'),
   }
-}
-
-/** An option that takes one item or a list (array or Immutable list) as an array. */
-function listOf(value) {
-  if (value === undefined || value === null) return []
-  if (Array.isArray(value)) return value
-  if (typeof value.toArray === 'function') return value.toArray()
-  return [value]
 }
 
 /** A free port on the loopback address, for browser-sync's own server (it scans upwards from it). */
