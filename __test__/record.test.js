@@ -257,6 +257,39 @@ test('record.match limits what is recorded; redact.headers and redact.json redac
   }
 })
 
+test('secrets in the target\'s response headers are redacted in the cassette (Set-Cookie, x-auth-token, redact.headers), while the client gets them', async () => {
+  const upstream = await startUpstream({
+    '/login': (req, res) => {
+      res.writeHead(200, {
+        'content-type': 'text/plain',
+        'set-cookie': 'session=c00kieS3cret; Path=/; HttpOnly',
+        'x-auth-token': 'T0kenS3cret',
+        'x-upstream-session': 'Sess10nS3cret',
+        'x-plain': 'kept as it is',
+      })
+      res.end('logged in')
+    },
+  })
+  try {
+    const cassette = path.join(tempDir(), 'response-headers.jsonl')
+    await withProxy({ proxy: upstream.url, port: 0, quiet: true, record: { path: cassette, redact: { headers: ['X-Upstream-Session'] } } }, async (server) => {
+      const res = await request(`${server.url}/login`)
+      assert.equal(res.headers['x-auth-token'], 'T0kenS3cret', 'the client gets the header')
+      assert.match(String(res.headers['set-cookie']), /c00kieS3cret/)
+      await written(server, 1)
+    })
+    const text = fs.readFileSync(cassette, 'utf8')
+    for (const secret of ['c00kieS3cret', 'T0kenS3cret', 'Sess10nS3cret']) assert.ok(!text.includes(secret), `${secret} in ${text}`)
+    const response = lines(cassette).find((l) => l.type === 'response')
+    const header = (name) => response.headers.find(([n]) => n === name)
+    assert.deepEqual(header('x-auth-token'), ['x-auth-token', '[redacted]'])
+    assert.deepEqual(header('x-upstream-session'), ['x-upstream-session', '[redacted]'])
+    assert.deepEqual(header('x-plain'), ['x-plain', 'kept as it is'])
+  } finally {
+    await upstream.close()
+  }
+})
+
 test('toHar and `devproxy har`: a recorded cassette becomes HAR 1.2; a corrupt one is an error naming the line', async () => {
   const dir = tempDir()
   const cassette = path.join(dir, 'har.jsonl')

@@ -229,6 +229,10 @@ for (const [name, pathname] of [
   ['a backslash', '/..%5csecret.txt'],
   ['a NUL byte', '/hello.txt%00.png'],
   ['a symlink out of the root', '/escape.txt'],
+  // A file that exists nowhere: only the `..` check itself stops it (the canonical-path check has no
+  // file to resolve), so it must not reach the target either.
+  ['`..` to a file that does not exist', '/../no-such-file-anywhere.txt'],
+  ['`%2e%2e` to a file that does not exist', '/sub/%2e%2e/%2e%2e/no-such-file-anywhere.txt'],
 ]) {
   test(`path escape by ${name} gets 404, is not forwarded and reads nothing outside the root`, async () => {
     await withProxy({ proxy: up.url, port: 0, serveStatic: [root] }, async (server) => {
