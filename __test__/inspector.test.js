@@ -199,7 +199,9 @@ test('a rewritten page: its record has codings, bytes, the rules that matched an
       assert.deepEqual(live.data.preview, r.preview)
       assert.equal(r.rewritten, true)
       assert.deepEqual([r.codingIn, r.codingOut], ['identity', 'gzip'])
-      assert.ok(r.bytesIn > 0 && r.bytesOut > 0, JSON.stringify(r))
+      // What came in is the page as the target sent it (identity); what went out, the gzip'd rewrite.
+      assert.equal(r.bytesIn, Buffer.byteLength('<html><body><p>hi there, hi</p></body></html>'), JSON.stringify(r))
+      assert.ok(r.bytesOut > 0, JSON.stringify(r))
       assert.equal(r.preview.before, '<html><body><p>hi there, hi</p></body></html>')
       assert.equal(r.preview.after, '<html><body><p>hello there, hello</p></body></html>')
       const rule = r.rules.find((x) => x.matches === 2)
@@ -208,6 +210,30 @@ test('a rewritten page: its record has codings, bytes, the rules that matched an
       const row = rules.json.rules.find((x) => x.rule === rule.rule)
       assert.deepEqual([row.exchanges, row.matches], [2, 4])
       assert.ok(typeof row.rewriteMs === 'number')
+    })
+  } finally {
+    await upstream.close()
+  }
+})
+
+test('the inspector is not for other sites: no CORS headers for a foreign Origin, no framing, no inline script, no sniffing', async () => {
+  const upstream = await startUpstream({})
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, quiet: true }, async (server) => {
+      const foreign = { origin: 'https://evil.example', referer: 'https://evil.example/page' }
+      const page = await get(server, '/__devproxy/', foreign)
+      assert.equal(page.status, 200)
+      assert.equal(page.headers['x-frame-options'], 'DENY')
+      const csp = page.headers['content-security-policy']
+      assert.match(csp, /frame-ancestors 'none'/)
+      assert.match(csp, /script-src 'self'(;|$)/, 'no inline script, no other origin')
+      assert.match(csp, /default-src 'none'/)
+      for (const path of ['/__devproxy/', '/__devproxy/api/exchanges', '/__devproxy/api/rules', '/__devproxy/inspector.js']) {
+        const res = await get(server, path, foreign)
+        assert.equal(res.headers['access-control-allow-origin'], undefined, path)
+        assert.equal(res.headers['access-control-allow-credentials'], undefined, path)
+        assert.equal(res.headers['x-content-type-options'], 'nosniff', path)
+      }
     })
   } finally {
     await upstream.close()

@@ -290,6 +290,36 @@ test('secrets in the target\'s response headers are redacted in the cassette (Se
   }
 })
 
+test('a request body over 1 MiB is recorded as its length and CRC-32, and reaches the target whole', async () => {
+  const got = []
+  const upstream = await startUpstream({
+    '/upload': (req, res) => {
+      const chunks = []
+      req.on('data', (c) => chunks.push(c))
+      req.on('end', () => {
+        got.push(Buffer.concat(chunks))
+        res.end('stored')
+      })
+    },
+  })
+  try {
+    const cassette = path.join(tempDir(), 'big-request.jsonl')
+    const body = Buffer.alloc(3 * 1024 * 1024 + 17)
+    for (let i = 0; i < body.length; i++) body[i] = (i * 31 + (i >> 11)) & 0xff
+    await withProxy({ proxy: upstream.url, port: 0, quiet: true, record: { path: cassette } }, async (server) => {
+      const res = await request(`${server.url}/upload`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body })
+      assert.equal(res.body.toString(), 'stored')
+      await written(server, 1)
+    })
+    assert.ok(got[0].equals(body), 'the target got every byte')
+    const requestLine = lines(cassette).find((l) => l.type === 'request')
+    const crc = zlib.crc32(body).toString(16).padStart(8, '0')
+    assert.equal(requestLine.body.text, `[request body not kept: ${body.length} bytes, crc32 ${crc}, over 1 MiB]`)
+  } finally {
+    await upstream.close()
+  }
+})
+
 test('toHar and `devproxy har`: a recorded cassette becomes HAR 1.2; a corrupt one is an error naming the line', async () => {
   const dir = tempDir()
   const cassette = path.join(dir, 'har.jsonl')
