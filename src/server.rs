@@ -270,7 +270,6 @@ impl ProxyServer {
     }
 }
 
-/// Binds `port`, or (Browsersync's way, unless `strictPort`) the next free port after it, saying so.
 /// Where each target is, decided once at start: on this machine or not (a name that resolves to
 /// loopback addresses only counts as here). It settles an unset `secure` (see
 /// [`crate::tls::VerifyTls`]) and `upstreamCompression: 'auto'`.
@@ -306,6 +305,7 @@ async fn settle_local_targets(config: &mut ProxyConfig, stats: &Stats) {
     }
 }
 
+/// Binds `port`, or (Browsersync's way, unless `strictPort`) the next free port after it, saying so.
 async fn bind(ip: IpAddr, config: &ProxyConfig, stats: &Stats) -> Result<TcpListener, StartError> {
     let mut port = config.port;
     loop {
