@@ -147,16 +147,40 @@ test('next(err) and a throwing middleware give a 500 naming the error; the serve
 
 test('{ route, handle } runs only for its route (connect matching, route stripped from req.url); other paths pay nothing', async () => {
   const seen = []
-  const middleware = [{ route: '/api', handle: (req, res) => { seen.push(req.url); res.end('api ' + req.url) } }]
-  await withProxy({ proxy: { target: up.url, middleware }, port: 0 }, async (server) => {
-    assert.equal((await request(server.url + '/api/users?x=1')).body.toString(), 'api /users?x=1')
-    assert.equal((await request(server.url + '/API')).body.toString(), 'api /')
-    const n = up.requests.length
-    const other = await request(server.url + '/apix')
-    assert.equal(other.status, 404, 'the upstream answered /apix')
-    assert.equal(up.requests.length, n + 1)
-    assert.deepEqual(seen, ['/users?x=1', '/'])
-  })
+  const middleware = [
+    { route: '/api', handle: (req, res) => { seen.push(req.url); res.end('api ' + req.url) } },
+    { route: '/passed', handle: (req, res, next) => next() },
+  ]
+  // Which requests reach the middleware host (a Node http.Server of lib/middleware.js): counted on the
+  // servers created while the proxy starts, to show that other paths never make the trip through Node.
+  const http = require('node:http')
+  const createServer = http.createServer
+  const hosts = []
+  http.createServer = function (...args) {
+    const created = createServer.apply(this, args)
+    hosts.push(created)
+    return created
+  }
+  let handedOff = 0
+  try {
+    await withProxy({ proxy: { target: up.url, middleware }, port: 0 }, async (server) => {
+      for (const host of hosts) host.on('request', () => handedOff++)
+      assert.equal(hosts.length, 1, 'one middleware host')
+      assert.equal((await request(server.url + '/api/users?x=1')).body.toString(), 'api /users?x=1')
+      assert.equal((await request(server.url + '/API')).body.toString(), 'api /')
+      assert.equal(handedOff, 2)
+      const n = up.requests.length
+      const other = await request(server.url + '/apix')
+      assert.equal(other.status, 404, 'the upstream answered /apix')
+      assert.equal(up.requests.length, n + 1)
+      assert.equal(handedOff, 2, '/apix never went to the middleware host')
+      await request(server.url + '/passed/x')
+      assert.equal(handedOff, 3, 'a matching route does')
+      assert.deepEqual(seen, ['/users?x=1', '/'])
+    })
+  } finally {
+    http.createServer = createServer
+  }
 })
 
 test('top-level middleware wins over proxy.middleware, as in Browsersync, with a warning', async () => {
