@@ -334,6 +334,34 @@ test('a replayed page is compressed for the client as the upstream had it, and g
   })
 })
 
+test('a replayed answer goes through what a live one does: proxyRes functions, the Location and Set-Cookie rewrites', async () => {
+  const target = `http://${HOST}:${dead}`
+  const cassette = writeCassette('redirect.jsonl', [
+    {
+      method: 'GET',
+      url: '/login',
+      at: 2,
+      status: 302,
+      headers: [
+        ['location', `${target}/dashboard?from=login`],
+        ['set-cookie', `session=abc; Domain=${HOST}; Path=/; HttpOnly`],
+        ['cache-control', 'public'],
+      ],
+      chunks: [{ at: 3, lines: [''] }],
+    },
+  ])
+  const proxyRes = (res) => {
+    res.headers['cache-control'] = 'private'
+  }
+  await withProxy({ proxy: { target, proxyRes: [proxyRes] }, port: 0, quiet: true, replay: { path: cassette, speed: 0 } }, async (server) => {
+    const res = await rawRequest(server.port, { path: '/login' })
+    assert.equal(res.status, 302)
+    assert.equal(res.headers.location, `http://${HOST}:${server.port}/dashboard?from=login`, 'Location comes back to the proxy')
+    assert.equal(String(res.headers['set-cookie']), 'session=abc; Path=/; HttpOnly', 'Domain dropped, the rest kept')
+    assert.equal(res.headers['cache-control'], 'private', 'proxyRes ran on the replayed head')
+  })
+})
+
 test('faults: a stall before a chunk, a cut after one, 429 and 529 answers shaped like the APIs', async () => {
   const chunks = openaiChunks(4).slice(0, 6)
   const cassette = writeCassette('faults.jsonl', [chatExchange(chunks), { url: '/v1/messages', body: MESSAGES_BODY, at: 10, headers: SSE, chunks: anthropicChunks(5).slice(0, 3) }])
