@@ -134,7 +134,9 @@ function attachSite(bs, { Immutable }, server, config, middleware, stop) {
   })
   // What the proxy runs now, as option values: a reset that changes neither hands nothing over.
   let applied = { rules: bs.options.get('rewriteRules'), middleware: bs.options.get('middleware') }
+  // `serveFile()` entries: not in `options.middleware` (as in Browsersync), kept across resets here.
   const files = []
+  let filesChanged = false
 
   function handOver() {
     const rules = bs.options.get('rewriteRules')
@@ -149,7 +151,7 @@ function attachSite(bs, { Immutable }, server, config, middleware, stop) {
       applied = { ...applied, rules }
     }
     const entries = bs.options.get('middleware')
-    if (entries !== applied.middleware || files.changed) {
+    if (entries !== applied.middleware || filesChanged) {
       const list = listOf(entries)
         .filter((entry) => entry !== proxyEntry)
         .map((entry) => plain(Immutable, entry))
@@ -162,7 +164,7 @@ function attachSite(bs, { Immutable }, server, config, middleware, stop) {
         throw err
       }
       applied = { ...applied, middleware: entries }
-      files.changed = false
+      filesChanged = false
     }
   }
 
@@ -174,7 +176,7 @@ function attachSite(bs, { Immutable }, server, config, middleware, stop) {
     // `serveFile()`: on browser-sync's own server (for its paths) and on the site.
     addToStack.call(this, entry)
     files.push(entry)
-    files.changed = true
+    filesChanged = true
     handOver()
   }
   bs.events.on('options:set', (event) => {
