@@ -29,6 +29,14 @@ pub struct Target {
     pub port: u16,
 }
 
+/// `localhost` and `*.localhost` (RFC 6761: always this machine), in any case, a final dot allowed.
+pub fn is_localhost_name(host: &str) -> bool {
+    let host = host.trim_end_matches('.');
+    let suffix = ".localhost".len();
+    host.eq_ignore_ascii_case("localhost")
+        || host.len() > suffix && host.as_bytes()[host.len() - suffix..].eq_ignore_ascii_case(b".localhost")
+}
+
 impl Target {
     /// Parses a target like Browsersync does: a URL without scheme gets `http://`.
     pub fn parse(raw: &str) -> Result<Target, ConfigError> {
@@ -81,9 +89,7 @@ impl Target {
     /// Whether the target is this machine: `localhost` or a loopback address.
     pub fn is_loopback(&self) -> bool {
         let bare = self.host.trim_start_matches('[').trim_end_matches(']');
-        bare == "localhost"
-            || bare.ends_with(".localhost")
-            || bare.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        is_localhost_name(bare) || bare.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
     }
 
     /// The host as the link rewrite looks for it: Browsersync's `hostname[:port]`, port shown

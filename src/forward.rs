@@ -270,11 +270,8 @@ fn verify_with_key_of(
 /// resolve `localhost` to ::1 first), and a target named `localhost` must reach either. A refused
 /// connection to the first is followed at once by the second.
 fn localhost_addresses(host: &str, port: u16) -> Option<[SocketAddr; 2]> {
-    let host = host.trim_end_matches('.');
-    let named = host.eq_ignore_ascii_case("localhost")
-        || host.len() > ".localhost".len()
-            && host.as_bytes()[host.len() - ".localhost".len()..].eq_ignore_ascii_case(b".localhost");
-    named.then(|| [SocketAddr::from((Ipv4Addr::LOCALHOST, port)), SocketAddr::from((Ipv6Addr::LOCALHOST, port))])
+    crate::config::is_localhost_name(host)
+        .then(|| [SocketAddr::from((Ipv4Addr::LOCALHOST, port)), SocketAddr::from((Ipv6Addr::LOCALHOST, port))])
 }
 
 /// The upstream client's resolver: [`localhost_addresses`] for `localhost` names, the system's

@@ -221,7 +221,7 @@ pub(crate) enum Forms {
 /// `http(s)://FROM_HOST` in `value`, in `forms`, replaced by `to_origin` written in the same form;
 /// `None` when there is none. A host followed by more of a host name or a port is another origin.
 pub(crate) fn swap_origins(value: &str, from_host: &str, to_origin: &str, forms: Forms) -> Option<String> {
-    let encode = |s: &str| s.replace(':', "%3A").replace('/', "%2F").replace('[', "%5B").replace(']', "%5D");
+    let encode = crate::rewrite::percent_encode_origin;
     let lower = value.to_ascii_lowercase();
     let from = from_host.to_ascii_lowercase();
     let encoded_from = encode(&from).to_ascii_lowercase();

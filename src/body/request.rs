@@ -63,7 +63,7 @@ fn is_text(essence: &str) -> bool {
 /// `http(s):\/\/local`, percent-encoded `http%3A%2F%2Flocal` (any case), and protocol-relative
 /// `//local` and `\/\/local`, the scheme forms first.
 pub(crate) fn reverse_rules(local_host: &str, target: &Target) -> Result<Vec<Rule>, RuleError> {
-    let encode = |s: &str| s.replace(':', "%3A").replace('/', "%2F").replace('[', "%5B").replace(']', "%5D");
+    let encode = crate::rewrite::percent_encode_origin;
     // Only the whole origin: `localhost:30001` is not `localhost:3000`.
     let end = if local_host.ends_with(|c: char| c.is_ascii_alphanumeric()) { r"\b" } else { "" };
     let local = js_escape(local_host);

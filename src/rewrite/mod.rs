@@ -23,6 +23,7 @@ mod stream;
 mod sweep;
 
 pub use crate::error::{ReplaceError, RuleError};
+pub(crate) use replacement::percent_encode_origin;
 pub use replacement::{Exchange, ReplaceCall, ReplaceFn, Utf16Counter};
 pub use rule::{Rule, RuleReplacement, MAX_RULES};
 pub use stream::{rewrite_bytes, Rewriter, DEFAULT_MAX_MATCH_BYTES};

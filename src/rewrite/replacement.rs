@@ -244,19 +244,19 @@ impl Replacement {
     }
 }
 
-/// `scheme://local_host` percent-encoded as `encodeURIComponent` would (`http%3A%2F%2Flocalhost%3A3000`):
-/// the proxy's origin where a page or a `Location` carries the target's encoded.
+/// `scheme://local_host` percent-encoded: the proxy's origin where a page or a `Location` carries the
+/// target's encoded.
 fn write_encoded_origin(scheme: &str, local_host: &str, out: &mut Vec<u8>) {
-    out.extend_from_slice(scheme.as_bytes());
-    out.extend_from_slice(b"%3A%2F%2F");
-    for byte in local_host.bytes() {
-        match byte {
-            b':' => out.extend_from_slice(b"%3A"),
-            b'[' => out.extend_from_slice(b"%5B"),
-            b']' => out.extend_from_slice(b"%5D"),
-            _ => out.push(byte),
-        }
-    }
+    out.extend_from_slice(percent_encode_origin(&format!("{scheme}://{local_host}")).as_bytes());
+}
+
+/// An origin or host percent-encoded as `encodeURIComponent` writes its `:`, `/`, `[` and `]`
+/// (`http%3A%2F%2Flocalhost%3A3000`): the form in which origins travel inside query strings. The one
+/// encoder of the page rule, the `Location`/`Refresh` rewrite and the request side's reverse rules.
+pub(crate) fn percent_encode_origin(text: &str) -> String {
+    use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+    const ORIGIN: &AsciiSet = &CONTROLS.add(b':').add(b'/').add(b'[').add(b']');
+    utf8_percent_encode(text, ORIGIN).to_string()
 }
 
 impl std::fmt::Debug for Replacement {

@@ -202,15 +202,7 @@ impl Rule {
     /// query value in a page) becomes the proxy's, as the link rewrite does for the plain forms. Like
     /// Browsersync's link rewrite, the host is matched as it is written, without a look at what follows.
     pub fn encoded_origin(target_link_host: &str, local_scheme: &'static str) -> Rule {
-        let mut encoded = String::new();
-        for c in target_link_host.chars() {
-            match c {
-                ':' => encoded.push_str("%3A"),
-                '[' => encoded.push_str("%5B"),
-                ']' => encoded.push_str("%5D"),
-                c => encoded.push_str(&regex_syntax::escape(&c.to_string())),
-            }
-        }
+        let encoded = regex_syntax::escape(&super::percent_encode_origin(target_link_host));
         let pattern = format!("(?i:https?%3A%2F%2F{encoded})");
         let replacement = Replacement::EncodedLocalOrigin { scheme: local_scheme };
         Rule::build("encoded link rewrite".into(), &pattern, true, Units::No, replacement)
