@@ -97,6 +97,10 @@ impl Routes {
         *self.0.write().unwrap_or_else(PoisonError::into_inner) = routes.into();
     }
 
+    fn is_empty(&self) -> bool {
+        self.0.read().unwrap_or_else(PoisonError::into_inner).is_empty()
+    }
+
     fn current(&self) -> Arc<[String]> {
         self.0.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
@@ -120,6 +124,11 @@ impl std::fmt::Debug for MiddlewareHost {
 }
 
 impl MiddlewareHost {
+    /// Whether any middleware is set (a request's path need not be normalized otherwise).
+    pub fn has_routes(&self) -> bool {
+        !self.routes.is_empty()
+    }
+
     /// Whether a middleware's route matches `path`, as connect matches it: a case-insensitive prefix
     /// followed by `/`, `.` or the end.
     pub fn matches(&self, path: &str) -> bool {

@@ -86,7 +86,8 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
         }
         // Matched on the normalized path (`/%61dmin`, `//admin` and `/x/../admin` are `/admin`), which
         // is also what the middleware get: none of these skips an `/admin` middleware.
-        if let Some(host) = shared.config.middleware.as_ref() {
+        // `start()` always runs a host (middleware can be set later): without routes, nothing to do.
+        if let Some(host) = shared.config.middleware.as_ref().filter(|host| host.has_routes()) {
             let matched = {
                 let path = middleware::normalize_path(req.uri().path());
                 host.matches(&path).then(|| path.into_owned())
