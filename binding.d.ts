@@ -242,6 +242,13 @@ export interface ProxyOptions {
   /** Also rewrite CSS, JS, JSON, SVG and XML responses (Browsersync only rewrites HTML). */
   rewriteTextTypes?: boolean
   /**
+   * JSON responses (`application/json`, `+json`) get the target's exact origin, written plainly
+   * (`http://wp.test`), slash-escaped (`http:\/\/wp.test`) or percent-encoded, turned into the
+   * proxy's, and nothing else (default true; Browsersync leaves JSON alone). `/.well-known/`
+   * documents are left as they are.
+   */
+  rewriteJson?: boolean
+  /**
    * The proxy's own origins (every form the link rewrite writes: `http://localhost:3000`,
    * `//localhost:3000`, `http:\/\/localhost:3000`, `http%3A%2F%2Flocalhost%3A3000`) go back to the
    * target's in query strings and in form, JSON, text and multipart text bodies the browser sends

@@ -256,11 +256,12 @@ async function startBrowserSync(config) {
  * the other mutated (browser-sync turns options into Immutable maps and sets `rule.fn`). devproxy-native gets the
  * shared config only, plus its marker snippet; browser-sync also gets its quiet settings.
  */
-async function withBoth(config, fn) {
+/** Both sides on `config()`; `dpOnly`: options of devproxy-native's alone (a deliberate difference set aside). */
+async function withBoth(config, fn, dpOnly = {}) {
   const bsSide = await startBrowserSync(config())
   let dp
   try {
-    dp = await lib().start({ ...config(), port: 0, quiet: true, snippet: MARK })
+    dp = await lib().start({ ...config(), port: 0, quiet: true, snippet: MARK, ...dpOnly })
     await fn({ bs: bsSide, dp })
   } finally {
     try {
@@ -422,6 +423,7 @@ describe('equivalence with browser-sync 3: proxying a site', () => {
   })
 
   test('asset URLs (.js, .css, .png, .json, .xml, with and without ?query) pass through unrewritten', async () => {
+    // JSON's origins are a deliberate difference (rewriteJson), checked with the others.
     await withBoth(proxyOnly, async (pair) => {
       const assets = ['/static/app.js', '/static/site.css', '/static/app.js?v=1', '/static/site.css?x=y&z=1', '/static/logo.png']
       for (const p of [...assets, '/data.json', '/feed.xml?a=b']) {
@@ -430,7 +432,7 @@ describe('equivalence with browser-sync 3: proxying a site', () => {
         assert.ok(r.bs.body.includes(`http://${up.host}/x`) && !r.bs.body.includes(SNIPPET), `${p} untouched`)
         assert.equal(r.dp.headers['content-length'], r.bs.headers['content-length'], `${p}: Content-Length kept`)
       }
-    })
+    }, { rewriteJson: false })
   })
 
   test('Accept without html: the page passes through unrewritten', async () => {
@@ -444,13 +446,14 @@ describe('equivalence with browser-sync 3: proxying a site', () => {
   })
 
   test('a body that does not look like HTML, asked for with Accept html, is not rewritten (devproxy-native compresses it)', async () => {
+    // JSON's origins are a deliberate difference (rewriteJson), checked with the others.
     await withBoth(proxyOnly, async (pair) => {
       for (const p of ['/plain', '/api/users']) {
         const r = await both(pair, p, { headers: BROWSER })
         assertEquivalent(r, p, { compressed: 'gzip' })
         assert.ok(r.bs.body.includes(`http://${up.host}/`), `${p} untouched`)
       }
-    })
+    }, { rewriteJson: false })
   })
 
   test('redirects: Location on 301/302/307/308 to the target comes back to the proxy, elsewhere stays', async () => {
@@ -578,6 +581,17 @@ describe('deliberate differences from browser-sync 3 (stated and checked)', () =
       // without Accept-Encoding both send identity
       const plain = await both(pair, '/links', { headers: { accept: ACCEPT_HTML } })
       assertEquivalent(plain, '/links (no Accept-Encoding)')
+    })
+  })
+
+  test("JSON answers: devproxy-native turns the target's exact origin into the proxy's (rewriteJson); browser-sync passes them as they are", async () => {
+    await withBoth(proxyOnly, async (pair) => {
+      for (const [p, accept] of [['/api/users', ACCEPT_HTML], ['/data.json', 'application/json'], ['/api/data.json?page=2', '*/*']]) {
+        const r = await both(pair, p, { headers: { ...BROWSER, accept } })
+        assertEquivalent({ ...r, dp: { ...r.dp, body: r.bs.body } }, p, { skip: ['content-encoding', 'content-length', 'vary'] })
+        assert.ok(r.bs.body.includes(`http://${up.host}/`), `${p}: browser-sync leaves the origin`)
+        assert.equal(r.dp.body, r.bs.body.replaceAll(`http://${up.host}`, 'http://<PROXY-HOST>'), `${p}: the origin, and only it, is the proxy's`)
+      }
     })
   })
 
@@ -751,7 +765,7 @@ describe('equivalence with browser-sync 3: options of issue 12 (serveStatic, sni
       const r = await both(pair, '/api/data.json?page=2', { headers: { ...BROWSER, accept: 'application/json' } })
       assertEquivalent(r, '/api/data.json?page=2', { skip: ['content-encoding'] })
       assert.ok(r.bs.body.includes('"tag": "REPLACEME"'), r.bs.body)
-    })
+    }, { rewriteJson: false }) // JSON's origins: a deliberate difference, checked with the others
   })
 
   test('snippetOptions.rule: match and fn(snippet, match) place the snippet', async () => {

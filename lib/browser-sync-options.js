@@ -21,6 +21,7 @@ const PROXY_OPTIONS = [
   'allowedHosts',
   'allowedOrigins',
   'rewriteTextTypes',
+  'rewriteJson',
   'rewriteRequestBodies',
   'maxMatchBytes',
   'upstreamTimeoutMs',

@@ -278,6 +278,9 @@ pub struct ProxyConfig {
     pub snippet: Option<String>,
     /// Also rewrite CSS, JS, JSON, SVG and XML bodies, not only HTML.
     pub rewrite_text_types: bool,
+    /// JSON responses get the targets' exact origins (plain, slash-escaped, percent-encoded) turned
+    /// into the proxy's, nothing else (`rewriteJson`; `rewrite_text_types` runs every rule instead).
+    pub rewrite_json: bool,
     /// The proxy's own origins in what the browser sends (query strings, form, JSON and text bodies)
     /// go back to the target's: what the link rewrite did, undone on the way in.
     pub rewrite_request_bodies: bool,
@@ -552,6 +555,7 @@ impl ProxyConfig {
             rules: Vec::new(),
             snippet: None,
             rewrite_text_types: false,
+            rewrite_json: true,
             rewrite_request_bodies: true,
             max_match_bytes: DEFAULT_MAX_MATCH_BYTES,
             upstream_timeout: None,
@@ -664,6 +668,7 @@ pub(crate) mod option_names {
         "rewriteRules",
         "snippet",
         "rewriteTextTypes",
+        "rewriteJson",
         "rewriteRequestBodies",
         "maxMatchBytes",
         "upstreamTimeoutMs",

@@ -190,6 +190,29 @@ pub(crate) fn for_rewritten_body(headers: &mut HeaderMap, encoding: codec::Encod
     }
 }
 
+/// A page that gets the snippet: its `Content-Security-Policy` (and `-Report-Only`, so that no false
+/// report is sent) amended so that the snippet runs and connects back (`crate::csp`).
+pub(crate) fn amend_csp(headers: &mut HeaderMap, page: &crate::csp::PagePolicy) {
+    for name in [header::CONTENT_SECURITY_POLICY, header::CONTENT_SECURITY_POLICY_REPORT_ONLY] {
+        if !headers.contains_key(&name) {
+            continue;
+        }
+        // Each field is its own policy (or several): amended one by one, order kept.
+        let fields: Vec<HeaderValue> = headers
+            .get_all(&name)
+            .iter()
+            .map(|value| match value.to_str().ok().and_then(|policies| page.amend(policies)) {
+                Some(amended) => HeaderValue::from_str(&amended).unwrap_or_else(|_| value.clone()),
+                None => value.clone(),
+            })
+            .collect();
+        headers.remove(&name);
+        for value in fields {
+            headers.append(&name, value);
+        }
+    }
+}
+
 /// A URL on the target (absolute or protocol-relative) moved to the proxy's origin.
 fn target_url_to_local(url: &str, config: &ProxyConfig, local_host: &str) -> Option<String> {
     let target = &config.target;

@@ -17,6 +17,7 @@ pub mod body;
 pub mod cassette;
 pub mod codec;
 pub mod config;
+pub mod csp;
 mod error;
 mod forward;
 pub mod globs;

@@ -257,8 +257,8 @@ fn respond(file: LocalFile, method: &Method, request: &HeaderMap, stats: &Arc<St
 /// The body plan of a whole local file: the proxy's own choice (pages get the snippet and rules,
 /// text types too with `rewriteTextTypes`), and otherwise compressible text is still compressed in
 /// the client's coding, as a page fetched uncompressed is.
-pub(crate) fn plan(facts: &RequestFacts, head: &http::response::Parts, rewrite_text_types: bool) -> Plan {
-    match body::plan(facts, head.status, &head.headers, rewrite_text_types) {
+pub(crate) fn plan(facts: &RequestFacts, head: &http::response::Parts, beyond: body::BeyondPages) -> Plan {
+    match body::plan(facts, head.status, &head.headers, beyond) {
         Plan::Passthrough if body::is_compressible(&head.headers) => {
             match codec::choose_output(Encoding::Identity, &codec::accepted(facts.accept_encoding), true) {
                 Encoding::Identity => Plan::Passthrough,

@@ -11,11 +11,12 @@ use std::time::Instant;
 use http::{Request, Response};
 use hyper::body::Incoming;
 
-use crate::body::{self, Pipeline, Plan, ProxyBody, RewriteState, SniffError, Sniffed, UpstreamBody};
+use crate::body::{self, Pipeline, Plan, ProxyBody, RewriteState, RuleSet, SniffError, Sniffed, UpstreamBody};
 use crate::cassette::exchange::{self, Answered};
 use crate::cassette::replay::{self, ws::WsReplay};
 use crate::codec::Encoding;
 use crate::config::PANIC_PROBE_PREFIX;
+use crate::csp::PagePolicy;
 use crate::forward;
 use crate::headers;
 use crate::hooks;
@@ -23,7 +24,7 @@ use crate::local_files::{self, Answer};
 use crate::middleware;
 use crate::observe::{self, inspector};
 use crate::pages::ProxyError;
-use crate::rewrite::Rewriter;
+use crate::rewrite::{Rewriter, Rule};
 use crate::routes::Upstream;
 use crate::security;
 use crate::server::ClientAddr;
@@ -100,7 +101,7 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     }
     let (head, upstream) = upstream_phase(shared, &target, &ctx, req).await?;
     // Body plan (body.rs), then respond.
-    let plan = body::plan(&ctx.facts(), head.status, &head.headers, shared.config.rewrite_text_types);
+    let plan = body::plan(&ctx.facts(), head.status, &head.headers, body::BeyondPages::of(&shared.config));
     let plan = replay::answer::plan(plan, &head, &ctx.facts());
     body_phase(shared, ctx, head, upstream, plan).await
 }
@@ -143,7 +144,7 @@ async fn middleware_phase(
     if passed {
         return Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }));
     }
-    let plan = body::plan(&ctx.facts(), head.status, &head.headers, shared.config.rewrite_text_types);
+    let plan = body::plan(&ctx.facts(), head.status, &head.headers, body::BeyondPages::of(&shared.config));
     body_phase(shared, ctx, head, upstream, plan).await
 }
 
@@ -214,7 +215,8 @@ async fn request_body_phase(
     if !config.rewrite_request_bodies {
         return Ok(body.map_err(crate::body::BodyError::from).boxed());
     }
-    let rules = match shared.reverse_rules.get(&ctx.local_host, config) {
+    let build = || crate::body::reverse_rules(&ctx.local_host, &config.target);
+    let rules = match shared.reverse_rules.get(&ctx.local_host, &config.target.origin(), build) {
         Ok(rules) => rules,
         Err(e) => return Err(ProxyError::RequestBody { url: ctx.url.clone(), reason: e.to_string() }),
     };
@@ -270,7 +272,7 @@ async fn local_file_phase(
     observe::facts(&mut head.extensions).source = Some("local");
     // Read uncompressed on the client's behalf, like a page from a loopback target.
     ctx.upstream_identity = true;
-    let plan = local_files::plan(&ctx.facts(), &head, shared.config.rewrite_text_types);
+    let plan = local_files::plan(&ctx.facts(), &head, body::BeyondPages::of(&shared.config));
     let Plan::Compress { encode } = plan else { return body_phase(shared, ctx, head, body, plan).await };
     if let Some(bytes) = shared.compressed_files.get(&version, encode) {
         shared.stats.add_passed_through();
@@ -310,12 +312,21 @@ async fn body_phase(
     let config = &shared.config;
     let exchange = ctx.exchange.take();
     let mut rewritten = true;
+    let json_rules;
     let (sniff, decode, encode, rules, user_rules) = match plan {
         Plan::Passthrough => {
             shared.stats.add_passed_through();
             return Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }));
         }
-        Plan::Rewrite { sniff, decode, encode } => (sniff, decode, encode, &ctx.rules[..], ctx.user_rules),
+        Plan::Rewrite { sniff, decode, encode, rules: RuleSet::Page } => {
+            (sniff, decode, encode, &ctx.rules[..], ctx.user_rules)
+        }
+        Plan::Rewrite { sniff, decode, encode, rules: RuleSet::JsonOrigins } => {
+            json_rules = shared
+                .json_rules(&ctx.local_host)
+                .map_err(|e| ProxyError::Rewrite { url: ctx.url.clone(), reason: e.to_string() })?;
+            (sniff, decode, encode, &json_rules[..], None)
+        }
         Plan::Compress { encode } => {
             shared.stats.add_passed_through();
             rewritten = false;
@@ -326,6 +337,14 @@ async fn body_phase(
     let key = SkipKey::of(&ctx.method, &ctx.path_and_query, &head.headers);
     let (rules, mut skip_memo) = body::rules_to_run(rules, user_rules, key, &shared.skips);
     let mut rewriter = Rewriter::new(&rules, &ctx.local_host, config.max_match_bytes);
+    // A page that gets the snippet gets its Content-Security-Policy amended for it (csp.rs).
+    let page_policy = rules
+        .iter()
+        .any(Rule::injects_snippet)
+        .then(|| Arc::new(PagePolicy::new(config.local_scheme(), &ctx.local_host)));
+    if let Some(page_policy) = &page_policy {
+        rewriter = rewriter.with_page_policy(page_policy.clone());
+    }
     if let Some(mut exchange) = exchange {
         // Replacement functions see the response headers as they go out.
         exchange.status = head.status.as_u16();
@@ -362,6 +381,10 @@ async fn body_phase(
             Err(SniffError::Upstream(e)) => return Err(ProxyError::UpstreamBody { url: url(), reason: e.to_string() }),
             Err(SniffError::Decode(e)) => return Err(ProxyError::Upstream { url: url(), reason: e.to_string() }),
         }
+    }
+    // Before the snippet is written: whether it needs the nonce is known from the headers.
+    if let Some(page_policy) = page_policy.as_ref().filter(|_| rewritten) {
+        headers::amend_csp(&mut head.headers, page_policy);
     }
     let mut out = Vec::new();
     if let Some(prefix) = decoded_prefix.take() {

@@ -96,6 +96,11 @@ impl Routes {
         self.targets.iter().filter_map(|t| t.recorder.as_ref().map(|r| (t.route.prefix.as_str(), r)))
     }
 
+    /// The routes' targets, longest prefix first.
+    pub(crate) fn targets(&self) -> impl Iterator<Item = &crate::config::Target> {
+        self.targets.iter().map(|t| &t.route.target)
+    }
+
     /// The link rules for the routes' targets, plain and percent-encoded (the main target's are
     /// [`crate::state::Shared::links`]).
     pub(crate) fn links(&self) -> &[Rule] {

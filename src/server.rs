@@ -122,6 +122,7 @@ impl ProxyServer {
             client: forward::client(verifier.clone().filter(|_| config.verify_tls.is_on())),
             websocket_tls: forward::tls_config(verifier.clone().filter(|_| config.verify_tls.is_on()), &[b"http/1.1"]),
             snippet: config.snippet.as_deref().map(|s| config.snippet_rule.clone().unwrap_or_else(|| Rule::snippet(s))),
+            csp_meta: Rule::csp_meta(),
             links: [
                 Rule::links(&config.target.link_host()),
                 Rule::encoded_origin(&config.target.link_host(), config.local_scheme()),
@@ -140,6 +141,7 @@ impl ProxyServer {
             inspector,
             replay: std::sync::RwLock::new(replay),
             reverse_rules: Default::default(),
+            json_rules: Default::default(),
             config,
         });
         for warning in &shared.config.warnings {

@@ -84,6 +84,8 @@ pub(crate) struct Shared {
     pub client: UpstreamClient,
     pub websocket_tls: Arc<rustls::ClientConfig>,
     pub snippet: Option<Rule>,
+    /// Amends `<meta>` Content-Security-Policy tags for the snippet; runs wherever the snippet does.
+    pub csp_meta: Rule,
     /// The main target's link rules: Browsersync's, then the percent-encoded origin's.
     pub links: [Rule; 2],
     pub rules: RuleStore,
@@ -110,31 +112,39 @@ pub(crate) struct Shared {
     /// The server's mode: a cassette requests are answered from (`replay`, `server.replay()`), or
     /// `None` to proxy them (`server.passthrough()`). A route with its own `replay` keeps it.
     pub replay: RwLock<Option<Arc<Player>>>,
-    /// `rewriteRequestBodies`'s rules, by the request's `Host` and the target's origin: a few hosts
-    /// (localhost, 127.0.0.1, a LAN address) compiled once each.
-    pub reverse_rules: ReverseRules,
+    /// `rewriteRequestBodies`'s rules, by the request's `Host` and the target's origin.
+    pub reverse_rules: RulesByHost,
+    /// `rewriteJson`'s rules, by the request's `Host` (every target's origin in each).
+    pub json_rules: RulesByHost,
 }
 
-/// The compiled rules that turn the proxy's origin back into a target's, by `Host` and target.
-pub(crate) struct ReverseRules(std::sync::Mutex<lru::LruCache<HostAndTarget, Arc<[Rule]>>>);
+/// Rules that write the proxy's origin as a request reached it, compiled once per `Host` (there are a
+/// few: localhost, 127.0.0.1, a LAN address) and target.
+pub(crate) struct RulesByHost(std::sync::Mutex<lru::LruCache<HostAndTarget, Arc<[Rule]>>>);
 
 /// A request's `Host` and its target's origin.
 type HostAndTarget = (String, String);
 
-impl Default for ReverseRules {
+impl Default for RulesByHost {
     fn default() -> Self {
-        ReverseRules(std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(32).expect("not zero"))))
+        RulesByHost(std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(32).expect("not zero"))))
     }
 }
 
-impl ReverseRules {
-    /// The rules for requests that reached the proxy at `local_host`, going to `config`'s target.
-    pub(crate) fn get(&self, local_host: &str, config: &ProxyConfig) -> Result<Arc<[Rule]>, RuleError> {
-        let key = (local_host.to_string(), config.target.origin());
+impl RulesByHost {
+    /// The rules for requests that reached the proxy at `local_host` going to `target`, built by
+    /// `build` the first time.
+    pub(crate) fn get(
+        &self,
+        local_host: &str,
+        target: &str,
+        build: impl FnOnce() -> Result<Vec<Rule>, RuleError>,
+    ) -> Result<Arc<[Rule]>, RuleError> {
+        let key = (local_host.to_string(), target.to_string());
         if let Some(rules) = self.0.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
             return Ok(rules.clone());
         }
-        let rules: Arc<[Rule]> = body::reverse_rules(local_host, &config.target)?.into();
+        let rules: Arc<[Rule]> = build()?.into();
         self.0.lock().unwrap_or_else(PoisonError::into_inner).put(key, rules.clone());
         Ok(rules)
     }
@@ -161,14 +171,25 @@ impl Shared {
         } else {
             PageMode::Pages
         };
-        let mut rules = Vec::with_capacity(user.len() + 2);
-        rules.extend(self.snippet.iter().cloned());
+        let mut rules = Vec::with_capacity(user.len() + 4);
+        if let Some(snippet) = &self.snippet {
+            rules.extend([self.csp_meta.clone(), snippet.clone()]);
+        }
         let first = rules.len();
         rules.extend(user.iter().filter(|(_, r)| r.paths().is_none()).map(|(_, rule)| rule.clone()));
         let user_rules = UserRules::of(&rules, first, rules.len() - first, generation);
         rules.extend(self.links.iter().cloned());
         rules.extend(self.routes.links().iter().cloned());
         (rules, mode, user_rules)
+    }
+
+    /// The rules for a JSON response to a request that reached the proxy at `local_host`: every
+    /// target's origin becomes the proxy's (`rewriteJson`).
+    pub(crate) fn json_rules(&self, local_host: &str) -> Result<Arc<[Rule]>, RuleError> {
+        self.json_rules.get(local_host, "", || {
+            let targets = std::iter::once(&self.config.target).chain(self.routes.targets());
+            body::origin_rules(self.config.local_scheme(), local_host, targets)
+        })
     }
 
     /// The target a request path goes to: its route's, else `proxy`'s.

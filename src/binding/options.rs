@@ -85,6 +85,11 @@ pub struct ProxyOptions {
     pub snippet: Option<String>,
     /// Also rewrite CSS, JS, JSON, SVG and XML responses (Browsersync only rewrites HTML).
     pub rewrite_text_types: Option<bool>,
+    /// JSON responses (`application/json`, `+json`) get the target's exact origin, written plainly
+    /// (`http://wp.test`), slash-escaped (`http:\/\/wp.test`) or percent-encoded, turned into the
+    /// proxy's, and nothing else (default true; Browsersync leaves JSON alone). `/.well-known/`
+    /// documents are left as they are.
+    pub rewrite_json: Option<bool>,
     /// The proxy's own origins (every form the link rewrite writes: `http://localhost:3000`,
     /// `//localhost:3000`, `http:\/\/localhost:3000`, `http%3A%2F%2Flocalhost%3A3000`) go back to the
     /// target's in query strings and in form, JSON, text and multipart text bodies the browser sends
@@ -462,6 +467,9 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     }
     if let Some(flag) = options.get("rewriteTextTypes")? {
         config.rewrite_text_types = expect_bool(flag, "rewriteTextTypes")?;
+    }
+    if let Some(flag) = options.get("rewriteJson")? {
+        config.rewrite_json = expect_bool(flag, "rewriteJson")?;
     }
     if let Some(flag) = options.get("rewriteRequestBodies")? {
         config.rewrite_request_bodies = expect_bool(flag, "rewriteRequestBodies")?;

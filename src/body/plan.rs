@@ -51,13 +51,42 @@ pub(crate) fn is_compressible(headers: &HeaderMap) -> bool {
     })
 }
 
+/// JSON (`application/json`, `+json`): the types whose origins `rewriteJson` rewrites.
+fn is_json(content_type: &str) -> bool {
+    let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
+/// What is rewritten besides pages: text types with every rule (`rewriteTextTypes`), JSON's origins
+/// (`rewriteJson`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BeyondPages {
+    pub text_types: bool,
+    pub json_origins: bool,
+}
+
+impl BeyondPages {
+    pub(crate) fn of(config: &crate::config::ProxyConfig) -> BeyondPages {
+        BeyondPages { text_types: config.rewrite_text_types, json_origins: config.rewrite_json }
+    }
+}
+
+/// Which rules a rewritten body goes through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RuleSet {
+    /// The request's: snippet, user rules, link rewrites.
+    Page,
+    /// Only the targets' exact origins, to the proxy's (`rewriteJson`, body/json.rs).
+    JsonOrigins,
+}
+
 /// What to do with a response body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Plan {
     /// Bytes go through untouched, still compressed.
     Passthrough,
     /// Decode, rewrite, re-encode. With `sniff`, only if the decoded body starts like HTML.
-    Rewrite { sniff: bool, decode: Encoding, encode: Encoding },
+    Rewrite { sniff: bool, decode: Encoding, encode: Encoding, rules: RuleSet },
     /// An uncompressed body that is not rewritten, compressed in `encode` (a local text file).
     Compress { encode: Encoding },
 }
@@ -80,8 +109,9 @@ pub(crate) fn is_page_request(accept: Option<&str>, path_and_query: &str) -> boo
 }
 
 /// Browsersync's choice (Accept mentions html, URL not an asset, body looks like HTML), plus the
-/// text types when `rewrite_text_types` is on.
-pub(crate) fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, rewrite_text_types: bool) -> Plan {
+/// text types with `rewriteTextTypes`, and JSON's origins with `rewriteJson` (but for `/.well-known/`
+/// documents, whose URLs name an identity: an OpenID issuer must stay the issuer).
+pub(crate) fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, beyond: BeyondPages) -> Plan {
     // No body, or a byte range of one: rewriting a range would corrupt the whole. An empty body (a
     // redirect's `Content-Length: 0`) goes out as it is, with its length, so a client that follows the
     // redirect without reading on is not seen as one that went away mid-body.
@@ -99,12 +129,17 @@ pub(crate) fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, 
     let Some(decode) = Encoding::from_content_encoding(encoding) else { return Plan::Passthrough };
     let encode = codec::choose_output(decode, &codec::accepted(req.accept_encoding), req.upstream_identity);
     let html_request = is_page_request(req.accept, req.path_and_query);
-    let text_type =
-        rewrite_text_types && headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_text_type);
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+    let text_type = beyond.text_types && content_type.is_some_and(is_text_type);
+    let json =
+        beyond.json_origins && content_type.is_some_and(is_json) && !req.path_and_query.starts_with("/.well-known/");
+    let rules = RuleSet::Page;
     if text_type || req.mode == PageMode::Forced {
-        Plan::Rewrite { sniff: false, decode, encode }
+        Plan::Rewrite { sniff: false, decode, encode, rules }
+    } else if json {
+        Plan::Rewrite { sniff: false, decode, encode, rules: RuleSet::JsonOrigins }
     } else if html_request {
-        Plan::Rewrite { sniff: true, decode, encode }
+        Plan::Rewrite { sniff: true, decode, encode, rules }
     } else {
         Plan::Passthrough
     }
@@ -241,20 +276,54 @@ mod tests {
             upstream_identity: false,
             mode: PageMode::Pages,
         };
+        let pages = BeyondPages { text_types: false, json_origins: false };
+        let text = BeyondPages { text_types: true, json_origins: false };
         assert_eq!(
-            plan(&req("text/html"), StatusCode::OK, &headers, false),
-            Plan::Rewrite { sniff: true, decode: Encoding::Gzip, encode: Encoding::Gzip }
+            plan(&req("text/html"), StatusCode::OK, &headers, pages),
+            Plan::Rewrite { sniff: true, decode: Encoding::Gzip, encode: Encoding::Gzip, rules: RuleSet::Page }
         );
-        assert_eq!(plan(&req("*/*"), StatusCode::OK, &headers, false), Plan::Passthrough);
+        assert_eq!(plan(&req("*/*"), StatusCode::OK, &headers, pages), Plan::Passthrough);
         headers.insert(header::CONTENT_TYPE, "text/css".parse().unwrap());
-        assert!(matches!(plan(&req("*/*"), StatusCode::OK, &headers, true), Plan::Rewrite { sniff: false, .. }));
-        assert_eq!(plan(&req("text/html"), StatusCode::NOT_MODIFIED, &headers, false), Plan::Passthrough);
+        assert!(matches!(plan(&req("*/*"), StatusCode::OK, &headers, text), Plan::Rewrite { sniff: false, .. }));
+        assert_eq!(plan(&req("text/html"), StatusCode::NOT_MODIFIED, &headers, pages), Plan::Passthrough);
         // A redirect's empty body goes out as it came, with its length.
         let mut redirect = HeaderMap::new();
         redirect.insert(header::CONTENT_LENGTH, "0".parse().unwrap());
         redirect.insert(header::CONTENT_TYPE, "text/html".parse().unwrap());
-        assert_eq!(plan(&req("text/html"), StatusCode::FOUND, &redirect, false), Plan::Passthrough);
+        assert_eq!(plan(&req("text/html"), StatusCode::FOUND, &redirect, pages), Plan::Passthrough);
         redirect.insert(header::CONTENT_LENGTH, "10".parse().unwrap());
-        assert!(matches!(plan(&req("text/html"), StatusCode::FOUND, &redirect, false), Plan::Rewrite { .. }));
+        assert!(matches!(plan(&req("text/html"), StatusCode::FOUND, &redirect, pages), Plan::Rewrite { .. }));
+    }
+
+    #[test]
+    fn json_gets_its_origins_rewritten_but_identity_documents() {
+        let json = |content_type: &str, path: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::CONTENT_TYPE, content_type.parse().unwrap());
+            let req = RequestFacts {
+                method: &Method::GET,
+                path_and_query: path,
+                accept: Some("text/html"),
+                accept_encoding: None,
+                upstream_identity: false,
+                mode: PageMode::Pages,
+            };
+            plan(&req, StatusCode::OK, &headers, BeyondPages { text_types: false, json_origins: true })
+        };
+        let origins = Plan::Rewrite {
+            sniff: false,
+            decode: Encoding::Identity,
+            encode: Encoding::Identity,
+            rules: RuleSet::JsonOrigins,
+        };
+        assert_eq!(json("application/json; charset=UTF-8", "/wp-json/wp/v2/posts"), origins);
+        assert_eq!(json("application/ld+json", "/x"), origins);
+        // Left to Browsersync's choice: a page request, sniffed (JSON does not look like HTML).
+        assert!(matches!(
+            json("application/json", "/.well-known/openid-configuration"),
+            Plan::Rewrite { sniff: true, rules: RuleSet::Page, .. }
+        ));
+        assert!(matches!(json("text/html", "/"), Plan::Rewrite { sniff: true, rules: RuleSet::Page, .. }));
+        assert_eq!(json("text/json-ish", "/a.json"), Plan::Passthrough);
     }
 }

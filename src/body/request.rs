@@ -82,7 +82,7 @@ pub(crate) fn reverse_rules(local_host: &str, target: &Target) -> Result<Vec<Rul
 }
 
 /// `text` as a JS regex matching it literally.
-fn js_escape(text: &str) -> String {
+pub(super) fn js_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len() * 2);
     for c in text.chars() {
         if r"\^$.*+?()[]{}|/".contains(c) {

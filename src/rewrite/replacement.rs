@@ -85,11 +85,6 @@ impl Template {
         Ok(Template { parts })
     }
 
-    /// `$&` followed by `text` verbatim: the snippet rule's replacement.
-    pub(super) fn match_then(text: &str) -> Self {
-        Template { parts: vec![Part::WholeMatch, Part::Literal(text.as_bytes().to_vec())] }
-    }
-
     /// Whether expanding needs capture groups (not just the match span).
     pub(super) fn needs_groups(&self) -> bool {
         self.parts.iter().any(|p| matches!(p, Part::Group(_) | Part::Named(_)))
@@ -235,6 +230,11 @@ pub(super) enum Replacement {
     EncodedLocalOrigin {
         scheme: &'static str,
     },
+    /// `$&` followed by the snippet, its `<script>`s given the page's nonce when its policy asks
+    /// (see `crate::csp`).
+    Snippet(String),
+    /// A `<meta http-equiv="Content-Security-Policy">` tag, amended for the snippet.
+    MetaPolicy,
 }
 
 impl Replacement {
@@ -265,6 +265,8 @@ impl std::fmt::Debug for Replacement {
             Replacement::Template(t) => f.debug_tuple("Template").field(t).finish(),
             Replacement::Function(_) => f.write_str("Function"),
             Replacement::EncodedLocalOrigin { scheme } => write!(f, "EncodedLocalOrigin({scheme})"),
+            Replacement::Snippet(snippet) => f.debug_tuple("Snippet").field(snippet).finish(),
+            Replacement::MetaPolicy => f.write_str("MetaPolicy"),
         }
     }
 }

@@ -161,9 +161,26 @@ impl Rule {
 
     /// Browsersync's snippet rule: `snippet` right after the first `<body ...>` tag.
     pub fn snippet(snippet: &str) -> Rule {
-        let replacement = Replacement::Template(Template::match_then(snippet));
+        let replacement = Replacement::Snippet(snippet.to_string());
         Rule::build("snippet".into(), r"(?i:<body[^>]*>)", false, Units::No, replacement)
             .expect("the snippet rule compiles")
+    }
+
+    /// The page's `<meta http-equiv="Content-Security-Policy">` tags, amended so that the snippet runs
+    /// (see `crate::csp`). It runs before the snippet rule, which then knows whether to add the nonce.
+    pub(crate) fn csp_meta() -> Rule {
+        // The value whole: not `content-security-policy-report-only`, which a meta tag cannot set.
+        let value = r#"(?:"content-security-policy"|'content-security-policy'|content-security-policy[\s/])"#;
+        let pattern = format!(
+            r"(?i:<meta\s[^>]*http-equiv\s*=\s*{value}[^>]*>|<meta\s[^>]*http-equiv\s*=\s*content-security-policy>)"
+        );
+        Rule::build("content-security-policy meta".into(), &pattern, true, Units::No, Replacement::MetaPolicy)
+            .expect("the meta rule compiles")
+    }
+
+    /// Whether this is the snippet rule (a plain snippet or one placed by `snippetOptions.rule.match`).
+    pub(crate) fn injects_snippet(&self) -> bool {
+        matches!(&self.inner.engine, Engine::Regex(re) if matches!(re.replacement, Replacement::Snippet(_)))
     }
 
     /// `snippetOptions.rule.match` without a function: `snippet` right after the first match of the
@@ -171,7 +188,7 @@ impl Rule {
     pub fn snippet_at(source: &str, flags: &str, snippet: &str) -> Result<Rule, RuleError> {
         let parsed = js_regex::parse_flags(flags)?;
         let (pattern, low_view) = js_regex::translate_with_view(source, &parsed)?;
-        let replacement = Replacement::Template(Template::match_then(snippet));
+        let replacement = Replacement::Snippet(snippet.to_string());
         Rule::build(format!("/{source}/{flags}"), &pattern, parsed.global, Units::of(&parsed, low_view), replacement)
     }
 
@@ -264,7 +281,7 @@ impl Rule {
         let needs_captures = match &replacement {
             Replacement::Template(t) => t.needs_groups(),
             Replacement::Function(_) => true,
-            Replacement::EncodedLocalOrigin { .. } => false,
+            Replacement::EncodedLocalOrigin { .. } | Replacement::Snippet(_) | Replacement::MetaPolicy => false,
         };
         let captures = if !needs_captures {
             None

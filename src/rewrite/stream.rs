@@ -21,6 +21,7 @@ use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
 use super::rule::{Dfa, Engine, GroupFinder, Rule};
 use super::search::{Attempt, RegexSearch};
 use super::sweep::Sweep;
+use crate::csp::PagePolicy;
 use crate::error::ReplaceError;
 
 /// Default cap on the bytes one pending match may hold back (`maxMatchBytes`).
@@ -48,6 +49,14 @@ impl Rewriter {
     pub fn with_exchange(mut self, exchange: Arc<Exchange>) -> Rewriter {
         for stage in &mut self.stages {
             stage.exchange = Some(exchange.clone());
+        }
+        self
+    }
+
+    /// Gives the page's Content-Security-Policy amendment to the snippet and meta rules.
+    pub fn with_page_policy(mut self, page_policy: Arc<PagePolicy>) -> Rewriter {
+        for stage in &mut self.stages {
+            stage.page_policy = Some(page_policy.clone());
         }
         self
     }
@@ -171,6 +180,8 @@ struct Stage {
     matches: u64,
     /// The request and response shown to a replacement function.
     exchange: Option<Arc<Exchange>>,
+    /// The page's Content-Security-Policy amendment: the snippet and meta rules write with it.
+    page_policy: Option<Arc<PagePolicy>>,
     /// The view of the hay that a rule's automata read (lines rules, `RegexRule::low_view`), reused across
     /// chunks.
     view: Vec<u8>,
@@ -219,6 +230,7 @@ impl Stage {
             matched: false,
             matches: 0,
             exchange: None,
+            page_policy: None,
             view: Vec::new(),
         }
     }
@@ -417,7 +429,8 @@ impl Stage {
     /// Writes the replacement of `hay.bytes[start..end]`.
     fn replace(&mut self, hay: Hay, start: usize, end: usize, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
         let units = self.units();
-        let Stage { rule, captures, local_host, max_match, utf16, counted, exchange, surrogates, .. } = self;
+        let Stage { rule, captures, local_host, max_match, utf16, counted, exchange, surrogates, page_policy, .. } =
+            self;
         let whole = &hay.bytes[start..end];
         let re = match &rule.inner.engine {
             Engine::Links(matcher) => {
@@ -438,6 +451,17 @@ impl Stage {
                 Replacement::EncodedLocalOrigin { scheme } => {
                     Replacement::write_encoded_origin(scheme, local_host, out)
                 }
+                Replacement::Snippet(snippet) => {
+                    out.extend_from_slice(whole);
+                    match page_policy.as_ref().and_then(|page| page.snippet(snippet)) {
+                        Some(nonced) => out.extend_from_slice(nonced.as_bytes()),
+                        None => out.extend_from_slice(snippet.as_bytes()),
+                    }
+                }
+                Replacement::MetaPolicy => match page_policy.as_ref().and_then(|page| page.amend_meta(whole)) {
+                    Some(amended) => out.extend_from_slice(&amended),
+                    None => out.extend_from_slice(whole),
+                },
                 Replacement::Function(_) => {}
             }
             return Ok(());
@@ -490,7 +514,9 @@ impl Stage {
                 t.expand(whole, group, |n| names.iter().position(|m| *m == Some(n)).and_then(group), out)
             }
             // Built without captures: handled above.
-            Replacement::EncodedLocalOrigin { scheme } => Replacement::write_encoded_origin(scheme, local_host, out),
+            Replacement::EncodedLocalOrigin { .. } | Replacement::Snippet(_) | Replacement::MetaPolicy => {
+                return Err(ReplaceError { rule: rule.inner.label.clone(), message: "internal error: captures".into() })
+            }
             Replacement::Function(f) => {
                 // A lone surrogate reaches the function as U+FFFD (a Rust string cannot hold one).
                 let text = |g: &[u8]| {

@@ -102,6 +102,43 @@ fn snippet_goes_after_the_first_body_tag_only() {
     assert_eq!(whole("<p>no body</p>", &[rule]), "<p>no body</p>");
 }
 
+// A `<meta>` policy before the body: the meta stage amends it, and the snippet stage after it writes the nonce,
+// however the page is cut. Report-only metas (which browsers ignore) and pages without a policy stay as
+// they are, snippet byte for byte.
+#[test]
+fn a_meta_policy_gets_the_snippet_nonce_in_any_chunking() {
+    let rules = [Rule::csp_meta(), Rule::snippet("<script async src=\"/c.js\"></script>")];
+    let run = |html: &str, cut_every_byte: bool| {
+        let page = std::sync::Arc::new(crate::csp::PagePolicy::new("http", "localhost:3000"));
+        let mut rewriter = Rewriter::new(&rules, "localhost:3000", DEFAULT_MAX_MATCH_BYTES).with_page_policy(page);
+        let mut out = Vec::new();
+        let step = if cut_every_byte { 1 } else { html.len() };
+        for piece in html.as_bytes().chunks(step) {
+            rewriter.push(piece, &mut out).unwrap();
+        }
+        rewriter.finish(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let html = "<head><meta http-equiv=\"Content-Security-Policy\" content=\"script-src 'self'; connect-src 'none'\"></head><body>x";
+    for cut in [false, true] {
+        let out = run(html, cut);
+        let nonce = out.split("'nonce-").nth(1).and_then(|rest| rest.split('\'').next()).unwrap().to_string();
+        let expected = format!(
+            "<head><meta http-equiv=\"Content-Security-Policy\" content=\"script-src 'self' 'nonce-{nonce}'; connect-src http://localhost:3000 ws://localhost:3000\"></head><body><script nonce=\"{nonce}\" async src=\"/c.js\"></script>x"
+        );
+        assert_eq!(out, expected);
+    }
+    for untouched in [
+        "<meta http-equiv=\"content-security-policy-report-only\" content=\"script-src 'self'\"><body>",
+        "<meta name=\"csp\" content=\"script-src 'self'\"><body>",
+        "<meta http-equiv=content-security-policy content=\"script-src 'unsafe-inline'\"><body>",
+    ] {
+        let expected = untouched.replace("<body>", "<body><script async src=\"/c.js\"></script>");
+        assert_eq!(run(untouched, false), expected);
+        assert_eq!(run(untouched, true), expected);
+    }
+}
+
 // Percent-encoded origins (a `redirect_to` in a login form): not Browsersync's, the proxy's own rule after
 // its link rewrite; any case, whole and in one-byte chunks, other hosts and schemes left alone.
 #[test]

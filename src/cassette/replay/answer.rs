@@ -160,7 +160,9 @@ pub(crate) fn plan(plan: Plan, head: &http::response::Parts, facts: &RequestFact
     let encode = codec::choose_output(*recorded, &codec::accepted(facts.accept_encoding), true);
     match plan {
         Plan::Passthrough if !bodiless && encode != Encoding::Identity => Plan::Compress { encode },
-        Plan::Rewrite { sniff, decode, encode: Encoding::Identity } => Plan::Rewrite { sniff, decode, encode },
+        Plan::Rewrite { sniff, decode, encode: Encoding::Identity, rules } => {
+            Plan::Rewrite { sniff, decode, encode, rules }
+        }
         plan => plan,
     }
 }
