@@ -7,7 +7,9 @@
 //   BENCH_DURATION     seconds per wrk run [5]      BENCH_RUNS       wrk runs per contender [3]
 //   BENCH_CONNECTIONS  wrk connections [32]         BENCH_THREADS    wrk threads [2]
 //   BENCH_WARMUP       seconds of wrk warm-up per contender and workload [1]
-//   BENCH_WORKLOADS    comma list of workload ids to run [all]: 1,2,3,6 (wrk), 4 (big page), 5 (SSE), 7 (hook), 8 (br upstream, with 9)
+//   BENCH_WORKLOADS    comma list of workload ids to run [all]: 1,2,3,6 (wrk), 4 (big page), 5 (SSE), 7 (hook), 8 (br upstream, with 9),
+//                      10 (inspector), 11 (record), 12 (120 user rules), 13 (1,000 user rules; 12 and 13 measure
+//                      a 0-rule devproxy-native in the same interleaved runs for their ratios)
 //   BENCH_NO_INSTALL=1 never call apt-get (fail if wrk/nginx are missing)
 //   BENCH_NO_WRITE=1   print only, leave benches/RESULTS.md alone
 'use strict';
@@ -19,6 +21,7 @@ const net = require('node:net');
 const os = require('node:os');
 const zlib = require('node:zlib');
 const { fork, spawn, spawnSync } = require('node:child_process');
+const { manyRules, manyRulesNginx } = require('./lib/many-rules');
 
 const ROOT = path.join(__dirname, '..');
 const WORK = path.join(__dirname, '.work');
@@ -59,6 +62,15 @@ const WORKLOADS = [
 const BR_WORKLOADS = [
   { id: 8, name: '100 KB HTML, upstream br quality 11 (pre-compressed), upstreamCompression: always', path: '/page-br.html', headers: ['Accept: text/html', 'Accept-Encoding: gzip, deflate, br'] },
   { id: 9, name: 'the same child on the gzip -6 page (workload 1 with upstreamCompression: always)', path: '/page.html', headers: ['Accept: text/html', 'Accept-Encoding: gzip, deflate, br'] },
+];
+/**
+ * Workloads 12 and 13 (issue 32, many rules in one pass): workload 1's page through devproxy-native with
+ * `rewriteRules` from benches/lib/many-rules.js (a handful of them match the page) and through nginx with the
+ * same rules as subs_filter directives, runs interleaved with a 0-rule devproxy-native for the ratios.
+ */
+const MANY_RULES_WORKLOADS = [
+  { id: 12, rules: { literals: 100, regexes: 20 }, name: 'workload 1 with 120 user rules (100 literal, 20 regex)', vsNginx: 25, vsZero: 0.7 },
+  { id: 13, rules: { literals: 1000, regexes: 0 }, name: 'workload 1 with 1,000 literal user rules', vsNginx: null, vsZero: 0.5 },
 ];
 const STATIC_DIR = path.join(WORK, 'static');
 /** The local file of workload 6: ~100 KB of CSS rules (distinct lines, so it compresses like a real stylesheet). */
@@ -302,7 +314,8 @@ async function startUpstream() {
   return { ...up, pid: up.child.pid, url: `http://${HOST}:${up.port}` };
 }
 
-function nginxConf(prefix, port, upPort, module) {
+/** `rules`: more subs_filter directives (workloads 12 and 13), after the snippet's and before the link rewrite's. */
+function nginxConf(prefix, port, upPort, module, rules = []) {
   const esc = (s) => s.replace(/\\/g, '\\\\').replace(/'/g, "\\'");
   const upHost = `127.0.0.1:${upPort}`;
   const upHostRe = upHost.replace(/\./g, '\\.');
@@ -334,7 +347,7 @@ http {
       subs_filter_types text/html;
       # the snippet after the first <body ...>, then Browsersync's link rewrite
       subs_filter '(<body[^>]*>)' '$1${esc(SNIPPET)}' ior;
-      subs_filter 'https?://${upHostRe}' '//${proxyHost}' gr;
+${rules.map((r) => `      ${r}\n`).join('')}      subs_filter 'https?://${upHostRe}' '//${proxyHost}' gr;
       subs_filter '${upHost}' '${proxyHost}' g;
       gzip on;
       gzip_types text/html;
@@ -346,13 +359,14 @@ http {
 `;
 }
 
-async function startNginx(upPort) {
-  const prefix = path.join(WORK, 'nginx');
+/** nginx in `WORK/<dir>`; `rules` as nginxConf takes them. */
+async function startNginx(upPort, { dir = 'nginx', rules = [] } = {}) {
+  const prefix = path.join(WORK, dir);
   fs.rmSync(prefix, { recursive: true, force: true });
   fs.mkdirSync(path.join(prefix, 'tmp'), { recursive: true });
   const port = await freePort();
   const conf = path.join(prefix, 'nginx.conf');
-  fs.writeFileSync(conf, nginxConf(prefix, port, upPort, subsFilterModule()));
+  fs.writeFileSync(conf, nginxConf(prefix, port, upPort, subsFilterModule(), rules));
   const child = track(spawn(which('nginx'), ['-p', prefix, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] }));
   let stderr = '';
   child.stderr.on('data', (d) => {
@@ -461,6 +475,8 @@ async function probe(contender, route, upstream) {
 function wrk(port, workload, duration) {
   const args = ['-t', String(cfg.threads), '-c', String(cfg.connections), '-d', `${duration}s`, '--latency', '-s', LUA];
   for (const h of workload.headers) args.push('-H', h);
+  // wrk's default is 2 s: nginx with 1,000 subs_filter rules (workload 13) answers in about that.
+  if (workload.timeout) args.push('--timeout', workload.timeout);
   args.push(`http://${HOST}:${port}${workload.path}`);
   return new Promise((resolve, reject) => {
     const child = track(spawn(which('wrk'), args, { stdio: ['ignore', 'pipe', 'pipe'] }));
@@ -667,6 +683,86 @@ async function brWorkload(contenders, upstream) {
   return rows;
 }
 
+/**
+ * Workloads 12 and 13: workload 1's page through devproxy-native children with many `rewriteRules` and
+ * through nginx instances with the same rules as subs_filter directives, runs interleaved with a fresh
+ * 0-rule devproxy-native (workload 1's setup) so that the ratios compare runs under the same machine load.
+ * A side that fails to start (too many rules for a build, say) becomes a row with its error.
+ */
+async function manyRulesWorkload(contenders, upstream) {
+  const D = 'devproxy-native';
+  const who = [D, 'nginx'].filter((n) => contenders.some((c) => c.name === n));
+  const picked = MANY_RULES_WORKLOADS.filter((m) => selected(m.id));
+  if (!who.length || !picked.length) return null;
+  const w1 = WORKLOADS.find((w) => w.id === 1);
+  const workload = { ...w1, id: picked.map((m) => m.id).join('+'), name: `${w1.name}, with many user rules`, timeout: '20s' };
+  log(`workload ${workload.id}: starting devproxy-native/nginx with 0, ${picked.map((m) => `${m.rules.literals + m.rules.regexes}`).join(' and ')} user rules`);
+  const sides = [];
+  const add = async (side, start) => {
+    try {
+      side.contender = await start();
+      log(`  ${side.label} on ${HOST}:${side.contender.port}`);
+    } catch (err) {
+      // The first line of the child's error, without forkChild's label and the `Error: `.
+      const first = String((err && err.message) || err).split('\n').find((l) => l.trim() && !/^\s*at /.test(l)) || 'failed';
+      side.error = first.replace(`${side.label}: `, '').replace(/^(\w*Error): /, '');
+      log(`  ${side.label} did not start: ${side.error}`);
+    }
+    sides.push(side);
+  };
+  if (who.includes(D)) {
+    const label = `${D}, 0 rules`;
+    await add({ id: 1, who: D, label, count: 0 }, () => forkVariant(upstream, 'plain', label));
+  }
+  for (const m of picked) {
+    const count = m.rules.literals + m.rules.regexes;
+    if (who.includes(D)) {
+      const label = `${D}, ${count} rules`;
+      await add({ id: m.id, who: D, label, count, rules: m.rules }, () => forkVariant(upstream, `rules:${m.rules.literals}:${m.rules.regexes}`, label));
+    }
+    if (who.includes('nginx')) {
+      const label = `nginx, ${count} rules`;
+      await add({ id: m.id, who: 'nginx', label, count, rules: m.rules }, async () => {
+        const c = await startNginx(upstream.port, { dir: `nginx-rules-${m.id}`, rules: manyRulesNginx(m.rules) });
+        return { name: label, port: c.port, pids: c.pids, child: c.child };
+      });
+    }
+  }
+  const running = sides.filter((s) => s.contender);
+  const rows = running.length ? await loadWorkload(workload, running.map((s) => s.contender), upstream) : {};
+  // The rules' effect: how many match the upstream's page, how many still match the answer (0 when all
+  // were applied), and, for devproxy-native, whether the answer is the 0-rule child's answer with the
+  // rules applied by String.prototype.replace (no rule touches the links or the snippet, so the order
+  // between them and the rules does not matter).
+  const page = (await fetchRaw(upstream.port, '/page.html', {}, { keep: true })).body.toString('utf8');
+  const text = async (c) => {
+    const r = await fetchRaw(c.port, '/page.html', HTML_HEADERS, { keep: true });
+    return decode(r.body, r.headers['content-encoding']).toString('utf8');
+  };
+  const zero = sides.find((s) => s.id === 1 && s.contender);
+  const zeroText = zero ? await text(zero.contender) : null;
+  for (const side of running) {
+    const row = (side.row = rows[side.label]);
+    if (!side.rules) continue;
+    const rules = manyRules(side.rules);
+    const hits = (s) => rules.filter((r) => new RegExp(r.match.source, r.match.flags.replace('g', '')).test(s)).length;
+    const out = await text(side.contender);
+    row.rulesMatching = hits(page);
+    row.rulesLeft = hits(out);
+    if (side.who === D && zeroText !== null) {
+      let expected = zeroText.split(`${HOST}:${zero.contender.port}`).join(`${HOST}:${side.contender.port}`);
+      for (const r of rules) expected = expected.replace(r.match, r.replace);
+      row.sameAsJs = out === expected;
+    }
+    log(`  check ${side.label}: ${row.rulesMatching} rules match the page, ${row.rulesLeft} still match the answer${row.sameAsJs === undefined ? '' : `; answer ${row.sameAsJs ? '=' : '!='} the 0-rule answer + the rules in JS`}`);
+  }
+  for (const side of running) {
+    if (side.who === 'nginx') side.contender.child.kill('SIGTERM');
+    else side.contender.child.disconnect();
+  }
+  return sides.map(({ contender, ...side }) => side);
+}
+
 async function bigWorkload(contenders) {
   log('workload 4: 20 MB HTML, TTFB + total (3 single requests), then peak RSS during 4 concurrent downloads');
   const rows = {};
@@ -862,6 +958,35 @@ function markdown(res) {
     ]);
     L.push('');
   }
+  if (res.manyRules) {
+    const sides = res.manyRules;
+    const zero = sides.find((s) => s.id === 1);
+    for (const m of MANY_RULES_WORKLOADS) {
+      const mine = sides.filter((s) => s.id === m.id);
+      if (!mine.length) continue;
+      L.push(`### Workload ${m.id}: ${m.name}`);
+      L.push('');
+      L.push(
+        `Workload 1's page and load with ${m.rules.literals} literal rules (\`/legacy-host-I\\.example\\.org/g\`, a handful of which are strings of the page instead)` +
+          `${m.rules.regexes ? ` and ${m.rules.regexes} regex rules (\`/data-track-I="[^"]*"/g\` → '', two of which match the page instead)` : ''} from \`benches/lib/many-rules.js\`: ` +
+          'devproxy-native with them as `rewriteRules` (after the snippet, before the link rewrite), nginx with them as subs_filter directives in the same place (literals as fixed strings, regexes with `r`). ' +
+          'The 0-rule devproxy-native (workload 1) runs interleaved with them. Rules: how many match the upstream\'s page / how many still match the answer (0: all applied); ' +
+          '= JS: the answer equals the 0-rule answer with the rules applied by `String.prototype.replace`.'
+      );
+      L.push('');
+      const columns = [['contender'], ['req/s', 1], ['p50 ms', 1], ['p99 ms', 1], ['body bytes (encoding)'], ['links left / snippet'], ['rules matching / left'], ['= JS'], ['CPU s per run', 1], ['CPU µs per req', 1], ['errors', 1]];
+      table(L, columns, [zero, ...mine].filter(Boolean).map((s) => {
+        if (s.error) return [s.label, `did not start: ${s.error.replace(/\|/g, '\\|')}`, ...columns.slice(2).map(() => '-')];
+        const r = s.row;
+        const p = r.probe;
+        const rew = p.upstreamHostLeft === undefined ? '-' : `${p.upstreamHostLeft} / ${p.snippet ? 'yes' : 'no'}`;
+        const rules = r.rulesMatching === undefined ? '-' : `${r.rulesMatching} / ${r.rulesLeft}`;
+        const js = r.sameAsJs === undefined ? '-' : r.sameAsJs ? 'yes' : '**no**';
+        return [s.label, f(r.rps), f(r.p50_ms, 2), f(r.p99_ms, 2), `${p.wireBytes} (${p.encoding})`, rew, rules, js, f(r.cpuPerRun, 2), f(r.cpuUsPerRequest), r.errors];
+      }));
+      L.push('');
+    }
+  }
   L.push('### Targets (ratios from this run)');
   L.push('');
   for (const t of res.targets) L.push(`- ${t.ok === null ? 'n/a ' : t.ok ? 'met: ' : '**MISSED**: '}${t.text}`);
@@ -952,6 +1077,42 @@ function targets(res) {
     const x = ratio(res.inspector.on.rps, res.inspector.off.rps);
     out.push({ ok: x >= 0.97, text: `workload 10: with the inspector on (no viewer) workload 1 keeps ${f(x * 100, 1)}% of its req/s with \`inspector: false\` (${f(res.inspector.on.rps)} vs ${f(res.inspector.off.rps)}; target ≥ 97%)` });
   }
+  if (res.manyRules) {
+    const sides = res.manyRules;
+    const zero = sides.find((s) => s.id === 1);
+    const why = (s) => (!s ? 'not run' : s.error ? `did not start (${s.error})` : null);
+    for (const m of MANY_RULES_WORKLOADS) {
+      const mine = sides.filter((s) => s.id === m.id);
+      if (!mine.length) continue;
+      const ours = mine.find((s) => s.who === D);
+      const nginx = mine.find((s) => s.who === 'nginx');
+      const rps = ours && ours.row ? ours.row.rps : NaN;
+      if (nginx) {
+        const x = ratio(rps, nginx.row ? nginx.row.rps : NaN);
+        const failed = why(ours) || why(nginx);
+        const goal = m.vsNginx ? `target ≥ ${m.vsNginx}x` : 'no target';
+        out.push({
+          ok: m.vsNginx ? (failed ? false : x >= m.vsNginx) : null,
+          text: failed && why(ours)
+            ? `workload ${m.id}: devproxy-native with ${ours.count} rules ${why(ours)} (${goal} against nginx subs_filter)`
+            : failed
+              ? `workload ${m.id}: nginx subs_filter with ${nginx.count} rules ${why(nginx)} (${goal})`
+              : `workload ${m.id}: devproxy-native ${f(rps)} req/s = ${f(x, 2)}x nginx subs_filter's ${f(nginx.row.rps)} with the same ${ours.count} rules (${goal})`,
+        });
+      }
+      const failed = why(ours) || why(zero);
+      const x = ratio(rps, zero && zero.row ? zero.row.rps : NaN);
+      out.push({
+        ok: failed ? false : x >= m.vsZero,
+        text: failed
+          ? `workload ${m.id}: devproxy-native ${why(ours) ? `with ${m.rules.literals + m.rules.regexes} rules ${why(ours)}` : `with 0 rules ${why(zero)}`} (target ≥ ${m.vsZero}x of the 0-rule throughput)`
+          : `workload ${m.id}: devproxy-native with ${ours.count} rules ${f(rps)} req/s = ${f(x, 2)}x of its 0-rule throughput ${f(zero.row.rps)} req/s (workload 1, same runs; target ≥ ${m.vsZero}x)`,
+      });
+      for (const s of mine.filter((s) => s.row && (s.row.rulesLeft > 0 || s.row.sameAsJs === false))) {
+        out.push({ ok: false, text: `workload ${m.id}: ${s.label}: ${s.row.rulesLeft} rules still match the answer${s.row.sameAsJs === false ? ', and the answer is not the 0-rule answer with the rules applied in JS' : ''}` });
+      }
+    }
+  }
   const s = sseRows && sseRows[D];
   if (s) out.push({ ok: s.events === 50 && s.max_ms <= 5, text: `workload 5: ${s.events}/50 events, median ${f(s.median_ms, 2)} ms, max ${f(s.max_ms, 2)} ms (target: each within 5 ms)` });
   return out;
@@ -1011,7 +1172,8 @@ async function main() {
   if (selected(8)) Object.assign(load, await brWorkload(contenders, upstream));
   const inspector = selected(10) ? await inspectorWorkload(contenders, upstream) : null;
   const record = selected(11) ? await recordWorkload(contenders, upstream) : null;
-  const res = { meta: versions(), upstream, load, big, sse: sseRows, names, hook, record, inspector };
+  const manyRulesSides = await manyRulesWorkload(contenders, upstream);
+  const res = { meta: versions(), upstream, load, big, sse: sseRows, names, hook, record, inspector, manyRules: manyRulesSides };
   res.targets = targets(res);
   const md = markdown(res);
   fs.writeFileSync(path.join(WORK, 'peers-latest.json'), JSON.stringify({ cfg, ...res, upstream: { port: upstream.port, sizes: upstream.sizes } }, (k, v) => (k === 'child' ? undefined : v), 2));

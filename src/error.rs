@@ -43,9 +43,20 @@ pub enum RuleError {
     /// The automaton would exceed its size limit, or the engine rejected the translation; the text says which.
     #[error("pattern too complex for a linear-time engine ({0})")]
     TooComplex(String),
-    /// More rules than a server accepts; carries the limit ([`crate::rewrite::MAX_RULES`]).
-    #[error("too many rules: at most {0} are allowed")]
-    TooMany(usize),
+    /// Rules whose automata would take more memory than a rule set may ([`crate::rewrite::RULES_MEMORY_BUDGET`]).
+    #[error(
+        "the {rules} rules' automata take {} MiB, more than the {} MiB a rule set may use (regex rules cost the most; literal rules a few hundred bytes each)",
+        used.div_ceil(1 << 20),
+        budget >> 20
+    )]
+    TooMuchMemory {
+        /// How many rules.
+        rules: usize,
+        /// Their heap bytes.
+        used: usize,
+        /// The budget in bytes.
+        budget: usize,
+    },
 }
 
 /// A replacement that failed while a body was being rewritten (a JS callback threw).
@@ -116,6 +127,9 @@ pub enum ConfigError {
         /// Why it failed.
         source: RuleError,
     },
+    /// The rewrite rules together are too big (each compiled on its own).
+    #[error("rewriteRules: {0}")]
+    Rules(RuleError),
 }
 
 /// Why a server could not start.

@@ -89,13 +89,7 @@ impl ProxyServer {
             .map_err(|source| StartError::Bind { addr: SocketAddr::new(ip, config.port), source })?;
         let (phase_tx, phase) = watch::channel(Phase::Serving);
         let rules = RuleStore::default();
-        for (index, rule) in config.rules.iter().enumerate() {
-            rules.add(rule.clone()).map_err(|source| crate::error::ConfigError::Rule {
-                index,
-                label: rule.label().to_string(),
-                source,
-            })?;
-        }
+        rules.replace(config.rules.clone()).map_err(crate::error::ConfigError::Rules)?;
         let recorder = match config.record.clone() {
             Some(options) => Some(
                 crate::cassette::record::Recorder::start(options, stats.clone())

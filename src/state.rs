@@ -18,7 +18,7 @@ use crate::config::{ProxyConfig, StaticMount};
 use crate::error::RuleError;
 use crate::forward::UpstreamClient;
 use crate::local_files::CompressedFiles;
-use crate::rewrite::{Exchange, Rule, MAX_RULES};
+use crate::rewrite::{check_memory, Exchange, Rule};
 use crate::routes::{Routes, Upstream};
 use crate::security::HostGuard;
 use crate::skip::{SkipTable, SKIPPABLE_RULES};
@@ -31,6 +31,9 @@ pub(crate) struct RuleStore {
     /// entries are valid for one generation only, see `crate::skip`).
     rules: RwLock<RuleSnapshot>,
     next_id: AtomicU32,
+    /// The rules without `paths` of one generation, literal rules grouped (`Rule::grouped`): built once
+    /// per generation, by the first request that needs them.
+    grouped: std::sync::Mutex<Option<(u64, Arc<Vec<Rule>>)>>,
 }
 
 /// A rule set's generation and its rules with their ids.
@@ -44,9 +47,7 @@ impl RuleStore {
     /// Adds a rule after the others; returns its id.
     pub(crate) fn add(&self, rule: Rule) -> Result<u32, RuleError> {
         let mut rules = self.rules.write().unwrap_or_else(PoisonError::into_inner);
-        if rules.1.len() >= MAX_RULES {
-            return Err(RuleError::TooMany(MAX_RULES));
-        }
+        check_memory(rules.1.iter().map(|(_, r)| r).chain([&rule]))?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut next = Vec::clone(&rules.1);
         next.push((id, rule));
@@ -57,15 +58,28 @@ impl RuleStore {
     /// Replaces every rule at once (a request sees the old set or the new one, never a mix); returns
     /// the new rules' ids in order.
     pub(crate) fn replace(&self, new_rules: Vec<Rule>) -> Result<Vec<u32>, RuleError> {
-        if new_rules.len() > MAX_RULES {
-            return Err(RuleError::TooMany(MAX_RULES));
-        }
+        check_memory(&new_rules)?;
         let mut rules = self.rules.write().unwrap_or_else(PoisonError::into_inner);
         let numbered: Vec<(u32, Rule)> =
             new_rules.into_iter().map(|rule| (self.next_id.fetch_add(1, Ordering::Relaxed), rule)).collect();
         let ids = numbered.iter().map(|(id, _)| *id).collect();
         *rules = (rules.0 + 1, Arc::new(numbered));
         Ok(ids)
+    }
+
+    /// The rules of `snapshot` that run on every URL (no `paths`), literal ones searched together.
+    pub(crate) fn grouped(&self, (generation, rules): &RuleSnapshot) -> Arc<Vec<Rule>> {
+        let mut cache = self.grouped.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*cache {
+            Some((built, grouped)) if built == generation => grouped.clone(),
+            _ => {
+                let plain: Vec<Rule> =
+                    rules.iter().filter(|(_, r)| r.paths().is_none()).map(|(_, r)| r.clone()).collect();
+                let grouped = Arc::new(Rule::grouped(&plain));
+                *cache = Some((*generation, grouped.clone()));
+                grouped
+            }
+        }
     }
 
     /// Removes the rule with this id; false if there was none.
@@ -156,7 +170,8 @@ impl Shared {
     /// the rules without `paths` and the link rewrite (Browsersync's order), forced on a whitelisted
     /// URL, never run on a blacklisted one, else for pages.
     pub(crate) fn rules_for_request(&self, url: &str) -> (Vec<Rule>, PageMode, Option<UserRules>) {
-        let (generation, user) = self.rules.snapshot();
+        let snapshot = self.rules.snapshot();
+        let (generation, user) = (snapshot.0, &snapshot.1);
         let limited: Vec<Rule> =
             user.iter().filter(|(_, r)| r.paths().is_some_and(|p| p.matches(url))).map(|(_, r)| r.clone()).collect();
         if !limited.is_empty() {
@@ -176,7 +191,7 @@ impl Shared {
             rules.extend([self.csp_meta.clone(), snippet.clone()]);
         }
         let first = rules.len();
-        rules.extend(user.iter().filter(|(_, r)| r.paths().is_none()).map(|(_, rule)| rule.clone()));
+        rules.extend(self.rules.grouped(&snapshot).iter().cloned());
         let user_rules = UserRules::of(&rules, first, rules.len() - first, generation);
         rules.extend(self.links.iter().cloned());
         rules.extend(self.routes.links().iter().cloned());

@@ -20,16 +20,19 @@ const record = variant === 'record' ? { path: '/dev/null' } : undefined;
 // `always`: pages fetched compressed even from this loopback upstream (`upstreamCompression: 'always'`), as
 // from a CDN or any remote target: a br page is decoded and re-encoded as br (workload 8).
 const upstreamCompression = variant === 'always' ? 'always' : undefined;
+// `rules:L:R`: L literal and R regex user rules (benches/lib/many-rules.js) as `rewriteRules` (workloads 12, 13).
+const rulesVariant = /^rules:(\d+):(\d+)$/.exec(variant || '');
+const rewriteRules = rulesVariant ? require('./many-rules').manyRules({ literals: Number(rulesVariant[1]), regexes: Number(rulesVariant[2]) }) : undefined;
 
 (async () => {
   const lib = require(path.join(__dirname, '..', '..'));
   let server;
   try {
-    server = await lib.start({ proxy, port: 0, snippet, quiet: true, serveStatic, record, inspector, upstreamCompression });
+    server = await lib.start({ proxy, port: 0, snippet, quiet: true, serveStatic, record, inspector, upstreamCompression, rewriteRules });
   } catch (err) {
     // An older build may not know `quiet`.
     if (!/quiet/i.test(String(err && err.message))) throw err;
-    server = await lib.start({ proxy: target, port: 0, snippet, serveStatic });
+    server = await lib.start({ proxy: target, port: 0, snippet, serveStatic, rewriteRules });
   }
   process.send({ ready: true, port: server.port });
   process.on('message', (m) => {

@@ -122,7 +122,12 @@ pub fn rewrite_each(env: Env, inputs: Unknown, rules: Unknown) -> Result<Vec<Str
 
 /// The rules of a `rewrite()` call, compiled, their functions registered in the caller's `DirectScope`.
 fn compile_direct(env: &Env, rules: Unknown) -> Result<Vec<rewrite::Rule>> {
-    parse_rules(env, rules, "rules", CallMode::Direct)?.into_iter().map(RuleSpec::compile).collect()
+    let rules = parse_rules(env, rules, "rules", CallMode::Direct)?
+        .into_iter()
+        .map(RuleSpec::compile)
+        .collect::<Result<Vec<_>>>()?;
+    rewrite::check_memory(&rules).map_err(|e| invalid(format!("rules: {e}")))?;
+    Ok(rewrite::Rule::grouped(&rules))
 }
 
 /// One `rewrite()` of `input` (a string, or an array of chunks) with compiled `rules`.

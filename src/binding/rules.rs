@@ -14,7 +14,7 @@ use crate::config::option_names::{
 };
 use crate::config::ProxyConfig;
 use crate::globs::UrlGlobs;
-use crate::rewrite::{self, Rule, RuleReplacement};
+use crate::rewrite::{Rule, RuleReplacement};
 use crate::warnings;
 
 /// A rewrite rule, as in Browsersync's `rewriteRules`.
@@ -213,12 +213,6 @@ pub(super) fn parse_rules(env: &Env, rules: Unknown, option: &str, mode: CallMod
     }
     let array = Object::from_unknown(rules)?;
     let length = array.get_array_length()?;
-    if length as usize > rewrite::MAX_RULES {
-        return Err(invalid(format!(
-            "option `{option}` has {length} rules; at most {} are allowed",
-            rewrite::MAX_RULES
-        )));
-    }
     (0..length).map(|i| parse_rule(env, array.get_element::<Unknown>(i)?, &format!("{option}[{i}]"), mode)).collect()
 }
 

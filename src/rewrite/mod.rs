@@ -15,6 +15,7 @@ mod hay;
 mod js_regex;
 mod lines;
 mod links;
+mod literals;
 mod prefixes;
 mod replacement;
 mod rule;
@@ -25,7 +26,7 @@ mod sweep;
 pub use crate::error::{ReplaceError, RuleError};
 pub(crate) use replacement::percent_encode_origin;
 pub use replacement::{Exchange, ReplaceCall, ReplaceFn, Utf16Counter};
-pub use rule::{Rule, RuleReplacement, MAX_RULES};
+pub use rule::{check_memory, Rule, RuleReplacement, RULES_MEMORY_BUDGET};
 pub use stream::{rewrite_bytes, Rewriter, DEFAULT_MAX_MATCH_BYTES};
 
 #[cfg(test)]

@@ -13,13 +13,32 @@ use regex_automata::util::start;
 use regex_automata::{meta, Anchored, MatchKind};
 use regex_syntax::hir::Hir;
 
+use super::literals::{self, Literal, LiteralSet};
 use super::replacement::{ReplaceFn, Replacement, Template};
 use super::{js_regex, lines, links, prefixes};
 use crate::error::RuleError;
 use crate::globs::UrlGlobs;
 
-/// Rules a server accepts at most; a body passes through each rule's stage in turn.
-pub const MAX_RULES: usize = 256;
+/// The heap a server's (or a `rewrite()` call's) rules may take, their automata counted: no cap on how
+/// many rules, but on what they cost (about 400 bytes a literal rule; a regex rule from a few KiB to the
+/// 16 MiB one automaton may take).
+pub const RULES_MEMORY_BUDGET: usize = 512 << 20;
+
+/// Refuses `rules` when together they take more than [`RULES_MEMORY_BUDGET`].
+pub fn check_memory<'a>(rules: impl IntoIterator<Item = &'a Rule>) -> Result<(), RuleError> {
+    check_memory_within(rules, RULES_MEMORY_BUDGET)
+}
+
+pub(super) fn check_memory_within<'a>(
+    rules: impl IntoIterator<Item = &'a Rule>,
+    budget: usize,
+) -> Result<(), RuleError> {
+    let (count, used) = rules.into_iter().fold((0, 0), |(n, bytes), rule| (n + 1, bytes + rule.memory_usage()));
+    if used > budget {
+        return Err(RuleError::TooMuchMemory { rules: count, used, budget });
+    }
+    Ok(())
+}
 
 const NFA_SIZE_LIMIT: usize = 8 << 20;
 const DFA_SIZE_LIMIT: usize = 16 << 20;
@@ -58,6 +77,8 @@ pub(super) enum Engine {
     /// Browsersync's link rewrite: a dedicated matcher, and a replacement that depends on the
     /// request's Host.
     Links(Box<links::LinkMatcher>),
+    /// Literal rules with fixed replacements, one or several searched together (see `literals`).
+    Literals(Box<LiteralSet>),
 }
 
 /// A DFA's start states by the byte before the start (`None`: the start of the body). Asking the DFA
@@ -149,14 +170,105 @@ impl Rule {
         let parsed = js_regex::parse_flags(flags)?;
         let (pattern, low_view) = js_regex::translate_with_view(source, &parsed)?;
         let label = format!("/{source}/{flags}");
+        // A pattern that is plain text (no `i`, no astral character cut in halves) is a literal rule.
+        if let (RuleReplacement::Text(text), None) = (&replacement, &low_view) {
+            if let Some(needle) = literal_text(&pattern).filter(|n| parsed.unicode || !has_astral(n)) {
+                return Rule::literal_rule(label, needle, text, parsed.global);
+            }
+        }
         Rule::compile(label, &pattern, parsed.global, Units::of(&parsed, low_view), replacement)
     }
 
     /// A rule whose match is a plain string: like `String.prototype.replace` with a string
     /// pattern, it replaces the first occurrence only.
     pub fn literal(text: &str, replacement: RuleReplacement) -> Result<Rule, RuleError> {
+        js_regex::check_length(text)?;
         let label = format!("{text:?}");
-        Rule::compile(label, &js_regex::literal(text), false, Units::No, replacement)
+        match &replacement {
+            RuleReplacement::Text(replace) if !text.is_empty() => {
+                Rule::literal_rule(label, text.as_bytes().to_vec(), replace, false)
+            }
+            _ => Rule::compile(label, &js_regex::literal(text), false, Units::No, replacement),
+        }
+    }
+
+    /// A literal rule: its replacement, a template without groups, is the same bytes at every match.
+    fn literal_rule(label: String, needle: Vec<u8>, replacement: &str, global: bool) -> Result<Rule, RuleError> {
+        let mut output = Vec::new();
+        Template::parse(replacement, 0, false)?.expand(&needle, |_| None, |_| None, &mut output);
+        let set = LiteralSet::new(vec![Literal { label: label.clone(), needle, output, global }])
+            .map_err(RuleError::TooComplex)?;
+        Ok(Rule {
+            inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }),
+            paths: None,
+        })
+    }
+
+    /// `rules` with each run of consecutive literal rules (without `paths`) searched together where
+    /// they cannot interact (see `literals`): the same output, one pass for many rules.
+    pub fn grouped(rules: &[Rule]) -> Vec<Rule> {
+        let mut out = Vec::with_capacity(rules.len());
+        let mut run: Vec<Literal> = Vec::new();
+        let flush = |run: &mut Vec<Literal>, out: &mut Vec<Rule>| {
+            for members in literals::group(std::mem::take(run)) {
+                let label = match &members[..] {
+                    [one] => one.label.clone(),
+                    [first, ..] => format!("{} and {} more literal rules", first.label, members.len() - 1),
+                    [] => continue,
+                };
+                let global = members.iter().any(|m| m.global);
+                // Built from sets that built: a group fails only on memory, and then runs as it came.
+                match LiteralSet::new(members.clone()) {
+                    Ok(set) => out.push(Rule {
+                        inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }),
+                        paths: None,
+                    }),
+                    Err(_) => out.extend(members.into_iter().filter_map(|m| {
+                        let (label, global) = (m.label.clone(), m.global);
+                        LiteralSet::new(vec![m]).ok().map(|set| Rule {
+                            inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }),
+                            paths: None,
+                        })
+                    })),
+                }
+            }
+        };
+        for rule in rules {
+            match &rule.inner.engine {
+                Engine::Literals(set) if rule.paths.is_none() => run.extend(set.members().iter().cloned()),
+                _ => {
+                    flush(&mut run, &mut out);
+                    out.push(rule.clone());
+                }
+            }
+        }
+        flush(&mut run, &mut out);
+        out
+    }
+
+    /// The user rules this rule stands for: its members' labels (one but for a group of literal rules).
+    pub fn member_labels(&self) -> Vec<&str> {
+        match &self.inner.engine {
+            Engine::Literals(set) => set.members().iter().map(|m| m.label.as_str()).collect(),
+            _ => vec![self.label()],
+        }
+    }
+
+    /// Heap bytes the rule's automata take (what the rules' memory budget counts).
+    pub fn memory_usage(&self) -> usize {
+        match &self.inner.engine {
+            Engine::Literals(set) => set.memory_usage(),
+            Engine::Links(_) => 4096,
+            Engine::Regex(re) => {
+                re.dfa.memory_usage()
+                    + re.reverse.memory_usage()
+                    + re.prefix_reverse.as_ref().map_or(0, Dfa::memory_usage)
+                    + match &re.captures {
+                        Some(GroupFinder::Meta(regex)) => regex.memory_usage(),
+                        _ => 0,
+                    }
+            }
+        }
     }
 
     /// Browsersync's snippet rule: `snippet` right after the first `<body ...>` tag.
@@ -236,7 +348,7 @@ impl Rule {
         &self.inner.label
     }
 
-    fn compile(
+    pub(super) fn compile(
         label: String,
         pattern: &str,
         global: bool,
@@ -330,6 +442,22 @@ impl Rule {
             paths: None,
         })
     }
+}
+
+/// The bytes a translated pattern matches when it is plain text, and nothing else.
+fn literal_text(pattern: &str) -> Option<Vec<u8>> {
+    let hir = parse(pattern).ok()?;
+    match hir.kind() {
+        regex_syntax::hir::HirKind::Literal(literal) if std::str::from_utf8(&literal.0).is_ok() => {
+            Some(literal.0.to_vec())
+        }
+        _ => None,
+    }
+}
+
+/// Whether `bytes` hold a character past U+FFFF: two UTF-16 units, which a regex without `u` may split.
+fn has_astral(bytes: &[u8]) -> bool {
+    bytes.iter().any(|&b| b >= 0xF0)
 }
 
 pub(super) fn parse(pattern: &str) -> Result<Hir, RuleError> {

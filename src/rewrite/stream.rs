@@ -17,6 +17,7 @@ use super::hay::{
 use std::sync::Arc;
 
 use super::lines;
+use super::literals::LiteralSet;
 use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
 use super::rule::{Dfa, Engine, GroupFinder, Rule};
 use super::search::{Attempt, RegexSearch};
@@ -91,9 +92,17 @@ impl Rewriter {
         self.stages.iter().map(|s| s.matched).collect()
     }
 
-    /// Each rule's label with the matches it replaced so far, in rule order.
+    /// Each rule's label with the matches it replaced so far, in rule order (each member of a group of
+    /// literal rules on its own).
     pub fn match_counts(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
-        self.stages.iter().map(|s| (s.rule.label(), s.matches))
+        self.stages.iter().flat_map(|s| -> Box<dyn Iterator<Item = (&str, u64)> + '_> {
+            match &s.rule.inner.engine {
+                Engine::Literals(set) => {
+                    Box::new(set.members().iter().map(|m| m.label.as_str()).zip(s.members.matches.iter().copied()))
+                }
+                _ => Box::new(std::iter::once((s.rule.label(), s.matches))),
+            }
+        })
     }
 }
 
@@ -182,9 +191,33 @@ struct Stage {
     exchange: Option<Arc<Exchange>>,
     /// The page's Content-Security-Policy amendment: the snippet and meta rules write with it.
     page_policy: Option<Arc<PagePolicy>>,
+    /// A group of literal rules: each member's state, and the member of the match being replaced.
+    members: MemberStates,
     /// The view of the hay that a rule's automata read (lines rules, `RegexRule::low_view`), reused across
     /// chunks.
     view: Vec<u8>,
+}
+
+/// The members of a group of literal rules, as one body goes through them.
+#[derive(Default)]
+struct MemberStates {
+    /// First-occurrence members that have replaced theirs.
+    done: Vec<bool>,
+    matches: Vec<u64>,
+    /// The member whose match is being replaced.
+    current: usize,
+}
+
+impl MemberStates {
+    /// Counts the current member's match; true when no member can match any more.
+    fn replaced(&mut self, set: &LiteralSet) -> bool {
+        let member = self.current;
+        self.matches[member] += 1;
+        if !set.members()[member].global {
+            self.done[member] = true;
+        }
+        self.done.iter().all(|&done| done)
+    }
 }
 
 enum Scan {
@@ -208,7 +241,15 @@ impl Stage {
                 },
                 matches!(re.replacement, Replacement::Function(_)).then(Utf16Counter::default),
             ),
-            Engine::Links(_) => (None, None),
+            Engine::Links(_) | Engine::Literals(_) => (None, None),
+        };
+        let members = match &rule.inner.engine {
+            Engine::Literals(set) => MemberStates {
+                done: vec![false; set.members().len()],
+                matches: vec![0; set.members().len()],
+                current: 0,
+            },
+            _ => MemberStates::default(),
         };
         Stage {
             rule,
@@ -231,6 +272,7 @@ impl Stage {
             matches: 0,
             exchange: None,
             page_policy: None,
+            members,
             view: Vec::new(),
         }
     }
@@ -287,7 +329,7 @@ impl Stage {
         let data = if in_place { input } else { &held[..] };
         let low_view = match &self.rule.inner.engine {
             Engine::Regex(re) => re.low_view.as_ref(),
-            Engine::Links(_) => None,
+            Engine::Links(_) | Engine::Literals(_) => None,
         };
         let hay = if self.lines() {
             // The end of a U+2028 may still be on its way: until then its first bytes are held.
@@ -396,7 +438,11 @@ impl Stage {
                     self.emitted = end;
                     self.search_from = end;
                     self.skip_char = end == start;
-                    if !self.rule.inner.global {
+                    let finished = match &self.rule.inner.engine {
+                        Engine::Literals(set) => self.members.replaced(set),
+                        _ => !self.rule.inner.global,
+                    };
+                    if finished {
                         self.done = true;
                         return Ok(len);
                     }
@@ -416,8 +462,14 @@ impl Stage {
 
     fn next_match(&mut self, hay: Hay, last: bool) -> Next {
         let mut abandoned = 0;
-        let Stage { rule, search_from, max_match, .. } = self;
+        let Stage { rule, search_from, max_match, members, .. } = self;
         let next = match &rule.inner.engine {
+            Engine::Literals(set) => {
+                let (next, member) =
+                    set.next_match(hay.bytes, *search_from, last, *max_match, &members.done, &mut abandoned);
+                members.current = member;
+                next
+            }
             Engine::Links(matcher) => matcher.next_match(hay.bytes, *search_from, last, *max_match, &mut abandoned),
             Engine::Regex(re) => {
                 RegexSearch { re, hay, last, max_match: *max_match }.next_match(*search_from, &mut abandoned)
@@ -435,6 +487,10 @@ impl Stage {
         let re = match &rule.inner.engine {
             Engine::Links(matcher) => {
                 matcher.write_replacement(whole, local_host, out);
+                return Ok(());
+            }
+            Engine::Literals(set) => {
+                out.extend_from_slice(&set.members()[self.members.current].output);
                 return Ok(());
             }
             Engine::Regex(re) => re,

@@ -626,7 +626,8 @@ proptest! {
         max_match in prop::sample::select(vec![1usize, 2, 3, 5, 8, 64]),
     ) {
         let rule = cached_rule(pattern, 0);
-        let Engine::Regex(re) = &rule.inner.engine else { unreachable!("a regex rule") };
+        // The sweep is the regex stages' own: literal patterns run as literal rules.
+        let Engine::Regex(re) = &rule.inner.engine else { return Ok(()) };
         let bytes = input.as_bytes();
         let from = from_pick.min(bytes.len());
         let (naive, swept, staged) = super::stream::first_viable_three_ways(re, bytes, before, from, last, max_match);
@@ -756,7 +757,8 @@ fn what_bounded_rules_hold_back_at_the_chunk_end() {
     let held = |rule: usize, input: &[u8]| held_after_each_push(&rules[rule], input, &[])[0];
     assert_eq!(held(0, b"xyz"), 0, "no start of /abc/ at the end");
     assert_eq!(held(0, b"xxab"), 2, "\"ab\" may become \"abc\"");
-    assert_eq!(held(0, b"xabc"), 3, "a whole match, not yet known to be over");
+    // Rules 0 and 2 are literal rules: a whole match is final at once (see `literals`).
+    assert_eq!(held(0, b"xabc"), 0, "a literal's whole match is replaced at once");
     assert_eq!(held(0, b"abcaba"), 1, "after a match, \"a\" may start another");
     assert_eq!(held(1, b"a1a12"), 3);
     assert_eq!(held(1, b"xa12345"), 6, "the longest match");
@@ -770,10 +772,10 @@ fn what_bounded_rules_hold_back_at_the_chunk_end() {
     assert_eq!(held(3, &[b"x", &euro[..2]].concat()), 2, "two of the three bytes of \"€\"");
     assert_eq!(held(3, &[euro, euro, &euro[..1], b"x"].concat()), 0, "\"€€\" is over, the next one cut short");
     // One byte more than docs/rewrite-rules.md's "at most the longest possible match": a longest match and the byte
-    // after it wait for the byte after that (the match is reported one byte late).
-    assert_eq!(held(0, b"xabcx"), 4);
+    // after it wait for the byte after that (the match is reported one byte late). Not so for literals.
     assert_eq!(held(1, b"a123456"), 7);
-    assert_eq!(held(2, b"ababa"), 5);
+    assert_eq!(held(0, b"xabcx"), 0);
+    assert_eq!(held(2, b"ababa"), 0);
 }
 
 proptest! {
@@ -1001,7 +1003,7 @@ fn line_view_spells_js_line_terminators() {
 fn low_view_only_where_low_surrogates_are_told_apart() {
     let view_of = |source: &str, flags: &str| match &text_rule(source, flags, "x").inner.engine {
         Engine::Regex(re) => re.low_view.clone(),
-        Engine::Links(_) => None,
+        Engine::Links(_) | Engine::Literals(_) => None,
     };
     for (source, flags) in
         [(".", "g"), ("[\\uD800-\\uDFFF]", "g"), ("\\uD83D", "g"), ("\u{1F600}", "g"), ("\\uDE00", "gu")]
@@ -1022,4 +1024,153 @@ fn low_view_only_where_low_surrogates_are_told_apart() {
         rest[at] = text[at];
     }
     assert_eq!(rest, text, "only the last bytes of astral characters change");
+}
+
+/// `String.prototype.replace` with a string pattern (or a literal regex), one rule after another: the
+/// reference for literal rules searched together.
+fn replace_in_turn(input: &str, rules: &[(String, String, bool)]) -> String {
+    let mut text = input.to_string();
+    for (needle, output, global) in rules {
+        text = if *global { text.replace(needle.as_str(), output) } else { text.replacen(needle.as_str(), output, 1) };
+    }
+    text
+}
+
+fn literal_rules(specs: &[(String, String, bool)]) -> Vec<Rule> {
+    specs
+        .iter()
+        .map(|(needle, output, global)| {
+            let replacement = RuleReplacement::Text(output.replace('$', "$$"));
+            if *global {
+                let source: String = needle
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c.to_string() } else { format!("\\{c}") })
+                    .collect();
+                Rule::regex(&source, "g", replacement).unwrap()
+            } else {
+                Rule::literal(needle, replacement).unwrap()
+            }
+        })
+        .collect()
+}
+
+fn literal_spec() -> impl Strategy<Value = (String, String, bool)> {
+    // A tiny alphabet, so that needles and replacements overlap, contain and chain into each other often.
+    ("[abc]{1,3}", "[abcd]{0,3}", any::<bool>())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(512),
+        ..ProptestConfig::default()
+    })]
+
+    /// Literal rules searched together give what the rules in turn give, whatever interacts and however
+    /// the body is cut, and the groups are the same stages in the same order (each literal regex rule
+    /// really is run as a literal).
+    #[test]
+    fn grouped_literal_rules_equal_the_rules_in_turn(
+        specs in prop::collection::vec(literal_spec(), 1..12),
+        input in "[abcdx]{0,80}",
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..10),
+    ) {
+        let rules = literal_rules(&specs);
+        prop_assert!(rules.iter().all(|r| matches!(r.inner.engine, Engine::Literals(_))));
+        let grouped = Rule::grouped(&rules);
+        prop_assert!(grouped.len() <= rules.len());
+        let expected = replace_in_turn(&input, &specs);
+        prop_assert_eq!(whole(&input, &grouped), expected.clone());
+        let cut_at: Vec<usize> = cut_positions(&cuts, input.len());
+        prop_assert_eq!(String::from_utf8(chunked(input.as_bytes(), &grouped, &cut_at, DEFAULT_MAX_MATCH_BYTES)).unwrap(), expected);
+    }
+}
+
+#[test]
+fn many_independent_literal_rules_run_as_one_stage_and_count_per_rule() {
+    let specs: Vec<(String, String, bool)> = (0..1000)
+        .map(|i| (format!("legacy-host-{i}.example.org"), format!("new-host-{i}.example.net"), true))
+        .collect();
+    let rules = literal_rules(&specs);
+    let grouped = Rule::grouped(&rules);
+    assert_eq!(grouped.len(), 1, "one search for the thousand");
+    let input = "see legacy-host-7.example.org and legacy-host-999.example.org, legacy-host-7.example.org";
+    let mut rewriter = Rewriter::new(&grouped, "local:3000", DEFAULT_MAX_MATCH_BYTES);
+    let mut out = Vec::new();
+    rewriter.push(input.as_bytes(), &mut out).unwrap();
+    rewriter.finish(&mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), replace_in_turn(input, &specs));
+    let counts: Vec<(String, u64)> =
+        rewriter.match_counts().filter(|(_, n)| *n > 0).map(|(label, n)| (label.to_string(), n)).collect();
+    assert_eq!(
+        counts,
+        [(r"/legacy\-host\-7\.example\.org/g".to_string(), 2), (r"/legacy\-host\-999\.example\.org/g".to_string(), 1)]
+    );
+}
+
+/// The same comparison over seeded rule sets drawn so that many rules can share a search: every case
+/// equals the rules in turn, and a good share of them do run grouped (so the comparison is not only of
+/// rules left alone).
+#[test]
+fn seeded_literal_rule_sets_group_and_equal_the_rules_in_turn() {
+    let mut seed = 0x5eed_u64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let word = |len: usize, next: &mut dyn FnMut(usize) -> usize| -> String {
+        (0..len).map(|_| (b'a' + next(12) as u8) as char).collect()
+    };
+    let (mut cases, mut merged) = (0, 0);
+    for _ in 0..1500 {
+        let count = 2 + next(12);
+        let specs: Vec<(String, String, bool)> = (0..count)
+            .map(|_| {
+                let needle = word(3 + next(4), &mut next);
+                // Mostly letters no needle has (independent rules), sometimes the needles' own (chains).
+                let output = word(next(5), &mut next);
+                let output = if next(4) == 0 { output } else { output.to_uppercase() };
+                (needle, output, next(4) != 0)
+            })
+            .collect();
+        let input = word(next(400), &mut next);
+        let rules = literal_rules(&specs);
+        let grouped = Rule::grouped(&rules);
+        cases += 1;
+        merged += usize::from(grouped.len() < rules.len());
+        let expected = replace_in_turn(&input, &specs);
+        assert_eq!(whole(&input, &grouped), expected, "{specs:?} on {input:?}");
+        // And what the automaton per rule (the engine before literal rules were searched) gives.
+        let per_rule: Vec<Rule> = specs
+            .iter()
+            .map(|(needle, output, global)| {
+                let replacement = RuleReplacement::Text(output.replace('$', "$$"));
+                let pattern = super::js_regex::literal(needle);
+                Rule::compile(needle.clone(), &pattern, *global, super::rule::Units::No, replacement).unwrap()
+            })
+            .collect();
+        assert!(per_rule.iter().all(|r| matches!(r.inner.engine, Engine::Regex(_))));
+        assert_eq!(whole(&input, &per_rule), expected);
+        let cuts: Vec<usize> =
+            (0..6).map(|_| next(input.len() + 1)).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        assert_eq!(
+            String::from_utf8(chunked(input.as_bytes(), &grouped, &cuts, DEFAULT_MAX_MATCH_BYTES)).unwrap(),
+            expected
+        );
+    }
+    assert!(merged * 5 >= cases, "only {merged} of {cases} rule sets shared a search");
+}
+
+#[test]
+fn the_cap_is_on_the_rules_memory_and_its_error_says_so() {
+    let literals: Vec<Rule> = (0..1000).map(|i| text_rule(&format!("host-{i}\\.test"), "g", "x")).collect();
+    let literal_bytes: usize = literals.iter().map(Rule::memory_usage).sum();
+    assert!(literal_bytes < 1000 * 2048, "a literal rule costs little: {literal_bytes} bytes for 1,000");
+    let regex = text_rule("[a-z]{2,8}[0-9]+x", "g", "y");
+    assert!(regex.memory_usage() > 1024, "a regex rule's automata are counted");
+    super::rule::check_memory_within(&literals, 4 << 20).unwrap();
+    let err = super::rule::check_memory_within(literals.iter().chain([&regex]), literal_bytes).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("the 1001 rules' automata take") && text.contains("MiB a rule set may use"), "{text}");
 }

@@ -44,7 +44,7 @@ mod units;
 pub(crate) use captures::JsCaptures;
 #[cfg(test)]
 pub(crate) use parser::translate;
-pub(crate) use parser::{literal, parse_flags, translate_with_view, JsFlags};
+pub(crate) use parser::{check_length, literal, parse_flags, translate_with_view, JsFlags};
 pub(crate) use semantics::{js_repetitions, needs_js_captures};
 pub(crate) use units::LowView;
 

@@ -69,9 +69,7 @@ pub(crate) fn translate(source: &str, flags: &JsFlags) -> Result<String, JsRegex
 /// [`translate`], and the view of the text the pattern is written for when it names some lone low surrogates
 /// (see [`units`](super::units)): the rule's automata must then read that view.
 pub(crate) fn translate_with_view(source: &str, flags: &JsFlags) -> Result<(String, Option<LowView>), JsRegexError> {
-    if source.len() > MAX_PATTERN_BYTES {
-        return Err(unsupported(format!("pattern longer than {MAX_PATTERN_BYTES} bytes"), MAX_PATTERN_BYTES, ""));
-    }
+    check_length(source)?;
     translate_units(source, |src, view| {
         let mut parser = Parser::new(src, *flags, view);
         parser.pattern()?;
@@ -80,6 +78,14 @@ pub(crate) fn translate_with_view(source: &str, flags: &JsFlags) -> Result<(Stri
 }
 
 /// A literal string match (like `String.prototype.replace` with a string pattern) as a pattern.
+/// Refuses a pattern (or a string `match`) longer than [`MAX_PATTERN_BYTES`].
+pub(crate) fn check_length(source: &str) -> Result<(), JsRegexError> {
+    if source.len() > MAX_PATTERN_BYTES {
+        return Err(unsupported(format!("pattern longer than {MAX_PATTERN_BYTES} bytes"), MAX_PATTERN_BYTES, ""));
+    }
+    Ok(())
+}
+
 pub(crate) fn literal(text: &str) -> String {
     regex_syntax::escape(text)
 }
