@@ -40,16 +40,59 @@ pub(super) struct LiteralSet {
 #[derive(Debug)]
 enum Searcher {
     One(Box<memchr::memmem::Finder<'static>>),
-    Many(AhoCorasick),
+    Many {
+        automaton: AhoCorasick,
+        /// Where a match may start: the needles' distinct first bytes (up to four) found with Teddy, far
+        /// faster than the automaton over every byte; `None` when there are too many of them.
+        starts: Option<aho_corasick::packed::Searcher>,
+    },
 }
 
+/// Bytes of each needle's start that the candidates' search looks for.
+const START_BYTES: usize = 4;
+
 impl Searcher {
+    fn many(needles: &[&[u8]]) -> Result<Searcher, String> {
+        let builder = || {
+            let mut builder = AhoCorasick::builder();
+            builder.match_kind(MatchKind::LeftmostFirst).start_kind(aho_corasick::StartKind::Both);
+            builder
+        };
+        let automaton = builder()
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(needles)
+            // A DFA over its size budget: the NFA finds the same matches.
+            .or_else(|_| builder().build(needles))
+            .map_err(|e| e.to_string())?;
+        let mut starts: Vec<&[u8]> = needles.iter().map(|n| &n[..n.len().min(START_BYTES)]).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        let starts = aho_corasick::packed::Config::new()
+            .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+            .builder()
+            .extend(starts)
+            .build()
+            .filter(|searcher| searcher.minimum_len() <= 64 << 10);
+        Ok(Searcher::Many { automaton, starts })
+    }
+
     /// The leftmost match in `hay[at..]`: its start, end and member.
     fn find(&self, hay: &[u8], at: usize) -> Option<(usize, usize, usize)> {
+        let found = |m: aho_corasick::Match| (m.start(), m.end(), m.pattern().as_usize());
         match self {
             Searcher::One(finder) => finder.find(&hay[at..]).map(|i| (at + i, at + i + finder.needle().len(), 0)),
-            Searcher::Many(ac) => {
-                ac.find(Input::new(hay).range(at..)).map(|m| (m.start(), m.end(), m.pattern().as_usize()))
+            Searcher::Many { automaton, starts: None } => automaton.find(Input::new(hay).range(at..)).map(found),
+            Searcher::Many { automaton, starts: Some(starts) } => {
+                // Every match starts with a needle's start: the first candidate with a match has the leftmost.
+                let mut from = at;
+                while let Some(candidate) = starts.find_in(hay, aho_corasick::Span { start: from, end: hay.len() }) {
+                    let input = Input::new(hay).range(candidate.start()..).anchored(aho_corasick::Anchored::Yes);
+                    if let Some(m) = automaton.find(input) {
+                        return Some(found(m));
+                    }
+                    from = candidate.start() + 1;
+                }
+                None
             }
         }
     }
@@ -57,7 +100,9 @@ impl Searcher {
     fn memory_usage(&self) -> usize {
         match self {
             Searcher::One(finder) => finder.needle().len(),
-            Searcher::Many(ac) => ac.memory_usage(),
+            Searcher::Many { automaton, starts } => {
+                automaton.memory_usage() + starts.as_ref().map_or(0, aho_corasick::packed::Searcher::memory_usage)
+            }
         }
     }
 }
@@ -70,16 +115,8 @@ impl LiteralSet {
             let (longest, sorted) = (one.needle.len(), vec![one.needle.clone()]);
             return Ok(LiteralSet { members, searcher: Searcher::One(Box::new(finder)), longest, sorted });
         }
-        let searcher = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostFirst)
-            .kind(Some(if members.len() > 64 { AhoCorasickKind::DFA } else { AhoCorasickKind::NoncontiguousNFA }))
-            .build(members.iter().map(|m| &m.needle))
-            .or_else(|_| {
-                // A DFA too big for its budget: the NFA finds the same matches.
-                AhoCorasick::builder().match_kind(MatchKind::LeftmostFirst).build(members.iter().map(|m| &m.needle))
-            })
-            .map(Searcher::Many)
-            .map_err(|e| e.to_string())?;
+        let needles: Vec<&[u8]> = members.iter().map(|m| &m.needle[..]).collect();
+        let searcher = Searcher::many(&needles)?;
         let longest = members.iter().map(|m| m.needle.len()).max().unwrap_or(1);
         let mut sorted: Vec<Vec<u8>> = members.iter().map(|m| m.needle.clone()).collect();
         sorted.sort_unstable();
@@ -141,98 +178,107 @@ impl LiteralSet {
 }
 
 /// A run of consecutive literal rules split into as few sets as the interactions allow (see the module's
-/// doc), the order kept.
+/// doc), the order kept: each rule joins the open set unless it may interact with a rule in it.
 pub(super) fn group(literals: Vec<Literal>) -> Vec<Vec<Literal>> {
-    let conflicted = interacting(&literals);
+    let earlier = interactions(&literals);
     let mut groups: Vec<Vec<Literal>> = Vec::new();
+    // The set each rule went to, to tell whether an earlier rule it may interact with is in the open one.
+    let mut group_of: Vec<usize> = Vec::with_capacity(literals.len());
     let mut open = false;
-    for (literal, conflicted) in literals.into_iter().zip(conflicted) {
-        let ends_group = literal.output.is_empty();
-        if conflicted {
-            groups.push(vec![literal]);
-            open = false;
-            continue;
-        }
-        match groups.last_mut() {
-            Some(group) if open => group.push(literal),
-            _ => groups.push(vec![literal]),
-        }
+    for (index, literal) in literals.into_iter().enumerate() {
+        let current = groups.len().wrapping_sub(1);
+        let joins = open
+            && match &earlier {
+                Some(earlier) => !earlier[index].iter().any(|&u| group_of[u as usize] == current),
+                None => false,
+            };
         // A removal joins the text around it: no later rule may share its search.
+        let ends_group = literal.output.is_empty();
+        if joins {
+            groups[current].push(literal);
+        } else {
+            groups.push(vec![literal]);
+        }
+        group_of.push(groups.len() - 1);
         open = !ends_group;
     }
     groups
 }
 
-/// For each literal: whether it may interact with another of the run (either way round: conservative).
-fn interacting(literals: &[Literal]) -> Vec<bool> {
+/// At most this many interactions are kept; past it every rule keeps its own stage (a rule set built to
+/// interact everywhere gains nothing from grouping).
+const MAX_INTERACTIONS: usize = 1 << 20;
+
+/// For each literal, the earlier ones it may interact with: their needles overlap (either way round, one
+/// inside the other included), or the earlier one's replacement overlaps its needle (the later rule would
+/// read what the earlier wrote). `None`: too many to keep.
+fn interactions(literals: &[Literal]) -> Option<Vec<Vec<u32>>> {
     let n = literals.len();
-    let mut conflicted = vec![false; n];
+    let mut earlier: Vec<Vec<u32>> = vec![Vec::new(); n];
     if n < 2 {
-        return conflicted;
+        return Some(earlier);
     }
     let needles: Vec<&[u8]> = literals.iter().map(|l| &l.needle[..]).collect();
     let outputs: Vec<&[u8]> = literals.iter().map(|l| &l.output[..]).collect();
-    let mut mark = |i: usize, j: usize| {
-        conflicted[i] = true;
-        conflicted[j] = true;
+    let mut kept = 0;
+    // Needles overlap whatever their order; a replacement matters only to the rules after it.
+    let mut note = |a: usize, b: usize, symmetric: bool| -> bool {
+        let (first, second) = (a.min(b), a.max(b));
+        if a == b || (!symmetric && a > b) {
+            return true;
+        }
+        kept += 1;
+        earlier[second].push(first as u32);
+        kept <= MAX_INTERACTIONS
     };
-    // A needle inside another needle, or inside a replacement; a replacement inside a needle.
-    if let Ok(needle_search) = overlapping_search(&needles) {
-        for (i, needle) in needles.iter().enumerate() {
-            for found in needle_search.find_overlapping_iter(*needle) {
-                let j = found.pattern().as_usize();
-                if j != i {
-                    mark(i, j);
-                }
+    let needle_search = overlapping_search(&needles).ok()?;
+    // A needle inside another needle, and a needle inside a replacement.
+    for (i, needle) in needles.iter().enumerate() {
+        for found in needle_search.find_overlapping_iter(*needle) {
+            if !note(i, found.pattern().as_usize(), true) {
+                return None;
             }
         }
-        // (A rule never reads its own replacement: `j == i` is no interaction.)
-        for (i, output) in outputs.iter().enumerate() {
-            for found in needle_search.find_overlapping_iter(*output) {
-                let j = found.pattern().as_usize();
-                if j != i {
-                    mark(i, j);
-                }
-            }
-        }
-    } else {
-        return vec![true; n];
     }
-    let nonempty_outputs: Vec<(usize, &[u8])> =
-        outputs.iter().copied().enumerate().filter(|(_, o)| !o.is_empty()).collect();
-    if let Ok(output_search) = overlapping_search(&nonempty_outputs.iter().map(|(_, o)| *o).collect::<Vec<_>>()) {
-        for (j, needle) in needles.iter().enumerate() {
-            for found in output_search.find_overlapping_iter(*needle) {
-                let i = nonempty_outputs[found.pattern().as_usize()].0;
-                if i != j {
-                    mark(i, j);
-                }
+    for (i, output) in outputs.iter().enumerate() {
+        for found in needle_search.find_overlapping_iter(*output) {
+            if !note(i, found.pattern().as_usize(), false) {
+                return None;
             }
         }
-    } else {
-        return vec![true; n];
     }
-    // A text's end that is another's start: needle-needle, replacement-needle, needle-replacement.
+    // A replacement inside a needle.
+    let written: Vec<(usize, &[u8])> = outputs.iter().copied().enumerate().filter(|(_, o)| !o.is_empty()).collect();
+    let output_search = overlapping_search(&written.iter().map(|(_, o)| *o).collect::<Vec<_>>()).ok()?;
+    for (j, needle) in needles.iter().enumerate() {
+        for found in output_search.find_overlapping_iter(*needle) {
+            if !note(written[found.pattern().as_usize()].0, j, false) {
+                return None;
+            }
+        }
+    }
+    // A text's end that is another's start: needle then needle, replacement then needle, needle then
+    // replacement.
     let by_needle = Sorted::new(&needles);
     let by_output = Sorted::new(&outputs);
     for i in 0..n {
         for j in by_needle.starting_with_a_suffix_of(needles[i]) {
-            if j != i {
-                mark(i, j);
+            if !note(i, j, true) {
+                return None;
             }
         }
         for j in by_needle.starting_with_a_suffix_of(outputs[i]) {
-            if j != i {
-                mark(i, j);
+            if !note(i, j, false) {
+                return None;
             }
         }
         for j in by_output.starting_with_a_suffix_of(needles[i]) {
-            if j != i {
-                mark(i, j);
+            if !note(j, i, false) {
+                return None;
             }
         }
     }
-    conflicted
+    Some(earlier)
 }
 
 fn overlapping_search(patterns: &[&[u8]]) -> Result<AhoCorasick, aho_corasick::BuildError> {
@@ -292,18 +338,25 @@ mod tests {
     #[test]
     fn rules_that_may_interact_keep_their_own_stage() {
         // A replacement that a later needle matches: chained rules.
-        assert_eq!(sizes(vec![lit("old", "mid"), lit("mid", "new"), lit("q", "r")]), [1, 1, 1]);
+        assert_eq!(sizes(vec![lit("old", "mid"), lit("mid", "new"), lit("q", "r")]), [1, 2]);
         // A needle inside another; a suffix of one that starts another.
-        assert_eq!(sizes(vec![lit("cat", "1"), lit("concat", "2"), lit("zz", "3")]), [1, 1, 1]);
-        assert_eq!(sizes(vec![lit("abc", "1"), lit("cde", "2"), lit("q", "3")]), [1, 1, 1]);
+        assert_eq!(sizes(vec![lit("cat", "1"), lit("concat", "2"), lit("zz", "3")]), [1, 2]);
+        assert_eq!(sizes(vec![lit("abc", "1"), lit("cde", "2"), lit("q", "3")]), [1, 2]);
         // A replacement whose end starts a needle (text written + text after = a match).
-        assert_eq!(sizes(vec![lit("k", "xa"), lit("ab", "2"), lit("q", "3")]), [1, 1, 1]);
-        // A needle whose end starts a replacement.
-        assert_eq!(sizes(vec![lit("pa", "1"), lit("m", "ay"), lit("q", "3")]), [1, 1, 1]);
-        // Unrelated rules around a conflicted pair still group, on each side of it.
+        assert_eq!(sizes(vec![lit("k", "xa"), lit("ab", "2"), lit("q", "3")]), [1, 2]);
+        // A later needle whose end starts an earlier replacement (text before + text written = a match).
+        assert_eq!(sizes(vec![lit("m", "ay"), lit("pa", "1"), lit("q", "3")]), [1, 2]);
+        // A pair that may interact is split where the second comes; the rules around it still group.
         assert_eq!(
             sizes(vec![lit("u", "v"), lit("w", "v"), lit("abc", "1"), lit("bcd", "2"), lit("e", "f"), lit("g", "h")]),
-            [2, 1, 1, 2]
+            [3, 3]
+        );
+        // A replacement matters only to the rules after it.
+        assert_eq!(sizes(vec![lit("mid", "x"), lit("old", "mid"), lit("q", "r")]), [3]);
+        // One rule that may interact with all the others does not split them from each other.
+        assert_eq!(
+            sizes(vec![lit("red", "rot"), lit("blue", "blat"), lit("throughput", "T"), lit("green", "grunt")]),
+            [2, 2]
         );
     }
 

@@ -1123,7 +1123,9 @@ fn seeded_literal_rule_sets_group_and_equal_the_rules_in_turn() {
         (0..len).map(|_| (b'a' + next(12) as u8) as char).collect()
     };
     let (mut cases, mut merged) = (0, 0);
-    for _ in 0..1500 {
+    // LITERAL_CASES=N runs a longer search locally.
+    let rounds = std::env::var("LITERAL_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1500);
+    for _ in 0..rounds {
         let count = 2 + next(12);
         let specs: Vec<(String, String, bool)> = (0..count)
             .map(|_| {
