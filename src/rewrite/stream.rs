@@ -40,8 +40,12 @@ impl Rewriter {
     /// `local_host` is the request's Host header, used by the link rewrite rule;
     /// `max_match_bytes` caps what one pending match may hold back.
     pub fn new(rules: &[Rule], local_host: &str, max_match_bytes: usize) -> Rewriter {
-        let stages: Vec<Stage> =
+        let mut stages: Vec<Stage> =
             rules.iter().map(|rule| Stage::new(rule.clone(), local_host, max_match_bytes.max(1))).collect();
+        let count = stages.len();
+        for stage in stages.iter_mut().take(count.saturating_sub(1)) {
+            stage.pass_on_unchanged = true;
+        }
         let outputs = vec![Vec::new(); stages.len().saturating_sub(1)];
         Rewriter { stages, outputs }
     }
@@ -131,6 +135,9 @@ fn feed(
     // Rewriting rarely grows a body much: one allocation instead of repeated doubling.
     output.reserve(input.len() + input.len() / 8);
     let untouched = stage.process(input, last, output)?;
+    if let Some(upto) = stage.unchanged.take() {
+        return feed(later, later_outputs, &input[..upto], last, out);
+    }
     if untouched == input.len() {
         feed(later, later_outputs, output, last, out)
     } else {
@@ -193,6 +200,11 @@ struct Stage {
     page_policy: Option<Arc<PagePolicy>>,
     /// A group of literal rules: each member's state, and the member of the match being replaced.
     members: MemberStates,
+    /// The stage has a next one, which may read its input in place of an unchanged output.
+    pass_on_unchanged: bool,
+    /// Set by a call that replaced nothing in a chunk it searched in place: its output is the chunk's
+    /// first bytes, up to here (the rest is held), and was not copied.
+    unchanged: Option<usize>,
     /// The view of the hay that a rule's automata read (lines rules, `RegexRule::low_view`), reused across
     /// chunks.
     view: Vec<u8>,
@@ -273,6 +285,8 @@ impl Stage {
             exchange: None,
             page_policy: None,
             members,
+            pass_on_unchanged: false,
+            unchanged: None,
             view: Vec::new(),
         }
     }
@@ -320,6 +334,7 @@ impl Stage {
             self.held.clear();
             return Ok(0);
         }
+        let wrote_before = !out.is_empty();
         let mut held = std::mem::take(&mut self.held);
         // With nothing held the chunk is searched where it lies; otherwise it joins the held bytes.
         let in_place = held.is_empty();
@@ -376,7 +391,17 @@ impl Stage {
         // where holding starts) whole: whether a match splits it is only known with the bytes after it.
         let whole_chars = matches!(&self.rule.inner.engine, Engine::Regex(re) if re.low_half_starts);
         let held_from = if whole_chars { char_start(hay.bytes, held_from) } else { held_from };
-        if self.emitted < held_from {
+        // Nothing replaced in a chunk searched where it lies: the next stage reads the chunk itself, not
+        // a copy (most rules find nothing in most chunks).
+        let untouched_chunk = self.pass_on_unchanged
+            && in_place
+            && !wrote_before
+            && out.is_empty()
+            && self.emitted == 0
+            && matches!(match_text(hay.bytes, 0, held_from, units), std::borrow::Cow::Borrowed(_));
+        if untouched_chunk {
+            self.unchanged = Some(held_from);
+        } else if self.emitted < held_from {
             self.surrogates |= emit_plain(out, hay.bytes, self.emitted, held_from, units);
         }
         self.carried = self.emitted.saturating_sub(held_from);

@@ -1,0 +1,93 @@
+'use strict'
+// Many rules in one pass (issue 32): literal rules that cannot interact share one search, the rest keep a
+// stage each. Whatever the grouping decides, the result must be what String.prototype.replace gives rule
+// after rule. Seeded random rule sets of 2-200 rules mix string rules (first occurrence only), literal
+// regexes (/g), regexes with classes, alternations and `i`, and rules built to interact (a replacement
+// holding a later rule's needle, overlapping and repeated needles, removals that join text), on random
+// bodies in random chunks; and through a running proxy, 10,000 rules.
+
+const { test } = require('node:test')
+const assert = require('node:assert/strict')
+const path = require('node:path')
+const { ROOT, ACCEPT_HTML, mulberry32, randomSplits, request, startUpstream, withProxy } = require('./helpers')
+
+const { rewriteEach } = require(path.join(ROOT, 'lib', 'rules.js'))
+
+const SEED = Number(process.env.MANY_RULES_SEED || 0x32)
+const WORDS = ['alpha', 'beta', 'gamma', 'host', 'cdn', 'old', 'new', 'ab', 'ba', 'abc', 'x', 'track', '.example.org', '-', ' ', '\n', 'é', '東京']
+
+function pick(rnd, list) {
+  return list[Math.floor(rnd() * list.length)]
+}
+
+function word(rnd, max = 3) {
+  const n = 1 + Math.floor(rnd() * max)
+  let s = ''
+  for (let i = 0; i < n; i++) s += pick(rnd, WORDS)
+  return s
+}
+
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')
+
+/** One random rule; `needles` are earlier rules' needles, to build interactions on. */
+function randomRule(rnd, needles) {
+  const kind = rnd()
+  const needle = needles.length && rnd() < 0.25 ? pick(rnd, needles) : word(rnd)
+  // Replacements: plain words, sometimes another rule's needle (a chain), sometimes empty (a removal), `$&`.
+  const r = rnd()
+  const replace = r < 0.15 ? '' : r < 0.35 && needles.length ? pick(rnd, needles) + word(rnd, 1) : r < 0.45 ? '[$&]' : word(rnd, 2)
+  needles.push(needle)
+  if (kind < 0.35) return { match: needle, replace } // a string: first occurrence only
+  if (kind < 0.75) return { match: new RegExp(escape(needle), 'g'), replace } // a literal regex
+  if (kind < 0.85) return { match: new RegExp(escape(needle), ''), replace } // a literal regex, first only
+  const regexes = [/a[bc]+/g, /(al|be)ta/g, /OLD/gi, /x+/g, /[0-9]{2,}/g, /e\b/g, /h.st/g]
+  return { match: pick(rnd, regexes), replace }
+}
+
+function randomBody(rnd, needles) {
+  const n = Math.floor(rnd() * 400)
+  let s = ''
+  for (let i = 0; i < n; i++) s += rnd() < 0.3 && needles.length ? pick(rnd, needles) : pick(rnd, WORDS)
+  return s
+}
+
+const inTurn = (body, rules) => rules.reduce((text, rule) => text.replace(rule.match, rule.replace), body)
+
+test('random rule sets of 2-200 rules, built to interact, give String.prototype.replace\'s result rule after rule, whole and in random chunks', () => {
+  const rnd = mulberry32(SEED)
+  for (let round = 0; round < 60; round++) {
+    const count = 2 + Math.floor(rnd() * 199)
+    const needles = []
+    const rules = Array.from({ length: count }, () => randomRule(rnd, needles))
+    const bodies = Array.from({ length: 3 }, () => randomBody(rnd, needles))
+    const inputs = bodies.flatMap((body) => [body, randomSplits(Buffer.from(body), rnd, 8)])
+    const got = rewriteEach(inputs, rules)
+    for (let i = 0; i < inputs.length; i++) {
+      const body = bodies[Math.floor(i / 2)]
+      const expected = inTurn(body, rules)
+      if (got[i] !== expected) {
+        const shown = rules.map((r) => `${r.match}→${JSON.stringify(r.replace)}`).join(', ')
+        assert.equal(got[i], expected, `seed ${SEED} round ${round}, ${i % 2 ? 'chunked' : 'whole'}: rules ${shown} on ${JSON.stringify(body)}`)
+      }
+    }
+  }
+})
+
+test('a proxy with 10,000 literal rules rewrites pages with them, and the rules interact as they would one by one', async () => {
+  const rules = Array.from({ length: 10000 }, (_, i) => ({ match: new RegExp(`legacy-${i}\\.example\\.org`, 'g'), replace: `cdn-${i}.example.net` }))
+  // Two that interact: the first's replacement is the second's match, so the page gets the second's.
+  rules.splice(5000, 0, { match: 'chain-start', replace: 'chain-middle' }, { match: /chain-middle/g, replace: 'chain-end' })
+  const page = '<html><body><img src="//legacy-7.example.org/a.png"> legacy-9999.example.org chain-start legacy-10000.example.org</body></html>'
+  const upstream = await startUpstream({ '/': (req, res) => res.end(page) })
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, rewriteRules: rules }, async (server) => {
+      const res = await request(server.url + '/', { headers: { accept: ACCEPT_HTML } })
+      assert.equal(res.body.toString(), inTurn(page, rules))
+      assert.match(res.body.toString(), /cdn-7\.example\.net.*cdn-9999\.example\.net chain-end legacy-10000/)
+      const counted = Object.fromEntries(server.stats().rules.filter((r) => r.matches > 0).map((r) => [r.rule, r.matches]))
+      assert.deepEqual(counted, { '/legacy-7\\.example\\.org/g': 1, '/legacy-9999\\.example\\.org/g': 1, '"chain-start"': 1, '/chain-middle/g': 1 }, 'matches counted per rule')
+    })
+  } finally {
+    await upstream.close()
+  }
+})
