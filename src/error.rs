@@ -117,16 +117,6 @@ pub enum ConfigError {
         /// Why it was rejected.
         reason: String,
     },
-    /// A user rewrite rule failed to compile.
-    #[error("rewriteRules[{index}] ({label}): {source}")]
-    Rule {
-        /// The rule's position in `rewriteRules`.
-        index: usize,
-        /// The rule's label (`/source/flags`).
-        label: String,
-        /// Why it failed.
-        source: RuleError,
-    },
     /// The rewrite rules together are too big (each compiled on its own).
     #[error("rewriteRules: {0}")]
     Rules(RuleError),
