@@ -1,16 +1,16 @@
 //! Literal rules (a string `match`, or a regex that is a plain literal) matched together in one pass.
 //!
 //! A literal rule with a string replacement always writes the same bytes, so its stage needs no automaton
-//! of its own: an Aho-Corasick search over its needle finds its matches. Consecutive literal rules that
-//! cannot interact share one search (Prexy's "many rules in one pass"): applied one after another with
+//! of its own: alone, a `memmem` search finds its matches. Consecutive literal rules that cannot interact
+//! share one search (Prexy's "many rules in one pass"): applied one after another with
 //! `String.prototype.replace`, two rules interact only if one's needle overlaps another's needle (the
 //! earlier rule's replacement would break the later one's match, or decide which of two overlapping
-//! matches wins), or a needle overlaps a replacement (the later rule would match text the earlier one
-//! wrote), or a replacement is empty (its removal joins text on both sides into a new match). Where none of
-//! that can happen, at any position at most one needle matches, and every match is the same in the
-//! original text as in the text the earlier rules left: one leftmost search gives the same result as the
-//! rules in turn. [`group`] decides it conservatively, over the whole run of literal rules; a rule that
-//! may interact keeps a stage of its own, in its place.
+//! matches wins), or an earlier rule's replacement overlaps a later needle (the later rule would match
+//! text the earlier one wrote), or a replacement is empty (its removal joins text on both sides into a new
+//! match). Where none of that can happen, at any position at most one needle matches, and every match is
+//! the same in the original text as in the text the earlier rules left: one leftmost search gives the same
+//! result as the rules in turn. [`group`] decides it conservatively; a rule that may interact with one in
+//! the open set starts the next set, in its place.
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 
