@@ -1,0 +1,203 @@
+//! The rewrite engine alone with many user rules (issue 32): how the cost of a page grows with the rule
+//! count, at 1, 10, 100, 1,000 and 10,000 literal rules and 1, 10, 100 regex rules.
+//!
+//! Run: `cargo bench --no-default-features --bench rules -- --warm-up-time 1 --measurement-time 3`
+//!
+//! Each case rewrites one generated ~100 KiB page (`common::generate_html`) fed in 16 KiB chunks through a
+//! fresh `Rewriter` into a reused output buffer, with the rules as the proxy runs them: the snippet rule
+//! first, the user rules, then the link rule (Browsersync's order), after `Rule::grouped` (consecutive
+//! literal rules that cannot interact share one search). The user rules are those of the peer benchmark's
+//! workloads 12 and 13 (`benches/lib/many-rules.js`):
+//!
+//! - `literals/N`: `/legacy-host-I\.example\.org/g` → `new-host-I.example.net` (never in the page), except
+//!   five spread over the list (fewer when N < 5) that are strings of the page, each replaced by a distinct
+//!   string no rule matches (`throughput` → `bandwidth`, ...).
+//! - `regexes/N`: `/data-track-I="[^"]*"/g` → `''` (none matches): a regex rule is a stage of its own, so
+//!   this shows the cost of each.
+//! - `base`: the snippet and link rules only.
+//!
+//! Before measuring, every case's output is checked against a reference that applies the rules one after
+//! another: the snippet rule, then `str::replace` for each literal rule on the whole page, then the link
+//! rule. It also prints how long compiling and grouping 10,000 literal rules takes.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
+use devproxy_native::rewrite::{rewrite_bytes, Rewriter, Rule, RuleReplacement, DEFAULT_MAX_MATCH_BYTES};
+
+mod common;
+use common::generate_html;
+
+/// The proxied server, as the link rule looks for it.
+const TARGET_HOST: &str = "127.0.0.1:8080";
+/// The proxy, as the browser's Host header names it.
+const LOCAL_HOST: &str = "127.0.0.1:3000";
+const SNIPPET: &str = "<script async src=\"/__dev.js\"></script>";
+const PAGE_BYTES: usize = 100 * 1024;
+const CHUNK: usize = 16 * 1024;
+const LITERAL_COUNTS: [usize; 5] = [1, 10, 100, 1_000, 10_000];
+const REGEX_COUNTS: [usize; 3] = [1, 10, 100];
+
+/// Strings of the page and their replacements (as in `benches/lib/many-rules.js`): none overlaps another,
+/// none is made by another's replacement, and none touches the target host, `<body` or the snippet.
+const PAGE_LITERALS: [(&str, &str); 5] = [
+    ("content-block", "content-panel"),
+    ("cdn.example.com", "static.example.net"),
+    ("throughput", "bandwidth"),
+    ("nav-list", "menu-list"),
+    ("theme-light", "theme-dark"),
+];
+
+/// `count` indices spread over `0..n` (the middle of `count` equal slices), fewer when `n < count`.
+fn spread(n: usize, count: usize) -> Vec<usize> {
+    let mut out: Vec<usize> = (0..n.min(count)).map(|k| (2 * k + 1) * n / (2 * count)).collect();
+    out.dedup();
+    out
+}
+
+/// The `n` literal rules as (text, replacement), in order.
+fn literal_specs(n: usize) -> Vec<(String, String)> {
+    let mut specs: Vec<(String, String)> =
+        (0..n).map(|i| (format!("legacy-host-{i}.example.org"), format!("new-host-{i}.example.net"))).collect();
+    for (at, (text, replace)) in spread(n, PAGE_LITERALS.len()).into_iter().zip(PAGE_LITERALS) {
+        specs[at] = (text.to_string(), replace.to_string());
+    }
+    specs
+}
+
+/// A literal spec as the proxy gets it: a global `RegExp` whose source is the text escaped.
+fn literal_rule(text: &str, replace: &str) -> Rule {
+    let source = text.replace('.', r"\.");
+    let rule = Rule::regex(&source, "g", RuleReplacement::Text(replace.to_string())).expect("literal rule");
+    assert_eq!(rule.member_labels().len(), 1);
+    rule
+}
+
+fn regex_rules(n: usize) -> Vec<Rule> {
+    (0..n)
+        .map(|i| Rule::regex(&format!(r#"data-track-{i}="[^"]*""#), "g", RuleReplacement::Text(String::new())))
+        .collect::<Result<_, _>>()
+        .expect("regex rule")
+}
+
+/// The snippet, `user` and the link rule, grouped as the proxy groups them.
+fn pipeline(user: &[Rule]) -> Vec<Rule> {
+    let mut rules = Vec::with_capacity(user.len() + 2);
+    rules.push(Rule::snippet(SNIPPET));
+    rules.extend_from_slice(user);
+    rules.push(Rule::links(TARGET_HOST));
+    Rule::grouped(&rules)
+}
+
+fn chunked(page: &[u8], rules: &[Rule], out: &mut Vec<u8>) {
+    out.clear();
+    let mut rewriter = Rewriter::new(rules, LOCAL_HOST, DEFAULT_MAX_MATCH_BYTES);
+    for piece in page.chunks(CHUNK) {
+        rewriter.push(piece, out).expect("push");
+    }
+    rewriter.finish(out).expect("finish");
+}
+
+/// The rules applied one after another: the snippet, `str::replace` for each literal, the link rule.
+fn reference(page: &[u8], literals: &[(String, String)]) -> Vec<u8> {
+    let snippet = rewrite_bytes(page, &[Rule::snippet(SNIPPET)], LOCAL_HOST, DEFAULT_MAX_MATCH_BYTES).expect("snippet");
+    let mut text = String::from_utf8(snippet).expect("the page is UTF-8");
+    for (needle, replace) in literals {
+        text = text.replace(needle.as_str(), replace);
+    }
+    rewrite_bytes(text.as_bytes(), &[Rule::links(TARGET_HOST)], LOCAL_HOST, DEFAULT_MAX_MATCH_BYTES).expect("links")
+}
+
+fn count(hay: &[u8], needle: &[u8]) -> usize {
+    memchr::memmem::find_iter(hay, needle).count()
+}
+
+fn benches(c: &mut Criterion) {
+    let page = generate_html(TARGET_HOST, PAGE_BYTES);
+    let mut out = Vec::with_capacity(page.len() * 2);
+
+    // Compiling and grouping 10,000 literal rules, once.
+    let specs = literal_specs(10_000);
+    let started = Instant::now();
+    let compiled = compile_literals(&specs);
+    let compile = started.elapsed();
+    let grouped = pipeline(&compiled);
+    let total = started.elapsed();
+    eprintln!(
+        "10,000 literal rules: compiled in {:.1} ms, grouped in {:.1} ms ({:.1} ms in all), {} stages with \
+         the snippet and link rules",
+        compile.as_secs_f64() * 1e3,
+        (total - compile).as_secs_f64() * 1e3,
+        total.as_secs_f64() * 1e3,
+        grouped.len()
+    );
+    let started = Instant::now();
+    let regexes = regex_rules(100);
+    eprintln!("100 regex rules: compiled in {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+
+    let base = pipeline(&[]);
+    let base_out = reference(&page, &[]);
+    chunked(&page, &base, &mut out);
+    assert!(out == base_out, "base: output differs from the reference");
+    for (text, _) in PAGE_LITERALS {
+        assert!(count(&page, text.as_bytes()) > 0, "{text} is not in the page");
+    }
+    assert_eq!(count(&page, b"legacy-host-"), 0);
+    assert_eq!(count(&page, b"data-track-"), 0);
+    eprintln!(
+        "page: {} bytes, {} occurrences of {TARGET_HOST}; page literals: {}",
+        page.len(),
+        count(&page, TARGET_HOST.as_bytes()),
+        PAGE_LITERALS.map(|(text, _)| format!("{text} x{}", count(&page, text.as_bytes()))).join(", ")
+    );
+
+    let mut literal_cases = Vec::new();
+    for n in LITERAL_COUNTS {
+        let specs = literal_specs(n);
+        let rules = pipeline(&compile_literals(&specs));
+        let expected = reference(&page, &specs);
+        chunked(&page, &rules, &mut out);
+        assert!(out == expected, "literals/{n}: output differs from str::replace in order");
+        assert!(out != base_out, "literals/{n}: no rule matched");
+        let sizes: Vec<usize> = rules.iter().map(|rule| rule.member_labels().len()).collect();
+        eprintln!(
+            "literals/{n}: {} stages after grouping (rules per stage {sizes:?}), output {} bytes",
+            rules.len(),
+            out.len()
+        );
+        literal_cases.push((n, rules));
+    }
+    let mut regex_cases = Vec::new();
+    for n in REGEX_COUNTS {
+        let rules = pipeline(&regexes[..n]);
+        chunked(&page, &rules, &mut out);
+        assert!(out == base_out, "regexes/{n}: output differs from the base output (no rule matches)");
+        eprintln!("regexes/{n}: {} stages", rules.len());
+        regex_cases.push((n, rules));
+    }
+
+    let mut group = c.benchmark_group("rules");
+    group.throughput(Throughput::Bytes(page.len() as u64));
+    group.sampling_mode(SamplingMode::Flat).sample_size(20);
+    group.bench_function("base", |b| b.iter(|| chunked(black_box(&page), &base, &mut out)));
+    for (n, rules) in &literal_cases {
+        group.bench_with_input(BenchmarkId::new("literals", n), rules, |b, rules| {
+            b.iter(|| chunked(black_box(&page), rules, &mut out))
+        });
+    }
+    for (n, rules) in &regex_cases {
+        group.bench_with_input(BenchmarkId::new("regexes", n), rules, |b, rules| {
+            b.iter(|| chunked(black_box(&page), rules, &mut out))
+        });
+    }
+    group.finish();
+}
+
+/// The literal rules of `specs`, compiled (a fresh compile per case, as a proxy started with them would).
+fn compile_literals(specs: &[(String, String)]) -> Vec<Rule> {
+    specs.iter().map(|(text, replace)| literal_rule(text, replace)).collect()
+}
+
+criterion_group!(rules, benches);
+criterion_main!(rules);
