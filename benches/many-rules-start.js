@@ -2,7 +2,7 @@
 // Issue 32: how long start() takes with 1,000 and 10,000 literal rules (string and regex forms), whether the
 // event loop keeps ticking meanwhile (rules compile off the JS thread), the first page's time (rules are
 // grouped before it) and the RSS the rules add. Run: node --expose-gc benches/many-rules-start.js
-const { start, rewrite } = require('..')
+const { start } = require('..')
 const http = require('http')
 async function main() {
   const up = http.createServer((q, s) => { s.setHeader('content-type', 'text/html'); s.end('<html><body>x</body></html>') })
