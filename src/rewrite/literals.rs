@@ -177,6 +177,28 @@ impl LiteralSet {
     }
 }
 
+/// The members of a group of literal rules, as one body goes through them.
+#[derive(Default)]
+pub(super) struct MemberStates {
+    /// First-occurrence members that have replaced theirs.
+    pub(super) done: Vec<bool>,
+    pub(super) matches: Vec<u64>,
+    /// The member whose match is being replaced.
+    pub(super) current: usize,
+}
+
+impl MemberStates {
+    /// Counts the current member's match; true when no member can match any more.
+    pub(super) fn replaced(&mut self, set: &LiteralSet) -> bool {
+        let member = self.current;
+        self.matches[member] += 1;
+        if !set.members()[member].global {
+            self.done[member] = true;
+        }
+        self.done.iter().all(|&done| done)
+    }
+}
+
 /// A run of consecutive literal rules split into as few sets as the interactions allow (see the module's
 /// doc), the order kept: each rule joins the open set unless it may interact with a rule in it.
 pub(super) fn group(literals: Vec<Literal>) -> Vec<Vec<Literal>> {

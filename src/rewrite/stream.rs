@@ -17,7 +17,7 @@ use super::hay::{
 use std::sync::Arc;
 
 use super::lines;
-use super::literals::LiteralSet;
+use super::literals::MemberStates;
 use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
 use super::rule::{Dfa, Engine, GroupFinder, Rule};
 use super::search::{Attempt, RegexSearch};
@@ -208,28 +208,6 @@ struct Stage {
     /// The view of the hay that a rule's automata read (lines rules, `RegexRule::low_view`), reused across
     /// chunks.
     view: Vec<u8>,
-}
-
-/// The members of a group of literal rules, as one body goes through them.
-#[derive(Default)]
-struct MemberStates {
-    /// First-occurrence members that have replaced theirs.
-    done: Vec<bool>,
-    matches: Vec<u64>,
-    /// The member whose match is being replaced.
-    current: usize,
-}
-
-impl MemberStates {
-    /// Counts the current member's match; true when no member can match any more.
-    fn replaced(&mut self, set: &LiteralSet) -> bool {
-        let member = self.current;
-        self.matches[member] += 1;
-        if !set.members()[member].global {
-            self.done[member] = true;
-        }
-        self.done.iter().all(|&done| done)
-    }
 }
 
 enum Scan {
