@@ -94,7 +94,7 @@ test('npm pack + install into a fresh project, from npm\'s cache and without Rus
     // not rebuild the addon (`prepare`).
     const [packed] = JSON.parse(npm(['pack', '--json', '--ignore-scripts', '--pack-destination', work], { cwd: ROOT }))
     const files = packed.files.map((f) => f.path)
-    for (const f of ['package.json', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts', 'lib/start.js', 'lib/cli.js', 'bin/devproxy.js']) {
+    for (const f of ['package.json', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts', 'lib/start.js', 'lib/cli.js', 'bin/devproxy.js', 'wasm/index.d.ts', 'wasm/node.mjs', 'wasm/edge.mjs', 'wasm/rewriter.mjs', 'wasm/pkg/devproxy_native.js', 'wasm/pkg/devproxy_native_bg.wasm']) {
       assert.ok(files.includes(f), `the root package holds ${f}`)
     }
     assert.deepEqual(files.filter((f) => /\.node$|^src\/|^__test__\/|^npm\/|^Cargo/.test(f)), [])
@@ -141,6 +141,18 @@ site.listen(0, '127.0.0.1', async () => {
     assert.equal(result.body, `<html><body><i>snippet</i><a href="//127.0.0.1:${result.port}/x">x</a></body></html>`)
     assert.equal(result.from, path.join(fs.realpathSync(installed), root.name, 'index.js'))
     assert.equal(result.addon, path.join(fs.realpathSync(installed), `${root.name}-${platform}`, path.basename(addon)))
+
+    // devproxy-native/wasm from the installed package, with no native code at all (`--no-addons`).
+    fs.writeFileSync(path.join(app, 'edge.mjs'), `
+import { rewrite, createRewriter } from 'devproxy-native/wasm'
+const page = new Response('<body>Hi <a href="https://a.example/x">x</a>').body
+const rules = [{ match: /Hi/, replace: 'Yo' }]
+const out = await new Response(page.pipeThrough(createRewriter(rules, { from: 'https://a.example', to: 'http://localhost:8787' }))).text()
+console.log(JSON.stringify({ out, text: rewrite('abc', [{ match: 'b', replace: (req, res, m) => m.toUpperCase() }]) }))
+`)
+    const edge = spawnSync(process.execPath, ['--no-addons', 'edge.mjs'], { cwd: app, env, encoding: 'utf8', timeout: 60000 })
+    assert.equal(edge.status, 0, edge.stderr)
+    assert.deepEqual(JSON.parse(edge.stdout), { out: '<body>Yo <a href="//localhost:8787/x">x</a>', text: 'aBc' })
 
     assert.equal(npm(['devproxy', '--version'], { cwd: app, env, bin: 'npx' }), `${root.version}\n`)
   } finally {

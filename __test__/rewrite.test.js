@@ -5,12 +5,26 @@
 // the rule's input as `string`, the named groups object). Every case also runs through the chunked
 // entry, rewrite([chunks], rules), the streaming engine of the proxy, with cuts anywhere.
 
-const { test } = require('node:test')
+// REWRITE_ENGINE=wasm runs the `rewrite()` tests on devproxy-native/wasm instead of the addon
+// (__test__/wasm.test.js does, under `node --no-addons`).
+
+const { test, before } = require('node:test')
 const assert = require('node:assert/strict')
 const util = require('node:util')
 const { lib, mulberry32, startUpstream, withProxy, request, writeChunks, ACCEPT_HTML } = require('./helpers')
 
 const SEED = Number(process.env.REWRITE_SEED || 0x5eed)
+const WASM = process.env.REWRITE_ENGINE === 'wasm'
+
+/** The engine under test: the addon's `rewrite()` and its compile-once test hook, or the WebAssembly build's. */
+let engineUnderTest = null
+before(async () => {
+  if (!WASM) {
+    engineUnderTest = lib()
+    return
+  }
+  engineUnderTest = await import('../wasm/node.mjs')
+})
 
 /**
  * Rule functions are called as Browsersync calls them, `(req, res, match, ...groups, offset, string)`;
@@ -18,7 +32,7 @@ const SEED = Number(process.env.REWRITE_SEED || 0x5eed)
  * (after checking that they are there) before calling them.
  */
 function jsForm() {
-  const { rewrite, __rewriteEach } = lib()
+  const { rewrite, __rewriteEach } = engineUnderTest
   const asJs = (rule) => {
     if (!rule || typeof rule !== 'object' || typeof rule.replace !== 'function') return rule
     const f = rule.replace

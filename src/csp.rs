@@ -18,7 +18,9 @@ pub struct PagePolicy {
 
 impl PagePolicy {
     /// A fresh nonce for a page served at `local_scheme://local_host`. A `Host` that is not a plain
-    /// host and port adds no origin: it would be written into the policy.
+    /// host and port adds no origin: it would be written into the policy. (Not in the WebAssembly
+    /// build, which leaves the page's headers to its host.)
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn new(local_scheme: &str, local_host: &str) -> PagePolicy {
         let plain = !local_host.is_empty()
             && local_host.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
@@ -68,6 +70,7 @@ impl PagePolicy {
 }
 
 /// 128 random bits, base64: what CSP asks of a nonce.
+#[cfg(not(target_arch = "wasm32"))]
 fn new_nonce() -> String {
     use base64::Engine as _;
     use ring::rand::SecureRandom as _;

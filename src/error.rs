@@ -171,6 +171,7 @@ pub enum StartError {
     },
     /// A `replay` cassette that cannot be read or is not a valid cassette (file and line named).
     #[error("replay: {0}")]
+    #[cfg(not(target_arch = "wasm32"))]
     Cassette(#[from] crate::cassette::replay::CassetteError),
     /// The listen host is neither `localhost` nor an IP address.
     #[error("cannot listen on host '{host}': {reason}")]
@@ -183,6 +184,7 @@ pub enum StartError {
 }
 
 /// The text of a panic's payload, for the log line and page of the request it cost.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()

@@ -13,40 +13,55 @@
 #![deny(missing_docs)]
 #![deny(unreachable_pub)]
 
-pub mod body;
-pub mod cassette;
-pub mod codec;
-pub mod config;
 pub mod csp;
 mod error;
-mod forward;
 pub mod globs;
-mod headers;
-mod hooks;
-mod local_files;
-mod middleware;
-pub mod observe;
-mod pages;
-mod proxy;
 pub mod rewrite;
-mod routes;
-mod security;
-mod server;
-mod skip;
-mod state;
-mod stats;
-mod tls;
-pub mod warnings;
-mod websocket;
 
-pub use config::{ProxyConfig, Target};
 pub use error::{ConfigError, JsRegexError, ReplaceError, RuleError, StartError};
-pub use hooks::{ClientRequest, Hook, HookFuture, Hooks, RawHeaders, UpstreamRequestHead, UpstreamResponseHead};
-pub use middleware::MiddlewareHost;
 pub use rewrite::{rewrite_bytes, Rule, RuleReplacement};
-pub use server::ProxyServer;
-pub use stats::StatsSnapshot;
+
+/// The proxy around the engine (sockets, threads, C code): not in the WebAssembly build, which is the
+/// engine alone (`wasm`).
+macro_rules! proxy_only {
+    ($($item:item)*) => { $(#[cfg(not(target_arch = "wasm32"))] $item)* };
+}
+
+proxy_only! {
+    pub mod body;
+    pub mod cassette;
+    pub mod codec;
+    pub mod config;
+    mod forward;
+    mod headers;
+    mod hooks;
+    mod local_files;
+    mod middleware;
+    pub mod observe;
+    mod pages;
+    mod proxy;
+    mod routes;
+    mod security;
+    mod server;
+    mod skip;
+    mod state;
+    mod stats;
+    mod tls;
+    pub mod warnings;
+    mod websocket;
+    pub use config::{ProxyConfig, Target};
+    pub use hooks::{ClientRequest, Hook, HookFuture, Hooks, RawHeaders, UpstreamRequestHead, UpstreamResponseHead};
+    pub use middleware::MiddlewareHost;
+    pub use server::ProxyServer;
+    pub use stats::StatsSnapshot;
+}
+
 // napi-rs exports are `pub` items the macros reach, not Rust API: neither lint applies there.
 #[cfg(feature = "napi")]
 #[allow(missing_docs, unreachable_pub)]
 mod binding;
+// The WebAssembly build's exports (`devproxy-native/wasm`): the rewrite engine alone.
+// wasm-bindgen exports are `pub` items the macros reach, not Rust API (as napi-rs's are).
+#[cfg(target_arch = "wasm32")]
+#[allow(unreachable_pub)]
+mod wasm;

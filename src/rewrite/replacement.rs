@@ -234,6 +234,7 @@ pub(super) enum Replacement {
     /// (see `crate::csp`).
     Snippet(String),
     /// A `<meta http-equiv="Content-Security-Policy">` tag, amended for the snippet.
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     MetaPolicy,
 }
 

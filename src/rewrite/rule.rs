@@ -280,6 +280,7 @@ impl Rule {
 
     /// The page's `<meta http-equiv="Content-Security-Policy">` tags, amended so that the snippet runs
     /// (see `crate::csp`). It runs before the snippet rule, which then knows whether to add the nonce.
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub(crate) fn csp_meta() -> Rule {
         // The value whole: not `content-security-policy-report-only`, which a meta tag cannot set.
         let value = r#"(?:"content-security-policy"|'content-security-policy'|content-security-policy[\s/])"#;
@@ -291,6 +292,7 @@ impl Rule {
     }
 
     /// Whether this is the snippet rule (a plain snippet or one placed by `snippetOptions.rule.match`).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub(crate) fn injects_snippet(&self) -> bool {
         matches!(&self.inner.engine, Engine::Regex(re) if matches!(re.replacement, Replacement::Snippet(_)))
     }

@@ -1,0 +1,255 @@
+'use strict'
+// devproxy-native/wasm (issue 34): the rewrite engine as WebAssembly. The differential corpus of
+// rewrite.test.js runs through it under `node --no-addons`; `createRewriter` streams with the engine's
+// bound; and the example Worker runs in workerd (Cloudflare's runtime) in front of a local origin,
+// giving the pages the native proxy gives with the same config file.
+
+const { test, before } = require('node:test')
+const assert = require('node:assert/strict')
+const { spawn, spawnSync } = require('node:child_process')
+const net = require('node:net')
+const path = require('node:path')
+const zlib = require('node:zlib')
+const { ROOT, HOST, startUpstream, request, withProxy, decodeBody, deferred, withTimeout, ACCEPT_HTML } = require('./helpers')
+
+const WORKERD = path.join(ROOT, 'node_modules/.bin/workerd')
+const EXAMPLE = path.join(ROOT, 'examples/edge-worker')
+
+let wasm
+before(async () => {
+  wasm = await import('../wasm/node.mjs')
+})
+
+test('wasm: the rewrite() differential corpus gives String.prototype.replace\'s results under node --no-addons', () => {
+  // The flag does keep the addon out: loading it fails.
+  const blocked = spawnSync(process.execPath, ['--no-addons', '-e', `require(${JSON.stringify(ROOT)})`], { encoding: 'utf8' })
+  assert.notEqual(blocked.status, 0, 'the addon loaded under --no-addons')
+  assert.match(blocked.stderr, /ERR_DLOPEN_DISABLED|addons/i)
+  // DIFF_CASES: the random-pattern test's first 1,500 cases (of the native run's 5,000), for CI's time.
+  const child = spawnSync(
+    process.execPath,
+    ['--no-addons', '--test-reporter=tap', '--test-name-pattern=^rewrite', path.join(__dirname, 'rewrite.test.js')],
+    { encoding: 'utf8', env: { ...process.env, REWRITE_ENGINE: 'wasm', DIFF_CASES: '1500' }, timeout: 600_000 },
+  )
+  const failed = child.stdout.split('\n').filter((line) => line.startsWith('not ok'))
+  assert.equal(child.status, 0, `the corpus failed through WebAssembly:\n${failed.join('\n')}\n${child.stdout.slice(-3000)}${child.stderr}`)
+  const passed = Number(/^# pass (\d+)/m.exec(child.stdout)?.[1])
+  assert.ok(passed >= 22, `only ${passed} rewrite() tests ran through WebAssembly`)
+  assert.match(child.stdout, /^# fail 0$/m)
+})
+
+/** A TransformStream driven by hand: `write(text)` resolves with what came out for it. */
+function driven(transform) {
+  const writer = transform.writable.getWriter()
+  const reader = transform.readable.getReader()
+  const decoder = new TextDecoder()
+  return {
+    async write(text) {
+      // The readable side has no buffer: the transform runs when it is read.
+      const written = writer.write(new TextEncoder().encode(text))
+      const { value } = await reader.read()
+      await written
+      return decoder.decode(value, { stream: true })
+    },
+    async end() {
+      const closing = writer.close()
+      let out = ''
+      for (let r = await reader.read(); !r.done; r = await reader.read()) out += decoder.decode(r.value, { stream: true })
+      await closing
+      return out
+    },
+  }
+}
+
+test('wasm: createRewriter streams: each chunk comes out at once but for a pending match, at most maxMatchBytes held', async () => {
+  const stream = driven(wasm.createRewriter([{ match: /abc/g, replace: 'X' }]))
+  assert.equal(await stream.write('one ab'), 'one ', 'only the possible start of a match is held')
+  assert.equal(await stream.write('c two a'), 'X two ', 'the match completed across chunks')
+  assert.equal(await stream.write('bd'), 'abd')
+  assert.equal(await stream.end(), '')
+
+  // A match candidate that outgrows maxMatchBytes is given up and passed on.
+  const capped = driven(wasm.createRewriter([{ match: /<a[^>]*>/g, replace: '<b>' }], { maxMatchBytes: 16 }))
+  const out = await capped.write('<a ' + 'x'.repeat(100))
+  assert.ok(out.length >= 103 - 17, `${103 - out.length} bytes held back with maxMatchBytes 16`)
+  assert.equal(out + (await capped.end()), '<a ' + 'x'.repeat(100))
+})
+
+test('wasm: createRewriter applies the snippet, the rules and the link rewrite in the proxy\'s order; functions get req and res', async () => {
+  const calls = []
+  const rules = [
+    { match: /Hello/g, replace: 'Hi' },
+    { match: 'cdn.old', replace: 'cdn.new' },
+    {
+      match: /<title>(?<t>[^<]*)<\/title>/,
+      fn: (req, res, match, title, offset, string, groups) => {
+        calls.push({ url: req.url, method: req.method, cookie: req.headers.cookie, status: res.statusCode, type: res.getHeader('Content-Type'), offset, string, groups: { ...groups } })
+        return `<title>${title}!</title>`
+      },
+    },
+  ]
+  const page = '<html><head><title>Hello</title></head><body class="x">Hello <a href="https://shop.example/a">a</a> <img src="//cdn.old/i.png"> https%3A%2F%2Fshop.example%2Fb</body></html>'
+  const req = new Request('https://edge.example/p?q=1', { headers: { cookie: 'a=1' } })
+  const res = new Response('', { status: 201, headers: { 'content-type': 'text/html' } })
+  const transform = wasm.createRewriter(rules, { from: 'https://shop.example', to: 'http://localhost:8787', snippet: '<script src="/s.js"></script>', req, res })
+  const out = await new Response(new Response(page).body.pipeThrough(transform)).text()
+  assert.equal(
+    out,
+    '<html><head><title>Hi!</title></head><body class="x"><script src="/s.js"></script>Hi <a href="//localhost:8787/a">a</a> <img src="//cdn.new/i.png"> http%3A%2F%2Flocalhost%3A8787%2Fb</body></html>',
+  )
+  assert.deepEqual(calls, [{ url: '/p?q=1', method: 'GET', cookie: 'a=1', status: 201, type: 'text/html', offset: 12, string: undefined, groups: { t: 'Hi' } }])
+
+  // `paths` limit a rule to the request URLs they match; there only such rules run, as in the proxy.
+  const limited = [{ match: /x/g, replace: 'y', paths: ['/only/*'] }, { match: /x/g, replace: 'z' }]
+  const through = (url) => new Response(new Response('<body>x').body.pipeThrough(wasm.createRewriter(limited, { url, snippet: 'S' }))).text()
+  assert.equal(await through('/only/here'), '<body>y')
+  assert.equal(await through('/elsewhere'), '<body>Sz')
+})
+
+test('wasm: bad rules, options and chunks are refused naming them; a throwing function fails the stream with its message', async () => {
+  const ok = [{ match: /a/, replace: 'b' }]
+  const cases = [
+    [() => wasm.createRewriter('x'), /rules must be an array/],
+    [() => wasm.createRewriter([ok[0], { match: /(?<=a)b/, replace: '' }]), /rules\[1\]: unsupported regex feature: lookbehind/],
+    [() => wasm.createRewriter([{ match: 5, replace: '' }]), /rules\[0\]\.match must be a RegExp or a string, got a number/],
+    [() => wasm.createRewriter([{ match: 'a', replace: 'b', fn: 'c' }]), /rules\[0\] has both `replace` and `fn`/],
+    [() => wasm.createRewriter([{ match: 'a', replace: 'b', paths: [5] }]), /rules\[0\]\.paths must be a glob/],
+    [() => wasm.createRewriter([{ match: 'a', replace: 'b', paths: ['[z-a]'] }]), /rules\[0\]\.paths/],
+    [() => wasm.createRewriter([{ match: 'a', repalce: 'b' }]), /rules\[0\]: unknown key `repalce`/],
+    [() => wasm.createRewriter(ok, { form: 'https://a.example' }), /options: unknown key `form`/],
+    [() => wasm.createRewriter(ok, { from: 'https://a.example' }), /options\.from and options\.to go together/],
+    [() => wasm.createRewriter(ok, { from: 'ftp://a.example', to: 'http://b' }), /options\.from must be an http: or https: URL, got ftp:/],
+    [() => wasm.createRewriter(ok, { from: 'https://a.example', to: 'nope' }), /options\.to must be an http: or https: URL, got "nope"/],
+    [() => wasm.createRewriter(ok, { maxMatchBytes: 0 }), /options\.maxMatchBytes must be a whole number from 1/],
+    [() => wasm.createRewriter(ok, { snippet: 5 }), /options\.snippet must be a string, got a number/],
+    [() => wasm.rewrite('a', ok, { request: {} }), /context: unknown key `request`/],
+  ]
+  for (const [call, message] of cases) assert.throws(call, message)
+
+  const bad = new Response(new Response('abc').body.pipeThrough(wasm.createRewriter([{ match: /b/, replace: () => { throw new Error('boom') } }])))
+  await assert.rejects(bad.text(), /replacement function of rule \/b\/ failed: boom/)
+  const notBytes = new ReadableStream({ start: (c) => { c.enqueue(5); c.close() } })
+  await assert.rejects(new Response(notBytes.pipeThrough(wasm.createRewriter(ok))).text(), /a chunk must be a string, a Buffer or a Uint8Array, got a number/)
+  // The module still serves after errors.
+  assert.equal(wasm.rewrite('a', ok), 'b')
+})
+
+/** A free loopback port (workerd takes its listening address on the command line). */
+async function freePort() {
+  const server = net.createServer()
+  await new Promise((resolve) => server.listen(0, HOST, resolve))
+  const { port } = server.address()
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+/** workerd serving the example Worker in front of `origin`; resolves once it accepts connections. */
+async function startWorkerd(origin) {
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort()
+    const child = spawn(WORKERD, ['serve', path.join(EXAMPLE, 'config.capnp'), '--socket-addr', `http=${HOST}:${port}`], {
+      env: { ...process.env, ORIGIN: origin },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let output = ''
+    child.stdout.on('data', (d) => (output += d))
+    child.stderr.on('data', (d) => (output += d))
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    const stop = async () => {
+      child.kill('SIGTERM')
+      await withTimeout(exited, 10_000, 'workerd exit')
+    }
+    // Ready when it accepts a connection; up to 30 s for its first start (it compiles the config).
+    const deadline = Date.now() + 30_000
+    while (Date.now() < deadline && child.exitCode === null) {
+      const up = await new Promise((resolve) => {
+        const socket = net.connect(port, HOST, () => (socket.destroy(), resolve(true)))
+        socket.once('error', () => resolve(false))
+      })
+      if (up) return { url: `http://${HOST}:${port}`, host: `${HOST}:${port}`, stop }
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    await stop().catch(() => {})
+    // Another process took the port between freePort() and workerd's bind: try another.
+    if (attempt < 3 && /address already in use/i.test(output)) continue
+    throw new Error(`workerd did not start serving (exit ${child.exitCode}):\n${output}`)
+  }
+}
+
+test('wasm: the example Worker in workerd rewrites pages as the native proxy does with the same config, streamed, gzip\'d origins too', { timeout: 120_000 }, async () => {
+  const { default: config } = await import('../examples/edge-worker/devproxy.config.mjs')
+  let origin
+  const page = () =>
+    `<!doctype html><html><head><title>  Teh shop </title><link href="https://cdn.legacy.example/a.css"></head>` +
+    `<body>Teh first, Teh second <img src="https://tracker.example/p.gif"> <a href="${origin.url}/next">next</a> <a href="http://cdn.legacy.example/b">b</a></body></html>`
+  const firstBytesSeen = deferred()
+  origin = await startUpstream({
+    '/page': (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+      res.end(page())
+    },
+    '/gz': (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' })
+      res.end(zlib.gzipSync(page()))
+    },
+    // The rest of the page only once the client has the first part through the Worker.
+    '/slow': async (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' })
+      res.write('<html><head><title>Teh slow page</title></head><body>first part, ')
+      await withTimeout(firstBytesSeen.promise, 20_000, 'the first bytes through the Worker (is the body held whole?)')
+      res.end('then Teh rest</body></html>')
+    },
+    '/redirect': (req, res) => {
+      res.writeHead(302, { location: `${origin.url}/page?from=redirect` })
+      res.end()
+    },
+    '/data.css': (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/css' })
+      res.end('.a { background: url(https://cdn.legacy.example/x.png) } /* Teh */')
+    },
+  })
+  const worker = await startWorkerd(origin.url)
+  try {
+    const viaWorker = await request(`${worker.url}/page`, { headers: { accept: ACCEPT_HTML } })
+    assert.equal(viaWorker.status, 200)
+    const workerText = decodeBody(viaWorker.body, viaWorker.headers['content-encoding']).toString()
+    const nativeText = await withProxy({ proxy: origin.url, rewriteRules: config.rewriteRules, port: 0 }, async (proxy) => {
+      const res = await request(`${proxy.url}/page`, { headers: { accept: ACCEPT_HTML } })
+      return { text: decodeBody(res.body, res.headers['content-encoding']).toString(), host: new URL(proxy.url).host }
+    })
+    // The same page but for the host each one serves at.
+    assert.equal(workerText.replaceAll(worker.host, 'LOCAL'), nativeText.text.replaceAll(nativeText.host, 'LOCAL'))
+    assert.equal(
+      workerText,
+      `<!doctype html><html><head><title>The shop · /page</title><link href="https://cdn.example/a.css"></head>` +
+        `<body>Teh first, Teh second  <a href="//${worker.host}/next">next</a> <a href="https://cdn.example/b">b</a></body></html>`,
+    )
+
+    // A gzip'd origin: fetch() decodes it, the rules run, the runtime encodes the answer again.
+    const gz = await request(`${worker.url}/gz`, { headers: { accept: ACCEPT_HTML, 'accept-encoding': 'gzip' } })
+    assert.equal(gz.headers['content-encoding'], 'gzip')
+    assert.equal(zlib.gunzipSync(gz.body).toString(), workerText.replace('· /page', '· /gz'))
+
+    // Streamed: the first rewritten bytes arrive while the origin still holds the rest.
+    let first = null
+    const slow = await request(`${worker.url}/slow`, {
+      headers: { accept: ACCEPT_HTML },
+      onData: (chunk) => {
+        if (first === null) first = chunk.toString()
+        firstBytesSeen.resolve()
+      },
+    })
+    assert.match(first, /^<html><head><title>The slow page · \/slow<\/title>/)
+    assert.equal(slow.body.toString(), '<html><head><title>The slow page · /slow</title></head><body>first part, then Teh rest</body></html>')
+
+    // A redirect to the origin leads back to the Worker; other types pass untouched.
+    const redirect = await request(`${worker.url}/redirect`)
+    assert.equal(redirect.status, 302)
+    assert.equal(redirect.headers.location, `${worker.url}/page?from=redirect`)
+    const css = await request(`${worker.url}/data.css`)
+    assert.equal(css.body.toString(), '.a { background: url(https://cdn.legacy.example/x.png) } /* Teh */')
+  } finally {
+    await worker.stop()
+    await origin.close()
+  }
+})

@@ -1,0 +1,9 @@
+// devproxy-native/wasm in Node (and Deno, Bun): the module read from the package, compiled once.
+// No native code is loaded: this works under `node --no-addons`.
+
+import { readFileSync } from 'node:fs'
+import { initSync } from './pkg/devproxy_native.js'
+
+initSync({ module: readFileSync(new URL('./pkg/devproxy_native_bg.wasm', import.meta.url)) })
+
+export { createRewriter, rewrite, __rewriteEach } from './rewriter.mjs'
