@@ -43,6 +43,11 @@ test('the public API type-checks as a strict user writes it: readonly options, r
   assert.equal(result.code, 0, result.out)
 })
 
+test('devproxy-native/wasm type-checks as a Worker writes it; what the runtime refuses does not compile', async () => {
+  const result = await tsc([copy('wasm.mts')])
+  assert.equal(result.code, 0, result.out)
+})
+
 test('internals (test hooks, the native side\'s plain data, the loader\'s flavour) are not exported', async () => {
   const result = await tsc([copy('internals.mts')])
   assert.equal(result.code, 0, result.out)

@@ -164,6 +164,8 @@ pub fn rewrite_text(rules: &mut Rules, input: &str, first_string: JsValue) -> Re
     let rules = rules.for_url(None);
     let mut bytes = input.as_bytes().to_vec();
     let mut first = 0;
+    // However this ends, streams' functions get `undefined` as `string` again.
+    let mut set = None;
     // Runs of rules without functions go through the engine together; before a function rule, its
     // input becomes its `string`.
     for end in 1..=rules.len() {
@@ -178,13 +180,33 @@ pub fn rewrite_text(rules: &mut Rules, input: &str, first_string: JsValue) -> Re
                 JsValue::from_str(std::str::from_utf8(&bytes).map_err(|e| JsError::new(&e.to_string()))?)
             };
             CURRENT_STRING.with(|s| *s.borrow_mut() = string);
+            // (`_with`: a `StringReset` made and dropped here would reset the string just set.)
+            set.get_or_insert_with(|| StringReset);
         }
         // The whole string is in hand: no match is ever too long to wait for.
         bytes = rewrite::rewrite_bytes(&bytes, run, "", usize::MAX / 4).map_err(|e| JsError::new(&e.to_string()))?;
         first = end;
     }
-    CURRENT_STRING.with(|s| *s.borrow_mut() = JsValue::UNDEFINED);
+    drop(set);
     String::from_utf8(bytes).map_err(|e| JsError::new(&e.to_string()))
+}
+
+/// Puts `CURRENT_STRING` back to `undefined` when dropped.
+struct StringReset;
+
+impl Drop for StringReset {
+    fn drop(&mut self) {
+        CURRENT_STRING.with(|s| *s.borrow_mut() = JsValue::UNDEFINED);
+    }
+}
+
+/// Test hook, not part of the API: how many replacement functions live rules hold.
+#[wasm_bindgen(js_name = __liveFunctions)]
+pub fn live_functions() -> usize {
+    FUNCTIONS.with(|f| {
+        let slots = f.borrow();
+        slots.functions.len() - slots.free.len()
+    })
 }
 
 thread_local! {
