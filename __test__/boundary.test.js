@@ -162,7 +162,9 @@ test('addRuleAsync and start() compile a large rule off the JS thread; addRule b
         await s.stop()
       })
       t.diagnostic(`addRule: event loop blocked ${sync.maxLag.toFixed(0)} ms; addRuleAsync: ${asyncAdd.ms.toFixed(0)} ms total, max lag ${asyncAdd.maxLag.toFixed(0)} ms; start(): ${started.ms.toFixed(0)} ms, max lag ${started.maxLag.toFixed(0)} ms`)
-      assert.ok(sync.maxLag > 100, `the rule compiles too fast to show anything (${sync.maxLag.toFixed(0)} ms)`)
+      // Only a precondition: the compile must take long enough for the ratios below to rise above the
+      // 2 ms ticks' noise. About 500 ms here; 30 ms leaves room for a machine many times faster.
+      assert.ok(sync.maxLag > 30, `the rule compiles too fast to show anything (${sync.maxLag.toFixed(0)} ms)`)
       assert.ok(asyncAdd.maxLag < sync.maxLag / 4, `addRuleAsync blocked the event loop ${asyncAdd.maxLag.toFixed(0)} ms`)
       assert.ok(started.maxLag < sync.maxLag / 4, `start() blocked the event loop ${started.maxLag.toFixed(0)} ms`)
       await assert.rejects(server.addRuleAsync({ match: /a(?=b)/g, replace: 'x' }), /^Error: rule: .*lookahead/)

@@ -9,6 +9,8 @@ const os = require('node:os')
 const path = require('node:path')
 const http2 = require('node:http2')
 const net = require('node:net')
+const tls = require('node:tls')
+const { once } = require('node:events')
 const WebSocket = require('ws')
 const selfsigned = require('selfsigned')
 const { lib, startUpstream, request, withProxy, withTimeout, spawnNode, ACCEPT_HTML } = require('./helpers')
@@ -69,6 +71,23 @@ function certificate(ca) {
     extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
     ...(ca ? { ca: { key: ca.private, cert: ca.cert } } : {}),
   })
+}
+
+/** The certificates of `pem`, as DER, in order. */
+function ders(pem) {
+  return [...pem.matchAll(/-----BEGIN CERTIFICATE-----([\s\S]+?)-----END CERTIFICATE-----/g)].map((m) => Buffer.from(m[1].replace(/\s+/g, ''), 'base64'))
+}
+
+/** The chain the server at `port` sends in its TLS handshake, as DER, leaf first (linked by issuer). */
+async function servedChain(port) {
+  const socket = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false })
+  await withTimeout(once(socket, 'secureConnect'), 10000, 'TLS handshake')
+  const chain = []
+  for (let cert = socket.getPeerCertificate(true); cert && cert.raw && !chain.some((der) => der.equals(cert.raw)); cert = cert.issuerCertificate) {
+    chain.push(cert.raw)
+  }
+  socket.destroy()
+  return chain
 }
 
 /** `start()` must reject with a message matching every regex; returns the error. */
@@ -170,16 +189,26 @@ test('https: { key, cert } serves the given PEM files; server.certificate is the
   await withProxy({ proxy: up.url, port: 0, https: { key, cert } }, async (server) => {
     assert.match(server.url, /^https:/)
     assert.equal(server.certificate.trim(), pems.cert.trim())
+    // What the handshake sends is that certificate.
+    assert.deepEqual(await servedChain(server.port), ders(pems.cert))
     const res = await request(`${server.url}/page`, { headers: { accept: ACCEPT_HTML }, ca: pems.cert })
     assert.equal(res.body.toString(), `<html><body><a href="//127.0.0.1:${server.port}/next">next</a></body></html>`)
   })
-  // `ca` (Browsersync's): certificates sent after `cert`
-  const extra = await certificate()
-  const ca = path.join(dir, 'extra.pem')
-  fs.writeFileSync(ca, extra.cert)
-  await withProxy({ proxy: up.url, port: 0, https: { key, cert, ca: [ca] } }, async (server) => {
-    assert.equal(server.certificate, pems.cert + extra.cert)
-    const res = await request(`${server.url}/page`, { headers: { accept: ACCEPT_HTML }, ca: pems.cert })
+  // `ca` (Browsersync's): certificates sent after `cert`. Here the issuer of a leaf it signed: the
+  // handshake must send the leaf, then it.
+  const issuer = await certificate()
+  const leaf = await certificate(issuer)
+  const leafKey = path.join(dir, 'leaf-key.pem')
+  const leafCert = path.join(dir, 'leaf.pem')
+  const ca = path.join(dir, 'issuer.pem')
+  fs.writeFileSync(leafKey, leaf.private)
+  fs.writeFileSync(leafCert, leaf.cert)
+  fs.writeFileSync(ca, issuer.cert)
+  await withProxy({ proxy: up.url, port: 0, https: { key: leafKey, cert: leafCert, ca: [ca] } }, async (server) => {
+    assert.equal(server.certificate, leaf.cert + issuer.cert)
+    const sent = await servedChain(server.port)
+    assert.deepEqual(sent, [...ders(leaf.cert), ...ders(issuer.cert)], 'the handshake sends the leaf, then the `ca` certificate')
+    const res = await request(`${server.url}/page`, { headers: { accept: ACCEPT_HTML }, ca: issuer.cert })
     assert.equal(res.status, 200)
   })
 })

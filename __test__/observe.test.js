@@ -226,6 +226,40 @@ test('onRequest: a throwing callback costs its own record only; a non-function i
   await assert.rejects(start({ proxy: up.url, port: 0, onRequest: 'yes' }), /option `onRequest` must be a function, got string/)
 })
 
+test('onRequest never holds up the proxy: with Node\'s thread blocked, a client in another process gets 5,000 answers; records past 4096 waiting are dropped and counted', async () => {
+  const child = spawnNode(path.join(__dirname, 'fixtures', 'load-child.js'))
+  const flag = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'devproxy-load-')), 'done')
+  const COUNT = 5000
+  try {
+    const { url } = await child.next('upstream')
+    let received = 0
+    await withProxy({ proxy: url, port: 0, onRequest: () => received++ }, async (server) => {
+      child.send({ type: 'fire', url: `${server.url}/x`, count: COUNT, concurrency: 32, flag })
+      // This thread, which runs onRequest, is blocked until the child has every answer (a 90 s guard).
+      const deadline = Date.now() + 90_000
+      while (!fs.existsSync(flag) && Date.now() < deadline);
+      assert.ok(fs.existsSync(flag), 'the child did not get its answers while Node\'s thread was blocked')
+      const fired = JSON.parse(fs.readFileSync(flag, 'utf8'))
+      assert.deepEqual({ ok: fired.ok, failed: fired.failed }, { ok: COUNT, failed: 0 })
+      // Then every record is either delivered or counted as dropped.
+      await withTimeout(
+        (async () => {
+          while (received + server.stats().droppedRecords < COUNT) await new Promise((resolve) => setTimeout(resolve, 20))
+        })(),
+        20_000,
+        'records delivered or counted',
+      )
+      const dropped = server.stats().droppedRecords
+      // 4096 wait in the queue, and at most one batch of 256 was on its way to JS.
+      assert.ok(received >= 4096 && received <= 4096 + 256, `${received} records delivered`)
+      assert.equal(received + dropped, COUNT)
+      assert.equal(server.stats().requests, COUNT)
+    })
+  } finally {
+    child.kill()
+  }
+})
+
 test('onRequest: a middleware\'s own answer is recorded as such; one passed on with next() once, as the proxy\'s', async () => {
   const c = collector()
   const middleware = [{ route: '/mw', handle: (req, res) => res.end('from middleware') }, (req, res, next) => next()]

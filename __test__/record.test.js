@@ -9,9 +9,9 @@ const http = require('node:http')
 const os = require('node:os')
 const path = require('node:path')
 const zlib = require('node:zlib')
-const { execFile } = require('node:child_process')
+const { execFile, spawnSync } = require('node:child_process')
 const { performance } = require('node:perf_hooks')
-const { ROOT, lib, startUpstream, request, withProxy, withTimeout, mulberry32, decodeBody } = require('./helpers.js')
+const { ROOT, lib, startUpstream, request, withProxy, withTimeout, mulberry32, decodeBody, deferred } = require('./helpers.js')
 
 const OPENAI_KEY = 'sk-proj-TESTKEYabcdefghijklmnopqrstuvwxyz0123'
 const ANTHROPIC_KEY = 'sk-ant-api03-TESTKEYabcdefghijklmnopqrstuvwxyz'
@@ -36,8 +36,11 @@ async function written(server, n, label = 'recording') {
   )
 }
 
-/** An SSE upstream route: `events` written one `res.write` each, `gaps[i]` ms apart; records send times. */
-function sseRoute(events, gaps, sent, { gzip = false } = {}) {
+/**
+ * An SSE upstream route: `events` written one `res.write` each, `gaps[i]` ms apart; records send times.
+ * `before(i)`, when given, is awaited before event i is written (a test's gate).
+ */
+function sseRoute(events, gaps, sent, { gzip = false, before } = {}) {
   return (req, res) => {
     const t0 = performance.now()
     req.resume()
@@ -51,6 +54,7 @@ function sseRoute(events, gaps, sent, { gzip = false } = {}) {
       }
       res.writeHead(200, headers)
       for (let i = 0; i < events.length; i++) {
+        if (before) await before(i)
         await new Promise((r) => setTimeout(r, gaps[i]))
         sent.push({ at: performance.now() - t0, abs: performance.now() })
         out.write(events[i])
@@ -88,7 +92,15 @@ test('an OpenAI-style stream is teed: the client gets each event at once, the ca
   const events = openaiEvents(40)
   const gaps = events.map(() => 15 + Math.floor(rnd() * 46))
   const sent = []
-  const upstream = await startUpstream({ '/v1/chat/completions': sseRoute(events, gaps, sent) })
+  // Lockstep: the upstream writes an event only once the client has the one before, so a proxy (or a
+  // recording tee) that held an event back would stall the stream; each wait is guarded, and noted.
+  const got = events.map(() => deferred())
+  const stalls = []
+  const before = async (i) => {
+    if (i === 0) return
+    await withTimeout(got[i - 1].promise, 10000, `event ${i - 1}`).catch(() => stalls.push(i - 1))
+  }
+  const upstream = await startUpstream({ '/v1/chat/completions': sseRoute(events, gaps, sent, { before }) })
   try {
     await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
       const arrivals = []
@@ -103,17 +115,14 @@ test('an OpenAI-style stream is teed: the client gets each event at once, the ca
           // Count whole events received so far; note when each one completed.
           while (arrivals.length < events.length && received.length >= events.slice(0, arrivals.length + 1).join('').length) {
             arrivals.push(performance.now())
+            got[arrivals.length - 1].resolve()
           }
         },
       })
       assert.equal(res.status, 200)
       assert.equal(res.body.toString(), events.join(''), 'the client got every event unchanged')
-      // Not held back: events reach the client before the upstream writes the one after the next. The
-      // upstream and the client share this process's event loop, so a pause of it (GC, a loaded
-      // machine) can delay one reading; a proxy that buffered would make them all late.
-      const late = []
-      for (let i = 0; i + 2 < events.length; i++) if (arrivals[i] >= sent[i + 2].abs) late.push(i)
-      assert.ok(late.length <= 3, `events ${late} reached the client after the upstream sent the one after the next`)
+      // Not held back: each event reached the client before the upstream wrote the next.
+      assert.deepEqual(stalls, [], 'events held back by the proxy until the upstream wrote more')
       await written(server, 1)
       assert.equal(server.recording().written, 1)
     })
@@ -411,6 +420,93 @@ test('recording a 50 MiB download keeps memory bounded and writes it whole', asy
   }
 })
 
+test('a cassette writer slower than the proxy: the download waits for it, and every chunk is recorded once, in order', { skip: process.platform === 'win32' }, async () => {
+  const KiB = 1024
+  // Each 64 KiB piece of the second download is different: a chunk lost or written twice shows.
+  const piece = (i) => Buffer.from(`<${String(i).padStart(6, '0')}>`.padEnd(64 * KiB, String.fromCharCode(97 + (i % 26))))
+  const PIECES = 256 // 16 MiB, far more than the recording's channel holds (32 chunks)
+  const upstream = await startUpstream({
+    '/first': (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      res.end('x'.repeat(512 * KiB))
+    },
+    '/second': async (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      for (let i = 0; i < PIECES; i++) {
+        if (!res.write(piece(i))) await new Promise((r) => res.once('drain', r))
+      }
+      res.end()
+    },
+  })
+  // The cassette is a pipe this test reads only when it chooses: until then the writer thread is stuck
+  // in write() (the first exchange's lines are far more than a pipe holds).
+  const dir = tempDir()
+  const fifo = path.join(dir, 'slow.jsonl')
+  assert.equal(spawnSync('mkfifo', [fifo]).status, 0, 'mkfifo')
+  const fd = fs.openSync(fifo, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK)
+  const read = []
+  const drain = () => {
+    const buffer = Buffer.alloc(256 * KiB)
+    for (;;) {
+      let n
+      try {
+        n = fs.readSync(fd, buffer)
+      } catch (err) {
+        if (err.code === 'EAGAIN') return
+        throw err
+      }
+      if (n === 0) return
+      read.push(Buffer.from(buffer.subarray(0, n)))
+    }
+  }
+  const ends = () => Buffer.concat(read).toString().split('\n').filter((l) => l.includes('"type":"end"')).length
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: fifo } }, async (server) => {
+      assert.equal((await request(`${server.url}/first`)).body.length, 512 * KiB)
+      let received = 0
+      const second = request(`${server.url}/second`, { collect: false, timeout: 120000, onData: (c) => (received += c.length) })
+      // Until the pipe is read, the download stops short: the proxy waits for the writer.
+      let last = -1
+      await withTimeout(
+        (async () => {
+          while (received !== last || received === 0) {
+            last = received
+            await new Promise((r) => setTimeout(r, 300))
+          }
+        })(),
+        30000,
+        'the download to stall behind the writer',
+      )
+      assert.ok(received < PIECES * 64 * KiB, `the whole download (${received} bytes) went through while the writer was stuck`)
+      // Read the pipe, a little at a time, until both exchanges have ended in it.
+      await withTimeout(
+        (async () => {
+          while (ends() < 2) {
+            drain()
+            await new Promise((r) => setTimeout(r, 5))
+          }
+        })(),
+        60000,
+        'both exchanges written',
+      )
+      await second
+      assert.equal(received, PIECES * 64 * KiB)
+    })
+  } finally {
+    drain()
+    fs.closeSync(fd)
+    await upstream.close()
+  }
+  const all = Buffer.concat(read).toString().split('\n').filter(Boolean).map((l) => JSON.parse(l))
+  const id = all.find((l) => l.type === 'request' && l.url === '/second').id
+  const bodyLines = all.filter((l) => l.type === 'body' && l.id === id)
+  assert.deepEqual(bodyLines.map((l) => l.chunk), bodyLines.map((_, i) => i), 'each upstream chunk once, in order')
+  const text = bodyLines.map((l) => l.text).join('')
+  const expected = Array.from({ length: PIECES }, (_, i) => piece(i).toString()).join('')
+  assert.equal(text.length, expected.length, 'the recorded body has every byte')
+  assert.ok(text === expected, 'the recorded body is the download, chunk for chunk')
+})
+
 test('a client that goes away before the response head still ends its exchange in the cassette', async () => {
   const waiting = []
   const upstream = await startUpstream({ '/slow': (req, res) => waiting.push(res) }) // answers when told
@@ -566,6 +662,48 @@ test("replay onMiss 'record': a miss goes to the target and is appended with a n
     assert.equal((await post(server, 3)).status, 404, 'anything else still misses')
   })
   assert.equal(hits, 3)
+})
+
+test("replay onMiss 'record': a miss refused for a key-shaped string is not written, so it reaches the target each time", async () => {
+  let hits = 0
+  const upstream = await startUpstream({
+    '/v1/echo': (req, res) => {
+      const chunks = []
+      req.on('data', (c) => chunks.push(c))
+      req.on('end', () => {
+        hits++
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end(JSON.stringify({ got: JSON.parse(Buffer.concat(chunks).toString()) }))
+      })
+    },
+  })
+  const cassette = path.join(tempDir(), 'refused-miss.jsonl')
+  const post = (server, body) => request(`${server.url}/v1/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  try {
+    // A cassette of one exchange, recorded the ordinary way.
+    await withProxy({ proxy: upstream.url, port: 0, record: { path: cassette } }, async (server) => {
+      await post(server, { q: 'seed' })
+      await written(server, 1)
+    })
+    hits = 0
+    await withProxy({ proxy: upstream.url, port: 0, replay: { path: cassette, speed: 0, onMiss: 'record' } }, async (server) => {
+      const secret = { q: 'mine', key: OPENAI_KEY }
+      assert.equal((await post(server, secret)).status, 200)
+      assert.equal(hits, 1)
+      // A plain miss after it: once it is in the file, the writer has settled the first one too (in order).
+      assert.equal((await post(server, { q: 'plain' })).status, 200)
+      await ended(cassette, 2, 'the plain miss appended')
+      assert.deepEqual(JSON.parse((await post(server, secret)).body), { got: secret }, 'the refused miss is answered')
+      assert.equal(hits, 3, 'the refused miss reached the target again')
+      assert.deepEqual(JSON.parse((await post(server, { q: 'plain' })).body), { got: { q: 'plain' } })
+      assert.equal(hits, 3, 'the plain miss, written, is replayed')
+    })
+  } finally {
+    await upstream.close()
+  }
+  const text = fs.readFileSync(cassette, 'utf8')
+  assert.ok(!text.includes('TESTKEY'), 'the key is nowhere in the cassette')
+  assert.deepEqual(lines(cassette).filter((l) => l.type === 'request').map((l) => JSON.parse(l.body.text)), [{ q: 'seed' }, { q: 'plain' }])
 })
 
 test('routes[prefix].record records only that route, to its own cassette; a bad one is refused naming it', async () => {

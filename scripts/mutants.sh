@@ -1,0 +1,62 @@
+#!/bin/sh
+# Mutation testing, scoped by file: does some test fail when this line's promise breaks? Not part of CI
+# (each Rust mutant is a rebuild, each JS mutant a test run: hours for every file on two cores).
+#
+#   npm run mutants -- src/security.rs lib/rules.js   # those files
+#   npm run mutants                                    # every file docs/mutants.md tracks
+#
+# Rust files: cargo-mutants (installed here when missing) with the core's own tests, `cargo test
+# --no-default-features` (the Node tests need the addon rebuilt per mutant; they are not run).
+# lib/ files: StrykerJS with the command runner, running the __test__ files that exercise that file
+# (TESTS below). Reports: target/mutants/<file>/ (cargo-mutants' outcomes.json, caught.txt,
+# missed.txt...) and reports/mutation/<file>.html (Stryker).
+set -eu
+cd "$(dirname "$0")/.."
+
+FILES="${*:-src/security.rs src/local_files.rs src/cassette/redact.rs src/cassette/record.rs src/cassette/record/writer.rs src/cassette/record/body_line.rs src/cassette/replay/matching.rs src/observe/mask.rs src/headers.rs lib/browser-sync.js lib/hooks.js lib/middleware.js lib/rules.js}"
+
+# The __test__ files that exercise each lib/ file.
+tests_for() {
+  case "$1" in
+    lib/rules.js) echo "__test__/rewrite.test.js __test__/proxy.test.js" ;;
+    lib/hooks.js) echo "__test__/hooks.test.js" ;;
+    lib/middleware.js) echo "__test__/middleware.test.js" ;;
+    lib/browser-sync.js | lib/browser-sync-site.js | lib/browser-sync-options.js)
+      echo "__test__/adapter.test.js __test__/adapter-options.test.js __test__/adapter-instance.test.js" ;;
+    lib/cli.js) echo "__test__/cli.test.js" ;;
+    lib/start.js | lib/server.js) echo "__test__/lifecycle.test.js __test__/options.test.js" ;;
+    lib/js-thread.js) echo "__test__/fairness.test.js __test__/boundary.test.js" ;;
+    *) echo "no tests are mapped to $1 (scripts/mutants.sh, tests_for)" >&2; exit 2 ;;
+  esac
+}
+
+for file in $FILES; do
+  name=$(echo "$file" | tr '/' '_')
+  case "$file" in
+    *.rs)
+      if ! cargo mutants --version >/dev/null 2>&1; then cargo install cargo-mutants --locked; fi
+      cargo mutants --no-default-features --file "$file" --output "target/mutants/$name" --timeout-multiplier 3 || true
+      ;;
+    lib/*.js)
+      [ -f binding.js ] || { echo "build the addon first (npm run build)" >&2; exit 2; }
+      mkdir -p reports/mutation
+      config="reports/mutation/$name.conf.json"
+      cat > "$config" <<JSON
+{
+  "\$schema": "../../node_modules/@stryker-mutator/core/schema/stryker-schema.json",
+  "mutate": ["$file"],
+  "testRunner": "command",
+  "commandRunner": { "command": "node --test --test-concurrency=1 $(tests_for "$file")" },
+  "concurrency": 1,
+  "timeoutMS": 120000,
+  "reporters": ["clear-text", "html", "json"],
+  "htmlReporter": { "fileName": "reports/mutation/$name.html" },
+  "jsonReporter": { "fileName": "reports/mutation/$name.json" },
+  "ignorePatterns": ["target", "fuzz", "benches", "demo", "docs", "examples", "npm", "wasm/pkg", "reports"]
+}
+JSON
+      npx stryker run "$config" || true
+      ;;
+    *) echo "not a Rust or lib/ file: $file" >&2; exit 2 ;;
+  esac
+done
