@@ -73,6 +73,19 @@ function certificate(ca) {
   })
 }
 
+/** A certificate authority (`basicConstraints` cA) named `name`, to sign leaves with `certificate(ca)`. */
+function authority(name) {
+  return selfsigned.generate([{ name: 'commonName', value: name }], {
+    keyType: 'ec',
+    algorithm: 'sha256',
+    notAfterDate: new Date(Date.now() + 24 * 3600 * 1000),
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+    ],
+  })
+}
+
 /** The certificates of `pem`, as DER, in order. */
 function ders(pem) {
   return [...pem.matchAll(/-----BEGIN CERTIFICATE-----([\s\S]+?)-----END CERTIFICATE-----/g)].map((m) => Buffer.from(m[1].replace(/\s+/g, ''), 'base64'))
@@ -196,7 +209,7 @@ test('https: { key, cert } serves the given PEM files; server.certificate is the
   })
   // `ca` (Browsersync's): certificates sent after `cert`. Here the issuer of a leaf it signed: the
   // handshake must send the leaf, then it.
-  const issuer = await certificate()
+  const issuer = await authority('devproxy test intermediate')
   const leaf = await certificate(issuer)
   const leafKey = path.join(dir, 'leaf-key.pem')
   const leafCert = path.join(dir, 'leaf.pem')
@@ -342,15 +355,7 @@ test('WebSockets through an https proxy (wss:// on an HTTP/1.1 TLS connection)',
 })
 
 test('upstream certificates from a local CA: 502 naming proxy.secure: false and NODE_EXTRA_CA_CERTS, trusted through NODE_EXTRA_CA_CERTS', async () => {
-  const ca = await selfsigned.generate([{ name: 'commonName', value: 'devproxy test local CA' }], {
-    keyType: 'ec',
-    algorithm: 'sha256',
-    notAfterDate: new Date(Date.now() + 24 * 3600 * 1000),
-    extensions: [
-      { name: 'basicConstraints', cA: true, critical: true },
-      { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
-    ],
-  })
+  const ca = await authority('devproxy test local CA')
   const leaf = await certificate(ca)
   const caFile = path.join(dir, 'local-ca.pem')
   fs.writeFileSync(caFile, ca.cert)
