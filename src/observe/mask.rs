@@ -238,5 +238,8 @@ mod tests {
             "upstream body of http://127.0.0.1:9/a?access_token=[redacted]&ok=1 failed ([redacted])"
         );
         assert!(matches!(mask_text("GET /a?x=1 -> 200"), Cow::Borrowed(_)));
+        // A value that runs to the end of the line (a mutant that let it run past the end was missed).
+        assert_eq!(mask_text("proxying /v1/models?api_key=s3cr3t"), "proxying /v1/models?api_key=[redacted]");
+        assert_eq!(mask_text("GET /a?x=1&token="), "GET /a?x=1&token=", "an empty value stays empty");
     }
 }
