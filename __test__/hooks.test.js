@@ -27,6 +27,41 @@ routes['/other-path'] = (req, res) => {
   res.end('other ' + req.url)
 }
 
+test('proxyReq: repeated headers as Node folds them (req.headers: cookies with "; ", others with ", "; getHeader: every value); null and undefined values', async () => {
+  const seen = []
+  const proxy = {
+    target: up.url,
+    proxyReq: [
+      (proxyReq, req) => {
+        seen.push({ headers: req.headers, multi: proxyReq.getHeader('X-Multi'), missing: proxyReq.getHeader('x-missing') })
+        assert.throws(() => proxyReq.setHeader('x-undefined', undefined), /proxyReq\.setHeader\('x-undefined'\): value is undefined/)
+        proxyReq.setHeader('x-null', null)
+        proxyReq.setHeader('x-list', ['p', 'q'])
+      },
+    ],
+  }
+  await withProxy({ proxy, port: 0 }, async (server) => {
+    const n = up.requests.length
+    const res = await request(server.url + '/echo', {
+      // Raw pairs, repeats kept (Node adds no Host to an array: it is given).
+      headers: ['Host', new URL(server.url).host, 'Cookie', 'a=1', 'x-multi', '1', 'cookie', 'b=2', 'X-Multi', '2', 'x-one', 'only'],
+    })
+    assert.equal(res.status, 200)
+    assert.equal(seen.length, 1)
+    const { headers, multi, missing } = seen[0]
+    assert.equal(headers.cookie, 'a=1; b=2')
+    assert.equal(headers['x-multi'], '1, 2')
+    assert.equal(headers['x-one'], 'only')
+    assert.deepEqual(multi, ['1', '2'])
+    assert.equal(missing, undefined)
+    const raw = up.requests[n].rawHeaders
+    const values = (name) => raw.flatMap((v, i) => (i % 2 === 0 && v.toLowerCase() === name ? [raw[i + 1]] : []))
+    assert.deepEqual(values('x-list'), ['p', 'q'], 'an array value is one header each')
+    assert.deepEqual(values('x-null'), [], 'a null value sends no header')
+    assert.deepEqual(values('x-multi'), ['1', '2'])
+  })
+})
+
 test('proxyReq: a header set, one removed and the path changed reach the upstream; the client request is passed as req', async () => {
   const seen = []
   const proxy = {

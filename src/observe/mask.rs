@@ -241,5 +241,8 @@ mod tests {
         // A value that runs to the end of the line (a mutant that let it run past the end was missed).
         assert_eq!(mask_text("proxying /v1/models?api_key=s3cr3t"), "proxying /v1/models?api_key=[redacted]");
         assert_eq!(mask_text("GET /a?x=1&token="), "GET /a?x=1&token=", "an empty value stays empty");
+        // A key inside a secret parameter's value, or starting with it: redacted once.
+        assert_eq!(mask_text("GET /a?token=x-sk-abcdefghij0123456789xyz ok"), "GET /a?token=[redacted] ok");
+        assert_eq!(mask_text("GET /a?api_key=sk-abcdefghij0123456789xyz"), "GET /a?api_key=[redacted]");
     }
 }
