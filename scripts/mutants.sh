@@ -3,6 +3,7 @@
 # (each Rust mutant is a rebuild, each JS mutant a test run: hours for every file on two cores).
 #
 #   npm run mutants -- src/security.rs lib/rules.js   # those files
+#   npm run mutants -- lib/hooks.js:12-70             # lines of a lib/ file (Stryker's mutation range)
 #   npm run mutants                                    # every file docs/mutants.md tracks
 #
 # Rust files: cargo-mutants (installed here when missing) with the core's own tests, `cargo test
@@ -31,13 +32,13 @@ tests_for() {
 }
 
 for file in $FILES; do
-  name=$(echo "$file" | tr '/' '_')
+  name=$(echo "$file" | tr '/:' '__')
   case "$file" in
     *.rs)
       if ! cargo mutants --version >/dev/null 2>&1; then cargo install cargo-mutants --locked; fi
       cargo mutants --no-default-features --file "$file" --output "target/mutants/$name" --timeout-multiplier 3 || true
       ;;
-    lib/*.js)
+    lib/*.js | lib/*.js:*)
       [ -f binding.js ] || { echo "build the addon first (npm run build)" >&2; exit 2; }
       mkdir -p reports/mutation
       config="reports/mutation/$name.conf.json"
@@ -46,7 +47,7 @@ for file in $FILES; do
   "\$schema": "../../node_modules/@stryker-mutator/core/schema/stryker-schema.json",
   "mutate": ["$file"],
   "testRunner": "command",
-  "commandRunner": { "command": "node --test --test-concurrency=1 $(tests_for "$file")" },
+  "commandRunner": { "command": "node --test --test-concurrency=1 $(tests_for "${file%%:*}")" },
   "concurrency": 1,
   "timeoutMS": 120000,
   "reporters": ["clear-text", "html", "json"],

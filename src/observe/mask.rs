@@ -244,5 +244,8 @@ mod tests {
         // A key inside a secret parameter's value, or starting with it: redacted once.
         assert_eq!(mask_text("GET /a?token=x-sk-abcdefghij0123456789xyz ok"), "GET /a?token=[redacted] ok");
         assert_eq!(mask_text("GET /a?api_key=sk-abcdefghij0123456789xyz"), "GET /a?api_key=[redacted]");
+        // The memchr pre-check lets text through when any start byte is there: a key with no `b`/`B`.
+        assert_eq!(find_key(b"x sk-CDEFGHIJKLMNOPQRSTU0123 y"), Some("an OpenAI key (sk-...)"));
+        assert_eq!(find_key(b"nothing to see"), None);
     }
 }
