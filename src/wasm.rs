@@ -24,7 +24,7 @@ pub struct Rules {
     snippet: Option<Rule>,
     /// The link rewrite of the origin pages are fetched from, which runs last.
     links: Vec<Rule>,
-    /// `user` grouped as the engine runs them, made at the first body.
+    /// The rules of `user` without `paths`, grouped as the engine runs them; made at the first body.
     grouped: Option<Vec<Rule>>,
 }
 
