@@ -310,11 +310,17 @@ test('the host check applies to the inspector: a rebound Host gets 403 for the p
 
 test('api/rules answers the per-rule table as JSON; stop() ends an open event stream', async () => {
   const upstream = await startUpstream({ '/page': page })
-  const server = await lib().start({ proxy: upstream.url, port: 0, quiet: true })
+  const rewriteRules = [{ match: /h/g, replace: 'H' }, { match: 'never there', replace: 'x' }]
+  const server = await lib().start({ proxy: upstream.url, port: 0, quiet: true, rewriteRules })
   try {
+    // Two pages: the table counts each rule's matches over both (rules that never matched are not listed).
+    for (let i = 0; i < 2; i++) await get(server, '/page', { accept: 'text/html' })
     const rules = await get(server, '/__devproxy/api/rules')
     assert.equal(rules.status, 200)
-    assert.ok(Array.isArray(rules.json.rules))
+    const table = rules.json.rules.map((r) => ({ rule: r.rule, matches: r.matches }))
+    assert.deepEqual(table, server.stats().rules.map((r) => ({ rule: r.rule, matches: r.matches })), 'the same table as stats()')
+    const count = '<html><body>hi</body></html>'.split('h').length - 1
+    assert.deepEqual(table, [{ rule: '/h/g', matches: 2 * count }])
     const events = await openEvents(server)
     await events.next((e) => e.event === 'snapshot')
     const ended = new Promise((resolve) => events.res.on('end', resolve))
