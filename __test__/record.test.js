@@ -603,19 +603,28 @@ async function ended(file, n, label) {
   )
 }
 
-test("replay onMiss 'record': a miss goes to the target and is appended with a new id, secrets redacted; it replays from then on", async () => {
-  let hits = 0
+/**
+ * An upstream whose `/v1/echo` answers `answer(body, hit)` as JSON: the request's JSON body and the
+ * count of requests so far, kept in `upstream.hits` (which a test may reset).
+ */
+async function echoUpstream(answer) {
   const upstream = await startUpstream({
     '/v1/echo': (req, res) => {
       const chunks = []
       req.on('data', (c) => chunks.push(c))
       req.on('end', () => {
-        hits++
+        upstream.hits++
         res.writeHead(200, { 'content-type': 'application/json' })
-        res.end(JSON.stringify({ hit: hits, got: JSON.parse(Buffer.concat(chunks).toString()) }))
+        res.end(JSON.stringify(answer(JSON.parse(Buffer.concat(chunks).toString()), upstream.hits)))
       })
     },
   })
+  upstream.hits = 0
+  return upstream
+}
+
+test("replay onMiss 'record': a miss goes to the target and is appended with a new id, secrets redacted; it replays from then on", async () => {
+  const upstream = await echoUpstream((got, hit) => ({ hit, got }))
   const cassette = path.join(tempDir(), 'update.jsonl')
   const post = (server, q, headers = {}) =>
     request(`${server.url}/v1/echo`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ q }) })
@@ -633,11 +642,11 @@ test("replay onMiss 'record': a miss goes to the target and is appended with a n
       assert.deepEqual(first, { hit: 1, got: { q: 1 } }, 'a hit is answered from the cassette')
       const missed = JSON.parse((await post(server, 2, secrets)).body)
       assert.deepEqual(missed, { hit: 2, got: { q: 2 } }, 'a miss goes to the target, its body as sent')
-      assert.equal(hits, 2)
+      assert.equal(upstream.hits, 2)
       await ended(cassette, 2, 'the miss appended')
       const again = JSON.parse((await post(server, 2, secrets)).body)
       assert.deepEqual(again, missed, 'the recorded miss is replayed for an identical request')
-      assert.equal(hits, 2, 'the identical request did not reach the target')
+      assert.equal(upstream.hits, 2, 'the identical request did not reach the target')
       server.passthrough()
       assert.equal(JSON.parse((await post(server, 3)).body).hit, 3, 'passthrough proxies again')
       answers = [first, missed]
@@ -661,22 +670,11 @@ test("replay onMiss 'record': a miss goes to the target and is appended with a n
     assert.deepEqual(JSON.parse((await post(server, 2)).body), answers[1])
     assert.equal((await post(server, 3)).status, 404, 'anything else still misses')
   })
-  assert.equal(hits, 3)
+  assert.equal(upstream.hits, 3)
 })
 
 test("replay onMiss 'record': a miss refused for a key-shaped string is not written, so it reaches the target each time", async () => {
-  let hits = 0
-  const upstream = await startUpstream({
-    '/v1/echo': (req, res) => {
-      const chunks = []
-      req.on('data', (c) => chunks.push(c))
-      req.on('end', () => {
-        hits++
-        res.writeHead(200, { 'content-type': 'application/json' })
-        res.end(JSON.stringify({ got: JSON.parse(Buffer.concat(chunks).toString()) }))
-      })
-    },
-  })
+  const upstream = await echoUpstream((got) => ({ got }))
   const cassette = path.join(tempDir(), 'refused-miss.jsonl')
   const post = (server, body) => request(`${server.url}/v1/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
   try {
@@ -685,18 +683,18 @@ test("replay onMiss 'record': a miss refused for a key-shaped string is not writ
       await post(server, { q: 'seed' })
       await written(server, 1)
     })
-    hits = 0
+    upstream.hits = 0
     await withProxy({ proxy: upstream.url, port: 0, replay: { path: cassette, speed: 0, onMiss: 'record' } }, async (server) => {
       const secret = { q: 'mine', key: OPENAI_KEY }
       assert.equal((await post(server, secret)).status, 200)
-      assert.equal(hits, 1)
+      assert.equal(upstream.hits, 1)
       // A plain miss after it: once it is in the file, the writer has settled the first one too (in order).
       assert.equal((await post(server, { q: 'plain' })).status, 200)
       await ended(cassette, 2, 'the plain miss appended')
       assert.deepEqual(JSON.parse((await post(server, secret)).body), { got: secret }, 'the refused miss is answered')
-      assert.equal(hits, 3, 'the refused miss reached the target again')
+      assert.equal(upstream.hits, 3, 'the refused miss reached the target again')
       assert.deepEqual(JSON.parse((await post(server, { q: 'plain' })).body), { got: { q: 'plain' } })
-      assert.equal(hits, 3, 'the plain miss, written, is replayed')
+      assert.equal(upstream.hits, 3, 'the plain miss, written, is replayed')
     })
   } finally {
     await upstream.close()
