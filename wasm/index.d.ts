@@ -1,41 +1,10 @@
 // devproxy-native/wasm: the proxy's rewrite engine as WebAssembly (no native code), for edge runtimes
 // (Cloudflare Workers / workerd), Node, Deno and bundlers that import `.wasm` files as modules.
 
-/** What rule functions get as `req`: Browsersync's request, reduced to what a rule reads. */
-export interface RuleRequest {
-  /** Path and query. */
-  url: string
-  method: string
-  /** Lower-case names; repeated headers folded as Node folds them. */
-  headers: Record<string, string | string[]>
-  rawHeaders: string[]
-}
+// The rule shapes are the proxy's own (`rewriteRules`): one declaration for both.
+import type { ReplaceFunction, RewriteRule, RuleRequest, RuleResponse } from '../index.js'
 
-/** What rule functions get as `res`: the status and the headers. */
-export interface RuleResponse {
-  statusCode: number
-  getHeader(name: string): string | string[] | undefined
-  getHeaders(): Record<string, string | string[]>
-  getHeaderNames(): string[]
-  hasHeader(name: string): boolean
-}
-
-/** A replacement function: `(req, res, match, p1, ..., pn, offset, string, groups)`, called synchronously. */
-export type ReplaceFunction = (req: RuleRequest, res: RuleResponse, match: string, ...args: any[]) => string
-
-interface RuleCommon {
-  /** A RegExp (JS syntax and flags; no lookaround, backreferences or `y`) or a string (its first occurrence). */
-  match: RegExp | string
-  /** Globs of request URLs (path and query) the rule is limited to (`createRewriter`'s `url`). */
-  paths?: string | readonly string[]
-  /** Browsersync's rule id; ignored. */
-  id?: string | number
-}
-
-/** A rule in the shape of Browsersync's (and the dev proxy's) `rewriteRules`. */
-export type RewriteRule =
-  | (RuleCommon & { replace: string | ReplaceFunction; fn?: never })
-  | (RuleCommon & { fn: string | ReplaceFunction; replace?: never })
+export type { ReplaceFunction, RewriteRule, RuleRequest, RuleResponse }
 
 /** The request rule functions see: a Fetch `Request`, or its parts. */
 export type RequestLike = Request | { url?: string; method?: string; headers?: HeadersInit }
