@@ -120,7 +120,7 @@ test('a slow but complete request (head sent one byte every 20 ms) is served, an
 })
 
 test('slowloris: a client that has not sent its headers within 10 s is dropped by the proxy (not before), while other clients are served', { timeout: 90000 }, async (t) => {
-  // src/server.rs HEADER_READ_TIMEOUT is 10 s; a head of ~450 bytes at one byte per 100 ms would take 45 s
+  // src/server/mod.rs HEADER_READ_TIMEOUT is 10 s; a head of ~450 bytes at one byte per 100 ms would take 45 s
   const figures = await runSlowClient({
     complete: false,
     byteMs: 100,

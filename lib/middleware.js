@@ -7,7 +7,7 @@
 // streamed, back to the native server, which proxies it and skips the middleware; its answer is
 // piped back. The hop here carries a per-server random token (the host serves only the native server,
 // and only the host can ask for the 500 page of a failed middleware) and a return ticket, good for
-// this one request's way back through `next()` (see src/middleware.rs). Both are removed from the
+// this one request's way back through `next()` (see src/proxy/middleware.rs). Both are removed from the
 // request (`headers` and `rawHeaders`) before any middleware sees it.
 
 const http = require('node:http')

@@ -2,7 +2,7 @@
 # Mutation testing, scoped by file: does some test fail when this line's promise breaks? Not part of CI
 # (each Rust mutant is a rebuild, each JS mutant a test run: hours for every file on two cores).
 #
-#   npm run mutants -- src/security.rs lib/rules.js   # those files
+#   npm run mutants -- src/proxy/security.rs lib/rules.js   # those files
 #   npm run mutants -- lib/hooks.js:12-70             # lines of a lib/ file (Stryker's mutation range)
 #   npm run mutants                                    # every file docs/mutants.md tracks
 #
@@ -14,7 +14,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-FILES="${*:-src/security.rs src/local_files.rs src/cassette/redact.rs src/cassette/record.rs src/cassette/record/writer.rs src/cassette/record/body_line.rs src/cassette/replay/matching.rs src/observe/mask.rs src/headers.rs lib/browser-sync.js lib/hooks.js lib/middleware.js lib/rules.js}"
+FILES="${*:-src/proxy/security.rs src/proxy/local_files.rs src/cassette/redact.rs src/cassette/record.rs src/cassette/record/writer.rs src/cassette/record/body_line.rs src/cassette/replay/matching.rs src/observe/mask.rs src/proxy/headers.rs lib/browser-sync.js lib/hooks.js lib/middleware.js lib/rules.js}"
 
 # The __test__ files that exercise each lib/ file.
 tests_for() {

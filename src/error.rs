@@ -171,8 +171,7 @@ pub enum StartError {
     },
     /// A `replay` cassette that cannot be read or is not a valid cassette (file and line named).
     #[error("replay: {0}")]
-    #[cfg(not(target_arch = "wasm32"))]
-    Cassette(#[from] crate::cassette::replay::CassetteError),
+    Cassette(#[from] CassetteError),
     /// The listen host is neither `localhost` nor an IP address.
     #[error("cannot listen on host '{host}': {reason}")]
     BadHost {
@@ -191,4 +190,27 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// A cassette that cannot be replayed; the message names the file and, when it is one, the line.
+#[derive(Debug, thiserror::Error)]
+pub enum CassetteError {
+    /// The file cannot be opened or read.
+    #[error("cassette '{path}': {reason}")]
+    Io {
+        /// The path as given.
+        path: String,
+        /// The OS's reason.
+        reason: String,
+    },
+    /// One line is wrong.
+    #[error("cassette '{path}' line {line}: {reason}")]
+    Line {
+        /// The path as given.
+        path: String,
+        /// 1-based.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
 }

@@ -1,11 +1,13 @@
 //! devproxy-native: a streaming, rewriting dev reverse proxy.
 //!
 //! The core (everything but `binding`) knows nothing about Node: it is tested with `cargo test
-//! --no-default-features` and benchmarked with criterion. `server` accepts; `proxy` runs each
-//! request through the phases, one module each: request filter (`security`) → upstream request and
-//! send (`forward`; `routes` picks the target, `local_files` answers `serveStatic` files before it) → response headers (`headers`) → body plan and pipeline ([`body`]: [`codec`]
-//! decode → [`rewrite`] rules → [`codec`] encode) → respond. `websocket` tunnels upgrades; a failure
-//! is a `pages::ProxyError`, rendered in `pages`; `state` holds what a server's requests share.
+//! --no-default-features` and benchmarked with criterion. Its layers, bottom to top (imports run
+//! down; `scripts/module-graph.js` draws them): plain data and the engine ([`rewrite`], [`codec`],
+//! `error`, [`globs`], [`csp`]), the log and counters (`stats`), the body pipeline ([`body`]:
+//! [`codec`] decode → [`rewrite`] rules → [`codec`] encode), the records ([`observe`], [`cassette`]),
+//! the validated configuration ([`config`]), the request path (`proxy`: one module per phase, run in
+//! order by `proxy/mod.rs`), the listener (`server`: accept, TLS), and the faces (`binding` for Node,
+//! `wasm` for WebAssembly). A failure is a `proxy::pages::ProxyError`, rendered in one place.
 //!
 //! The public face is what the binding, the tests, benches and fuzz targets need: the server and its
 //! configuration, the rewrite engine, the codecs and the body pipeline. Every other module is private.
@@ -33,47 +35,29 @@ pub mod codec;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod config;
 #[cfg(not(target_arch = "wasm32"))]
-mod forward;
+mod header_pairs;
 #[cfg(not(target_arch = "wasm32"))]
-mod headers;
-#[cfg(not(target_arch = "wasm32"))]
-mod hooks;
-#[cfg(not(target_arch = "wasm32"))]
-mod local_files;
-#[cfg(not(target_arch = "wasm32"))]
-mod middleware;
+mod lifecycle;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod observe;
 #[cfg(not(target_arch = "wasm32"))]
-mod pages;
-#[cfg(not(target_arch = "wasm32"))]
 mod proxy;
-#[cfg(not(target_arch = "wasm32"))]
-mod routes;
-#[cfg(not(target_arch = "wasm32"))]
-mod security;
 #[cfg(not(target_arch = "wasm32"))]
 mod server;
 #[cfg(not(target_arch = "wasm32"))]
 mod skip;
 #[cfg(not(target_arch = "wasm32"))]
-mod state;
-#[cfg(not(target_arch = "wasm32"))]
 mod stats;
-#[cfg(not(target_arch = "wasm32"))]
-mod tls;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod warnings;
 #[cfg(not(target_arch = "wasm32"))]
-mod websocket;
-#[cfg(not(target_arch = "wasm32"))]
 pub use config::{ProxyConfig, Target};
 #[cfg(not(target_arch = "wasm32"))]
-pub use hooks::{ClientRequest, Hook, HookFuture, Hooks, RawHeaders, UpstreamRequestHead, UpstreamResponseHead};
+pub use proxy::hooks::{ClientRequest, Hook, HookFuture, Hooks, RawHeaders, UpstreamRequestHead, UpstreamResponseHead};
 #[cfg(not(target_arch = "wasm32"))]
-pub use middleware::MiddlewareHost;
+pub use proxy::middleware::MiddlewareHost;
 #[cfg(not(target_arch = "wasm32"))]
-pub use server::ProxyServer;
+pub use server::{ProxyServer, UserCode};
 #[cfg(not(target_arch = "wasm32"))]
 pub use stats::StatsSnapshot;
 

@@ -2,8 +2,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::config::LogLevel;
-
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
     requests: AtomicU64,
@@ -22,6 +20,29 @@ pub(crate) struct Stats {
 struct LogSettings {
     debug: bool,
     prefix: String,
+}
+
+/// Which log lines the proxy writes on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// None.
+    Silent,
+    /// Warnings about the options and failures (the default).
+    Info,
+    /// Also one line per request: method, URL, status and what was done with the body.
+    Debug,
+}
+
+impl LogLevel {
+    /// The option's JS value (`'silent'`, `'info'`, `'debug'`; Browsersync's `'warn'` is `Info`).
+    pub fn parse(value: &str) -> Option<LogLevel> {
+        match value {
+            "silent" => Some(LogLevel::Silent),
+            "info" | "warn" => Some(LogLevel::Info),
+            "debug" => Some(LogLevel::Debug),
+            _ => None,
+        }
+    }
 }
 
 /// A copy of the counters at one moment.

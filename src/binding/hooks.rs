@@ -13,8 +13,9 @@ use napi::ValueType;
 use super::outcome::{self, SlicedFn};
 use super::{get, invalid, type_name};
 use crate::config::ProxyConfig;
-use crate::hooks::{ClientRequest, Hook, HookFuture, RawHeaders, UpstreamRequestHead, UpstreamResponseHead};
-use crate::middleware::{MiddlewareHost, Routes};
+use crate::proxy::hooks::{ClientRequest, Hook, HookFuture, RawHeaders, UpstreamRequestHead, UpstreamResponseHead};
+use crate::proxy::middleware::{MiddlewareHost, Routes};
+use crate::server::UserCode;
 
 /// The client's request as a hook sees it (Browsersync's `req`).
 #[napi(object)]
@@ -155,8 +156,9 @@ fn threadsafe<T: 'static + JsValuesTupleIntoVec, R: 'static + FromNapiValue>(
     Ok(Some(Arc::new(tsfn)))
 }
 
-/// Puts what JS prepared (`start()`'s second argument, a `JsSide`) into the config.
-pub(super) fn apply(js: Unknown, config: &mut ProxyConfig) -> Result<()> {
+/// Puts what JS prepared (`start()`'s second argument, a `JsSide`) into the user's code the server
+/// calls, and its `onRequest` into the config.
+pub(super) fn apply(js: Unknown, config: &mut ProxyConfig, code: &mut UserCode) -> Result<()> {
     if matches!(js.get_type()?, ValueType::Undefined | ValueType::Null) {
         return Ok(());
     }
@@ -165,13 +167,13 @@ pub(super) fn apply(js: Unknown, config: &mut ProxyConfig) -> Result<()> {
     }
     let js = Object::from_unknown(js)?;
     if let Some(f) = threadsafe(&js, "proxyReq")? {
-        config.hooks.proxy_req = Some(Arc::new(RequestHook(f)));
+        code.hooks.proxy_req = Some(Arc::new(RequestHook(f)));
     }
     if let Some(f) = threadsafe(&js, "proxyReqWs")? {
-        config.hooks.proxy_req_ws = Some(Arc::new(RequestHook(f)));
+        code.hooks.proxy_req_ws = Some(Arc::new(RequestHook(f)));
     }
     if let Some(f) = threadsafe(&js, "proxyRes")? {
-        config.hooks.proxy_res = Some(Arc::new(ResponseHook(f)));
+        code.hooks.proxy_res = Some(Arc::new(ResponseHook(f)));
     }
     if let Some(host) = get(&js, "middleware")? {
         let host = MiddlewareHostOptions::from_unknown(host)?;
@@ -179,7 +181,7 @@ pub(super) fn apply(js: Unknown, config: &mut ProxyConfig) -> Result<()> {
         if host.token.len() < 16 {
             return Err(invalid("middleware host token is too short"));
         }
-        config.middleware = Some(MiddlewareHost {
+        code.middleware = Some(MiddlewareHost {
             port,
             token: host.token,
             routes: Routes::new(host.routes),

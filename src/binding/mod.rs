@@ -48,16 +48,17 @@ fn config_error(e: ConfigError) -> Error {
 #[napi(catch_unwind, ts_args_type = "options: ProxyOptions, js?: JsSide", ts_return_type = "Promise<ProxyServer>")]
 pub fn start<'env>(env: &'env Env, options: Unknown, js: Option<Unknown>) -> Result<PromiseRaw<'env, JsProxyServer>> {
     let parsed = parse_options(env, options).and_then(|(mut config, specs)| {
+        let mut code = core_server::UserCode::default();
         if let Some(js) = js {
-            hooks::apply(js, &mut config)?;
+            hooks::apply(js, &mut config, &mut code)?;
         }
-        Ok((config, specs))
+        Ok((config, code, specs))
     });
     let keep_alive = parsed.as_ref().ok().map(|_| KeepAlive::new(env)).transpose()?;
     let started = async move {
-        let (mut config, specs) = parsed?;
+        let (mut config, code, specs) = parsed?;
         config.rules = compile_off_thread(specs).await?;
-        Ok(core_server::ProxyServer::start(config).await)
+        Ok(core_server::ProxyServer::start_with(config, code).await)
     };
     // The server, or the start error made on the JS thread, where it can carry Node's `code`.
     env.spawn_future_with_callback(started, move |env, started| match started {

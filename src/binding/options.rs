@@ -653,10 +653,10 @@ pub(super) fn string_array(value: Unknown, option: &str, what: &str) -> Result<V
 }
 
 /// `secure: true|false` as the core's policy (unset stays `UnlessLoopback`).
-pub(super) fn verify_tls(secure: bool) -> crate::tls::VerifyTls {
+pub(super) fn verify_tls(secure: bool) -> crate::config::VerifyTls {
     if secure {
-        crate::tls::VerifyTls::Always
+        crate::config::VerifyTls::Always
     } else {
-        crate::tls::VerifyTls::Never
+        crate::config::VerifyTls::Never
     }
 }

@@ -4,7 +4,7 @@
 //! run on JSON, eats escapes (issue 2016): so here a match is the whole origin and nothing looser.
 
 use super::request::js_escape;
-use crate::config::Target;
+use crate::config::target::Target;
 use crate::rewrite::{percent_encode_origin, Rule, RuleError, RuleReplacement};
 
 /// What may follow a whole origin, as a JS regex group: the end, or a character that cannot continue

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::plan::looks_like_html;
-use super::stream::UpstreamBody;
+use super::upstream::UpstreamBody;
 use super::BodyError;
 use crate::codec::{CodecError, Decoder, Encoder, Encoding, DECODED_PIECE};
 use crate::error::ReplaceError;
@@ -39,11 +39,8 @@ pub struct Pipeline {
     rewrite_time: Duration,
     encode_time: Duration,
     /// The first bytes before and after the rules, kept only while the inspector wants them.
-    preview: Option<Box<crate::observe::PreviewBuffer>>,
+    preview: Option<Box<super::PreviewBuffer>>,
 }
-
-/// How much of a body the inspector's preview keeps, before and after rewriting.
-pub const PREVIEW_BYTES: usize = 1024;
 
 impl Pipeline {
     /// Decodes from `decode`, rewrites with `rewriter`, encodes to `encode`.
@@ -73,7 +70,7 @@ impl Pipeline {
     }
 
     /// The kept preview, if any (see [`Pipeline::keep_preview`]).
-    pub fn take_preview(&mut self) -> Option<crate::observe::Preview> {
+    pub fn take_preview(&mut self) -> Option<super::Preview> {
         self.preview.take().map(|preview| preview.into_preview())
     }
 

@@ -8,8 +8,7 @@ use http::{Method, StatusCode};
 
 use crate::codec::{self, Encoding};
 use crate::rewrite::Rule;
-use crate::skip::{SkipKey, SkipTable};
-use crate::state::{PageMode, UserRules};
+use crate::skip::{SkipKey, SkipTable, SKIPPABLE_RULES};
 
 /// Extensions Browsersync never rewrites (resp-modifier's `defaultIgnoreTypes`), matched as
 /// `\.ext(\?.*)?$` on the request URL.
@@ -63,12 +62,6 @@ fn is_json(content_type: &str) -> bool {
 pub(crate) struct BeyondPages {
     pub text_types: bool,
     pub json_origins: bool,
-}
-
-impl BeyondPages {
-    pub(crate) fn of(config: &crate::config::ProxyConfig) -> BeyondPages {
-        BeyondPages { text_types: config.rewrite_text_types, json_origins: config.rewrite_json }
-    }
 }
 
 /// Which rules a rewritten body goes through.
@@ -142,6 +135,27 @@ pub(crate) fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, 
         Plan::Rewrite { sniff: true, decode, encode, rules }
     } else {
         Plan::Passthrough
+    }
+}
+
+/// Marks a response head whose body arrives decoded though its origin sent it encoded with this
+/// coding (a replayed recording: cassettes hold bodies decoded).
+#[derive(Debug, Clone)]
+pub(crate) struct ArrivesDecoded(pub Option<Encoding>);
+
+/// The plan of a response: [`plan`]; a body that arrives decoded ([`ArrivesDecoded`]) is compressed
+/// again for what the client accepts, as its origin had sent it.
+pub(crate) fn plan_response(req: &RequestFacts, head: &http::response::Parts, beyond: BeyondPages) -> Plan {
+    let plan = plan(req, head.status, &head.headers, beyond);
+    let Some(ArrivesDecoded(Some(sent))) = head.extensions.get::<ArrivesDecoded>() else { return plan };
+    let bodiless = *req.method == Method::HEAD || matches!(head.status.as_u16(), 204 | 206 | 304);
+    let encode = codec::choose_output(*sent, &codec::accepted(req.accept_encoding), true);
+    match plan {
+        Plan::Passthrough if !bodiless && encode != Encoding::Identity => Plan::Compress { encode },
+        Plan::Rewrite { sniff, decode, encode: Encoding::Identity, rules } => {
+            Plan::Rewrite { sniff, decode, encode, rules }
+        }
+        plan => plan,
     }
 }
 
@@ -238,6 +252,39 @@ fn is_js_whitespace(c: char) -> bool {
         '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
             ..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
     )
+}
+
+/// Where a request's user rules sit among its rules, and the rule set's generation: what the skip
+/// table needs. `None` when a rule replaces through a function (then nothing is skipped: its
+/// output may differ per request, and so may what the rules after it see).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UserRules {
+    pub first: usize,
+    /// At most [`SKIPPABLE_RULES`]; rules past them always run.
+    pub count: usize,
+    pub generation: u64,
+}
+
+impl UserRules {
+    pub(crate) fn of(rules: &[Rule], first: usize, count: usize, generation: u64) -> Option<UserRules> {
+        if count == 0 || rules.iter().any(Rule::calls_function) {
+            return None;
+        }
+        Some(UserRules { first, count: count.min(SKIPPABLE_RULES), generation })
+    }
+}
+
+/// Which responses of a request are rewritten (resp-modifier's three ways).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PageMode {
+    /// Pages only: `Accept` mentions html, the URL is not an asset, the body starts like HTML (and,
+    /// with `rewriteTextTypes`, text types).
+    Pages,
+    /// Any response (a rule's `paths`, `snippetOptions.whitelist`), whatever the `Accept` header,
+    /// extension or body say.
+    Forced,
+    /// None (`snippetOptions.blacklist`, `ignorePaths`).
+    Skipped,
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use memchr::memmem;
 
 use super::{BodyError, Pipeline};
 use crate::codec::Encoding;
-use crate::config::Target;
+use crate::config::target::Target;
 use crate::rewrite::{rewrite_bytes, Rewriter, Rule, RuleError, RuleReplacement, DEFAULT_MAX_MATCH_BYTES};
 
 /// The body that goes upstream.

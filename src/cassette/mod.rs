@@ -1,7 +1,6 @@
 //! Record and replay: upstream exchanges written to a cassette (JSON Lines, `format.rs`) with their
 //! timing, and played back from it.
 
-pub(crate) mod exchange;
 pub mod format;
 pub mod har;
 pub mod read;

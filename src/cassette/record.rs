@@ -215,7 +215,7 @@ impl Recorder {
             id,
             method: method.to_string(),
             url: uri.path_and_query().map_or("/", |p| p.as_str()).to_string(),
-            headers: crate::state::header_pairs(headers),
+            headers: crate::header_pairs::header_pairs(headers),
         };
         let _ = self.tx.send(msg).await;
         Exchange { id, started, tx: self.tx.clone(), done: false }
@@ -250,7 +250,7 @@ impl Exchange {
         let at = ms_since(self.started);
         let encoding =
             head.headers.get(http::header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("identity");
-        let headers = crate::state::header_pairs(&head.headers)
+        let headers = crate::header_pairs::header_pairs(&head.headers)
             .into_iter()
             .filter(|(name, _)| name != "content-encoding" && name != "content-length")
             .collect();
@@ -263,7 +263,7 @@ impl Exchange {
     /// A WebSocket's 101 response head as the upstream sent it; returns the tap for its frames.
     pub(crate) async fn upgraded(mut self, head: &http::response::Parts) -> WsTap {
         self.done = true;
-        let headers = crate::state::header_pairs(&head.headers);
+        let headers = crate::header_pairs::header_pairs(&head.headers);
         let msg = Msg::Response {
             id: self.id,
             at: ms_since(self.started),
@@ -506,6 +506,24 @@ impl BodyTee {
         let error = (!complete).then(|| "the client went away before the body's end".to_string());
         let end = Msg::End { id: self.id, at: ms_since(self.started), error };
         self.out.flush_detached(Some(end));
+    }
+}
+
+impl crate::body::UpstreamTee for BodyTee {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        BodyTee::poll_ready(self, cx)
+    }
+
+    fn observe(&mut self, polled: &Poll<Option<Result<Bytes, crate::body::BodyError>>>, cx: &mut Context<'_>) {
+        BodyTee::observe(self, polled, cx)
+    }
+
+    fn ended(&self) -> bool {
+        BodyTee::ended(self)
+    }
+
+    fn dropped(&mut self, complete: bool) {
+        BodyTee::dropped(self, complete)
     }
 }
 
@@ -856,7 +874,7 @@ mod tests {
             got
         };
         // The relay ends when both sides have: the client's ends once it has read everything.
-        let relaying = crate::websocket::relay(&mut client_end, &mut upstream_end, Some(&tap));
+        let relaying = crate::proxy::websocket::relay(&mut client_end, &mut upstream_end, Some(&tap));
         let ((), got, relayed) = tokio::time::timeout(std::time::Duration::from_secs(60), async {
             tokio::join!(sending, receiving, relaying)
         })

@@ -21,8 +21,8 @@ use tokio::sync::watch;
 use super::mask::{is_secret, REDACTED};
 use super::{ExchangeRecord, Observer, RecordSink};
 use crate::body::ProxyBody;
-use crate::config::InspectorConfig;
-use crate::state::Phase;
+use crate::error::ConfigError;
+use crate::lifecycle::Phase;
 
 /// Records a viewer may be behind before it loses the oldest (each is an `Arc`: the backlog costs
 /// pointers, not copies).
@@ -402,6 +402,52 @@ fn plain(status: StatusCode, text: &'static str) -> Response<ProxyBody> {
     let mut response = asset("text/plain; charset=utf-8", text);
     *response.status_mut() = status;
     response
+}
+
+/// Where the inspector is served unless `inspector.path` says otherwise.
+pub const DEFAULT_INSPECTOR_PATH: &str = "/__devproxy/";
+/// Exchanges the inspector keeps unless `inspector.size` says otherwise.
+pub const DEFAULT_INSPECTOR_SIZE: usize = 500;
+/// Most exchanges the inspector may keep: each holds its headers (and a 2 KiB preview) in memory.
+pub const MAX_INSPECTOR_SIZE: u32 = 10_000;
+
+/// `inspector`: the page at the proxy's own origin that shows the last exchanges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InspectorConfig {
+    /// The reserved prefix, `/__devproxy/`: starts and ends with `/`. Requests under it (and the
+    /// prefix without its final `/`) are the inspector's and never reach a target.
+    pub path: String,
+    /// How many exchanges are kept, the oldest dropped first.
+    pub size: usize,
+    /// Served to clients on other machines too (`inspector: { remote: true }`); by default only
+    /// loopback clients get it, whatever address the proxy listens on.
+    pub remote: bool,
+}
+
+impl Default for InspectorConfig {
+    fn default() -> InspectorConfig {
+        InspectorConfig { path: DEFAULT_INSPECTOR_PATH.into(), size: DEFAULT_INSPECTOR_SIZE, remote: false }
+    }
+}
+
+impl InspectorConfig {
+    /// Checks `path` (a final `/` is added) and `size` (1 to [`MAX_INSPECTOR_SIZE`]).
+    pub fn new(path: &str, size: u32) -> Result<InspectorConfig, ConfigError> {
+        let bad = |name, reason: &str| ConfigError::InvalidOption { name, reason: reason.to_string() };
+        if !path.starts_with('/') || path.contains(['?', '#', ' ']) || path.contains("//") {
+            return Err(bad("inspector.path", "it must be a path such as '/__devproxy/'"));
+        }
+        let path = if path.ends_with('/') { path.to_string() } else { format!("{path}/") };
+        if path == "/" {
+            return Err(bad("inspector.path", "'/' would take every request: use a prefix such as '/__devproxy/'"));
+        }
+        if !(1..=MAX_INSPECTOR_SIZE).contains(&size) {
+            let reason =
+                format!("it must be from 1 to {MAX_INSPECTOR_SIZE} (inspector: false turns the inspector off)");
+            return Err(bad("inspector.size", &reason));
+        }
+        Ok(InspectorConfig { path, size: size as usize, remote: false })
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@
 //! two clock reads per body chunk in the pipeline, one histogram lock when the body ends; no record
 //! is built (its strings are made only for a consumer).
 
-mod body;
 mod latency;
 mod log;
 
@@ -24,13 +23,13 @@ use serde::Serialize;
 pub(crate) mod inspector;
 pub mod mask;
 
-pub(crate) use body::ObservedBody;
 pub use latency::{LatencySnapshot, ObserveSnapshot, RuleCount};
 pub use log::LogFormat;
 pub use mask::{mask, mask_headers, mask_url};
 
-use crate::body::{BodyReport, ProxyBody, PREVIEW_BYTES};
-use crate::state::header_pairs;
+use crate::body::{BodyReport, BodyWatcher, ObservedBody, ProxyBody};
+pub use crate::body::{Preview, RuleMatches};
+use crate::header_pairs::header_pairs;
 use crate::stats::Stats;
 
 /// One exchange as the proxy saw it. Serialized as is for `logFormat: 'json'`, `onRequest` and the
@@ -82,51 +81,6 @@ pub struct ExchangeRecord {
     /// (filled only while the inspector is on; lossy UTF-8).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preview: Option<Preview>,
-}
-
-/// The start of a rewritten body, before and after the rules ran.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Preview {
-    /// Up to 1 KiB of the decoded upstream body.
-    pub before: String,
-    /// Up to 1 KiB of the rewritten body, before encoding.
-    pub after: String,
-}
-
-/// How often one rule matched in one body.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RuleMatches {
-    /// The rule as the user wrote it (its pattern, `/x/g` or `"text"`), or `snippet` / `link rewrite`
-    /// for the built-in ones.
-    pub rule: String,
-    /// Matches replaced in this body.
-    pub matches: u64,
-}
-
-/// The start of a rewritten body while it is being kept (bytes: a character cut at the limit or at a
-/// chunk edge is mended once, when the body ends).
-#[derive(Debug, Default)]
-pub struct PreviewBuffer {
-    before: Vec<u8>,
-    after: Vec<u8>,
-}
-
-impl PreviewBuffer {
-    /// Keeps what still fits of one chunk before and after the rules.
-    pub(crate) fn keep(&mut self, before: &[u8], after: &[u8]) {
-        for (kept, chunk) in [(&mut self.before, before), (&mut self.after, after)] {
-            let room = PREVIEW_BYTES.saturating_sub(kept.len());
-            kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        }
-    }
-
-    pub(crate) fn into_preview(self) -> Preview {
-        Preview {
-            before: String::from_utf8_lossy(&self.before).into_owned(),
-            after: String::from_utf8_lossy(&self.after).into_owned(),
-        }
-    }
 }
 
 /// A consumer of finished records (the inspector's ring buffer, `onRequest`'s channel). `push` runs
@@ -226,6 +180,13 @@ pub(crate) struct Trace {
     response_headers: Option<Vec<(String, String)>>,
 }
 
+impl BodyWatcher for Trace {
+    fn ended(self: Box<Self>, report: BodyReport, bytes_out: u64, error: Option<String>) {
+        let observer = self.observer.clone();
+        observer.end(*self, report, bytes_out, error);
+    }
+}
+
 /// The fan-out of finished records, one per server (owned by `Shared`).
 pub(crate) struct Observer {
     config: ObserveConfig,
@@ -298,7 +259,7 @@ impl Observer {
             begun,
             facts,
         };
-        Response::from_parts(head, ProxyBody::Observed(Box::new(ObservedBody::new(body, trace))))
+        Response::from_parts(head, ProxyBody::Observed(Box::new(ObservedBody::new(body, Box::new(trace)))))
     }
 
     /// Hands a finished exchange to the stats, the log and the sinks.
@@ -393,44 +354,4 @@ fn masked(mut headers: Vec<(String, String)>, also: &[String]) -> Vec<(String, S
         }
     }
     headers
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::body::Pipeline;
-    use crate::codec::Encoding;
-    use crate::rewrite::{Rewriter, Rule, RuleReplacement};
-
-    #[test]
-    fn the_preview_keeps_the_first_kib_before_and_after_the_rules_across_chunks() {
-        let rule = Rule::regex("a", "g", RuleReplacement::Text("bb".into())).unwrap();
-        let mut pipeline =
-            Pipeline::new(Encoding::Identity, Encoding::Identity, Rewriter::new(&[rule], "h", 1024)).keep_preview();
-        let input: Vec<u8> = b"xa".iter().copied().cycle().take(3000).collect();
-        let mut out = Vec::new();
-        for chunk in input.chunks(700) {
-            pipeline.push(chunk, &mut out).unwrap();
-        }
-        pipeline.finish(&mut out).unwrap();
-        let preview = pipeline.take_preview().expect("kept");
-        assert_eq!(preview.before.as_bytes(), &input[..PREVIEW_BYTES]);
-        assert_eq!(preview.after.as_bytes(), &out[..PREVIEW_BYTES]);
-        assert!(pipeline.take_preview().is_none(), "taken once");
-        let mut plain = Pipeline::new(Encoding::Identity, Encoding::Identity, Rewriter::new(&[], "h", 1024));
-        plain.push(b"abc", &mut Vec::new()).unwrap();
-        assert!(plain.take_preview().is_none(), "nothing kept unless asked");
-    }
-
-    #[test]
-    fn a_cut_character_is_mended_once() {
-        let mut buffer = PreviewBuffer::default();
-        let text = "é".repeat(PREVIEW_BYTES);
-        let (first, rest) = text.as_bytes().split_at(1);
-        buffer.keep(first, first);
-        buffer.keep(rest, rest);
-        let preview = buffer.into_preview();
-        assert_eq!(preview.before, "é".repeat(PREVIEW_BYTES / 2));
-        assert_eq!(preview.after.len(), PREVIEW_BYTES);
-    }
 }

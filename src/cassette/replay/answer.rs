@@ -15,9 +15,8 @@ use http_body_util::BodyExt;
 use tokio::time::{Instant, Sleep};
 
 use super::{error_body, FaultAction, Lookup, OnMiss, Player, Recorded, RecordedChunk};
-use crate::body::BodyError;
-use crate::body::{Plan, RequestFacts};
-use crate::codec::{self, Encoding};
+use crate::body::{ArrivesDecoded, BodyError};
+use crate::codec::Encoding;
 
 /// The most request body read for matching; a larger one is a miss answered with 413.
 const MAX_MATCHED_BODY: usize = 16 * 1024 * 1024;
@@ -30,14 +29,10 @@ pub(crate) enum Replayed {
     Forward(Bytes),
 }
 
-/// Marks a replayed response head with the encoding the upstream had used, for the body plan.
-#[derive(Debug, Clone)]
-pub(crate) struct ReplayedEncoding(pub Option<Encoding>);
-
 /// Answers `parts` (the request as it would go upstream, after `proxyReq`) from the player.
 /// The request body, read whole up to `limit` bytes (more is an error). Read frame by frame rather
 /// than through `Limited`, whose error conversion on a boxed body makes the future not `Send`.
-async fn read_at_most(mut body: crate::forward::RequestBody, limit: usize) -> Result<Bytes, String> {
+async fn read_at_most(mut body: crate::body::RequestBody, limit: usize) -> Result<Bytes, String> {
     let mut bytes = bytes::BytesMut::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| e.to_string())?;
@@ -55,7 +50,7 @@ async fn read_at_most(mut body: crate::forward::RequestBody, limit: usize) -> Re
 pub(crate) async fn exchange(
     player: &Arc<Player>,
     parts: &http::request::Parts,
-    body: crate::forward::RequestBody,
+    body: crate::body::RequestBody,
     arrived: Instant,
 ) -> Replayed {
     let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
@@ -142,7 +137,7 @@ fn answer(
         }
     }
     let encoding = Encoding::from_content_encoding(Some(&recorded.encoding)).filter(|e| *e != Encoding::Identity);
-    builder = builder.extension(ReplayedEncoding(encoding));
+    builder = builder.extension(ArrivesDecoded(encoding));
     let (parts, ()) = builder.body(()).unwrap_or_default().into_parts();
     Replayed::Answer(parts, ReplayStream::new(recorded, arrived, speed, stalls, cut))
 }
@@ -150,21 +145,6 @@ fn answer(
 /// Waits for the recorded head's offset.
 pub(crate) async fn head_time(stream: &ReplayStream) {
     tokio::time::sleep_until(stream.arrived + stream.scaled(stream.recorded.at)).await;
-}
-
-/// The body plan of a replayed response: as a proxied one's, and when the upstream had compressed
-/// it, compressed again for what the client accepts (the cassette holds it decoded).
-pub(crate) fn plan(plan: Plan, head: &http::response::Parts, facts: &RequestFacts) -> Plan {
-    let Some(ReplayedEncoding(Some(recorded))) = head.extensions.get::<ReplayedEncoding>() else { return plan };
-    let bodiless = *facts.method == http::Method::HEAD || matches!(head.status.as_u16(), 204 | 206 | 304);
-    let encode = codec::choose_output(*recorded, &codec::accepted(facts.accept_encoding), true);
-    match plan {
-        Plan::Passthrough if !bodiless && encode != Encoding::Identity => Plan::Compress { encode },
-        Plan::Rewrite { sniff, decode, encode: Encoding::Identity, rules } => {
-            Plan::Rewrite { sniff, decode, encode, rules }
-        }
-        plan => plan,
-    }
 }
 
 /// A recorded body played back: each chunk at `arrived + at / speed` (plus any stall before it),
@@ -252,6 +232,12 @@ impl ReplayStream {
         };
         self.next += 1;
         Poll::Ready(Some(Ok(chunk.bytes.clone())))
+    }
+}
+
+impl crate::body::RecordedChunks for ReplayStream {
+    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
+        ReplayStream::poll_chunk(self, cx)
     }
 }
 

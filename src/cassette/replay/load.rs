@@ -11,28 +11,7 @@ use bytes::Bytes;
 use crate::cassette::format::WsKind;
 use crate::cassette::read::{self, Exchange, ReadError};
 
-/// A cassette that cannot be replayed; the message names the file and, when it is one, the line.
-#[derive(Debug, thiserror::Error)]
-pub enum CassetteError {
-    /// The file cannot be opened or read.
-    #[error("cassette '{path}': {reason}")]
-    Io {
-        /// The path as given.
-        path: String,
-        /// The OS's reason.
-        reason: String,
-    },
-    /// One line is wrong.
-    #[error("cassette '{path}' line {line}: {reason}")]
-    Line {
-        /// The path as given.
-        path: String,
-        /// 1-based.
-        line: usize,
-        /// What is wrong with it.
-        reason: String,
-    },
-}
+pub use crate::error::CassetteError;
 
 impl From<ReadError> for CassetteError {
     fn from(error: ReadError) -> Self {

@@ -4,7 +4,19 @@
 //! Each phase lives in the module its name says; this file only puts them in order. Any failure is a
 //! [`ProxyError`], turned into the client's answer in one place, [`fail`].
 
-use std::net::IpAddr;
+pub(crate) mod context;
+pub(crate) mod exchange;
+pub(crate) mod forward;
+pub(crate) mod headers;
+pub(crate) mod hooks;
+pub(crate) mod local_files;
+pub(crate) mod middleware;
+pub(crate) mod pages;
+pub(crate) mod routes;
+pub(crate) mod security;
+pub(crate) mod state;
+pub(crate) mod websocket;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -12,25 +24,21 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 
 use crate::body::{self, Pipeline, Plan, ProxyBody, RewriteState, RuleSet, SniffError, Sniffed, UpstreamBody};
-use crate::cassette::exchange::{self, Answered};
 use crate::cassette::replay::{self, ws::WsReplay};
 use crate::codec::Encoding;
 use crate::config::PANIC_PROBE_PREFIX;
 use crate::csp::PagePolicy;
-use crate::forward;
-use crate::headers;
-use crate::hooks;
-use crate::local_files::{self, Answer};
-use crate::middleware;
+use crate::header_pairs::header_pairs;
 use crate::observe::{self, inspector};
-use crate::pages::ProxyError;
 use crate::rewrite::{Rewriter, Rule};
-use crate::routes::Upstream;
-use crate::security;
-use crate::server::ClientAddr;
 use crate::skip::SkipKey;
-use crate::state::{header_pairs, RequestCtx, Shared};
-use crate::websocket;
+use context::ClientAddr;
+use context::RequestCtx;
+use exchange::Answered;
+use local_files::Answer;
+use pages::ProxyError;
+use routes::Upstream;
+use state::Shared;
 
 /// Runs a request through every phase. Its log line is written when its answer ends (observe.rs).
 pub(crate) async fn proxy(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
@@ -58,7 +66,7 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     }
     // Which target: a route's or `proxy`'s (routes.rs).
     let target = shared.upstream_for(req.uri().path());
-    let ctx = RequestCtx::new(shared, target.config, &req);
+    let ctx = shared.request_ctx(target.config, &req);
     if target.config.ws && websocket::is_upgrade(&req) {
         security::websocket_filter(&req, shared.local_addr, target.config, &shared.hosts)?;
         // Replayed from the cassette when it has the upgrade (cassette/replay/ws.rs), else tunnelled,
@@ -71,7 +79,7 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
                 WsReplay::Forward => None,
             },
         };
-        return websocket::tunnel(shared.clone(), target, req, &ctx.local_host, ctx.cross_site, recorder).await;
+        return websocket::tunnel(shared.clone(), target, req, &ctx, recorder).await;
     }
     if !returned {
         // Local files (local_files.rs), then middleware (middleware.rs): Browsersync's order.
@@ -88,7 +96,7 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
         // Matched on the normalized path (`/%61dmin`, `//admin` and `/x/../admin` are `/admin`), which
         // is also what the middleware get: none of these skips an `/admin` middleware.
         // `start()` always runs a host (middleware can be set later): without routes, nothing to do.
-        if let Some(host) = shared.config.middleware.as_ref().filter(|host| host.has_routes()) {
+        if let Some(host) = shared.middleware.as_ref().filter(|host| host.has_routes()) {
             let matched = {
                 let path = middleware::normalize_path(req.uri().path());
                 host.matches(&path).then(|| path.into_owned())
@@ -101,8 +109,7 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     }
     let (head, upstream) = upstream_phase(shared, &target, &ctx, req).await?;
     // Body plan (body.rs), then respond.
-    let plan = body::plan(&ctx.facts(), head.status, &head.headers, body::BeyondPages::of(&shared.config));
-    let plan = replay::answer::plan(plan, &head, &ctx.facts());
+    let plan = body::plan_response(&ctx.facts(), &head, shared.config.beyond_pages());
     body_phase(shared, ctx, head, upstream, plan).await
 }
 
@@ -144,7 +151,7 @@ async fn middleware_phase(
     if passed {
         return Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }));
     }
-    let plan = body::plan(&ctx.facts(), head.status, &head.headers, body::BeyondPages::of(&shared.config));
+    let plan = body::plan(&ctx.facts(), head.status, &head.headers, shared.config.beyond_pages());
     body_phase(shared, ctx, head, upstream, plan).await
 }
 
@@ -160,17 +167,12 @@ async fn upstream_phase(
     // Recorded offsets count from here.
     let arrived = tokio::time::Instant::now();
     let config = target.config;
-    let client_addr: Option<IpAddr> = req.extensions().get::<ClientAddr>().map(|addr| addr.0.ip());
     let (parts, body) = req.into_parts();
-    let hooked = config.hooks.proxy_req.is_some() || config.hooks.proxy_res.is_some();
+    let hooked = shared.hooks.proxy_req.is_some() || shared.hooks.proxy_res.is_some();
     let client = hooked.then(|| hooks::client_request(&parts));
-    let mut parts =
-        forward::upstream_request(parts, &ctx.url, &ctx.local_host, ctx.upstream_identity, ctx.cross_site, config)?;
-    if config.xfwd {
-        hooks::forwarded_headers(&mut parts.headers, client_addr, &ctx.local_host);
-    }
+    let mut parts = forward::upstream_request(parts, ctx, config)?;
     let body = request_body_phase(shared, config, ctx, &mut parts.headers, body).await?;
-    if let (Some(hook), Some(client)) = (&config.hooks.proxy_req, &client) {
+    if let (Some(hook), Some(client)) = (&shared.hooks.proxy_req, &client) {
         let cross_site = ctx.cross_site;
         hooks::request(hook.as_ref(), "proxy.proxyReq", &mut parts, client.clone(), config, &ctx.url, cross_site)
             .await?;
@@ -178,7 +180,7 @@ async fn upstream_phase(
     let timeout = config.upstream_timeout;
     let (stats, url) = (shared.stats.clone(), ctx.url.clone());
     let sent = Instant::now();
-    // The cassette's answer, or the target's (recorded or not): cassette/exchange.rs.
+    // The cassette's answer, or the target's (recorded or not): exchange.rs.
     let answer = exchange::send(shared, target, parts, body, arrived, timeout);
     let (mut head, upstream) = match noting_long_wait(shared, answer, ctx).await {
         Ok(Answered::Replayed(mut head, stream)) => {
@@ -200,7 +202,7 @@ async fn upstream_phase(
     let facts = observe::facts(&mut head.extensions);
     facts.upstream = Some(sent.elapsed());
     facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
-    respond(head, upstream, target, ctx, client).await
+    respond(head, upstream, target, ctx, &shared.hooks, client).await
 }
 
 /// Request body: the proxy's own origins back to the target's (`rewriteRequestBodies`, body/request.rs).
@@ -210,7 +212,7 @@ async fn request_body_phase(
     ctx: &RequestCtx,
     headers: &mut http::HeaderMap,
     body: Incoming,
-) -> Result<crate::forward::RequestBody, ProxyError> {
+) -> Result<crate::proxy::forward::RequestBody, ProxyError> {
     use http_body_util::BodyExt;
     if !config.rewrite_request_bodies {
         return Ok(body.map_err(crate::body::BodyError::from).boxed());
@@ -250,10 +252,11 @@ async fn respond(
     body: UpstreamBody,
     target: &Upstream<'_>,
     ctx: &RequestCtx,
+    hooks: &hooks::Hooks,
     client: Option<Arc<hooks::ClientRequest>>,
 ) -> Result<(http::response::Parts, UpstreamBody), ProxyError> {
     let config = target.config;
-    if let (Some(hook), Some(client)) = (&config.hooks.proxy_res, client) {
+    if let (Some(hook), Some(client)) = (&hooks.proxy_res, client) {
         hooks::response(hook.as_ref(), &mut head, client, &ctx.url).await?;
     }
     headers::to_client(&mut head.headers, head.status, config, &ctx.local_host);
@@ -272,7 +275,7 @@ async fn local_file_phase(
     observe::facts(&mut head.extensions).source = Some("local");
     // Read uncompressed on the client's behalf, like a page from a loopback target.
     ctx.upstream_identity = true;
-    let plan = local_files::plan(&ctx.facts(), &head, body::BeyondPages::of(&shared.config));
+    let plan = local_files::plan(&ctx.facts(), &head, shared.config.beyond_pages());
     let Plan::Compress { encode } = plan else { return body_phase(shared, ctx, head, body, plan).await };
     if let Some(bytes) = shared.compressed_files.get(&version, encode) {
         shared.stats.add_passed_through();

@@ -12,7 +12,7 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{StatusCode, Uri};
 
 use crate::config::ProxyConfig;
-use crate::pages::ProxyError;
+use crate::proxy::pages::ProxyError;
 
 /// What a hook answers, later.
 pub type HookFuture<T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send>>;
@@ -136,7 +136,7 @@ pub(crate) async fn request(
         parts.uri = Uri::from_parts(uri).map_err(|e| failed(format!("invalid path: {e}")))?;
     }
     parts.headers = header_map(changed.headers, name).map_err(failed)?;
-    crate::headers::add_req_headers(&mut parts.headers, config, cross_site);
+    crate::proxy::headers::add_req_headers(&mut parts.headers, config, cross_site);
     Ok(())
 }
 
@@ -157,52 +157,9 @@ pub(crate) async fn response(
     Ok(())
 }
 
-/// `X-Forwarded-For`, `-Port`, `-Proto` (appended to the client's) and `-Host` (kept if the client
-/// sent one), as http-proxy's `xfwd` adds them.
-pub(crate) fn forwarded_headers(headers: &mut HeaderMap, client_ip: Option<std::net::IpAddr>, local_host: &str) {
-    let port = local_host
-        .rsplit_once(':')
-        .filter(|(host, _)| !host.is_empty() && (!host.contains(':') || host.ends_with(']')))
-        .map_or("80", |(_, port)| port)
-        .to_string();
-    let values = [
-        ("x-forwarded-for", client_ip.map(|ip| ip.to_string()).unwrap_or_default()),
-        ("x-forwarded-port", port),
-        ("x-forwarded-proto", "http".to_string()),
-    ];
-    for (name, value) in values {
-        let joined = match headers.get(name).and_then(|v| v.to_str().ok()) {
-            Some(existing) if !existing.is_empty() => format!("{existing},{value}"),
-            _ => value,
-        };
-        if let Ok(value) = HeaderValue::from_str(&joined) {
-            headers.insert(name, value);
-        }
-    }
-    if !headers.contains_key("x-forwarded-host") {
-        if let Ok(value) = HeaderValue::from_str(local_host) {
-            headers.insert("x-forwarded-host", value);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn forwarded_headers_append_like_http_proxy() {
-        let mut h = HeaderMap::new();
-        h.insert("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
-        forwarded_headers(&mut h, Some("127.0.0.1".parse().unwrap()), "localhost:3000");
-        assert_eq!(h["x-forwarded-for"], "10.0.0.1,127.0.0.1");
-        assert_eq!(h["x-forwarded-port"], "3000");
-        assert_eq!(h["x-forwarded-proto"], "http");
-        assert_eq!(h["x-forwarded-host"], "localhost:3000");
-        let mut h = HeaderMap::new();
-        forwarded_headers(&mut h, None, "[::1]");
-        assert_eq!(h["x-forwarded-port"], "80");
-    }
 
     #[test]
     fn raw_headers_round_trip_keeps_repeats() {

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
-use http::uri::PathAndQuery;
 use http::{Request, Response, StatusCode};
 use http_body_util::Empty;
 use hyper::body::Incoming;
@@ -16,13 +15,14 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::body::{ProxyBody, UpstreamBody};
 use crate::cassette::record::{Recorder, WsTap};
-use crate::forward;
-use crate::headers;
-use crate::hooks;
-use crate::pages::ProxyError;
-use crate::routes::Upstream;
-use crate::server::ClientAddr;
-use crate::state::{Phase, Shared};
+use crate::lifecycle::Phase;
+use crate::proxy::context::RequestCtx;
+use crate::proxy::forward;
+use crate::proxy::headers;
+use crate::proxy::hooks;
+use crate::proxy::pages::ProxyError;
+use crate::proxy::routes::Upstream;
+use crate::proxy::state::Shared;
 
 pub(crate) fn is_upgrade<B>(req: &Request<B>) -> bool {
     let has_token = |name: header::HeaderName, token: &str| {
@@ -36,38 +36,27 @@ pub(crate) fn is_upgrade<B>(req: &Request<B>) -> bool {
 }
 
 /// Phase "send" for an upgrade: the handshake to the request's target (`proxy`'s or a route's) on a
-/// connection of its own, then the tunnel. A failure before the target answers is an error page, like any other request's.
-/// `cross_site`: a browser says it comes from another site's page (`security::from_another_site`;
-/// such upgrades pass the Origin check only from another port of localhost): no `reqHeaders`
-/// credentials. `recorder`: the recording it goes to, if its path is recorded.
+/// connection of its own, then the tunnel. A failure before the target answers is an error page,
+/// like any other request's. The request's context says whether a browser says it comes from another
+/// site's page (`security::from_another_site`; such upgrades pass the Origin check only from another
+/// port of localhost): then no `reqHeaders` credentials. `recorder`: the recording it goes to, if
+/// its path is recorded.
 pub(crate) async fn tunnel(
     shared: Arc<Shared>,
     target: Upstream<'_>,
     mut req: Request<Incoming>,
-    local_host: &str,
-    cross_site: bool,
+    ctx: &RequestCtx,
     recorder: Option<Arc<Recorder>>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     // Recorded offsets count from here.
     let arrived = std::time::Instant::now();
     let config = target.config;
-    let url = format!("{}{}", config.target.origin(), req.uri().path_and_query().map_or("/", |p| p.as_str()));
+    let (url, local_host, cross_site) = (ctx.url.clone(), ctx.local_host.as_str(), ctx.cross_site);
     let client_upgrade = hyper::upgrade::on(&mut req);
-    let (mut parts, _) = req.into_parts();
-    let client = config.hooks.proxy_req_ws.is_some().then(|| hooks::client_request(&parts));
-    headers::to_upstream(&mut parts.headers, config, local_host, true, cross_site);
-    if config.xfwd {
-        let client_addr = parts.extensions.get::<ClientAddr>().map(|addr| addr.0.ip());
-        hooks::forwarded_headers(&mut parts.headers, client_addr, local_host);
-    }
-    let mut origin_form = http::uri::Parts::default();
-    origin_form.path_and_query =
-        Some(parts.uri.path_and_query().cloned().unwrap_or_else(|| PathAndQuery::from_static("/")));
-    parts.uri = match http::Uri::from_parts(origin_form) {
-        Ok(uri) => uri,
-        Err(e) => return Err(ProxyError::Upstream { url, reason: format!("invalid upstream URL: {e}") }),
-    };
-    if let (Some(hook), Some(client)) = (&config.hooks.proxy_req_ws, client) {
+    let (parts, _) = req.into_parts();
+    let client = shared.hooks.proxy_req_ws.is_some().then(|| hooks::client_request(&parts));
+    let mut parts = forward::upgrade_request(parts, ctx, config)?;
+    if let (Some(hook), Some(client)) = (&shared.hooks.proxy_req_ws, client) {
         hooks::request(hook.as_ref(), "proxy.proxyReqWs", &mut parts, client, config, &url, cross_site).await?;
     }
     let recording = match recorder.filter(|r| r.wants(parts.uri.path())) {

@@ -1,6 +1,8 @@
 //! The listening side: binds, accepts connections (at most `maxConnections` at once), hands each
 //! request to the phases in [`crate::proxy`] behind a panic guard, and stops gracefully.
 
+pub(crate) mod tls;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -23,19 +25,22 @@ use crate::body::ProxyBody;
 use crate::cassette::replay::{CassetteError, Player, ReplayOptions};
 use crate::config::{LogLevel, ProxyConfig};
 use crate::error::{panic_message, RuleError, StartError};
-use crate::forward;
-use crate::local_files::CompressedFiles;
+use crate::lifecycle::Phase;
 use crate::observe::inspector::Inspector;
 use crate::observe::{ObserveSnapshot, Observer, RecordSink};
-use crate::pages::ProxyError;
 use crate::proxy;
+use crate::proxy::context::ClientAddr;
+use crate::proxy::forward;
+use crate::proxy::hooks::Hooks;
+use crate::proxy::local_files::CompressedFiles;
+use crate::proxy::middleware::MiddlewareHost;
+use crate::proxy::pages::ProxyError;
+use crate::proxy::routes::Routes;
+use crate::proxy::security::HostGuard;
+use crate::proxy::state::{RuleStore, Shared};
 use crate::rewrite::Rule;
-use crate::routes::Routes;
-use crate::security::HostGuard;
 use crate::skip::SkipTable;
-use crate::state::{Phase, RuleStore, Shared};
 use crate::stats::{Stats, StatsSnapshot};
-use crate::tls;
 
 /// A client that sends its request headers slower than this is dropped (slowloris).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -47,6 +52,16 @@ const SILENT_AFTER: Duration = Duration::from_millis(500);
 const PRESSURE_EVERY: Duration = Duration::from_millis(250);
 /// Request head size above which the client gets 431.
 const MAX_HEADER_BYTES: usize = 64 * 1024;
+
+/// What the user's code brings to a server, handed over beside its configuration (code the proxy
+/// calls into, not options): hooks around the upstream exchange and the Node middleware host.
+#[derive(Default)]
+pub struct UserCode {
+    /// `proxy.proxyReq`, `proxy.proxyReqWs`, `proxy.proxyRes`.
+    pub hooks: Hooks,
+    /// Connect-style middleware run before the proxy, by a Node host on a loopback port.
+    pub middleware: Option<MiddlewareHost>,
+}
 
 /// A running proxy.
 pub struct ProxyServer {
@@ -60,7 +75,13 @@ pub struct ProxyServer {
 
 impl ProxyServer {
     /// Binds and starts serving on the current tokio runtime.
-    pub async fn start(mut config: ProxyConfig) -> Result<ProxyServer, StartError> {
+    pub async fn start(config: ProxyConfig) -> Result<ProxyServer, StartError> {
+        ProxyServer::start_with(config, UserCode::default()).await
+    }
+
+    /// Starts a server that calls into the user's code: hooks around the upstream exchange and a
+    /// middleware host.
+    pub async fn start_with(mut config: ProxyConfig, code: UserCode) -> Result<ProxyServer, StartError> {
         let ip = resolve_listen_host(&config.host)?;
         let level = if config.quiet { LogLevel::Silent } else { config.log_level };
         let stats = Arc::new(Stats::new(level, &config.log_prefix));
@@ -136,6 +157,8 @@ impl ProxyServer {
             replay: std::sync::RwLock::new(replay),
             reverse_rules: Default::default(),
             json_rules: Default::default(),
+            hooks: code.hooks,
+            middleware: code.middleware,
             config,
         });
         for warning in &shared.config.warnings {
@@ -222,7 +245,7 @@ impl ProxyServer {
     /// The middleware's routes for requests that start from now on; false when the server was
     /// started without a middleware host.
     pub fn set_middleware_routes(&self, routes: Vec<String>) -> bool {
-        match self.shared.config.middleware.as_ref() {
+        match self.shared.middleware.as_ref() {
             Some(host) => {
                 host.routes.replace(routes);
                 true
@@ -277,22 +300,22 @@ impl ProxyServer {
 
 /// Where each target is, decided once at start: on this machine or not (a name that resolves to
 /// loopback addresses only counts as here). It settles an unset `secure` (see
-/// [`crate::tls::VerifyTls`]) and `upstreamCompression: 'auto'`.
+/// [`crate::config::VerifyTls`]) and `upstreamCompression: 'auto'`.
 async fn settle_local_targets(config: &mut ProxyConfig, stats: &Stats) {
     async fn settle(
-        policy: &mut crate::tls::VerifyTls,
+        policy: &mut crate::config::VerifyTls,
         here: &mut bool,
         target: &crate::config::Target,
         compression_auto: bool,
         stats: &Stats,
     ) {
         let https = target.scheme == crate::config::Scheme::Https;
-        let check_unset = *policy == crate::tls::VerifyTls::UnlessLoopback;
+        let check_unset = *policy == crate::config::VerifyTls::UnlessLoopback;
         let matters = compression_auto || (https && check_unset);
         if !matters {
             return;
         }
-        *here = crate::tls::is_on_this_machine(target).await;
+        *here = crate::server::tls::is_on_this_machine(target).await;
         if https {
             *policy = policy.settle(*here);
             if check_unset && !policy.is_on() {
@@ -479,9 +502,6 @@ impl Silent {
     }
 }
 
-/// The client's address, for `X-Forwarded-For` (`proxyOptions.xfwd`).
-#[derive(Clone, Copy)]
-pub(crate) struct ClientAddr(pub SocketAddr);
 /// Serves one connection until it ends: at `stop()` it finishes in-flight requests and takes no
 /// more (`shutdown`), and at the end of the grace period it is dropped.
 async fn drive<C: Future>(conn: C, shutdown: fn(Pin<&mut C>), mut phase: watch::Receiver<Phase>, mut silent: Silent) {
@@ -512,8 +532,8 @@ async fn handle(
     req.extensions_mut().insert(ClientAddr(peer));
     // Before anything records the request: the way back from the middleware host (its ticket) is
     // never observable.
-    if shared.config.middleware.as_ref().is_some_and(|host| host.take_returned(req.headers_mut(), peer)) {
-        req.extensions_mut().insert(crate::middleware::Returned);
+    if shared.middleware.as_ref().is_some_and(|host| host.take_returned(req.headers_mut(), peer)) {
+        req.extensions_mut().insert(crate::proxy::middleware::Returned);
     }
     let path = req.uri().path().to_string();
     let begun = shared.observer.begin(&req);

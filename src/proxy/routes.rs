@@ -10,7 +10,7 @@ use rustls::ClientConfig;
 use crate::cassette::record::Recorder;
 use crate::cassette::replay::Player;
 use crate::config::{ProxyConfig, Route};
-use crate::forward::{self, UpstreamClient};
+use crate::proxy::forward::{self, UpstreamClient};
 use crate::rewrite::Rule;
 
 /// Where one request is forwarded: a target's config, its pooled client and its WebSocket TLS.
@@ -102,7 +102,7 @@ impl Routes {
     }
 
     /// The link rules for the routes' targets, plain and percent-encoded (the main target's are
-    /// [`crate::state::Shared::links`]).
+    /// [`crate::proxy::state::Shared::links`]).
     pub(crate) fn links(&self) -> &[Rule] {
         &self.links
     }

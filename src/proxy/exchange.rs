@@ -9,12 +9,12 @@ use std::time::Duration;
 use hyper::body::Incoming;
 use tokio::time::Instant;
 
-use super::record::{BodyTee, Recorder};
-use super::replay::answer::{self, ReplayStream, Replayed};
-use super::replay::Player;
-use crate::forward;
-use crate::routes::Upstream;
-use crate::state::Shared;
+use crate::cassette::record::{BodyTee, Recorder};
+use crate::cassette::replay::answer::{self, ReplayStream, Replayed};
+use crate::cassette::replay::Player;
+use crate::proxy::forward;
+use crate::proxy::routes::Upstream;
+use crate::proxy::state::Shared;
 
 /// An exchange's answer.
 pub(crate) enum Answered {

@@ -1,5 +1,6 @@
-//! The answer's body, counted and timed: finishes its exchange record when it ends, fails, or is
-//! dropped (the client went away). Per chunk it only adds to a counter it owns.
+//! The answer's body, counted and timed: tells its watcher (the exchange record, `crate::observe`)
+//! when it ends, fails, or is dropped (the client went away). Per chunk it only adds to a counter it
+//! owns.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -7,19 +8,25 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame};
 
-use super::Trace;
-use crate::body::{BodyError, ProxyBody};
+use super::{BodyError, BodyReport, ProxyBody};
+
+/// Who is told how a body ended; the body module knows it only by this trait (the exchange record
+/// lives above it).
+pub(crate) trait BodyWatcher: Send {
+    /// The body ended: whole (`error: None`), failed, or dropped before its end.
+    fn ended(self: Box<Self>, report: BodyReport, bytes_out: u64, error: Option<String>);
+}
 
 pub(crate) struct ObservedBody {
     inner: ProxyBody,
     bytes_out: u64,
-    /// Taken when the record is finished: a body is recorded once.
-    trace: Option<Trace>,
+    /// Taken when the end is told: a body ends once.
+    watcher: Option<Box<dyn BodyWatcher>>,
 }
 
 impl ObservedBody {
-    pub(super) fn new(inner: ProxyBody, trace: Trace) -> ObservedBody {
-        ObservedBody { inner, bytes_out: 0, trace: Some(trace) }
+    pub(crate) fn new(inner: ProxyBody, watcher: Box<dyn BodyWatcher>) -> ObservedBody {
+        ObservedBody { inner, bytes_out: 0, watcher: Some(watcher) }
     }
 
     pub(crate) fn inner(&self) -> &ProxyBody {
@@ -44,10 +51,8 @@ impl ObservedBody {
     }
 
     fn end(&mut self, error: Option<String>) {
-        if let Some(trace) = self.trace.take() {
-            let report = self.inner.report();
-            let observer = trace.observer.clone();
-            observer.end(trace, report, self.bytes_out, error);
+        if let Some(watcher) = self.watcher.take() {
+            watcher.ended(self.inner.report(), self.bytes_out, error);
         }
     }
 }
@@ -56,7 +61,7 @@ impl Drop for ObservedBody {
     /// hyper stops polling a body that says it has ended (a whole body in memory is one frame), and
     /// drops one whose client went away.
     fn drop(&mut self) {
-        if self.trace.is_some() {
+        if self.watcher.is_some() {
             let error = (!self.inner.is_end_stream()).then(|| "the client went away before the body's end".to_string());
             self.end(error);
         }

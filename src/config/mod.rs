@@ -6,105 +6,18 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue};
 
 use crate::error::ConfigError;
+
+mod hosts;
+pub(crate) mod target;
+
 use crate::globs::UrlGlobs;
+pub use crate::observe::inspector::{
+    InspectorConfig, DEFAULT_INSPECTOR_PATH, DEFAULT_INSPECTOR_SIZE, MAX_INSPECTOR_SIZE,
+};
 use crate::rewrite::{Rule, DEFAULT_MAX_MATCH_BYTES};
-
-/// How the proxy talks to the target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
-    /// Plain HTTP.
-    Http,
-    /// HTTP over TLS.
-    Https,
-}
-
-/// The upstream site: only `scheme://host[:port]` of the URL counts, as in Browsersync.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    /// `http` or `https`.
-    pub scheme: Scheme,
-    /// Host name or IP literal (IPv6 with brackets), lower-case.
-    pub host: String,
-    /// The URL's port, or the scheme's default.
-    pub port: u16,
-}
-
-/// `localhost` and `*.localhost` (RFC 6761: always this machine), in any case, a final dot allowed.
-pub fn is_localhost_name(host: &str) -> bool {
-    let host = host.trim_end_matches('.');
-    let suffix = ".localhost".len();
-    host.eq_ignore_ascii_case("localhost")
-        || host.len() > suffix && host.as_bytes()[host.len() - suffix..].eq_ignore_ascii_case(b".localhost")
-}
-
-impl Target {
-    /// Parses a target like Browsersync does: a URL without scheme gets `http://`.
-    pub fn parse(raw: &str) -> Result<Target, ConfigError> {
-        let trimmed = raw.trim();
-        if trimmed.is_empty() {
-            return Err(ConfigError::MissingTarget);
-        }
-        let with_scheme = if trimmed.contains("://") { trimmed.to_string() } else { format!("http://{trimmed}") };
-        let url = url::Url::parse(&with_scheme)
-            .map_err(|e| ConfigError::InvalidTarget { url: raw.to_string(), reason: e.to_string() })?;
-        let scheme = match url.scheme() {
-            "http" => Scheme::Http,
-            "https" => Scheme::Https,
-            other => return Err(ConfigError::UnsupportedScheme { url: raw.to_string(), scheme: other.to_string() }),
-        };
-        let host = match url.host() {
-            Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
-            Some(host) => host.to_string(),
-            None => return Err(ConfigError::InvalidTarget { url: raw.to_string(), reason: "it has no host".into() }),
-        };
-        let port = url.port_or_known_default().unwrap_or(80);
-        Ok(Target { scheme, host, port })
-    }
-
-    fn default_port(&self) -> u16 {
-        match self.scheme {
-            Scheme::Http => 80,
-            Scheme::Https => 443,
-        }
-    }
-
-    /// `host[:port]`, the port omitted when it is the scheme's default: the `Host` header to send.
-    pub fn authority(&self) -> String {
-        if self.port == self.default_port() {
-            self.host.clone()
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
-    }
-
-    /// `scheme://authority`, the target's origin.
-    pub fn origin(&self) -> String {
-        let scheme = match self.scheme {
-            Scheme::Http => "http",
-            Scheme::Https => "https",
-        };
-        format!("{scheme}://{}", self.authority())
-    }
-
-    /// Whether the target is this machine: `localhost` or a loopback address.
-    pub fn is_loopback(&self) -> bool {
-        let bare = self.host.trim_start_matches('[').trim_end_matches(']');
-        is_localhost_name(bare) || bare.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
-    }
-
-    /// The host as the link rewrite looks for it: Browsersync's `hostname[:port]`, port shown
-    /// unless it is 80.
-    pub fn link_host(&self) -> String {
-        if self.port == 80 {
-            self.host.clone()
-        } else if self.scheme == Scheme::Https && self.port == 443 {
-            // Browsersync parses the URL and sees no explicit port here.
-            self.host.clone()
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
-    }
-}
+pub use crate::stats::LogLevel;
+pub use hosts::{normalize_origin, AllowedHosts, HostPattern};
+pub use target::{is_localhost_name, Scheme, Target};
 
 /// Whether the proxy itself serves HTTPS (`https` option), and with which certificate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,6 +37,36 @@ pub enum Https {
         /// More certificates sent after the chain (Browsersync's `https.ca`: intermediates).
         ca: Vec<std::path::PathBuf>,
     },
+}
+
+/// Whether the proxy checks a target's certificate (`proxy.secure`, a route's `secure`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerifyTls {
+    /// `secure: true`.
+    Always,
+    /// `secure: false`.
+    Never,
+    /// Not set: checked, unless the target is on this machine. A certificate check guards against
+    /// someone on the network between proxy and target; to a loopback address there is no such
+    /// network, and a self-signed certificate is what local sites (Valet, Herd, Local, MAMP) serve.
+    /// Browsersync never checks.
+    UnlessLoopback,
+}
+
+impl VerifyTls {
+    /// Whether certificates may be checked (true until resolved for an unset policy: the safe side).
+    pub fn is_on(self) -> bool {
+        self != VerifyTls::Never
+    }
+
+    /// `Always` or `Never` for a target that is on this machine (`here`) or not.
+    pub(crate) fn settle(self, here: bool) -> VerifyTls {
+        match self {
+            VerifyTls::UnlessLoopback if here => VerifyTls::Never,
+            VerifyTls::UnlessLoopback => VerifyTls::Always,
+            settled => settled,
+        }
+    }
 }
 
 /// Whether pages (responses the proxy may rewrite) are fetched compressed from the target.
@@ -151,103 +94,6 @@ impl UpstreamCompression {
     }
 }
 
-/// Which `Host` names the proxy answers to: the guard against DNS rebinding, where a page on
-/// `evil.example` re-resolves its name to 127.0.0.1 and reads the proxy as same-origin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AllowedHosts {
-    /// `localhost`, `*.localhost`, IP literals, the listen `host` and the machine's host name.
-    Auto,
-    /// No check at all: any page whose name resolves to this machine can read the proxy.
-    All,
-    /// The `Auto` names plus these (as in webpack-dev-server and Vite, a list adds to the defaults).
-    List(Vec<HostPattern>),
-}
-
-/// One `allowedHosts` entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HostPattern {
-    /// This name only (lower-case, IPv6 without brackets).
-    Exact(String),
-    /// `.example.com`: `example.com` and any name under it (webpack-dev-server's form).
-    Domain(String),
-}
-
-impl HostPattern {
-    /// Whether a host name (lower-case, no port, no brackets, no final dot) matches.
-    pub fn matches(&self, name: &str) -> bool {
-        match self {
-            HostPattern::Exact(exact) => name == exact,
-            HostPattern::Domain(domain) => {
-                name == domain || name.strip_suffix(domain.as_str()).is_some_and(|sub| sub.ends_with('.'))
-            }
-        }
-    }
-}
-
-impl AllowedHosts {
-    /// The array form: `'all'` anywhere switches the check off, `'auto'` is the default set (always
-    /// included); other entries are host names, or `.domain` for a domain and its subdomains.
-    pub fn from_entries(entries: &[String]) -> Result<AllowedHosts, ConfigError> {
-        let mut patterns = Vec::new();
-        for (index, entry) in entries.iter().enumerate() {
-            let bad = |reason: String| ConfigError::InvalidEntry { option: "allowedHosts", index, reason };
-            let entry = entry.trim().to_ascii_lowercase();
-            match entry.as_str() {
-                "all" => return Ok(AllowedHosts::All),
-                "auto" => continue,
-                _ => {}
-            }
-            if let Some(domain) = entry.strip_prefix('.') {
-                check_host_name(domain).map_err(|reason| bad(format!("'.{domain}': {reason}")))?;
-                patterns.push(HostPattern::Domain(domain.trim_end_matches('.').to_string()));
-                continue;
-            }
-            let bare = entry.strip_prefix('[').and_then(|e| e.strip_suffix(']')).unwrap_or(&entry);
-            if bare.parse::<std::net::IpAddr>().is_ok() {
-                patterns.push(HostPattern::Exact(bare.to_string()));
-                continue;
-            }
-            check_host_name(&entry).map_err(|reason| bad(format!("'{entry}': {reason}")))?;
-            patterns.push(HostPattern::Exact(entry.trim_end_matches('.').to_string()));
-        }
-        Ok(AllowedHosts::List(patterns))
-    }
-}
-
-/// A host name as `allowedHosts` takes it: letters, digits, `-` and `_` in dot-separated labels.
-fn check_host_name(name: &str) -> Result<(), String> {
-    if name.contains(':') {
-        return Err("give the host name without a port or scheme".into());
-    }
-    if name.starts_with("*.") || name.contains('*') {
-        return Err(
-            "wildcards are written with a leading dot: '.example.com' allows example.com and its subdomains".into()
-        );
-    }
-    let name = name.strip_suffix('.').unwrap_or(name);
-    let label_ok = |l: &str| {
-        !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    };
-    if name.is_empty() || name.len() > 253 || !name.split('.').all(label_ok) {
-        return Err("not a host name (letters, digits, '-' and '_' in dot-separated labels)".into());
-    }
-    Ok(())
-}
-
-/// `scheme://host[:port]` of an `allowedOrigins` entry or an `Origin` header, as browsers serialise it
-/// (lower-case host, default port omitted); `None` unless it is an http(s) origin and nothing more.
-pub fn normalize_origin(raw: &str) -> Option<String> {
-    let url = url::Url::parse(raw.trim()).ok()?;
-    let plain = matches!(url.scheme(), "http" | "https")
-        && url.host().is_some()
-        && url.username().is_empty()
-        && url.password().is_none()
-        && url.path() == "/"
-        && url.query().is_none()
-        && url.fragment().is_none();
-    plain.then(|| url.origin().ascii_serialization())
-}
-
 /// Everything a running proxy needs, validated.
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
@@ -268,7 +114,7 @@ pub struct ProxyConfig {
     /// Remove `Domain=` from `Set-Cookie`.
     pub strip_cookie_domain: bool,
     /// Whether the upstream's TLS certificate is checked.
-    pub verify_tls: crate::tls::VerifyTls,
+    pub verify_tls: VerifyTls,
     /// The target's name resolved to loopback addresses only at start (a hosts-file name such as
     /// `wp.test`): it is local wherever that matters, as a literal `localhost` or 127.0.0.1 is.
     pub target_resolves_here: bool,
@@ -321,10 +167,6 @@ pub struct ProxyConfig {
     pub log_prefix: String,
     /// Warnings about the options (ignored or unknown ones), logged once when the server starts.
     pub warnings: Vec<String>,
-    /// `proxy.proxyReq`, `proxy.proxyReqWs`, `proxy.proxyRes`: user hooks around the upstream exchange.
-    pub hooks: crate::hooks::Hooks,
-    /// Connect-style middleware run before the proxy, by a Node host on a loopback port.
-    pub middleware: Option<crate::middleware::MiddlewareHost>,
     /// `proxy.proxyOptions.xfwd`: add `X-Forwarded-For`, `-Port`, `-Proto` and `-Host` upstream.
     pub xfwd: bool,
     /// `proxy.proxyOptions.changeOrigin` (default true): `Host` is the target's; false keeps the client's.
@@ -393,7 +235,7 @@ pub struct Route {
     /// Headers set on every request to this target.
     pub req_headers: Vec<(HeaderName, HeaderValue)>,
     /// Whether this target's TLS certificate is checked.
-    pub verify_tls: crate::tls::VerifyTls,
+    pub verify_tls: VerifyTls,
     /// As [`ProxyConfig::target_resolves_here`], for this route's target.
     pub target_resolves_here: bool,
     /// `replay`: this route's requests answered from a cassette (`None`: the server's mode).
@@ -418,7 +260,7 @@ impl Route {
             target,
             ws: true,
             req_headers: Vec::new(),
-            verify_tls: crate::tls::VerifyTls::UnlessLoopback,
+            verify_tls: VerifyTls::UnlessLoopback,
             target_resolves_here: false,
             replay: None,
             record: None,
@@ -449,29 +291,6 @@ fn header_pair(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), Str
     Ok((header, value))
 }
 
-/// Which log lines the proxy writes on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
-    /// None.
-    Silent,
-    /// Warnings about the options and failures (the default).
-    Info,
-    /// Also one line per request: method, URL, status and what was done with the body.
-    Debug,
-}
-
-impl LogLevel {
-    /// The option's JS value (`'silent'`, `'info'`, `'debug'`; Browsersync's `'warn'` is `Info`).
-    pub fn parse(value: &str) -> Option<LogLevel> {
-        match value {
-            "silent" => Some(LogLevel::Silent),
-            "info" | "warn" => Some(LogLevel::Info),
-            "debug" => Some(LogLevel::Debug),
-            _ => None,
-        }
-    }
-}
-
 /// Default of [`ProxyConfig::log_prefix`].
 pub const DEFAULT_LOG_PREFIX: &str = "devproxy";
 
@@ -492,52 +311,6 @@ pub const MAX_CONNECTIONS_LIMIT: u32 = 1 << 20;
 /// Largest `upstreamTimeoutMs` and `gracePeriodMs` accepted (about 49 days: the options are u32).
 pub const MAX_DURATION_MS: u32 = u32::MAX;
 
-/// Where the inspector is served unless `inspector.path` says otherwise.
-pub const DEFAULT_INSPECTOR_PATH: &str = "/__devproxy/";
-/// Exchanges the inspector keeps unless `inspector.size` says otherwise.
-pub const DEFAULT_INSPECTOR_SIZE: usize = 500;
-/// Most exchanges the inspector may keep: each holds its headers (and a 2 KiB preview) in memory.
-pub const MAX_INSPECTOR_SIZE: u32 = 10_000;
-
-/// `inspector`: the page at the proxy's own origin that shows the last exchanges.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InspectorConfig {
-    /// The reserved prefix, `/__devproxy/`: starts and ends with `/`. Requests under it (and the
-    /// prefix without its final `/`) are the inspector's and never reach a target.
-    pub path: String,
-    /// How many exchanges are kept, the oldest dropped first.
-    pub size: usize,
-    /// Served to clients on other machines too (`inspector: { remote: true }`); by default only
-    /// loopback clients get it, whatever address the proxy listens on.
-    pub remote: bool,
-}
-
-impl Default for InspectorConfig {
-    fn default() -> InspectorConfig {
-        InspectorConfig { path: DEFAULT_INSPECTOR_PATH.into(), size: DEFAULT_INSPECTOR_SIZE, remote: false }
-    }
-}
-
-impl InspectorConfig {
-    /// Checks `path` (a final `/` is added) and `size` (1 to [`MAX_INSPECTOR_SIZE`]).
-    pub fn new(path: &str, size: u32) -> Result<InspectorConfig, ConfigError> {
-        let bad = |name, reason: &str| ConfigError::InvalidOption { name, reason: reason.to_string() };
-        if !path.starts_with('/') || path.contains(['?', '#', ' ']) || path.contains("//") {
-            return Err(bad("inspector.path", "it must be a path such as '/__devproxy/'"));
-        }
-        let path = if path.ends_with('/') { path.to_string() } else { format!("{path}/") };
-        if path == "/" {
-            return Err(bad("inspector.path", "'/' would take every request: use a prefix such as '/__devproxy/'"));
-        }
-        if !(1..=MAX_INSPECTOR_SIZE).contains(&size) {
-            let reason =
-                format!("it must be from 1 to {MAX_INSPECTOR_SIZE} (inspector: false turns the inspector off)");
-            return Err(bad("inspector.size", &reason));
-        }
-        Ok(InspectorConfig { path, size: size as usize, remote: false })
-    }
-}
-
 impl ProxyConfig {
     /// The defaults for `target`: `127.0.0.1:3000`, Browsersync's behaviour, nothing rewritten but links.
     pub fn new(target: Target) -> ProxyConfig {
@@ -550,7 +323,7 @@ impl ProxyConfig {
             ws: true,
             req_headers: Vec::new(),
             strip_cookie_domain: true,
-            verify_tls: crate::tls::VerifyTls::UnlessLoopback,
+            verify_tls: VerifyTls::UnlessLoopback,
             target_resolves_here: false,
             rules: Vec::new(),
             snippet: None,
@@ -573,8 +346,6 @@ impl ProxyConfig {
             log_level: LogLevel::Info,
             log_prefix: DEFAULT_LOG_PREFIX.into(),
             warnings: Vec::new(),
-            hooks: crate::hooks::Hooks::default(),
-            middleware: None,
             xfwd: false,
             change_origin: true,
             serve_static: Vec::new(),
@@ -633,6 +404,11 @@ impl ProxyConfig {
             UpstreamCompression::Always => false,
             UpstreamCompression::Never => true,
         }
+    }
+
+    /// Which responses besides pages the body plan rewrites (`rewriteTextTypes`, `rewriteJson`).
+    pub(crate) fn beyond_pages(&self) -> crate::body::BeyondPages {
+        crate::body::BeyondPages { text_types: self.rewrite_text_types, json_origins: self.rewrite_json }
     }
 
     /// Adds an `allowedOrigins` entry, checking that it is an origin (`http://localhost:5173`).

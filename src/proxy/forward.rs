@@ -24,17 +24,16 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 
 use crate::config::{ProxyConfig, Scheme, Target};
-use crate::headers;
-use crate::pages::ProxyError;
+use crate::proxy::context::RequestCtx;
+use crate::proxy::headers;
+use crate::proxy::pages::ProxyError;
 
-/// What we send upstream: the client's body (streamed, maybe rewritten), or nothing when a request is
-/// retried.
-pub(crate) type RequestBody = http_body_util::combinators::BoxBody<bytes::Bytes, crate::body::BodyError>;
+pub(crate) use crate::body::RequestBody;
 
 pub(crate) type UpstreamClient = Client<HttpsConnector<HttpConnector<LocalhostResolver>>, RequestBody>;
 
 /// The TLS settings for upstream connections: certificates checked by `verifier` (the OS's trust
-/// plus NODE_EXTRA_CA_CERTS, see [`crate::tls::upstream_verifier`]), or not at all when it is `None`
+/// plus NODE_EXTRA_CA_CERTS, see [`crate::server::tls::upstream_verifier`]), or not at all when it is `None`
 /// (`proxy.secure: false`: self-signed dev certificates).
 pub(crate) fn tls_config(verifier: Option<Arc<dyn ServerCertVerifier>>, alpn: &[&[u8]]) -> Arc<ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -64,16 +63,14 @@ pub(crate) fn client(verifier: Option<Arc<dyn ServerCertVerifier>>) -> UpstreamC
         .build(https)
 }
 
-/// Phase "upstream request": the client's request as the target gets it at `url` (URI, version,
-/// headers; `identity`: the page is asked for uncompressed).
+/// Phase "upstream request": the client's request as the target gets it at the request's URL (URI,
+/// version, headers; a page asked for uncompressed when the context says so).
 pub(crate) fn upstream_request(
     mut parts: http::request::Parts,
-    url: &str,
-    local_host: &str,
-    identity: bool,
-    cross_site: bool,
+    ctx: &RequestCtx,
     config: &ProxyConfig,
 ) -> Result<http::request::Parts, ProxyError> {
+    let (url, local_host) = (ctx.url.as_str(), ctx.local_host.as_str());
     // `rewriteRequestBodies`: the proxy's own origin in the query (a `redirect_to` the link rewrite
     // pointed at the proxy) goes back to the target's, as in bodies.
     let swapped = match url.split_once('?') {
@@ -88,10 +85,26 @@ pub(crate) fn upstream_request(
     parts.uri = Uri::try_from(url)
         .map_err(|e| ProxyError::Upstream { url: url.to_string(), reason: format!("invalid upstream URL: {e}") })?;
     parts.version = http::Version::HTTP_11;
-    headers::to_upstream(&mut parts.headers, config, local_host, false, cross_site);
-    if identity {
+    headers::to_upstream(&mut parts.headers, config, local_host, false, ctx.cross_site, ctx.client_ip);
+    if ctx.upstream_identity {
         parts.headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
     }
+    Ok(parts)
+}
+
+/// The upstream request of a WebSocket upgrade: as [`upstream_request`]'s, with its upgrade headers
+/// kept, and the origin-form URI the handshake is written with.
+pub(crate) fn upgrade_request(
+    mut parts: http::request::Parts,
+    ctx: &RequestCtx,
+    config: &ProxyConfig,
+) -> Result<http::request::Parts, ProxyError> {
+    headers::to_upstream(&mut parts.headers, config, &ctx.local_host, true, ctx.cross_site, ctx.client_ip);
+    let mut origin_form = http::uri::Parts::default();
+    origin_form.path_and_query =
+        Some(parts.uri.path_and_query().cloned().unwrap_or_else(|| http::uri::PathAndQuery::from_static("/")));
+    parts.uri = Uri::from_parts(origin_form)
+        .map_err(|e| ProxyError::Upstream { url: ctx.url.clone(), reason: format!("invalid upstream URL: {e}") })?;
     Ok(parts)
 }
 

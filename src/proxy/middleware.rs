@@ -18,9 +18,9 @@ use http::{Request, Response, Uri};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use crate::forward::{self, UpstreamClient};
-use crate::headers;
-use crate::pages::ProxyError;
+use crate::proxy::forward::{self, UpstreamClient};
+use crate::proxy::headers;
+use crate::proxy::pages::ProxyError;
 
 /// The token header, both ways: native → host (the host's token: a request to run middleware on) and
 /// host → native (the hand-off's return ticket: a request sent on by `next()`, which skips the

@@ -7,7 +7,7 @@ use http::header::{self, HeaderValue};
 use http::{Method, Request};
 
 use crate::config::{normalize_origin, AllowedHosts, ProxyConfig, Target};
-use crate::pages::ProxyError;
+use crate::proxy::pages::ProxyError;
 
 /// The host name of a `Host` value or request authority: lower-case, without port, IPv6 brackets
 /// or final dot. `None` when it is not an authority (then it is refused).

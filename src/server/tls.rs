@@ -14,6 +14,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ServerConfig;
 use tokio_rustls::TlsAcceptor;
 
+#[cfg(test)]
+use crate::config::VerifyTls;
 use crate::config::{Https, Target};
 use crate::error::StartError;
 
@@ -194,36 +196,6 @@ fn node_extra_ca_certs() -> (Vec<CertificateDer<'static>>, Option<String>) {
             Err(e) => (Vec::new(), warn(format!("is not a valid PEM file: {}", pem_error(e)))),
         },
         Err(e) => (Vec::new(), warn(format!("cannot be read: {e}"))),
-    }
-}
-
-/// Whether the proxy checks a target's certificate (`proxy.secure`, a route's `secure`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VerifyTls {
-    /// `secure: true`.
-    Always,
-    /// `secure: false`.
-    Never,
-    /// Not set: checked, unless the target is on this machine. A certificate check guards against
-    /// someone on the network between proxy and target; to a loopback address there is no such
-    /// network, and a self-signed certificate is what local sites (Valet, Herd, Local, MAMP) serve.
-    /// Browsersync never checks.
-    UnlessLoopback,
-}
-
-impl VerifyTls {
-    /// Whether certificates may be checked (true until resolved for an unset policy: the safe side).
-    pub fn is_on(self) -> bool {
-        self != VerifyTls::Never
-    }
-
-    /// `Always` or `Never` for a target that is on this machine (`here`) or not.
-    pub(crate) fn settle(self, here: bool) -> VerifyTls {
-        match self {
-            VerifyTls::UnlessLoopback if here => VerifyTls::Never,
-            VerifyTls::UnlessLoopback => VerifyTls::Always,
-            settled => settled,
-        }
     }
 }
 

@@ -16,7 +16,7 @@ use http::{Method, Request, Response, StatusCode};
 use crate::body::{self, Plan, ProxyBody, RequestFacts, Tee, UpstreamBody};
 use crate::codec::{self, Encoding};
 use crate::config::StaticMount;
-use crate::pages::ProxyError;
+use crate::proxy::pages::ProxyError;
 use crate::stats::Stats;
 
 /// What a request path is under the `serveStatic` directories.
@@ -171,7 +171,7 @@ impl CompressedFiles {
 
 /// The response for a cached compressed copy: the file's headers, `encoding`, its exact length.
 pub(crate) fn cached(mut head: http::response::Parts, encoding: Encoding, bytes: Bytes) -> Response<ProxyBody> {
-    crate::headers::for_rewritten_body(&mut head.headers, encoding);
+    crate::proxy::headers::for_rewritten_body(&mut head.headers, encoding);
     head.headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
     Response::from_parts(head, ProxyBody::full(bytes))
 }
@@ -339,7 +339,7 @@ fn bare(status: StatusCode, headers: HeaderMap) -> Response<ProxyBody> {
 
 /// serve-static's redirect of a directory to its trailing-slash form.
 fn redirect(location: &str) -> Response<ProxyBody> {
-    let escaped = crate::pages::escape_html(location);
+    let escaped = crate::proxy::pages::escape_html(location);
     let html = format!(
         "<!doctype html><meta charset=\"utf-8\"><title>Redirecting</title>\n<pre>Redirecting to {escaped}</pre>\n"
     );

@@ -1,6 +1,8 @@
 //! Every header rewrite, in both directions: one place to look.
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use std::net::IpAddr;
+
 use http::StatusCode;
 
 use crate::codec;
@@ -43,14 +45,15 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
 }
 
 /// The request as the upstream should see it: Host is the target's, Origin and Referer point at
-/// the target instead of the proxy (Browsersync leaves them, breaking origin checks), and only
-/// content codings we can decode are offered.
+/// the target instead of the proxy (Browsersync leaves them, breaking origin checks), only content
+/// codings we can decode are offered, `reqHeaders` are set and, with `xfwd`, X-Forwarded-* added.
 pub(crate) fn to_upstream(
     headers: &mut HeaderMap,
     config: &ProxyConfig,
     local_host: &str,
     websocket: bool,
     cross_site: bool,
+    client_ip: Option<IpAddr>,
 ) {
     remove_hop_by_hop(headers, websocket);
     let target = &config.target;
@@ -88,6 +91,38 @@ pub(crate) fn to_upstream(
         }
     }
     add_req_headers(headers, config, cross_site);
+    if config.xfwd {
+        forwarded_headers(headers, client_ip, local_host);
+    }
+}
+
+/// `X-Forwarded-For`, `-Port`, `-Proto` (appended to the client's) and `-Host` (kept if the client
+/// sent one), as http-proxy's `xfwd` adds them.
+fn forwarded_headers(headers: &mut HeaderMap, client_ip: Option<IpAddr>, local_host: &str) {
+    let port = local_host
+        .rsplit_once(':')
+        .filter(|(host, _)| !host.is_empty() && (!host.contains(':') || host.ends_with(']')))
+        .map_or("80", |(_, port)| port)
+        .to_string();
+    let values = [
+        ("x-forwarded-for", client_ip.map(|ip| ip.to_string()).unwrap_or_default()),
+        ("x-forwarded-port", port),
+        ("x-forwarded-proto", "http".to_string()),
+    ];
+    for (name, value) in values {
+        let joined = match headers.get(name).and_then(|v| v.to_str().ok()) {
+            Some(existing) if !existing.is_empty() => format!("{existing},{value}"),
+            _ => value,
+        };
+        if let Ok(value) = HeaderValue::from_str(&joined) {
+            headers.insert(name, value);
+        }
+    }
+    if !headers.contains_key("x-forwarded-host") {
+        if let Ok(value) = HeaderValue::from_str(local_host) {
+            headers.insert("x-forwarded-host", value);
+        }
+    }
 }
 
 /// `reqHeaders`, set on every upstream request; a request from another site's page
@@ -312,6 +347,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn forwarded_headers_append_like_http_proxy() {
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
+        forwarded_headers(&mut h, Some("127.0.0.1".parse().unwrap()), "localhost:3000");
+        assert_eq!(h["x-forwarded-for"], "10.0.0.1,127.0.0.1");
+        assert_eq!(h["x-forwarded-port"], "3000");
+        assert_eq!(h["x-forwarded-proto"], "http");
+        assert_eq!(h["x-forwarded-host"], "localhost:3000");
+        let mut h = HeaderMap::new();
+        forwarded_headers(&mut h, None, "[::1]");
+        assert_eq!(h["x-forwarded-port"], "80");
+    }
+
+    #[test]
     fn origins_are_swapped_in_the_forms_asked_for_and_only_whole() {
         let swap = |v: &str, forms| swap_origins(v, "localhost:3102", "https://wp.test", forms);
         assert_eq!(
@@ -377,7 +426,7 @@ mod tests {
         h.insert(header::CONNECTION, HeaderValue::from_static("keep-alive, x-secret"));
         h.insert("x-secret", HeaderValue::from_static("1"));
         h.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("gzip, sdch, br"));
-        to_upstream(&mut h, &config(), "localhost:3000", false, false);
+        to_upstream(&mut h, &config(), "localhost:3000", false, false, None);
         assert_eq!(h[header::HOST], "example.com");
         assert_eq!(h[header::ORIGIN], "https://example.com");
         assert_eq!(h[header::REFERER], "https://example.com/a?b");
@@ -390,7 +439,7 @@ mod tests {
         let mut h = HeaderMap::new();
         h.append(header::COOKIE, HeaderValue::from_static("a=1"));
         h.append(header::COOKIE, HeaderValue::from_static("b=2"));
-        to_upstream(&mut h, &config(), "localhost:3000", false, false);
+        to_upstream(&mut h, &config(), "localhost:3000", false, false, None);
         let cookies: Vec<_> = h.get_all(header::COOKIE).iter().collect();
         assert_eq!(cookies, ["a=1; b=2"]);
     }
@@ -399,7 +448,7 @@ mod tests {
     fn foreign_origins_are_left_alone() {
         let mut h = HeaderMap::new();
         h.insert(header::ORIGIN, HeaderValue::from_static("http://localhost:30001"));
-        to_upstream(&mut h, &config(), "localhost:3000", false, false);
+        to_upstream(&mut h, &config(), "localhost:3000", false, false, None);
         assert_eq!(h[header::ORIGIN], "http://localhost:30001");
     }
 

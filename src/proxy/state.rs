@@ -7,21 +7,21 @@ use std::sync::atomic::{AtomicU32, Ordering};
 // half-updated), so the value a panicking thread left behind is still a valid one.
 use std::sync::{Arc, PoisonError, RwLock};
 
-use http::header::{self, HeaderMap};
-use http::{Method, Request};
+use http::Request;
 use tokio::sync::watch;
 
-use crate::body::{self, RequestFacts};
+use crate::body::{self, PageMode, UserRules};
 use crate::cassette::replay::Player;
-use crate::codec;
 use crate::config::{ProxyConfig, StaticMount};
 use crate::error::RuleError;
-use crate::forward::UpstreamClient;
-use crate::local_files::CompressedFiles;
-use crate::rewrite::{check_memory, Exchange, Rule};
-use crate::routes::{Routes, Upstream};
-use crate::security::HostGuard;
-use crate::skip::{SkipTable, SKIPPABLE_RULES};
+use crate::lifecycle::Phase;
+use crate::proxy::context::{request_path, RequestCtx};
+use crate::proxy::forward::UpstreamClient;
+use crate::proxy::local_files::CompressedFiles;
+use crate::proxy::routes::{Routes, Upstream};
+use crate::proxy::security::HostGuard;
+use crate::rewrite::{check_memory, Rule};
+use crate::skip::SkipTable;
 use crate::stats::Stats;
 
 /// The user rules of a running server; a request takes a snapshot when it starts.
@@ -130,6 +130,10 @@ pub(crate) struct Shared {
     pub reverse_rules: RulesByHost,
     /// `rewriteJson`'s rules, by the request's `Host` (every target's origin in each).
     pub json_rules: RulesByHost,
+    /// `proxy.proxyReq`, `proxy.proxyReqWs`, `proxy.proxyRes`: user hooks around the upstream exchange.
+    pub hooks: crate::proxy::hooks::Hooks,
+    /// Connect-style middleware run before the proxy, by a Node host on a loopback port.
+    pub middleware: Option<crate::proxy::middleware::MiddlewareHost>,
 }
 
 /// Rules that write the proxy's origin as a request reached it, compiled once per `Host` (there are a
@@ -198,6 +202,16 @@ impl Shared {
         (rules, mode, user_rules)
     }
 
+    /// A request's context, read once when it arrives; `config`: its target's (see
+    /// [`Shared::upstream_for`]).
+    pub(crate) fn request_ctx<B>(&self, config: &ProxyConfig, req: &Request<B>) -> RequestCtx {
+        let rules = self.rules_for_request(request_path(req));
+        let local_host =
+            crate::proxy::security::request_authority(req).map_or_else(|| self.local_addr.to_string(), str::to_string);
+        let cross_site = crate::proxy::security::from_another_site(req, self.local_addr, config, &self.hosts);
+        RequestCtx::new(req, config, rules, local_host, cross_site)
+    }
+
     /// The rules for a JSON response to a request that reached the proxy at `local_host`: every
     /// target's origin becomes the proxy's (`rewriteJson`).
     pub(crate) fn json_rules(&self, local_host: &str) -> Result<Arc<[Rule]>, RuleError> {
@@ -228,144 +242,4 @@ impl Shared {
     pub(crate) fn recorder_for(&self, target: &Upstream) -> Option<Arc<crate::cassette::record::Recorder>> {
         target.recorder.cloned().or_else(|| self.recorder.read().unwrap_or_else(PoisonError::into_inner).clone())
     }
-}
-
-/// Where a request's user rules sit among its rules, and the rule set's generation: what the skip
-/// table needs. `None` when a rule replaces through a function (then nothing is skipped: its
-/// output may differ per request, and so may what the rules after it see).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct UserRules {
-    pub first: usize,
-    /// At most [`SKIPPABLE_RULES`]; rules past them always run.
-    pub count: usize,
-    pub generation: u64,
-}
-
-impl UserRules {
-    fn of(rules: &[Rule], first: usize, count: usize, generation: u64) -> Option<UserRules> {
-        if count == 0 || rules.iter().any(Rule::calls_function) {
-            return None;
-        }
-        Some(UserRules { first, count: count.min(SKIPPABLE_RULES), generation })
-    }
-}
-
-/// Which responses of a request are rewritten (resp-modifier's three ways).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PageMode {
-    /// Pages only: `Accept` mentions html, the URL is not an asset, the body starts like HTML (and,
-    /// with `rewriteTextTypes`, text types).
-    Pages,
-    /// Any response (a rule's `paths`, `snippetOptions.whitelist`), whatever the `Accept` header,
-    /// extension or body say.
-    Forced,
-    /// None (`snippetOptions.blacklist`, `ignorePaths`).
-    Skipped,
-}
-
-/// Where a server is in its life; connections and tunnels watch it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Phase {
-    Serving,
-    /// `stop()` called: finish in-flight responses, take no new requests.
-    Draining,
-    /// Grace period over: close everything.
-    Cut,
-}
-
-/// What the phases need to know about one request, read once when it arrives.
-pub(crate) struct RequestCtx {
-    pub method: Method,
-    /// The request's `Host` (or the listen address): where links and redirects point.
-    pub local_host: String,
-    pub path_and_query: String,
-    pub accept: Option<String>,
-    pub accept_encoding: Option<String>,
-    /// The target's URL for this request, named in errors and logs.
-    pub url: String,
-    /// A browser says it comes from another site's page: no `reqHeaders` credentials.
-    pub cross_site: bool,
-    /// A page asked of a loopback target uncompressed, compressed here once after rewriting.
-    pub upstream_identity: bool,
-    /// Rules as they are when the request starts: `addRule` applies to later requests only.
-    pub rules: Vec<Rule>,
-    /// Which responses the rules run on.
-    pub mode: PageMode,
-    /// The user rules among `rules`, for the skip table (`None`: nothing may be skipped).
-    pub user_rules: Option<UserRules>,
-    /// What a replacement function is shown of the request (its `res` is filled in by the body
-    /// phase); only when a rule calls a function.
-    pub exchange: Option<Exchange>,
-}
-
-impl RequestCtx {
-    /// `config`: the one of the request's target (see [`Shared::upstream_for`]).
-    pub(crate) fn new<B>(shared: &Shared, config: &ProxyConfig, req: &Request<B>) -> RequestCtx {
-        let headers = req.headers();
-        let path_and_query = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
-        let accept = header_string(headers, header::ACCEPT);
-        let accept_encoding = header_string(headers, header::ACCEPT_ENCODING);
-        let (rules, mode, user_rules) = shared.rules_for_request(&path_and_query);
-        let page = match mode {
-            PageMode::Pages => body::is_page_request(accept.as_deref(), &path_and_query),
-            PageMode::Forced => true,
-            PageMode::Skipped => false,
-        };
-        let upstream_identity =
-            config.fetches_pages_uncompressed() && page && !codec::accepted(accept_encoding.as_deref()).is_empty();
-        let exchange = rules.iter().any(Rule::calls_function).then(|| Exchange {
-            method: req.method().to_string(),
-            url: request_target(req),
-            request_headers: header_pairs(headers),
-            ..Exchange::default()
-        });
-        RequestCtx {
-            method: req.method().clone(),
-            local_host: crate::security::request_authority(req)
-                .map_or_else(|| shared.local_addr.to_string(), str::to_string),
-            url: format!("{}{}", config.target.origin(), path_and_query),
-            cross_site: crate::security::from_another_site(req, shared.local_addr, config, &shared.hosts),
-            path_and_query,
-            accept,
-            accept_encoding,
-            upstream_identity,
-            rules,
-            mode,
-            user_rules,
-            exchange,
-        }
-    }
-
-    /// What the body plan looks at.
-    pub(crate) fn facts(&self) -> RequestFacts<'_> {
-        RequestFacts {
-            method: &self.method,
-            path_and_query: &self.path_and_query,
-            accept: self.accept.as_deref(),
-            accept_encoding: self.accept_encoding.as_deref(),
-            upstream_identity: self.upstream_identity,
-            mode: self.mode,
-        }
-    }
-}
-
-fn header_string(headers: &HeaderMap, name: header::HeaderName) -> Option<String> {
-    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
-}
-
-/// The request target as the client sent it: origin-form for HTTP/1 (`/path?query`, or the absolute
-/// URL of an absolute-form request), path and query for HTTP/2, as Node's `req.url` has it.
-fn request_target<B>(req: &Request<B>) -> String {
-    match req.version() {
-        http::Version::HTTP_2 | http::Version::HTTP_3 => req.uri().path_and_query().map_or("/", |p| p.as_str()).into(),
-        _ => req.uri().to_string(),
-    }
-}
-
-/// Headers as (lower-case name, value) pairs in order, values decoded lossily.
-pub(crate) fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
-    headers
-        .iter()
-        .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
-        .collect()
 }

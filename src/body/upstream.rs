@@ -1,0 +1,182 @@
+//! The bytes a response starts from: the target's body, a local file or a recorded body, with the
+//! target's idle timeout, and a copy of each chunk for a recording.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, SizeHint};
+use tokio::time::Sleep;
+
+use super::BodyError;
+use crate::stats::Stats;
+
+/// A copy of the upstream body taken as it is read: a recording (`crate::cassette::record::BodyTee`).
+pub(crate) trait UpstreamTee: Send {
+    /// Ready when the previous chunk's copy is taken: called before the next chunk is read, so a
+    /// slow writer slows the read instead of losing a chunk.
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()>;
+    /// What one read of the upstream body gave.
+    fn observe(&mut self, polled: &Poll<Option<Result<Bytes, BodyError>>>, cx: &mut Context<'_>);
+    /// Whether the end was seen (until then the body must not say it has ended).
+    fn ended(&self) -> bool;
+    /// The body is dropped: `complete` when the upstream had nothing more to send.
+    fn dropped(&mut self, complete: bool);
+}
+
+/// A recorded body played at its recorded times (`crate::cassette::replay::answer::ReplayStream`).
+pub(crate) trait RecordedChunks: Send {
+    /// The next chunk, when its time has come.
+    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>>;
+}
+
+/// An upstream body with an idle timeout: a stalled upstream becomes an error, not a hung client.
+/// Its failure is logged once, with the URL, whatever the body goes through afterwards.
+pub(crate) struct UpstreamBody {
+    inner: Source,
+    /// The target's longest pause between two chunks (`upstreamTimeoutMs`), and when it runs out;
+    /// none: wait as long as the target takes.
+    idle: Option<(Duration, Pin<Box<Sleep>>)>,
+    stats: Arc<Stats>,
+    url: String,
+    /// `record`: each chunk read is also sent to the cassette's writer.
+    tee: Option<Box<dyn UpstreamTee>>,
+    /// Bytes received so far, as they came (the exchange record's `bytesIn`).
+    pub(super) bytes_in: u64,
+}
+
+/// Where the bytes come from: the target's response, or a local file (`serveStatic`).
+enum Source {
+    Http(hyper::body::Incoming),
+    /// `len` bytes from the file's position, in chunks of [`FILE_CHUNK`].
+    /// Boxed: a file reader is large, and every proxied body would carry its size.
+    File(Box<tokio_util::io::ReaderStream<tokio::io::Take<tokio::fs::File>>>),
+    /// A recorded body played at its recorded times (cassette replay); no idle timeout: its pauses
+    /// are the recording's.
+    Replay(Box<dyn RecordedChunks>),
+}
+
+/// How much of a local file is read at once: one read per chunk, each a trip to the blocking pool.
+const FILE_CHUNK: usize = 64 * 1024;
+
+impl UpstreamBody {
+    pub(crate) fn new(
+        inner: hyper::body::Incoming,
+        idle: Option<Duration>,
+        stats: Arc<Stats>,
+        url: String,
+    ) -> UpstreamBody {
+        let idle = idle.map(|idle| (idle, Box::pin(tokio::time::sleep(idle))));
+        UpstreamBody { inner: Source::Http(inner), idle, stats, url, bytes_in: 0, tee: None }
+    }
+
+    /// A recorded body played back; `url` names it in errors.
+    pub(crate) fn replay(stream: impl RecordedChunks + 'static, stats: Arc<Stats>, url: String) -> UpstreamBody {
+        let inner = Source::Replay(Box::new(stream));
+        UpstreamBody { inner, idle: None, stats, url, bytes_in: 0, tee: None }
+    }
+
+    /// Records what this body reads (see `crate::cassette::record`).
+    pub(crate) fn with_tee<T: UpstreamTee + 'static>(mut self, tee: Option<T>) -> UpstreamBody {
+        self.tee = tee.map(|tee| Box::new(tee) as Box<dyn UpstreamTee>);
+        self
+    }
+
+    /// `len` bytes of `file` from its current position, streamed; `path` names it in errors.
+    pub(crate) fn file(file: std::fs::File, len: u64, stats: Arc<Stats>, path: String) -> UpstreamBody {
+        use tokio::io::AsyncReadExt;
+        let reader = tokio::fs::File::from_std(file).take(len);
+        let inner = Source::File(Box::new(tokio_util::io::ReaderStream::with_capacity(reader, FILE_CHUNK)));
+        UpstreamBody { inner, idle: None, stats, url: path, bytes_in: 0, tee: None }
+    }
+
+    pub(super) fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
+        // The previous chunk's copy must be in the recording's channel before the next is read.
+        if let Some(tee) = &mut self.tee {
+            std::task::ready!(tee.poll_ready(cx));
+        }
+        let polled = self.poll_upstream(cx);
+        if let Some(tee) = &mut self.tee {
+            tee.observe(&polled, cx);
+        }
+        match &polled {
+            Poll::Ready(Some(Ok(data))) => self.bytes_in += data.len() as u64,
+            Poll::Ready(Some(Err(e))) => {
+                self.stats.add_upstream_error();
+                self.stats.log_error(&format!("upstream body of {} failed: {e}", self.url));
+            }
+            _ => {}
+        }
+        polled
+    }
+
+    fn poll_upstream(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
+        let inner = match &mut self.inner {
+            Source::Http(inner) => inner,
+            Source::File(reader) => {
+                return match futures_util::Stream::poll_next(Pin::new(&mut **reader), cx) {
+                    Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(Box::new(e)))),
+                    other => other.map(|chunk| chunk.map(|c| c.map_err(|e| Box::new(e) as BodyError))),
+                };
+            }
+            Source::Replay(stream) => return stream.poll_chunk(cx),
+        };
+        loop {
+            match Pin::new(&mut *inner).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Some((idle, deadline)) = &mut self.idle {
+                        deadline.as_mut().reset(tokio::time::Instant::now() + *idle);
+                    }
+                    if let Ok(data) = frame.into_data() {
+                        return Poll::Ready(Some(Ok(data)));
+                    }
+                    // Trailers are dropped: the body may have changed under them.
+                }
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(Box::new(e)))),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => {
+                    if let Some((idle, deadline)) = &mut self.idle {
+                        if deadline.as_mut().poll(cx).is_ready() {
+                            let msg = format!("upstream sent nothing for {} ms (upstreamTimeoutMs)", idle.as_millis());
+                            return Poll::Ready(Some(Err(msg.into())));
+                        }
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+
+    pub(crate) async fn next_data(&mut self) -> Option<Result<Bytes, BodyError>> {
+        std::future::poll_fn(|cx| self.poll_data(cx)).await
+    }
+
+    pub(super) fn size_hint(&self) -> SizeHint {
+        match &self.inner {
+            Source::Http(inner) => inner.size_hint(),
+            Source::File(_) | Source::Replay(_) => SizeHint::default(),
+        }
+    }
+
+    pub(super) fn is_end_stream(&self) -> bool {
+        if self.tee.as_ref().is_some_and(|tee| !tee.ended()) {
+            return false; // polled once more, so that the recording sees the end
+        }
+        match &self.inner {
+            Source::Http(inner) => inner.is_end_stream(),
+            Source::File(_) | Source::Replay(_) => false,
+        }
+    }
+}
+
+impl Drop for UpstreamBody {
+    fn drop(&mut self) {
+        if let Some(tee) = &mut self.tee {
+            let complete = matches!(&self.inner, Source::Http(inner) if inner.is_end_stream());
+            tee.dropped(complete);
+        }
+    }
+}
