@@ -2,18 +2,15 @@
 //! the proxy in front of it, a record sink collecting what the proxy reports, compared with what the
 //! upstream sent and the client received.
 
-use std::convert::Infallible;
+mod common;
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
-use devproxy_native::codec::{encode_all, Encoding};
+use devproxy_native::codec::Encoding;
 use devproxy_native::observe::{ExchangeRecord, RecordSink};
-use devproxy_native::{ProxyConfig, ProxyServer, Rule, RuleReplacement, Target};
-use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use devproxy_native::ProxyServer;
+use hyper::body::Body;
 use tokio::sync::Notify;
 
 fn page() -> String {
@@ -23,32 +20,13 @@ fn page() -> String {
 
 /// Serves `page()` in the coding `?enc=` names; the header `x-body-length` says how long its body is.
 async fn upstream() -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.unwrap();
-            tokio::spawn(async move {
-                let service = service_fn(move |req: Request<hyper::body::Incoming>| async move {
-                    let token =
-                        req.uri().query().and_then(|q| q.strip_prefix("enc=")).unwrap_or("identity").to_string();
-                    let encoding = Encoding::from_content_encoding(Some(&token)).unwrap();
-                    let body = encode_all(encoding, page().as_bytes());
-                    let mut response = Response::new(Full::new(Bytes::from(body.clone())));
-                    let headers = response.headers_mut();
-                    headers.insert("content-type", "text/html".parse().unwrap());
-                    headers.insert("x-body-length", body.len().to_string().parse().unwrap());
-                    if encoding != Encoding::Identity {
-                        headers.insert("content-encoding", token.parse().unwrap());
-                    }
-                    Ok::<_, Infallible>(response)
-                });
-                let _ =
-                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-            });
-        }
-    });
-    addr
+    common::upstream(|req, _| {
+        let mut response = common::html_encoded_as_asked(&req, page().as_bytes());
+        let length = response.body().size_hint().exact().expect("a whole body");
+        response.headers_mut().insert("x-body-length", length.to_string().parse().unwrap());
+        response
+    })
+    .await
 }
 
 #[derive(Default)]
@@ -82,29 +60,23 @@ impl Collect {
 async fn records_count_bytes_codings_rules_and_times() {
     let up = upstream().await;
     let sink = Arc::new(Collect::default());
-    let mut config = ProxyConfig::new(Target::parse(&format!("http://{up}")).unwrap());
-    config.port = 0;
-    config.quiet = true;
+    let mut config = common::proxy_config(up);
     config.snippet = Some("<script id=snip></script>".into());
-    config.rules = vec![Rule::regex("item (\\d+)", "g", RuleReplacement::Text("i$1".into())).unwrap()];
+    config.rules = vec![common::global_rule("item (\\d+)", "i$1")];
     // Ask the target for its codings, so that bytes in are the compressed ones.
     config.upstream_compression = devproxy_native::config::UpstreamCompression::Always;
     config.observe.sinks.push(sink.clone());
     let proxy = ProxyServer::start(config).await.unwrap();
     let local = proxy.local_addr().to_string();
-    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let client = common::client();
     let codings = [Encoding::Identity, Encoding::Gzip, Encoding::Brotli, Encoding::Zstd];
     for (n, coding) in codings.into_iter().enumerate() {
-        let req = Request::get(format!("http://{local}/p?enc={}", coding.token()))
-            .header("accept", "text/html")
-            .header("accept-encoding", "gzip, br")
-            .body(Full::new(Bytes::new()))
-            .unwrap();
-        let response = client.request(req).await.unwrap();
+        let url = format!("http://{local}/p?enc={}", coding.token());
+        let response = client.request(common::get_page(&url, Some("gzip, br"))).await.unwrap();
         let sent_by_upstream: u64 = response.headers()["x-body-length"].to_str().unwrap().parse().unwrap();
         let coding_out = response.headers().get("content-encoding").map(|v| v.to_str().unwrap().to_string());
         let timing = response.headers()["server-timing"].to_str().unwrap().to_string();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let body = common::body(response).await;
 
         let record = sink.nth(n).await;
         let label = format!("{}: {record:?}", coding.token());

@@ -2,15 +2,13 @@
 //! our DEFLATE near the level-6 gzip servers send, and br re-encoded from a br upstream within 1.15x
 //! of the upstream's own (quality 11) bytes.
 
+mod common;
+
 use devproxy_native::codec::{decode_all, encode_all, Encoder, Encoding};
 use std::io::Write;
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../benches/common/mod.rs"]
-mod common;
-
 fn page() -> Vec<u8> {
-    common::generate_html("127.0.0.1:8080", 100 * 1024)
+    common::bench_page::generate_html("127.0.0.1:8080", 100 * 1024)
 }
 
 fn zlib_rs_gzip(page: &[u8], level: u32) -> usize {

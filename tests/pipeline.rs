@@ -3,20 +3,16 @@
 //! truncated input is an error, never a panic. The same property as `fuzz/fuzz_targets/pipeline.rs`,
 //! bounded, on the stable toolchain.
 
+mod common;
+
+use common::CODINGS;
 use devproxy_native::body::Pipeline;
 use devproxy_native::codec::{decode_all, encode_all, Decoder, Encoder, Encoding, DECODED_PIECE};
-use devproxy_native::rewrite::{rewrite_bytes, Rewriter, Rule, RuleReplacement};
+use devproxy_native::rewrite::{rewrite_bytes, Rewriter, Rule};
 use proptest::prelude::*;
 
-const CODINGS: [Encoding; 5] =
-    [Encoding::Identity, Encoding::Gzip, Encoding::Deflate, Encoding::Brotli, Encoding::Zstd];
-
 fn rules() -> Vec<Rule> {
-    vec![
-        Rule::snippet("<s>"),
-        Rule::regex("a+b|b", "g", RuleReplacement::Text("[$&]".into())).unwrap(),
-        Rule::links("h.st:1"),
-    ]
+    vec![Rule::snippet("<s>"), common::global_rule("a+b|b", "[$&]"), Rule::links("h.st:1")]
 }
 
 fn run(compressed: &[u8], input: Encoding, output: Encoding, step: usize, rules: &[Rule]) -> Result<Vec<u8>, String> {

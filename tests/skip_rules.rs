@@ -3,16 +3,11 @@
 //! same validator under the same rule set. To see a skip from outside, the upstream lies: it changes
 //! the body under an unchanged ETag, and a skipped rule leaves the new match unreplaced.
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
+mod common;
+
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
-use devproxy_native::{ProxyConfig, ProxyServer, Rule, RuleReplacement};
-use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use devproxy_native::ProxyServer;
 
 /// What the upstream answers: a body and its validator headers.
 #[derive(Clone, Default)]
@@ -20,37 +15,6 @@ struct Answer {
     body: String,
     etag: Option<String>,
     last_modified: Option<String>,
-}
-
-async fn upstream(answer: Arc<Mutex<Answer>>) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.unwrap();
-            let answer = answer.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |_req: Request<hyper::body::Incoming>| {
-                    let answer = answer.lock().unwrap().clone();
-                    async move {
-                        let mut response = Response::new(Full::new(Bytes::from(answer.body)));
-                        let headers = response.headers_mut();
-                        headers.insert("content-type", "text/html".parse().unwrap());
-                        if let Some(etag) = answer.etag {
-                            headers.insert("etag", etag.parse().unwrap());
-                        }
-                        if let Some(date) = answer.last_modified {
-                            headers.insert("last-modified", date.parse().unwrap());
-                        }
-                        Ok::<_, Infallible>(response)
-                    }
-                });
-                let _ =
-                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-            });
-        }
-    });
-    addr
 }
 
 struct Setup {
@@ -61,14 +25,22 @@ struct Setup {
 impl Setup {
     async fn new() -> Setup {
         let answer = Arc::new(Mutex::new(Answer::default()));
-        let up = upstream(answer.clone()).await;
-        let mut config = ProxyConfig::new(devproxy_native::Target::parse(&format!("http://{up}")).unwrap());
-        config.port = 0;
-        config.quiet = true;
-        config.rules = vec![
-            Rule::regex("beta", "g", RuleReplacement::Text("BETA".into())).unwrap(),
-            Rule::regex("alpha", "g", RuleReplacement::Text("ALPHA".into())).unwrap(),
-        ];
+        let serving = answer.clone();
+        let up = common::upstream(move |_, _| {
+            let answer = serving.lock().unwrap().clone();
+            let mut response = common::html(answer.body);
+            let headers = response.headers_mut();
+            if let Some(etag) = answer.etag {
+                headers.insert("etag", etag.parse().unwrap());
+            }
+            if let Some(date) = answer.last_modified {
+                headers.insert("last-modified", date.parse().unwrap());
+            }
+            response
+        })
+        .await;
+        let mut config = common::proxy_config(up);
+        config.rules = vec![common::global_rule("beta", "BETA"), common::global_rule("alpha", "ALPHA")];
         let proxy = ProxyServer::start(config).await.unwrap();
         Setup { answer, proxy }
     }
@@ -83,13 +55,9 @@ impl Setup {
 
     /// The page through the proxy, its body between the body tags.
     async fn get(&self, path: &str) -> String {
-        let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
-        let request = Request::get(format!("http://{}{path}", self.proxy.local_addr()))
-            .header("accept", "text/html")
-            .body(Full::new(Bytes::new()))
-            .unwrap();
-        let response = client.request(request).await.unwrap();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let url = format!("http://{}{path}", self.proxy.local_addr());
+        let response = common::client().request(common::get_page(&url, None)).await.unwrap();
+        let body = common::body(response).await;
         let body = String::from_utf8(body.to_vec()).unwrap();
         body.trim_start_matches("<html><body>").trim_end_matches("</body></html>").to_string()
     }
@@ -135,7 +103,7 @@ async fn adding_or_removing_a_rule_makes_every_rule_run_again() {
     assert_eq!(s.get("/").await, "ALPHA");
     s.serve("alpha beta", Some("\"v1\""), None);
     assert_eq!(s.get("/").await, "ALPHA beta", "skipped before the rule set changes");
-    let id = s.proxy.add_rule(Rule::regex("gamma", "g", RuleReplacement::Text("GAMMA".into())).unwrap()).unwrap();
+    let id = s.proxy.add_rule(common::global_rule("gamma", "GAMMA")).unwrap();
     assert_eq!(s.get("/").await, "ALPHA BETA", "a rule added: the table's entry is stale");
     s.serve("alpha", Some("\"v1\""), None);
     assert_eq!(s.get("/").await, "ALPHA");

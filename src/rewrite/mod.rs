@@ -2,13 +2,14 @@
 //! same result as `String.prototype.replace` applied rule after rule to the whole body.
 //!
 //! Each rule is a JS regex translated to `regex-syntax` and compiled into a dense DFA (linear time, no
-//! backtracking). The streaming stage in `stream` drives the DFA's transition function by hand so that
+//! backtracking). The streaming stage in `stage` drives the DFA's transition function by hand so that
 //! it knows, at every chunk edge, which bytes can still belong to a match and must be held back.
 //!
 //! Files: `rule` compiles rules (with `js_regex` translating the patterns, `prefixes` building the
 //! automaton of held-back data); `hay` holds what every search works on and answers with; `search` is
-//! one regex search's candidates and anchored runs; `sweep` settles many pending starts in one pass;
-//! `stream` runs the rules' stages over a body in chunks, with `replacement` and `links` writing
+//! one regex search's candidates and anchored runs; `next_match` is a regex rule's search for its next
+//! final match; `sweep` settles many pending starts in one pass; `stream` runs the rules' stages over a
+//! body in chunks; `stage` is one rule's state between chunks, with `replacement` and `links` writing
 //! what replaces a match.
 
 mod hay;
@@ -16,10 +17,12 @@ mod js_regex;
 mod lines;
 mod links;
 mod literals;
+mod next_match;
 mod prefixes;
 mod replacement;
 mod rule;
 mod search;
+mod stage;
 mod stream;
 mod sweep;
 

@@ -1,5 +1,5 @@
 //! One search of a regex rule over a stage's hay: its inputs, the positions where a match may start, and
-//! the anchored DFA run from one start, whose outcome both the stage's own search (in [`super::stream`])
+//! the anchored DFA run from one start, whose outcome both the stage's own search (in [`super::next_match`])
 //! and the one-pass [`super::sweep`] settle starts by.
 
 use regex_automata::dfa::Automaton;

@@ -630,7 +630,7 @@ proptest! {
         let Engine::Regex(re) = &rule.inner.engine else { return Ok(()) };
         let bytes = input.as_bytes();
         let from = from_pick.min(bytes.len());
-        let (naive, swept, staged) = super::stream::first_viable_three_ways(re, bytes, before, from, last, max_match);
+        let (naive, swept, staged) = super::next_match::first_viable_three_ways(re, bytes, before, from, last, max_match);
         prop_assert_eq!(&naive.0, &swept.0, "pattern {:?} input {:?} from {} last {} cap {}", PATTERNS[pattern], input, from, last, max_match);
         prop_assert_eq!(naive.1, swept.1, "abandoned count");
         // A stage's own search (unanchored scan, prefix DFA at the end of the data) lands on the same

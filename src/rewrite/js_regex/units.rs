@@ -11,7 +11,7 @@
 //! last byte of every astral character says which of the pattern's sets of low surrogates it is in.
 //!
 //! A match that splits a pair leaves a lone surrogate in V8's result, which UTF-8 cannot hold: Node writes it
-//! as U+FFFD, and so does the stream (see `stream`), in the text around the match and in `$&` and groups.
+//! as U+FFFD, and so does the stream (see `stage`), in the text around the match and in `$&` and groups.
 
 use std::collections::HashMap;
 

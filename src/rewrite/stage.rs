@@ -1,0 +1,520 @@
+//! One rule's streaming state ([`Stage`]): the hold-back bookkeeping at chunk edges, the loop that
+//! replaces each final match, and what it writes in a match's place.
+//!
+//! A stage emits every byte that can no longer belong to a match and holds back the rest: the bytes from
+//! the earliest start whose anchored DFA run is still alive at the end of the data seen so far. A match
+//! is replaced only once the DFA has died (or the body has ended), which is when leftmost-first
+//! semantics make it final. Finding the next match is the engine's: a regex rule's in
+//! [`super::next_match`], a group of literals' in `literals`, the link rule's in `links`.
+
+use regex_automata::util::captures::Captures;
+use regex_automata::{Anchored, Input, PatternID};
+
+use super::hay::{
+    char_start, low_half, push_surrogate, resolve_surrogates, surrogates_of, unit_text, utf8_width, Hay, Next,
+};
+use std::sync::Arc;
+
+use super::lines;
+use super::literals::MemberStates;
+use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
+use super::rule::{Engine, GroupFinder, Rule};
+use super::search::RegexSearch;
+use crate::csp::PagePolicy;
+use crate::error::ReplaceError;
+
+/// One rule's streaming state.
+pub(super) struct Stage {
+    rule: Rule,
+    local_host: String,
+    max_match: usize,
+    /// Bytes held back from earlier chunks: they may still belong to a match.
+    held: Vec<u8>,
+    /// The byte before `held` (or before the next chunk when nothing is held).
+    before: Option<u8>,
+    /// During a scan: how much of the hay is already written out.
+    emitted: usize,
+    /// Bytes at the start of the held data that are already written out: a rule that works on UTF-16 units
+    /// holds back whole characters, also when a match took the high half of one.
+    carried: usize,
+    /// This call wrote a lone surrogate (see `hay::unit_text`): the output needs `resolve_surrogates`.
+    surrogates: bool,
+    /// A high surrogate the last output ended with, which the next output may pair with.
+    pending_high: Option<u16>,
+    /// Where the next match search starts (JS `lastIndex`), relative to the hay.
+    search_from: usize,
+    /// After an empty match JS moves `lastIndex` one character on before searching again.
+    skip_char: bool,
+    /// A non-global rule that has replaced its one match, or a global one that can match no more.
+    done: bool,
+    /// For a function replacement only (string rules never count): the UTF-16 units of the stage's
+    /// input up to `counted` in the hay, for the offsets the function is given.
+    utf16: Option<Utf16Counter>,
+    counted: usize,
+    captures: Option<(Captures, regex_automata::meta::Cache)>,
+    abandoned: u64,
+    /// Some match was replaced (what the skip table remembers, see `crate::skip`).
+    matched: bool,
+    /// Matches replaced so far (the request log and `stats()`'s per-rule counters).
+    matches: u64,
+    /// The request and response shown to a replacement function.
+    pub(super) exchange: Option<Arc<Exchange>>,
+    /// The page's Content-Security-Policy amendment: the snippet and meta rules write with it.
+    pub(super) page_policy: Option<Arc<PagePolicy>>,
+    /// A group of literal rules: each member's state, and the member of the match being replaced.
+    members: MemberStates,
+    /// The stage has a next one, which may read its input in place of an unchanged output.
+    pub(super) pass_on_unchanged: bool,
+    /// Set by a call that replaced nothing in a chunk it searched in place: its output is the chunk's
+    /// first bytes, up to here (the rest is held), and was not copied.
+    unchanged: Option<usize>,
+    /// The view of the hay that a rule's automata read (lines rules, `RegexRule::low_view`), reused across
+    /// chunks.
+    view: Vec<u8>,
+}
+
+impl Stage {
+    pub(super) fn new(rule: Rule, local_host: &str, max_match: usize) -> Stage {
+        let (captures, utf16) = match &rule.inner.engine {
+            Engine::Regex(re) => (
+                match &re.captures {
+                    Some(GroupFinder::Meta(c)) => Some((c.create_captures(), c.create_cache())),
+                    _ => None,
+                },
+                matches!(re.replacement, Replacement::Function(_)).then(Utf16Counter::default),
+            ),
+            Engine::Links(_) | Engine::Literals(_) => (None, None),
+        };
+        let members = match &rule.inner.engine {
+            Engine::Literals(set) => MemberStates {
+                done: vec![false; set.members().len()],
+                matches: vec![0; set.members().len()],
+                current: 0,
+            },
+            _ => MemberStates::default(),
+        };
+        Stage {
+            rule,
+            local_host: local_host.to_string(),
+            max_match,
+            held: Vec::new(),
+            before: None,
+            emitted: 0,
+            carried: 0,
+            surrogates: false,
+            pending_high: None,
+            search_from: 0,
+            skip_char: false,
+            done: false,
+            utf16,
+            counted: 0,
+            captures,
+            abandoned: 0,
+            matched: false,
+            matches: 0,
+            exchange: None,
+            page_policy: None,
+            members,
+            pass_on_unchanged: false,
+            unchanged: None,
+            view: Vec::new(),
+        }
+    }
+
+    /// Whether the rule replaces through a function: then a step may wait on another thread.
+    pub(super) fn calls_function(&self) -> bool {
+        self.rule.calls_function()
+    }
+
+    /// Bytes held back from earlier chunks.
+    pub(super) fn held_bytes(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Match candidates abandoned because they outgrew the cap.
+    pub(super) fn abandoned(&self) -> u64 {
+        self.abandoned
+    }
+
+    /// Whether the rule has replaced at least one match so far.
+    pub(super) fn matched(&self) -> bool {
+        self.matched
+    }
+
+    /// The rule's label with the matches it replaced so far (each member of a group of literal rules on
+    /// its own).
+    pub(super) fn match_counts(&self) -> Box<dyn Iterator<Item = (&str, u64)> + '_> {
+        match &self.rule.inner.engine {
+            Engine::Literals(set) => {
+                Box::new(set.members().iter().map(|m| m.label.as_str()).zip(self.members.matches.iter().copied()))
+            }
+            _ => Box::new(std::iter::once((self.rule.label(), self.matches))),
+        }
+    }
+
+    /// After a [`Stage::process`] that replaced nothing in a chunk it searched in place: the length of
+    /// the chunk's first bytes that are its output (not copied; the rest is held).
+    pub(super) fn take_unchanged(&mut self) -> Option<usize> {
+        self.unchanged.take()
+    }
+
+    pub(super) fn passes_through(&self) -> bool {
+        self.done && self.held.is_empty()
+    }
+
+    /// Rewrites what is final of `held + input` into `out`. Returns where the untouched rest of `input`
+    /// starts when the stage finished inside it (the caller passes that rest on as it is), otherwise
+    /// `input.len()`.
+    pub(super) fn process(&mut self, input: &[u8], last: bool, out: &mut Vec<u8>) -> Result<usize, ReplaceError> {
+        let mark = out.len();
+        if let Some(high) = self.pending_high.take() {
+            push_surrogate(out, high);
+            self.surrogates = true;
+        }
+        let result = self.process_halves(input, last, out);
+        if std::mem::take(&mut self.surrogates) {
+            // Only output that more output follows may end waiting for a low half.
+            let more = !last && !self.done && result.as_ref().is_ok_and(|&untouched| untouched == input.len());
+            self.pending_high = resolve_surrogates(out, mark, more);
+        }
+        result
+    }
+
+    /// [`Stage::process`] with split halves of astral characters left as lone surrogates.
+    fn process_halves(&mut self, input: &[u8], last: bool, out: &mut Vec<u8>) -> Result<usize, ReplaceError> {
+        let mut view = std::mem::take(&mut self.view);
+        let result = self.process_viewed(input, last, out, &mut view);
+        self.view = view;
+        result
+    }
+
+    /// [`Stage::process_halves`] with `view` as the buffer of the rule's view of the hay, if it has one.
+    fn process_viewed(
+        &mut self,
+        input: &[u8],
+        last: bool,
+        out: &mut Vec<u8>,
+        view: &mut Vec<u8>,
+    ) -> Result<usize, ReplaceError> {
+        if self.done {
+            out.extend_from_slice(&self.held);
+            self.held.clear();
+            return Ok(0);
+        }
+        let wrote_before = !out.is_empty();
+        let mut held = std::mem::take(&mut self.held);
+        // With nothing held the chunk is searched where it lies; otherwise it joins the held bytes.
+        let in_place = held.is_empty();
+        if !in_place {
+            held.extend_from_slice(input);
+        }
+        let data = if in_place { input } else { &held[..] };
+        let low_view = match &self.rule.inner.engine {
+            Engine::Regex(re) => re.low_view.as_ref(),
+            Engine::Links(_) | Engine::Literals(_) => None,
+        };
+        let hay = if self.lines() {
+            // The end of a U+2028 may still be on its way: until then its first bytes are held.
+            let data = if last { data } else { &data[..lines::settled_len(data)] };
+            lines::line_view(data, view);
+            if let Some(low_view) = low_view {
+                low_view.apply(data, view);
+            }
+            Hay { bytes: data, view, before: self.before }
+        } else if let Some(low_view) = low_view {
+            view.clear();
+            view.extend_from_slice(data);
+            low_view.apply(data, view);
+            Hay { bytes: data, view, before: self.before }
+        } else {
+            Hay { bytes: data, view: data, before: self.before }
+        };
+        let units = self.units();
+        self.emitted = std::mem::take(&mut self.carried);
+        let held_from = match self.scan(hay, last, out) {
+            Ok(at) => at,
+            Err(err) => {
+                self.done = true;
+                return Err(err);
+            }
+        };
+        if self.done {
+            if in_place {
+                self.held = held;
+                // A low half whose high half went with the match is written alone; the rest goes as it is.
+                if units && low_half(input, self.emitted) {
+                    push_surrogate(out, surrogates_of(input, self.emitted - 3).1);
+                    self.surrogates = true;
+                    return Ok(self.emitted + 1);
+                }
+                return Ok(self.emitted);
+            }
+            self.surrogates |= emit_plain(out, &held, self.emitted, held.len(), units);
+            held.clear();
+            self.held = held;
+            return Ok(input.len());
+        }
+        // A rule whose matches may start on a low half holds a character cut by the end of the data (or by
+        // where holding starts) whole: whether a match splits it is only known with the bytes after it.
+        let whole_chars = matches!(&self.rule.inner.engine, Engine::Regex(re) if re.low_half_starts);
+        let held_from = if whole_chars { char_start(hay.bytes, held_from) } else { held_from };
+        // Nothing replaced in a chunk searched where it lies: the next stage reads the chunk itself, not
+        // a copy (most rules find nothing in most chunks).
+        let untouched_chunk = self.pass_on_unchanged
+            && in_place
+            && !wrote_before
+            && out.is_empty()
+            && self.emitted == 0
+            && matches!(match_text(hay.bytes, 0, held_from, units), std::borrow::Cow::Borrowed(_));
+        if untouched_chunk {
+            self.unchanged = Some(held_from);
+        } else if self.emitted < held_from {
+            self.surrogates |= emit_plain(out, hay.bytes, self.emitted, held_from, units);
+        }
+        self.carried = self.emitted.saturating_sub(held_from);
+        self.before = hay.look_behind(held_from);
+        if let Some(counter) = &mut self.utf16 {
+            if self.counted < held_from {
+                counter.feed(&hay.bytes[self.counted..held_from]);
+            }
+        }
+        self.counted = self.counted.saturating_sub(held_from);
+        self.search_from -= held_from;
+        if in_place {
+            held.extend_from_slice(&input[held_from..]);
+        } else {
+            held.drain(..held_from);
+        }
+        self.held = held;
+        Ok(input.len())
+    }
+
+    /// Whether the rule's automata read the line view (see `super::lines`).
+    fn lines(&self) -> bool {
+        matches!(&self.rule.inner.engine, Engine::Regex(re) if re.lines)
+    }
+
+    /// Whether the rule works on UTF-16 code units (a JS regex without `u`).
+    fn units(&self) -> bool {
+        matches!(&self.rule.inner.engine, Engine::Regex(re) if re.units)
+    }
+
+    /// Replaces every match that is final; returns the first byte that must stay held back.
+    fn scan(&mut self, hay: Hay, last: bool, out: &mut Vec<u8>) -> Result<usize, ReplaceError> {
+        let len = hay.bytes.len();
+        let units = self.units();
+        loop {
+            if self.skip_char {
+                if self.search_from >= len {
+                    // JS: `lastIndex` past the end stops the search.
+                    self.done |= last;
+                    return Ok(len);
+                }
+                // One character on, or one UTF-16 unit: from an astral character's start to its low half.
+                let width = match hay.bytes[self.search_from] {
+                    0xF0..=0xF4 if units => 3,
+                    byte => utf8_width(byte),
+                };
+                if self.search_from + width > len && !last {
+                    return Ok(self.search_from);
+                }
+                self.search_from = (self.search_from + width).min(len);
+                self.skip_char = false;
+            }
+            match self.next_match(hay, last) {
+                Next::Match { start, end } => {
+                    self.matched = true;
+                    self.matches += 1;
+                    self.surrogates |= emit_plain(out, hay.bytes, self.emitted, start, units);
+                    self.replace(hay, start, end, out)?;
+                    self.emitted = end;
+                    self.search_from = end;
+                    self.skip_char = end == start;
+                    let finished = match &self.rule.inner.engine {
+                        Engine::Literals(set) => self.members.replaced(set),
+                        _ => !self.rule.inner.global,
+                    };
+                    if finished {
+                        self.done = true;
+                        return Ok(len);
+                    }
+                }
+                Next::Pending(at) => {
+                    self.search_from = at;
+                    return Ok(at);
+                }
+                Next::Exhausted => {
+                    self.search_from = len;
+                    self.done |= last;
+                    return Ok(len);
+                }
+            }
+        }
+    }
+
+    fn next_match(&mut self, hay: Hay, last: bool) -> Next {
+        let mut abandoned = 0;
+        let Stage { rule, search_from, max_match, members, .. } = self;
+        let next = match &rule.inner.engine {
+            Engine::Literals(set) => {
+                let (next, member) =
+                    set.next_match(hay.bytes, *search_from, last, *max_match, &members.done, &mut abandoned);
+                members.current = member;
+                next
+            }
+            Engine::Links(matcher) => matcher.next_match(hay.bytes, *search_from, last, *max_match, &mut abandoned),
+            Engine::Regex(re) => {
+                RegexSearch { re, hay, last, max_match: *max_match }.next_match(*search_from, &mut abandoned)
+            }
+        };
+        self.abandoned += abandoned;
+        next
+    }
+    /// Writes the replacement of `hay.bytes[start..end]`.
+    fn replace(&mut self, hay: Hay, start: usize, end: usize, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
+        let units = self.units();
+        let Stage { rule, captures, local_host, max_match, utf16, counted, exchange, surrogates, page_policy, .. } =
+            self;
+        let whole = &hay.bytes[start..end];
+        let re = match &rule.inner.engine {
+            Engine::Links(matcher) => {
+                matcher.write_replacement(whole, local_host, out);
+                return Ok(());
+            }
+            Engine::Literals(set) => {
+                out.extend_from_slice(&set.members()[self.members.current].output);
+                return Ok(());
+            }
+            Engine::Regex(re) => re,
+        };
+        // Halves of an astral character cut off by the match (rules without `u`) are lone surrogates in `$&`
+        // and groups, as in JavaScript.
+        let text = |bytes, from, to| match_text(bytes, from, to, units);
+        let whole_text = text(hay.bytes, start, end);
+        *surrogates |= matches!(whole_text, std::borrow::Cow::Owned(_));
+        let whole = &whole_text[..];
+        let Some(finder) = re.captures.as_ref() else {
+            match &re.replacement {
+                Replacement::Template(t) => t.expand(whole, |_| None, |_| None, out),
+                Replacement::EncodedLocalOrigin { scheme } => {
+                    Replacement::write_encoded_origin(scheme, local_host, out)
+                }
+                Replacement::Snippet(snippet) => {
+                    out.extend_from_slice(whole);
+                    match page_policy.as_ref().and_then(|page| page.snippet(snippet)) {
+                        Some(nonced) => out.extend_from_slice(nonced.as_bytes()),
+                        None => out.extend_from_slice(snippet.as_bytes()),
+                    }
+                }
+                Replacement::MetaPolicy => match page_policy.as_ref().and_then(|page| page.amend_meta(whole)) {
+                    Some(amended) => out.extend_from_slice(&amended),
+                    None => out.extend_from_slice(whole),
+                },
+                Replacement::Function(_) => {}
+            }
+            return Ok(());
+        };
+        // The captures search reads what the automata read, so a match at its very start needs a copy that
+        // begins with the byte before it (for `\b` and `^`). The DFA run from a match's start dies within the
+        // cap, so the cap plus one look-ahead byte is all the search can read.
+        let joined;
+        let (buf, base) = match hay.before {
+            Some(byte) if start == 0 => {
+                let upto = hay.view.len().min(*max_match + 2);
+                joined = [&[byte][..], &hay.view[..upto]].concat();
+                (&joined[..], 1)
+            }
+            _ => (hay.view, 0),
+        };
+        // Each group's span in `buf` (index 0: the whole match) and name.
+        let (spans, names): (Vec<Option<std::ops::Range<usize>>>, Vec<Option<&str>>) = match finder {
+            GroupFinder::Meta(regex) => {
+                let Some((caps, cache)) = captures.as_mut() else {
+                    return Err(ReplaceError {
+                        rule: rule.inner.label.clone(),
+                        message: "internal error: no captures".into(),
+                    });
+                };
+                let input = Input::new(buf).span(start + base..buf.len()).anchored(Anchored::Yes);
+                regex.search_captures_with(cache, &input, caps);
+                debug_assert_eq!(caps.get_match().map(|m| m.end()), Some(end + base), "DFA and captures disagree");
+                (
+                    (0..caps.group_len()).map(|i| caps.get_group(i).map(|s| s.range())).collect(),
+                    caps.group_info().pattern_names(PatternID::ZERO).collect(),
+                )
+            }
+            GroupFinder::Js(js) => {
+                let groups = js.captures(buf, start + base, end + base);
+                debug_assert!(groups.is_some(), "DFA and JS captures disagree");
+                let count = js.names().len();
+                (
+                    groups.map_or_else(|| vec![None; count], |g| g.into_iter().map(|g| g.map(|(a, b)| a..b)).collect()),
+                    js.names().iter().map(|n| n.as_deref()).collect(),
+                )
+            }
+        };
+        let texts: Vec<Option<std::borrow::Cow<'_, [u8]>>> =
+            spans.iter().map(|span| span.clone().map(|r| text(hay.bytes, r.start - base, r.end - base))).collect();
+        *surrogates |= texts.iter().any(|t| matches!(t, Some(std::borrow::Cow::Owned(_))));
+        let group = |i: usize| texts.get(i).and_then(|t| t.as_deref());
+        match &re.replacement {
+            Replacement::Template(t) => {
+                t.expand(whole, group, |n| names.iter().position(|m| *m == Some(n)).and_then(group), out)
+            }
+            // Built without captures: handled above.
+            Replacement::EncodedLocalOrigin { .. } | Replacement::Snippet(_) | Replacement::MetaPolicy => {
+                return Err(ReplaceError { rule: rule.inner.label.clone(), message: "internal error: captures".into() })
+            }
+            Replacement::Function(f) => {
+                // A lone surrogate reaches the function as U+FFFD (a Rust string cannot hold one).
+                let text = |g: &[u8]| {
+                    let mut g = g.to_vec();
+                    resolve_surrogates(&mut g, 0, false);
+                    String::from_utf8_lossy(&g).into_owned()
+                };
+                let groups: Vec<Option<String>> = (1..spans.len()).map(|i| group(i).map(text)).collect();
+                let group_refs: Vec<Option<&str>> = groups.iter().map(|g| g.as_deref()).collect();
+                let names = &names[1..];
+                // Bytes are counted once each, from where the last match (or chunk) left off.
+                let label = &rule.inner.label;
+                // `Stage::new` gives every function rule a counter; were one missing, the body fails, not the process.
+                let Some(counter) = utf16.as_mut() else {
+                    return Err(ReplaceError {
+                        rule: label.clone(),
+                        message: "internal error: no offset counter".into(),
+                    });
+                };
+                counter.feed(&hay.bytes[*counted..start]);
+                *counted = start;
+                let call = ReplaceCall {
+                    exchange: exchange.as_ref(),
+                    whole: &text(whole),
+                    groups: &group_refs,
+                    names: names.iter().any(Option::is_some).then_some(names),
+                    offset: counter.units(),
+                };
+                let replaced = f.replace(&call).map_err(|message| ReplaceError { rule: label.clone(), message })?;
+                out.extend_from_slice(replaced.as_bytes());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `bytes[from..to]`, a match or a group; see [`unit_text`] for a rule that works on UTF-16 units.
+fn match_text(bytes: &[u8], from: usize, to: usize, units: bool) -> std::borrow::Cow<'_, [u8]> {
+    if units {
+        unit_text(bytes, from, to)
+    } else {
+        std::borrow::Cow::Borrowed(&bytes[from..to])
+    }
+}
+
+/// Writes `bytes[from..to]`, text outside any match; for a rule that works on UTF-16 units, a half of an astral
+/// character cut off by a match at either edge is a lone surrogate (see [`unit_text`]). Returns whether one was
+/// written.
+fn emit_plain(out: &mut Vec<u8>, bytes: &[u8], from: usize, to: usize, units: bool) -> bool {
+    let text = match_text(bytes, from, to, units);
+    out.extend_from_slice(&text);
+    matches!(text, std::borrow::Cow::Owned(_))
+}
