@@ -6,15 +6,16 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue};
 
 use crate::error::ConfigError;
+use crate::globs::UrlGlobs;
+use crate::rewrite::{Rule, DEFAULT_MAX_MATCH_BYTES};
 
 mod hosts;
 pub(crate) mod target;
 
-use crate::globs::UrlGlobs;
+// Plain data kept with its owner, named here too: the options are read from one place.
 pub use crate::observe::inspector::{
     InspectorConfig, DEFAULT_INSPECTOR_PATH, DEFAULT_INSPECTOR_SIZE, MAX_INSPECTOR_SIZE,
 };
-use crate::rewrite::{Rule, DEFAULT_MAX_MATCH_BYTES};
 pub use crate::stats::LogLevel;
 pub use hosts::{normalize_origin, AllowedHosts, HostPattern};
 pub use target::{is_localhost_name, Scheme, Target};

@@ -220,6 +220,7 @@ pub(crate) async fn is_on_this_machine(target: &Target) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::VerifyTls;
 
     #[tokio::test]
     async fn an_unset_check_is_off_only_for_targets_on_this_machine() {
