@@ -12,6 +12,7 @@
 mod hooks;
 mod local;
 mod on_request;
+mod option_names;
 mod options;
 mod outcome;
 mod record;

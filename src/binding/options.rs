@@ -266,8 +266,8 @@ pub struct RouteOptions {
     pub record: Option<super::record::RecordOptions>,
 }
 
-// The keys of each options object live in config.rs, where a napi-free test checks them against binding.d.ts.
-use crate::config::option_names::{
+// The keys of each options object; tests/option_names.rs checks them against binding.d.ts.
+use super::option_names::{
     COOKIE as COOKIE_OPTION_NAMES, HTTPS as HTTPS_OPTION_NAMES, INSPECTOR as INSPECTOR_OPTION_NAMES,
     PROXY as PROXY_OPTION_NAMES, PROXY_OPTIONS as HTTP_PROXY_OPTION_NAMES, PROXY_TARGET as PROXY_TARGET_OPTION_NAMES,
 };

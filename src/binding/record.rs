@@ -4,11 +4,11 @@ use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
 use napi_derive::napi;
 
+use super::option_names::{RECORD, REDACT};
 use super::options::{expect_object, expect_string, string_array, Fields};
 use super::{config_error, invalid};
 use crate::cassette::record::{check_path, RecordOptions as CoreRecordOptions};
 use crate::cassette::redact::{parse_json_path, Redaction};
-use crate::config::option_names::{RECORD, REDACT};
 use crate::globs::UrlGlobs;
 
 /// `record`: upstream exchanges appended to a cassette (JSON Lines; see docs/record-and-replay.md).

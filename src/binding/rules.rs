@@ -6,12 +6,12 @@ use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
 use napi_derive::napi;
 
+use super::option_names::{
+    RULE as RULE_NAMES, SNIPPET_OPTIONS as SNIPPET_OPTION_NAMES, SNIPPET_RULE as SNIPPET_RULE_NAMES,
+};
 use super::options::{expect_object, string_array, Fields};
 use super::replace::{DirectReplace, ThreadsafeReplace};
 use super::{config_error, invalid, type_name};
-use crate::config::option_names::{
-    RULE as RULE_NAMES, SNIPPET_OPTIONS as SNIPPET_OPTION_NAMES, SNIPPET_RULE as SNIPPET_RULE_NAMES,
-};
 use crate::config::ProxyConfig;
 use crate::globs::UrlGlobs;
 use crate::rewrite::{Rule, RuleReplacement};
