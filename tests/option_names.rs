@@ -1,6 +1,6 @@
 //! The keys the binding's parsers read (src/binding/option_names.rs) against binding.d.ts's interfaces.
 //! The lists are plain data, included here by path: the binding itself is built only with the `napi`
-//! feature, and this check must also run in `cargo test --no-default-features`.
+//! feature and never in a test build, and this check must also run in `cargo test --no-default-features`.
 
 #[path = "../src/binding/option_names.rs"]
 mod option_names;

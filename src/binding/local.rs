@@ -4,9 +4,9 @@
 use napi::bindgen_prelude::*;
 use napi::ValueType;
 
+use super::args::{expect_bool, expect_object, expect_string, get, string_array, type_name, Fields};
 use super::option_names::{ROUTE, STATIC_DIR, STATIC_OPTIONS};
-use super::options::{expect_bool, expect_object, expect_string, string_array, Fields};
-use super::{config_error, get, invalid, type_name};
+use super::{config_error, invalid};
 use crate::config::{Route, StaticMount, Target};
 
 /// What the proxy's local files do whatever serve-static is told: these keys are accepted with

@@ -1,8 +1,8 @@
-//! The keys of each `start()` options object, as JS spells them. The binding's `#[napi(object)]`
-//! structs declare them for binding.d.ts (types and docs); the parsers read an object only through
-//! these lists (`options::Fields`), and tests/option_names.rs checks each list against the matching
-//! interface of binding.d.ts, so a key cannot be declared in one place and missing from the other.
-//! Plain data, no napi: that test includes this file, so it runs in every build, `cargo test
+//! The keys of each `start()` options object, as JS spells them. The `#[napi(object)]` structs of
+//! `declarations` declare them for binding.d.ts (types and docs); the parsers read an object only
+//! through these lists (`args::Fields`), and tests/option_names.rs checks each list against the
+//! matching interface of binding.d.ts, so a key cannot be declared in one place and missing from the
+//! other. Plain data, no napi: that test includes this file, so it runs in every build, `cargo test
 //! --no-default-features` (`npm test`) included.
 
 pub(super) const PROXY: &[&str] = &[
