@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
+use napi::ValueType;
 use napi_derive::napi;
 
-use napi::ValueType;
-
+use super::args::{get, type_name};
+use super::invalid;
 use super::outcome::{self, SlicedFn};
-use super::{get, invalid, type_name};
 use crate::config::ProxyConfig;
 use crate::proxy::hooks::{ClientRequest, Hook, HookFuture, RawHeaders, UpstreamRequestHead, UpstreamResponseHead};
 use crate::proxy::middleware::{MiddlewareHost, Routes};
@@ -68,24 +68,6 @@ pub struct MiddlewareHostOptions {
     pub token: String,
     /// Route prefixes (connect's matching; `''` matches every path).
     pub routes: Vec<String>,
-}
-
-/// What lib/start.js prepared for the native server. Internal: built by `start()` of index.js from
-/// `proxy.proxyReq`, `proxy.proxyReqWs`, `proxy.proxyRes` and `middleware`.
-// Declared for binding.d.ts; `apply` reads it field by field.
-#[allow(dead_code)]
-#[napi(object)]
-pub struct JsSide {
-    #[napi(ts_type = "(call: HookRequestCall) => Promise<{ value?: HookRequestHead; error?: string }>")]
-    pub proxy_req: Option<String>,
-    #[napi(ts_type = "(call: HookRequestCall) => Promise<{ value?: HookRequestHead; error?: string }>")]
-    pub proxy_req_ws: Option<String>,
-    #[napi(ts_type = "(call: HookResponseCall) => Promise<{ value?: HookResponseHead; error?: string }>")]
-    pub proxy_res: Option<String>,
-    pub middleware: Option<MiddlewareHostOptions>,
-    /// `onRequest`'s dispatcher: called with a JSON array of exchange records (see on_request.rs).
-    #[napi(ts_type = "(batch: string) => Promise<{ value?: unknown; error?: string }>")]
-    pub on_request: Option<String>,
 }
 
 fn flat(headers: &RawHeaders) -> Vec<String> {
@@ -156,8 +138,8 @@ fn threadsafe<T: 'static + JsValuesTupleIntoVec, R: 'static + FromNapiValue>(
     Ok(Some(Arc::new(tsfn)))
 }
 
-/// Puts what JS prepared (`start()`'s second argument, a `JsSide`) into the user's code the server
-/// calls, and its `onRequest` into the config.
+/// Puts what JS prepared (`start()`'s second argument, a `JsSide`, declared in `declarations.rs`) into
+/// the user's code the server calls, and its `onRequest` into the config.
 pub(super) fn apply(js: Unknown, config: &mut ProxyConfig, code: &mut UserCode) -> Result<()> {
     if matches!(js.get_type()?, ValueType::Undefined | ValueType::Null) {
         return Ok(());

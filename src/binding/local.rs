@@ -4,10 +4,10 @@
 use napi::bindgen_prelude::*;
 use napi::ValueType;
 
-use super::options::{expect_bool, expect_object, expect_string, string_array, Fields};
-use super::{config_error, get, invalid, type_name};
-use crate::config::option_names::{ROUTE, STATIC_DIR, STATIC_OPTIONS};
-use crate::config::{Route, StaticMount, Target};
+use super::args::{expect_bool, expect_object, expect_string, get, string_array, type_name, Fields};
+use super::option_names::{ROUTE, STATIC_DIR, STATIC_OPTIONS};
+use super::{config_error, invalid};
+use crate::config::{Route, StaticMount, Target, VerifyTls};
 
 /// What the proxy's local files do whatever serve-static is told: these keys are accepted with
 /// these values only.
@@ -161,7 +161,7 @@ pub(super) fn parse_routes(env: &napi::Env, value: Unknown) -> Result<Vec<Route>
                     route.ws = expect_bool(ws, &format!("{name}.ws"))?;
                 }
                 if let Some(secure) = fields.get("secure")? {
-                    route.verify_tls = super::options::verify_tls(expect_bool(secure, &format!("{name}.secure"))?);
+                    route.verify_tls = VerifyTls::from_secure(expect_bool(secure, &format!("{name}.secure"))?);
                 }
                 if let Some(replay) = fields.get("replay")? {
                     route.replay = Some(super::replay::parse_replay(env, replay, "routes[].replay")?);

@@ -1,17 +1,25 @@
 //! The Node binding: JS values in, core types out, core errors turned into JS errors that name the
 //! culprit. Nothing else lives here; the proxy itself is in the core modules.
 //!
-//! This file holds the exported functions (`start`, `rewrite`, `__rewriteEach`, `__panicProbe`) and the helpers the
-//! others share; `options` declares and parses the options (`local`: `serveStatic` and `routes`),
-//! `rules` the rewrite rules and `snippetOptions`, `replace` calls JS replacement functions, `hooks`
-//! the proxyReq/proxyRes functions and the middleware host, `server` is the `ProxyServer` class.
+//! This file holds the exported functions (`start`, `rewrite`, `__rewriteEach`, `__closestName`,
+//! `__panicProbe`) and the errors the others share. `args` reads JS values (`Fields`, `expect_*`);
+//! `option_names` lists the keys of each options object; `declarations` holds the types that exist
+//! only for binding.d.ts; `options` parses the options (`local`: `serveStatic` and `routes`;
+//! `record`, `replay`), `rules` the rewrite rules and `snippetOptions`; `replace` calls JS
+//! replacement functions, `hooks` the proxyReq/proxyRes functions and the middleware host,
+//! `on_request` the `onRequest` dispatcher; `server` is the `ProxyServer` class, `status` what it
+//! reports.
 
-// `#[napi]` registers exports only outside `cfg(test)`.
-#![cfg_attr(test, allow(dead_code))]
+// `#[napi]` registers exports only outside `cfg(test)`: a test build would hold code nothing reaches.
+// The one test about the binding (tests/option_names.rs) includes the napi-free file it checks.
+#![cfg(not(test))]
 
+mod args;
+mod declarations;
 mod hooks;
 mod local;
 mod on_request;
+mod option_names;
 mod options;
 mod outcome;
 mod record;
@@ -19,6 +27,7 @@ mod replace;
 mod replay;
 mod rules;
 mod server;
+mod status;
 
 use napi::bindgen_prelude::*;
 use napi::{Env, JsValue, ValueType};
@@ -27,6 +36,7 @@ use napi_derive::napi;
 use crate::error::{ConfigError, StartError};
 use crate::rewrite;
 use crate::server as core_server;
+use args::type_name;
 use options::parse_options;
 use replace::DirectScope;
 use rules::{compile_off_thread, parse_rules, CallMode, RuleSpec};
@@ -237,23 +247,4 @@ pub fn panic_probe<'env>(env: &'env Env, place: String) -> Result<PromiseRaw<'en
         }
         Ok(())
     })
-}
-
-fn get<'env>(object: &Object<'env>, name: &str) -> Result<Option<Unknown<'env>>> {
-    let value: Unknown = object.get_named_property(name)?;
-    Ok(match value.get_type()? {
-        ValueType::Undefined | ValueType::Null => None,
-        _ => Some(value),
-    })
-}
-
-fn type_name(value: &Unknown) -> &'static str {
-    match value.get_type() {
-        Ok(ValueType::String) => "a string",
-        Ok(ValueType::Number) => "a number",
-        Ok(ValueType::Boolean) => "a boolean",
-        Ok(ValueType::Object) => "an object",
-        Ok(ValueType::Function) => "a function",
-        _ => "another type",
-    }
 }

@@ -12,8 +12,9 @@ use napi::bindgen_prelude::*;
 use napi::ValueType;
 use tokio::sync::mpsc;
 
+use super::args::{get, type_name};
+use super::invalid;
 use super::outcome::{self, Outcome, SlicedFn};
-use super::{get, invalid, type_name};
 use crate::config::ProxyConfig;
 use crate::observe::{ExchangeRecord, RecordSink};
 

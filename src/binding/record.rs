@@ -1,52 +1,23 @@
-//! `record` option and `toHar()`: their declarations for binding.d.ts and their parsing.
+//! The `record` option's parser (its declaration is in `declarations.rs`) and `toHar()`.
 
 use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
 use napi_derive::napi;
 
-use super::options::{expect_object, expect_string, string_array, Fields};
+use super::args::{expect_object, expect_string, string_array, Fields};
+use super::option_names::{RECORD, REDACT};
 use super::{config_error, invalid};
-use crate::cassette::record::{check_path, RecordOptions as CoreRecordOptions};
+use crate::cassette::record::{check_path, RecordOptions};
 use crate::cassette::redact::{parse_json_path, Redaction};
-use crate::config::option_names::{RECORD, REDACT};
 use crate::globs::UrlGlobs;
 
-/// `record`: upstream exchanges appended to a cassette (JSON Lines; see docs/record-and-replay.md).
-// Declared for binding.d.ts; parse_record reads the object field by field to name the bad one.
-#[allow(dead_code)]
-#[napi(object)]
-pub struct RecordOptions {
-    /// The cassette file (created, or emptied when it exists); its directory must exist.
-    pub path: String,
-    /// Path globs (as a rule's `paths`): only requests whose path matches one are recorded.
-    #[napi(js_name = "match", ts_type = "string | string[]")]
-    pub matches: Option<Vec<String>>,
-    /// What to redact besides the default secret headers and query parameters.
-    pub redact: Option<RedactOptions>,
-}
-
-/// `record.redact`.
-// Declared for binding.d.ts; parse_record reads the object field by field to name the bad one.
-#[allow(dead_code)]
-#[napi(object)]
-pub struct RedactOptions {
-    /// More header names whose values are written as `[redacted]`.
-    pub headers: Option<Vec<String>>,
-    /// JSON paths in request bodies and SSE events whose values are written as `[redacted]`:
-    /// `'$.user'`, `'metadata.email'`, `'messages[*].content'`.
-    pub json: Option<Vec<String>>,
-    /// Fields (as a refusal names them, e.g. `'messages[0].content'`) or strings (at least 8
-    /// characters) that the key scan lets through.
-    pub allow: Option<Vec<String>>,
-}
-
 /// Reads `record`.
-pub(super) fn parse_record(value: Unknown) -> Result<CoreRecordOptions> {
+pub(super) fn parse_record(value: Unknown) -> Result<RecordOptions> {
     parse_record_named(value, "record")
 }
 
 /// Reads a `record` object; `option` names it in errors (`record`, `routes['/v1'].record`).
-pub(super) fn parse_record_named(value: Unknown, option: &str) -> Result<CoreRecordOptions> {
+pub(super) fn parse_record_named(value: Unknown, option: &str) -> Result<RecordOptions> {
     let fields = Fields::new(expect_object(value, option)?, RECORD);
     let path =
         fields.get("path")?.ok_or_else(|| invalid(format!("option `{option}.path` is required: the cassette file")))?;
@@ -73,7 +44,7 @@ pub(super) fn parse_record_named(value: Unknown, option: &str) -> Result<CoreRec
         None => Redaction::default(),
     };
     fields.finish();
-    Ok(CoreRecordOptions { path, matches, redact, append: false })
+    Ok(RecordOptions { path, matches, redact, append: false })
 }
 
 /// Reads a `redact` object (`record.redact`, `replay.redact`); `option` names it in errors.
@@ -124,35 +95,5 @@ impl Task for HarTask {
 
     fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
         Ok(output)
-    }
-}
-
-/// `server.recording()`.
-#[napi(object)]
-pub struct RecordingStatus {
-    /// The cassette.
-    pub path: String,
-    /// Exchanges written.
-    pub written: f64,
-    /// Exchanges refused because a body held a key-shaped string.
-    pub refused: f64,
-    /// The last refusal's reason, naming the field.
-    pub last_refusal: Option<String>,
-    /// Set when a write failed: nothing more is recorded.
-    pub error: Option<String>,
-    /// In `server.recordings()`: the route prefix whose `record` this is (absent for the server's own).
-    pub route: Option<String>,
-}
-
-impl From<crate::cassette::record::RecordingSnapshot> for RecordingStatus {
-    fn from(r: crate::cassette::record::RecordingSnapshot) -> RecordingStatus {
-        RecordingStatus {
-            path: r.path,
-            written: r.written as f64,
-            refused: r.refused as f64,
-            last_refusal: r.last_refusal,
-            error: r.error,
-            route: r.route,
-        }
     }
 }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi::{check_status, sys, Env};
-
 use napi_derive::napi;
 
 use super::outcome::{self, Outcome, SlicedFn};
@@ -78,40 +77,6 @@ impl napi::bindgen_prelude::JsValuesTupleIntoVec for SpreadArgs {
         // SAFETY: napi calls `into_vec` on the JS thread with that thread's live `env`; no `string`.
         unsafe { self.values(env, std::ptr::null_mut()) }
     }
-}
-
-/// The `req` a rule function gets: Browsersync's (Node's `IncomingMessage`), reduced to what a rule reads.
-/// Unlike Node's: no stream, no socket; `rawHeaders` has lower-case names.
-// Declared for binding.d.ts; lib/rules.js builds it from `RuleRequestData`.
-#[allow(dead_code)]
-#[napi(object)]
-pub struct RuleRequest {
-    /// The request target as the client sent it (`/path?query`).
-    pub url: String,
-    pub method: String,
-    /// Lower-case names; repeated headers folded as Node folds them (`set-cookie` an array, `cookie`
-    /// joined with `; `, others with `, `, single-valued ones keep the first).
-    #[napi(ts_type = "Record<string, string | string[]>")]
-    pub headers: String,
-    pub raw_headers: Vec<String>,
-}
-
-/// The `res` a rule function gets: Browsersync's (Node's `ServerResponse`), reduced to what a rule reads:
-/// the status and the headers as they go to the client. Unlike Node's: read-only (no `setHeader`, no
-/// `write`), and `Content-Length`, `Content-Encoding` and `Vary` are those of the rewritten body.
-// Declared for binding.d.ts; lib/rules.js builds it from `RuleResponseData`.
-#[allow(dead_code)]
-#[napi(object)]
-pub struct RuleResponse {
-    pub status_code: u32,
-    #[napi(ts_type = "(name: string) => string | string[] | undefined")]
-    pub get_header: String,
-    #[napi(ts_type = "() => Record<string, string | string[]>")]
-    pub get_headers: String,
-    #[napi(ts_type = "() => string[]")]
-    pub get_header_names: String,
-    #[napi(ts_type = "(name: string) => boolean")]
-    pub has_header: String,
 }
 
 /// The request a rule function gets as its first argument, as plain data; lib/rules.js gives it

@@ -1,90 +1,20 @@
-//! Rewrite rules read from JS: their declaration (`RewriteRule`, `snippetOptions`' types, for
-//! binding.d.ts), the parser that names the bad rule, `snippetOptions` (the snippet rule and the
-//! URLs always or never rewritten), and compiling rules off the JS thread.
+//! Rewrite rules read from JS: the parser that names the bad rule, `snippetOptions` (the snippet rule
+//! and the URLs always or never rewritten), and compiling rules off the JS thread. `RewriteRule` and
+//! `snippetOptions`' types are declared in `declarations.rs`.
 
 use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
-use napi_derive::napi;
 
-use super::options::{expect_object, string_array, Fields};
-use super::replace::{DirectReplace, ThreadsafeReplace};
-use super::{config_error, invalid, type_name};
-use crate::config::option_names::{
+use super::args::{expect_object, glob_list, type_name, Fields};
+use super::option_names::{
     RULE as RULE_NAMES, SNIPPET_OPTIONS as SNIPPET_OPTION_NAMES, SNIPPET_RULE as SNIPPET_RULE_NAMES,
 };
+use super::replace::{DirectReplace, ThreadsafeReplace};
+use super::{config_error, invalid};
 use crate::config::ProxyConfig;
 use crate::globs::UrlGlobs;
 use crate::rewrite::{Rule, RuleReplacement};
 use crate::warnings;
-
-/// A rewrite rule, as in Browsersync's `rewriteRules`.
-// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
-#[allow(dead_code)]
-#[napi(object)]
-pub struct RewriteRule {
-    /// A RegExp (JS syntax and flags; no lookaround, backreferences or `y`) or a literal string
-    /// (replaces its first occurrence, like `String.prototype.replace`).
-    #[napi(ts_type = "RegExp | string")]
-    pub r#match: String,
-    /// A replacement string (`$&`, `$1`..`$99`, `$<name>`, `$$`) or a function called for each match
-    /// as Browsersync calls it: `(req, res, match, p1, ..., pn, offset, string, groups)`. `req` and `res`
-    /// are the request and response of the body (`RuleRequest`, `RuleResponse`; for `rewrite()`, those
-    /// it is given or its defaults); then JS's replace arguments: `offset` is the match's UTF-16 index in
-    /// the rule's input; `string` is that input for `rewrite()` of a string and `undefined` on streamed
-    /// bodies (the proxy, `rewrite()` of chunks), which are never held whole; `groups` (only when the
-    /// pattern has named groups) maps each name to its text or `undefined`. Function rules run in JS
-    /// and are slower.
-    #[napi(ts_type = "string | ((req: RuleRequest, res: RuleResponse, match: string, ...args: any[]) => string)")]
-    pub replace: Option<String>,
-    /// Browsersync's name for a function `replace` (or a replacement string); give one of the two.
-    #[napi(
-        js_name = "fn",
-        ts_type = "string | ((req: RuleRequest, res: RuleResponse, match: string, ...args: any[]) => string)"
-    )]
-    pub func: Option<String>,
-    /// Globs (minimatch syntax, matched against the request URL: path and query) limiting the rule to
-    /// those URLs; there it runs on any response type, and the rules without `paths`, the snippet and
-    /// the link rewrite do not (Browsersync's behaviour).
-    #[napi(ts_type = "string | string[]")]
-    pub paths: Option<Vec<String>>,
-    /// Browsersync's rule id (`bs.removeRewriteRule(id)` through the adapter); the proxy ignores it.
-    #[napi(ts_type = "string | number")]
-    pub id: Option<String>,
-}
-
-/// Where and how the snippet goes, and which URLs are rewritten (Browsersync's `snippetOptions`).
-// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
-#[allow(dead_code)]
-#[napi(object)]
-pub struct SnippetOptions {
-    /// `{ match, fn }`: a RegExp where the snippet goes (default `/<body[^>]*>/i`) and
-    /// `fn(snippet, match)` returning the text that replaces the match (default `match + snippet`).
-    pub rule: Option<SnippetRule>,
-    /// Globs of URLs rewritten whatever their `Accept` header, extension or body.
-    #[napi(ts_type = "string | string[]")]
-    pub whitelist: Option<Vec<String>>,
-    /// Globs of URLs never rewritten (the URL `/` only when listed exactly).
-    #[napi(ts_type = "string | string[]")]
-    pub blacklist: Option<Vec<String>>,
-    /// Like `blacklist`; a leading `/` is added when missing, as Browsersync does.
-    #[napi(ts_type = "string | string[]")]
-    pub ignore_paths: Option<Vec<String>>,
-    /// Browsersync's client-script loading flag: accepted and ignored.
-    pub r#async: Option<bool>,
-}
-
-/// Where the snippet goes (`snippetOptions.rule`): Browsersync's `{ match, fn }`.
-// Declared for binding.d.ts; parse_options reads options field by field to name the bad one.
-#[allow(dead_code)]
-#[napi(object)]
-pub struct SnippetRule {
-    /// Where the snippet goes: the first match in the page (default `/<body[^>]*>/i`).
-    #[napi(ts_type = "RegExp")]
-    pub r#match: Option<String>,
-    /// The text that replaces the match (default `match + snippet`); called once per page, in JS.
-    #[napi(js_name = "fn", ts_type = "(snippet: string, match: string) => string")]
-    pub func: Option<String>,
-}
 
 /// `snippetOptions`: the snippet rule (compiled here, on the JS thread: it is one small pattern), the
 /// whitelist and the blacklist (with `ignorePaths`).
@@ -143,14 +73,6 @@ pub(super) fn parse_snippet_options(value: Unknown, config: &mut ProxyConfig) ->
     }
     options.finish();
     Ok(())
-}
-
-/// A glob or an array of globs.
-fn glob_list(value: Unknown, option: &str) -> Result<Vec<String>> {
-    if value.get_type()? == ValueType::String {
-        return Ok(vec![String::from_unknown(value)?]);
-    }
-    string_array(value, option, "globs (strings)")
 }
 
 /// Browsersync's `ensureSlash` for `whitelist` and `ignorePaths`.

@@ -10,57 +10,11 @@ use napi::Env;
 use napi_derive::napi;
 
 use super::invalid;
-use super::record::{parse_record, RecordingStatus};
+use super::record::parse_record;
 use super::replay::parse_replay;
 use super::rules::{compile_off_thread, parse_rule, parse_rules, CallMode};
+use super::status::{ProxyStats, RecordingStatus};
 use crate::server;
-
-/// What the server has done so far (`server.stats()`); counts since start.
-#[napi(object)]
-pub struct ProxyStats {
-    /// Requests answered (proxied, local files, middleware, replayed, error pages).
-    pub requests: f64,
-    /// Bodies that went through the rules (pages, and text types with `rewriteTextTypes`).
-    pub rewritten: f64,
-    /// Bodies passed through untouched (images, scripts, anything the rules do not apply to).
-    pub passed_through: f64,
-    /// Requests the target could not answer (refused, timed out, TLS refused): each a 502 page.
-    pub upstream_errors: f64,
-    /// Match candidates longer than `maxMatchBytes`, left unreplaced.
-    pub abandoned_matches: f64,
-    /// WebSocket connections tunnelled.
-    pub websockets: f64,
-    /// Milliseconds to the target's response headers (answers with an upstream exchange only).
-    pub upstream_latency: LatencyStats,
-    /// Milliseconds from a request's arrival to the end of its answer's body.
-    pub total_latency: LatencyStats,
-    /// Matches per rule over all requests, most first; rules that never matched are left out.
-    pub rules: Vec<RuleStats>,
-    /// Exchange records `onRequest` fell too far behind to take, dropped.
-    pub dropped_records: f64,
-}
-
-/// Percentiles of one kind of time (HDR histogram, 1% precision); 0 before the first sample.
-#[napi(object)]
-pub struct LatencyStats {
-    pub count: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-}
-
-/// How often one rule matched.
-#[napi(object)]
-pub struct RuleStats {
-    /// The rule's label: its pattern (`/x/g`, `"text"`), `snippet` or `link rewrite`.
-    pub rule: String,
-    pub matches: f64,
-}
-
-impl From<crate::observe::LatencySnapshot> for LatencyStats {
-    fn from(l: crate::observe::LatencySnapshot) -> LatencyStats {
-        LatencyStats { count: l.count as f64, p50_ms: l.p50_ms, p99_ms: l.p99_ms }
-    }
-}
 
 /// A running proxy server. It keeps the Node process alive until `stop()` (or `unref()`).
 #[napi(js_name = "ProxyServer")]
@@ -190,20 +144,7 @@ impl JsProxyServer {
     /// per rule, latencies (see `ProxyStats`). Cheap: read from atomics, no lock on the request path.
     #[napi(catch_unwind)]
     pub fn stats(&self) -> ProxyStats {
-        let s = self.inner.stats();
-        let o = self.inner.observations();
-        ProxyStats {
-            upstream_latency: o.upstream.into(),
-            total_latency: o.total.into(),
-            rules: o.rules.into_iter().map(|r| RuleStats { rule: r.rule, matches: r.matches as f64 }).collect(),
-            dropped_records: o.dropped_records as f64,
-            requests: s.requests as f64,
-            rewritten: s.rewritten as f64,
-            passed_through: s.passed_through as f64,
-            upstream_errors: s.upstream_errors as f64,
-            abandoned_matches: s.abandoned_matches as f64,
-            websockets: s.websockets as f64,
-        }
+        ProxyStats::from((self.inner.stats(), self.inner.observations()))
     }
 
     /// Answers requests from a cassette from now on (routes with their own `replay` keep theirs);
@@ -272,11 +213,15 @@ impl JsProxyServer {
 }
 
 /// Holds a strong threadsafe function, which is what keeps Node's event loop alive.
-pub(super) struct KeepAlive(#[allow(dead_code)] ThreadsafeFunction<(), (), (), Status, false, false, 0>);
+pub(super) struct KeepAlive {
+    /// Never called: holding it is the point, and dropping it lets the event loop go.
+    _strong: ThreadsafeFunction<(), (), (), Status, false, false, 0>,
+}
 
 impl KeepAlive {
     pub(super) fn new(env: &Env) -> Result<KeepAlive> {
         let noop = env.create_function_from_closure::<(), (), _>("devproxyKeepAlive", |_| Ok(()))?;
-        Ok(KeepAlive(noop.build_threadsafe_function::<()>().callee_handled::<false>().weak::<false>().build()?))
+        let strong = noop.build_threadsafe_function::<()>().callee_handled::<false>().weak::<false>().build()?;
+        Ok(KeepAlive { _strong: strong })
     }
 }

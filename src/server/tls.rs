@@ -14,8 +14,6 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ServerConfig;
 use tokio_rustls::TlsAcceptor;
 
-#[cfg(test)]
-use crate::config::VerifyTls;
 use crate::config::{Https, Target};
 use crate::error::StartError;
 
