@@ -33,7 +33,6 @@ mod writer;
 #[doc(hidden)]
 pub mod bench {
     pub use super::body_line::push as body_line;
-    pub use super::json_escape::escape_utf8 as escape_json;
 }
 
 /// Messages in flight between the proxy and the writer, each holding one chunk at most: what bounds
