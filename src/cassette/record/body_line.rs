@@ -10,7 +10,7 @@ use std::io::Write as _;
 use base64::Engine as _;
 
 /// Appends the `body` line of `bytes` (text when UTF-8, else base64), newline included.
-pub fn push(out: &mut Vec<u8>, id: u64, chunk: u64, at: f64, bytes: &[u8]) {
+pub(super) fn push(out: &mut Vec<u8>, id: u64, chunk: u64, at: f64, bytes: &[u8]) {
     // Writing to a Vec cannot fail.
     let _ = write!(out, r#"{{"type":"body","id":{id},"chunk":{chunk},"at":"#);
     // Numbers as serde_json writes them (non-finite as null), so both writers agree.
