@@ -1,9 +1,8 @@
 //! A `body` line written straight from the bytes: the same JSON that serde_json writes for
 //! [`Line::Body`](crate::cassette::format::Line::Body) (a proptest holds them equal), without the
 //! copy into a `String`, with SIMD UTF-8 checking and escaping ([`super::json_escape`]).
-//! Body text is the writer's main cost, ~100 KB a request on a page: in a profile of workload 11
-//! the writer took ~205 us of CPU per page with serde_json, ~101 us with our own SSE2 escaper and
-//! ~95 us with json-escape-simd (its escaping 20 us against our 34 us).
+//! Body text is the writer's main cost, ~100 KB a request on a page: written this way it costs about
+//! half of serde_json's time (benches/RESULTS.md, "Module notes").
 
 use std::io::Write as _;
 
