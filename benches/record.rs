@@ -1,15 +1,13 @@
 //! What the recording writer spends on one page's body (issue 15): the key scan, the UTF-8 check
-//! and the JSON escaping that make a `body` line, each alone, then the whole line; the escaping both
-//! with json-escape-simd (sonic-rs's kernel) and with the writer's own (src/cassette/record/
-//! json_escape.rs, AVX-512 where the CPU has it, which also checks UTF-8 after the ASCII prefix
-//! only); then an all-ASCII page, where that check has nothing left to read.
+//! and the JSON escaping (json-escape-simd, sonic-rs's kernel) that make a `body` line, each alone,
+//! then the whole line.
 //!
 //! Run: `cargo bench --no-default-features --bench record -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use devproxy_native::cassette::record::bench::{body_line, escape_json};
+use devproxy_native::cassette::record::bench::body_line;
 use devproxy_native::cassette::redact::find_key;
 
 mod common;
@@ -32,11 +30,6 @@ fn bench_into(group: &mut Group<'_>, name: &str, out: &mut Vec<u8>, mut write: i
 fn record(c: &mut Criterion) {
     let page = common::generate_html("127.0.0.1:8080", PAGE_BYTES);
     let text = std::str::from_utf8(&page).expect("the generated page is UTF-8");
-    let mut ours = Vec::new();
-    assert!(escape_json(&page, &mut ours));
-    let mut theirs = Vec::new();
-    json_escape_simd::escape_into(text, &mut theirs);
-    assert_eq!(ours, theirs, "both escapers write the same JSON");
     assert_eq!(find_key(&page), None, "the page holds no key-shaped string");
     let mut out = Vec::with_capacity(3 * page.len());
 
@@ -47,25 +40,7 @@ fn record(c: &mut Criterion) {
     bench_into(&mut group, "escape_json_escape_simd", &mut out, |out| {
         json_escape_simd::escape_into(black_box(text), out)
     });
-    bench_into(&mut group, "utf8_check_and_escape_ours", &mut out, |out| {
-        escape_json(black_box(&page), out);
-    });
     bench_into(&mut group, "body_line", &mut out, |out| body_line(out, 1, 0, 12.5, black_box(&page)));
-    group.finish();
-
-    // The same page with its non-ASCII bytes made ASCII (as most scripts, styles and JSON are): the
-    // escaper's ASCII prefix needs no UTF-8 check.
-    let ascii: Vec<u8> = page.iter().map(|&b| if b.is_ascii() { b } else { b'x' }).collect();
-    let mut group = c.benchmark_group("record_ascii_page");
-    group.throughput(Throughput::Bytes(ascii.len() as u64));
-    bench_into(&mut group, "utf8_check_then_escape_json_escape_simd", &mut out, |out| {
-        let text = simdutf8::basic::from_utf8(black_box(&ascii)).expect("ASCII");
-        json_escape_simd::escape_into(text, out)
-    });
-    bench_into(&mut group, "utf8_check_and_escape_ours", &mut out, |out| {
-        escape_json(black_box(&ascii), out);
-    });
-    bench_into(&mut group, "body_line", &mut out, |out| body_line(out, 1, 0, 12.5, black_box(&ascii)));
     group.finish();
 }
 

@@ -14,6 +14,8 @@
 
 #![deny(missing_docs)]
 #![deny(unreachable_pub)]
+// Every `unsafe` block says why it holds (`// SAFETY:` above it).
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod csp;
 mod error;

@@ -17,7 +17,8 @@ impl<T: FromNapiValue> FromNapiValue for Outcome<T> {
             return Ok(Outcome(Err(String::from_unknown(error)?)));
         }
         let value: Unknown = object.get_named_property("value")?;
-        // SAFETY: `value` was just read from `object`, in the same call on the JS thread.
+        // SAFETY: `env` is the live env we were handed (as above), and `value` was just read from
+        // `object` with it, in the same call on the JS thread.
         Ok(Outcome(Ok(unsafe { T::from_napi_value(env, value.raw()) }?)))
     }
 }

@@ -120,7 +120,9 @@ pub struct DirectArgs {
 
 impl napi::bindgen_prelude::JsValuesTupleIntoVec for DirectArgs {
     fn into_vec(self, env: sys::napi_env) -> Result<Vec<sys::napi_value>> {
-        // SAFETY: as for `SpreadArgs`; `string` was made on this thread in the same `rewrite()` call.
+        // SAFETY: napi calls this for `DirectReplace::replace`, which runs only on the JS thread inside
+        // the `rewrite()` call that registered it, with that thread's live `env`; `string` is null or a
+        // value that call received or made (`DirectScope::set_string`), alive until it returns.
         unsafe { self.spread.values(env, self.string) }
     }
 }

@@ -29,11 +29,15 @@ mod body_line;
 mod json_escape;
 mod writer;
 
-/// The writer's work on one body chunk, step by step, for `benches/record.rs`.
+/// The writer's work on one body chunk, for `benches/record.rs` only (feature `bench-internals`,
+/// which the crate's self dev-dependency turns on for benches and tests).
+#[cfg(feature = "bench-internals")]
 #[doc(hidden)]
 pub mod bench {
-    pub use super::body_line::push as body_line;
-    pub use super::json_escape::escape_utf8 as escape_json;
+    /// Appends the `body` line of `bytes`, as the writer does.
+    pub fn body_line(out: &mut Vec<u8>, id: u64, chunk: u64, at: f64, bytes: &[u8]) {
+        super::body_line::push(out, id, chunk, at, bytes);
+    }
 }
 
 /// Messages in flight between the proxy and the writer, each holding one chunk at most: what bounds

@@ -4,27 +4,9 @@
 //! from the histogram counted on the way (dynamic codes, or the static ones when those come out
 //! smaller), and the tokens are written with a bit writer that lives in registers.
 //!
-//! Why this and not a library (`cargo bench --no-default-features --bench codec`, 105,452-byte
-//! page, one run on a loaded 2-core machine, 14:25 UTC 2026-11-30): ours 30,254 B in 922 µs;
-//! zlib-rs level 1 (quick strategy, static codes) 37,999 B in 782 µs; zlib-rs level 2 29,619 B in
-//! 1,130 µs; zlib-rs level 6 25,980 B in 4,218 µs; libdeflate level 1 28,750 B in 727 µs. libdeflate
-//! is smaller, but compresses whole buffers only: no sync flush (a streamed page or an
-//! SSE-like stream would wait for its end), and holding a whole body breaks the proxy's memory bound;
-//! compressing pieces independently loses the window and needs a gzip member per piece, which not
-//! every client decodes. Among streaming encoders ours is 18% faster than zlib-rs level 2 for 2% more
-//! bytes, and 5x zlib-rs level 6's speed within 1.17x of its size. The static-codes-only version of
-//! this file was about half zlib-rs level 1's time for 37,634 B: the dynamic codes cost that speed.
-//! Now (CPU time per page, `CODEC_LOOPS=200 CODEC_CASE=<case> perf stat -e task-clock` on the codec
-//! bench binary, runs of the cases interleaved, fastest and median run, 5 ms of set-up subtracted,
-//! load ~5.5 on the 2 cores, 19:48 UTC): ours 30,194 B in 325-369 µs, libdeflate level 1 28,750 B in
-//! 433-472 µs (the bench makes a compressor per page; libdeflate allocates, not clears, its tables),
-//! zlib-rs level 1 37,999 B in 502-531 µs: libdeflate would buy 5% fewer bytes for ~30% more time.
-//! In one interleaved set, this file before the branchless block writer, the BMI loops and the
-//! five-byte hash without lazy matching: 30,254 B in 396-455 µs; with them 316-407 µs.
-//! ISA-L (isal-sys, level 1) is faster: put in this encoder's place, it took 20% less of the proxy's
-//! CPU per workload-1 page for 29,936 B (2026-12-01). It is not used because its build runs autotools
-//! and nasm picked by the host's OS, which the cross builds of `npm/`'s packages cannot run as they are
-//! (benches/RESULTS.md, "ISA-L inside the proxy").
+//! Why our own: it streams (sync flush, bounded memory) and takes less CPU per page than zlib-rs
+//! level 1 for a smaller output; libdeflate is smaller but compresses whole buffers only, and ISA-L,
+//! faster, does not cross-build for `npm/`'s packages. Numbers: benches/RESULTS.md, "Module notes".
 
 use super::huffman::{canonical_codes, huffman_lengths, run_lengths};
 
@@ -32,8 +14,7 @@ use super::huffman::{canonical_codes, huffman_lengths, run_lengths};
 const WINDOW: usize = 32 * 1024;
 const MIN_MATCH: usize = 4;
 const MAX_MATCH: usize = 258;
-/// 32 Ki entries: 128 KiB of table stays in L2; 64 Ki entries were slower here for 0.1% less output,
-/// and 16 Ki or 8 Ki entries (L1-sized) no faster for 0.8% and 1.5% more.
+/// 32 Ki entries: 128 KiB of table stays in L2 (other sizes measured: benches/RESULTS.md, "Module notes").
 const HASH_BITS: u32 = 15;
 /// Input is compressed in pieces of at most this size.
 const PIECE: usize = 64 * 1024;
@@ -49,9 +30,8 @@ const DIST_SYMBOLS: usize = 30;
 const END_OF_BLOCK: usize = 256;
 /// A token is a literal byte, or `MATCH | distance symbol << 24 | length << 15 | (distance - 1)`.
 const MATCH: u32 = 1 << 31;
-// No lazy matching: with the five-byte hash (`hash_at`), looking one byte on for a longer match below
-// 8 bytes gave 29,794 B against 30,194 B without, for ~18% more time per page; below 16 bytes,
-// 29,520 B for ~8% more (in-process A/B, benches/RESULTS.md "Encoders", third pass).
+// No lazy matching: with the five-byte hash (`hash_at`) it saved 1-2% of the bytes for 8-18% more
+// time per page (benches/RESULTS.md, "Module notes").
 
 const LENGTH_BASE: [u32; 29] =
     [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258];
@@ -112,10 +92,9 @@ fn distance_symbol(d: u32) -> u32 {
 }
 
 /// The table slot for position `at`: a hash of its five bytes, or of four within eight bytes of the
-/// buffer's end (candidates are compared byte by byte either way). Five bytes on the bench page:
-/// 30,194 B without lazy matching against 30,995 B for four (and 30,254 B with lazy matching below 8
-/// bytes, 6% slower). Likely why: with four bytes, short fragments that repeat everywhere in HTML
-/// (`="h`, `</a>`) take over the entries of the longer repeats that start with them.
+/// buffer's end (candidates are compared byte by byte either way). Five bytes made the bench page
+/// smaller than four (benches/RESULTS.md, "Module notes"): with four, short fragments that repeat
+/// everywhere in HTML (`="h`, `</a>`) take over the entries of the longer repeats that start with them.
 #[inline(always)]
 fn hash_at(buf: &[u8], at: usize) -> usize {
     if at + 8 <= buf.len() {

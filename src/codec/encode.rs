@@ -37,9 +37,8 @@ enum EncoderState {
 const ZSTD_LEVEL: i32 = 1;
 const BROTLI_QUALITY: u32 = 3;
 /// Brotli quality when the upstream itself sent br (CDNs do, at quality 11 for static files): the
-/// client then gets about the upstream's weight. On the bench page (`node` zlib, 104,698 bytes),
-/// quality 11 gives 22,169 B; 5 gives 25,897 B (1.17x); 6 gives 25,218 B (1.14x, within the 1.15x
-/// bound), at several times quality 3's cost per page (benches/RESULTS.md, "Encoders").
+/// client then gets about the upstream's weight (within 1.15x of it; 5 is not), at several times
+/// quality 3's cost per page (benches/RESULTS.md, "Module notes").
 const BROTLI_QUALITY_FOR_BR_UPSTREAM: u32 = 6;
 /// lgwin 22 (4 MiB window, brotli's default) as upstreams use; quality 3 keeps its 1 MiB.
 const BROTLI_WINDOW_FOR_BR_UPSTREAM: u32 = 22;
@@ -49,9 +48,9 @@ const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff];
 /// RFC 1950 header: deflate with a 32 KiB window, FLEVEL 0 (fastest), no dictionary; a multiple of 31.
 const ZLIB_HEADER: [u8; 2] = [0x78, 0x01];
 
-/// What wraps a DEFLATE stream: gzip (RFC 1952, CRC-32 by crc32fast's carry-less multiplication, a
-/// tenth of the cost of zlib-rs's table-driven CRC, which was 3.5% of a proxied page) or zlib
-/// (RFC 1950, Adler-32: RFC 9110's `deflate`).
+/// What wraps a DEFLATE stream: gzip (RFC 1952, CRC-32 by crc32fast's carry-less multiplication,
+/// much cheaper than zlib-rs's table-driven CRC: benches/RESULTS.md, "Encoders") or zlib (RFC 1950,
+/// Adler-32: RFC 9110's `deflate`).
 enum Framing {
     Gzip(crc32fast::Hasher),
     Zlib(Adler32),

@@ -43,9 +43,8 @@ impl Encoding {
     }
 
     /// Our preference when we pick the coding: the cheapest first, since on a dev machine CPU costs
-    /// more than bytes. On a 100 KB page (`cargo bench --bench codec`, benches/RESULTS.md): gzip
-    /// 222 µs for 37.6 KB, zstd 1 351 µs for 29.1 KB, brotli 3 1,307 µs for 28.2 KB; deflate is gzip's
-    /// DEFLATE with a scalar Adler-32 in place of a carry-less-multiply CRC.
+    /// more than bytes (timings: benches/RESULTS.md, "Module notes"); deflate is gzip's DEFLATE with
+    /// a scalar Adler-32 in place of a carry-less-multiply CRC.
     const PREFERENCE: [Encoding; 4] = [Encoding::Gzip, Encoding::Deflate, Encoding::Zstd, Encoding::Brotli];
 }
 

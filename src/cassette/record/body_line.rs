@@ -1,16 +1,15 @@
 //! A `body` line written straight from the bytes: the same JSON that serde_json writes for
 //! [`Line::Body`](crate::cassette::format::Line::Body) (a proptest holds them equal), without the
 //! copy into a `String`, with SIMD UTF-8 checking and escaping ([`super::json_escape`]).
-//! Body text is the writer's main cost, ~100 KB a request on a page: in a profile of workload 11
-//! the writer took ~205 us of CPU per page with serde_json, ~101 us with our own SSE2 escaper and
-//! ~95 us with json-escape-simd (its escaping 20 us against our 34 us).
+//! Body text is the writer's main cost, ~100 KB a request on a page: written this way it costs about
+//! half of serde_json's time (benches/RESULTS.md, "Module notes").
 
 use std::io::Write as _;
 
 use base64::Engine as _;
 
 /// Appends the `body` line of `bytes` (text when UTF-8, else base64), newline included.
-pub fn push(out: &mut Vec<u8>, id: u64, chunk: u64, at: f64, bytes: &[u8]) {
+pub(super) fn push(out: &mut Vec<u8>, id: u64, chunk: u64, at: f64, bytes: &[u8]) {
     // Writing to a Vec cannot fail.
     let _ = write!(out, r#"{{"type":"body","id":{id},"chunk":{chunk},"at":"#);
     // Numbers as serde_json writes them (non-finite as null), so both writers agree.

@@ -34,7 +34,7 @@ pub(super) struct Writer {
     /// Told of each exchange written, as its lines (`onMiss: 'record'` replays it from then on).
     pub(super) learn: Option<Learn>,
     /// Buffers of finished exchanges' lines, reused: a page's ~100 KB buffer would otherwise be
-    /// mapped and unmapped by malloc for every exchange (page faults cost ~10% of the writer's time).
+    /// mapped and unmapped by malloc for every exchange (page faults; benches/RESULTS.md, "Module notes").
     pub(super) spare: Vec<Vec<u8>>,
 }
 
@@ -65,13 +65,10 @@ pub(super) struct Open {
 }
 
 /// How long the writer waits for more once its queue is empty, before it parks. Each wake-up of
-/// the writer takes a core from a proxy worker: in workload 11 with a fixed 200 µs wait the writer
-/// woke 1.2 times a request and the workers were preempted 2.47 times a request (1.35 without
-/// recording). The wait adapts so that it ends with the channel between a quarter and half full:
-/// under load the writer then wakes once for a few exchanges (0.42 times a request, the workers
-/// preempted 1.65 times), and a stream fast enough to fill the channel shortens the wait, so that
-/// senders seldom wait for room. Workload 11 went from 85% (three runs) to 87-89% of workload 1's
-/// req/s. An idle recording parks as before.
+/// the writer takes a core from a proxy worker, so the wait adapts so that it ends with the channel
+/// between a quarter and half full: under load the writer then wakes once for a few exchanges, and
+/// a stream fast enough to fill the channel shortens the wait, so that senders seldom wait for room.
+/// An idle recording parks. Measurements: benches/RESULTS.md, "Module notes".
 struct BatchWait {
     wait: Duration,
 }
