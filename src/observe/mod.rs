@@ -134,8 +134,10 @@ impl std::fmt::Debug for ObserveConfig {
     }
 }
 
-/// What the phases learn that the record needs, carried to the end of the answer in the response's
-/// extensions (so no phase's signature changes for it). Taken out before the response goes out.
+/// What the phases learn that the record needs: gathered in the request's context
+/// (`RequestCtx::record`) and attached to the answer once, in the response's extensions, where
+/// [`Observer::respond`] takes them out before the response goes out. Answers made before a request
+/// has a context (the inspector's, error pages) carry their own.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Facts {
     /// Who answered (`None`: the target, `proxy`).
@@ -152,6 +154,14 @@ pub(crate) struct Facts {
     pub recorded: bool,
     /// Why the request failed (error answers).
     pub error: Option<String>,
+}
+
+impl Facts {
+    /// `response`, carrying these facts to [`Observer::respond`].
+    pub(crate) fn attach(self, mut response: Response<ProxyBody>) -> Response<ProxyBody> {
+        response.extensions_mut().insert(self);
+        response
+    }
 }
 
 /// The [`Facts`] of a response head, added if it has none yet.

@@ -10,6 +10,7 @@ use crate::body::{self, PageMode, RequestFacts, UserRules};
 use crate::codec;
 use crate::config::ProxyConfig;
 use crate::header_pairs::header_pairs;
+use crate::observe::Facts;
 use crate::rewrite::{Exchange, Rule};
 
 /// The client's address (`X-Forwarded-For`, the inspector's loopback check), put on each request
@@ -39,6 +40,9 @@ pub(crate) struct RequestCtx {
     pub mode: PageMode,
     /// The user rules among `rules`, for the skip table (`None`: nothing may be skipped).
     pub user_rules: Option<UserRules>,
+    /// What the exchange record (log, `onRequest`, the inspector, `Server-Timing`) learns along the
+    /// phases: who answered, the upstream's time and coding, whether the body was rewritten.
+    pub record: Facts,
     /// What a replacement function is shown of the request (its `res` is filled in by the body
     /// phase); only when a rule calls a function.
     pub exchange: Option<Exchange>,
@@ -86,6 +90,7 @@ impl RequestCtx {
             mode,
             user_rules,
             exchange,
+            record: Facts::default(),
         }
     }
 

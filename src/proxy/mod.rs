@@ -45,7 +45,7 @@ pub(crate) async fn proxy(shared: Arc<Shared>, req: Request<Incoming>) -> Result
     phases(&shared, req).await
 }
 
-async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
+async fn phases(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
     // A request the middleware host sent on with `next()` has been through local files and
     // middleware already, and was counted.
     let returned = req.extensions().get::<middleware::Returned>().is_some();
@@ -66,7 +66,21 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
     }
     // Which target: a route's or `proxy`'s (routes.rs).
     let target = shared.upstream_for(req.uri().path());
-    let ctx = shared.request_ctx(target.config, &req);
+    let mut ctx = shared.request_ctx(target.config, &req);
+    let response = target_phases(shared, target, &mut ctx, req, returned).await?;
+    // What the phases learnt goes with the answer to the exchange record (observe/), once.
+    Ok(ctx.record.attach(response))
+}
+
+/// The phases that know the request's target and context: upgrade, local files, middleware, the
+/// upstream exchange, the body. `returned`: the middleware host sent the request on with `next()`.
+async fn target_phases(
+    shared: &Arc<Shared>,
+    target: Upstream<'_>,
+    ctx: &mut RequestCtx,
+    mut req: Request<Incoming>,
+    returned: bool,
+) -> Result<Response<ProxyBody>, ProxyError> {
     if target.config.ws && websocket::is_upgrade(&req) {
         security::websocket_filter(&req, shared.local_addr, target.config, &shared.hosts)?;
         // Replayed from the cassette when it has the upgrade (cassette/replay/ws.rs), else tunnelled,
@@ -79,14 +93,14 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
                 WsReplay::Forward => None,
             },
         };
-        return websocket::tunnel(shared.clone(), target, req, &ctx, recorder).await;
+        return websocket::tunnel(shared.clone(), target, req, ctx, recorder).await;
     }
     if !returned {
         // Local files (local_files.rs), then middleware (middleware.rs): Browsersync's order.
         match local_files::answer(&shared.local_files, &req, &shared.stats).await? {
             None => {}
-            Some(Answer::Done(mut response)) => {
-                observe::facts(response.extensions_mut()).source = Some("local");
+            Some(Answer::Done(response)) => {
+                ctx.record.source = Some("local");
                 return Ok(response);
             }
             Some(Answer::File { head, body, version }) => {
@@ -107,7 +121,7 @@ async fn phases(shared: &Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp
             }
         }
     }
-    let (head, upstream) = upstream_phase(shared, &target, &ctx, req).await?;
+    let (head, upstream) = upstream_phase(shared, &target, ctx, req).await?;
     // Body plan (body.rs), then respond.
     let plan = body::plan_response(&ctx.facts(), &head, shared.config.beyond_pages());
     body_phase(shared, ctx, head, upstream, plan).await
@@ -134,19 +148,18 @@ fn inspector_phase(shared: &Shared, req: &Request<Incoming>) -> Option<Response<
 async fn middleware_phase(
     shared: &Arc<Shared>,
     host: &middleware::MiddlewareHost,
-    ctx: RequestCtx,
+    ctx: &mut RequestCtx,
     req: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let timeout = shared.config.upstream_timeout;
     let answer = middleware::hand_off(&shared.client, host, req, &ctx.url, timeout).await?;
-    let (passed, (mut head, body)) = match answer {
+    let (passed, (head, body)) = match answer {
         middleware::Answer::Passed(response) => (true, response.into_parts()),
         middleware::Answer::Own(response) => (false, response.into_parts()),
     };
-    let facts = observe::facts(&mut head.extensions);
-    facts.passed_on = passed;
-    facts.source = Some("middleware");
-    facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
+    ctx.record.passed_on = passed;
+    ctx.record.source = Some("middleware");
+    ctx.record.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
     let upstream = UpstreamBody::new(body, timeout, shared.stats.clone(), ctx.url.clone());
     if passed {
         return Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }));
@@ -161,7 +174,7 @@ async fn middleware_phase(
 async fn upstream_phase(
     shared: &Shared,
     target: &Upstream<'_>,
-    ctx: &RequestCtx,
+    ctx: &mut RequestCtx,
     req: Request<Incoming>,
 ) -> Result<(http::response::Parts, UpstreamBody), ProxyError> {
     // Recorded offsets count from here.
@@ -182,14 +195,14 @@ async fn upstream_phase(
     let sent = Instant::now();
     // The cassette's answer, or the target's (recorded or not): exchange.rs.
     let answer = exchange::send(shared, target, parts, body, arrived, timeout);
-    let (mut head, upstream) = match noting_long_wait(shared, answer, ctx).await {
-        Ok(Answered::Replayed(mut head, stream)) => {
-            observe::facts(&mut head.extensions).source = Some("replay");
+    let (head, upstream) = match noting_long_wait(shared, answer, ctx).await {
+        Ok(Answered::Replayed(head, stream)) => {
+            ctx.record.source = Some("replay");
             (head, UpstreamBody::replay(stream, stats, url))
         }
         Ok(Answered::Target(response, tee)) => {
-            let (mut head, body) = response.into_parts();
-            observe::facts(&mut head.extensions).recorded |= tee.is_some();
+            let (head, body) = response.into_parts();
+            ctx.record.recorded |= tee.is_some();
             (head, UpstreamBody::new(body, timeout, stats, url).with_tee(tee))
         }
         Err(reason) => return Err(ProxyError::Upstream { url: ctx.url.clone(), reason }),
@@ -199,9 +212,8 @@ async fn upstream_phase(
         let reason = "the target answered 101 Switching Protocols to a request that asked for no upgrade".into();
         return Err(ProxyError::Upstream { url: ctx.url.clone(), reason });
     }
-    let facts = observe::facts(&mut head.extensions);
-    facts.upstream = Some(sent.elapsed());
-    facts.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
+    ctx.record.upstream = Some(sent.elapsed());
+    ctx.record.coding_in = head.headers.get(http::header::CONTENT_ENCODING).cloned();
     respond(head, upstream, target, ctx, &shared.hooks, client).await
 }
 
@@ -267,12 +279,12 @@ async fn respond(
 /// touches is compressed once per file version and then served from memory (local_files.rs).
 async fn local_file_phase(
     shared: &Arc<Shared>,
-    mut ctx: RequestCtx,
-    mut head: http::response::Parts,
+    ctx: &mut RequestCtx,
+    head: http::response::Parts,
     body: UpstreamBody,
     version: local_files::FileVersion,
 ) -> Result<Response<ProxyBody>, ProxyError> {
-    observe::facts(&mut head.extensions).source = Some("local");
+    ctx.record.source = Some("local");
     // Read uncompressed on the client's behalf, like a page from a loopback target.
     ctx.upstream_identity = true;
     let plan = local_files::plan(&ctx.facts(), &head, shared.config.beyond_pages());
@@ -307,7 +319,7 @@ pub(crate) fn fail(shared: &Shared, error: ProxyError) -> Response<ProxyBody> {
 /// out (so that a `replace` function throwing on it is still a 500), and stream the rest.
 async fn body_phase(
     shared: &Shared,
-    mut ctx: RequestCtx,
+    ctx: &mut RequestCtx,
     mut head: http::response::Parts,
     mut upstream: UpstreamBody,
     plan: Plan,
@@ -399,10 +411,10 @@ async fn body_phase(
         match step.result {
             Ok(()) => {}
             Err(body::PipelineError::Replace(e)) => {
-                return Err(ProxyError::Rewrite { url: ctx.url, reason: e.to_string() })
+                return Err(ProxyError::Rewrite { url: ctx.url.clone(), reason: e.to_string() })
             }
             Err(body::PipelineError::Codec(e)) => {
-                return Err(ProxyError::Upstream { url: ctx.url, reason: e.to_string() })
+                return Err(ProxyError::Upstream { url: ctx.url.clone(), reason: e.to_string() })
             }
         }
     }
@@ -410,9 +422,9 @@ async fn body_phase(
     if rewritten {
         shared.stats.add_rewritten();
     }
-    observe::facts(&mut head.extensions).rewritten = rewritten;
+    ctx.record.rewritten = rewritten;
     let panic_probe = config.panic_probes && ctx.path_and_query.starts_with(&format!("{PANIC_PROBE_PREFIX}/body"));
-    let state = RewriteState::new(upstream, pipeline, out, shared.stats.clone(), ctx.url, panic_probe)
+    let state = RewriteState::new(upstream, pipeline, out, shared.stats.clone(), ctx.url.clone(), panic_probe)
         .with_skip_memo(skip_memo);
     Ok(Response::from_parts(head, ProxyBody::Rewrite(Box::new(state))))
 }
