@@ -174,13 +174,19 @@ async function startWorkerd(origin) {
     const child = spawn(WORKERD, ['serve', path.join(EXAMPLE, 'config.capnp'), '--socket-addr', `http=${HOST}:${port}`], {
       env: { ...process.env, ORIGIN: origin },
       stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group: node_modules/.bin/workerd is a Node shim that runs the binary as its
+      // child until workerd's install script replaces it (`npm install --ignore-scripts` keeps it), and
+      // the binary, left behind by a signal to the shim alone, would hold this file's pipes open.
+      detached: true,
     })
     let output = ''
     child.stdout.on('data', (d) => (output += d))
     child.stderr.on('data', (d) => (output += d))
     const exited = new Promise((resolve) => child.once('exit', resolve))
     const stop = async () => {
-      child.kill('SIGTERM')
+      try {
+        process.kill(-child.pid, 'SIGTERM')
+      } catch {} // the group is gone already
       await withTimeout(exited, 10_000, 'workerd exit')
     }
     // Ready when it accepts a connection; up to 30 s for its first start (it compiles the config).
