@@ -95,7 +95,7 @@ impl RequestCtx {
     }
 
     /// What the body plan looks at.
-    pub(crate) fn facts(&self) -> RequestFacts<'_> {
+    pub(crate) fn plan_facts(&self) -> RequestFacts<'_> {
         RequestFacts {
             method: &self.method,
             path_and_query: &self.path_and_query,

@@ -32,15 +32,14 @@ use crate::header_pairs::header_pairs;
 use crate::observe::{self, inspector};
 use crate::rewrite::{Rewriter, Rule};
 use crate::skip::SkipKey;
-use context::ClientAddr;
-use context::RequestCtx;
+use context::{ClientAddr, RequestCtx};
 use exchange::Answered;
 use local_files::Answer;
 use pages::ProxyError;
 use routes::Upstream;
 use state::Shared;
 
-/// Runs a request through every phase. Its log line is written when its answer ends (observe.rs).
+/// Runs a request through every phase. Its log line is written when its answer ends (observe/).
 pub(crate) async fn proxy(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
     phases(&shared, req).await
 }
@@ -122,8 +121,8 @@ async fn target_phases(
         }
     }
     let (head, upstream) = upstream_phase(shared, &target, ctx, req).await?;
-    // Body plan (body.rs), then respond.
-    let plan = body::plan_response(&ctx.facts(), &head, shared.config.beyond_pages());
+    // Body plan (body/plan.rs), then respond.
+    let plan = body::plan_response(&ctx.plan_facts(), &head, shared.config.beyond_pages());
     body_phase(shared, ctx, head, upstream, plan).await
 }
 
@@ -164,7 +163,7 @@ async fn middleware_phase(
     if passed {
         return Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix: None, upstream }));
     }
-    let plan = body::plan(&ctx.facts(), head.status, &head.headers, shared.config.beyond_pages());
+    let plan = body::plan(&ctx.plan_facts(), head.status, &head.headers, shared.config.beyond_pages());
     body_phase(shared, ctx, head, upstream, plan).await
 }
 
@@ -287,7 +286,7 @@ async fn local_file_phase(
     ctx.record.source = Some("local");
     // Read uncompressed on the client's behalf, like a page from a loopback target.
     ctx.upstream_identity = true;
-    let plan = local_files::plan(&ctx.facts(), &head, shared.config.beyond_pages());
+    let plan = local_files::plan(&ctx.plan_facts(), &head, shared.config.beyond_pages());
     let Plan::Compress { encode } = plan else { return body_phase(shared, ctx, head, body, plan).await };
     if let Some(bytes) = shared.compressed_files.get(&version, encode) {
         shared.stats.add_passed_through();
