@@ -20,6 +20,7 @@ use tokio_util::sync::PollSender;
 
 use super::format::{Line, VERSION};
 use super::redact::Redaction;
+use crate::body::{BodyError, UpstreamTee};
 use crate::globs::UrlGlobs;
 use crate::stats::Stats;
 pub(crate) use writer::Learn;
@@ -463,18 +464,13 @@ pub(crate) struct BodyTee {
     ended: bool,
 }
 
-impl BodyTee {
+impl UpstreamTee for BodyTee {
     /// Ready when the previous copy is in the channel: call before reading the next chunk.
-    pub(crate) fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         self.out.poll_ready(cx)
     }
 
-    /// What one read of the upstream body gave.
-    pub(crate) fn observe<E: std::fmt::Display>(
-        &mut self,
-        polled: &Poll<Option<Result<Bytes, E>>>,
-        cx: &mut Context<'_>,
-    ) {
+    fn observe(&mut self, polled: &Poll<Option<Result<Bytes, BodyError>>>, cx: &mut Context<'_>) {
         if self.ended {
             return;
         }
@@ -495,14 +491,13 @@ impl BodyTee {
         }
     }
 
-    /// Whether the end was seen (until then the body must not say it has ended).
-    pub(crate) fn ended(&self) -> bool {
+    fn ended(&self) -> bool {
         self.ended
     }
 
-    /// The body is dropped: `complete` when the upstream had nothing more to send (a HEAD or 204
-    /// response nobody read), else the client went away before the end.
-    pub(crate) fn dropped(&mut self, complete: bool) {
+    /// `complete` when the upstream had nothing more to send (a HEAD or 204 response nobody read),
+    /// else the client went away before the end.
+    fn dropped(&mut self, complete: bool) {
         if self.ended {
             return;
         }
@@ -510,24 +505,6 @@ impl BodyTee {
         let error = (!complete).then(|| "the client went away before the body's end".to_string());
         let end = Msg::End { id: self.id, at: ms_since(self.started), error };
         self.out.flush_detached(Some(end));
-    }
-}
-
-impl crate::body::UpstreamTee for BodyTee {
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        BodyTee::poll_ready(self, cx)
-    }
-
-    fn observe(&mut self, polled: &Poll<Option<Result<Bytes, crate::body::BodyError>>>, cx: &mut Context<'_>) {
-        BodyTee::observe(self, polled, cx)
-    }
-
-    fn ended(&self) -> bool {
-        BodyTee::ended(self)
-    }
-
-    fn dropped(&mut self, complete: bool) {
-        BodyTee::dropped(self, complete)
     }
 }
 

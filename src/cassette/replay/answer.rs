@@ -15,7 +15,7 @@ use http_body_util::BodyExt;
 use tokio::time::{Instant, Sleep};
 
 use super::{error_body, FaultAction, Lookup, OnMiss, Player, Recorded, RecordedChunk};
-use crate::body::{ArrivesDecoded, BodyError};
+use crate::body::{ArrivesDecoded, BodyError, RecordedChunks};
 use crate::codec::Encoding;
 
 /// The most request body read for matching; a larger one is a miss answered with 413.
@@ -189,9 +189,11 @@ impl ReplayStream {
             Duration::from_secs_f64(at_ms.max(0.0) / self.speed / 1000.0)
         }
     }
+}
 
+impl RecordedChunks for ReplayStream {
     /// The next chunk at its time.
-    pub(crate) fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
+    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
         if self.done {
             return Poll::Ready(None);
         }
@@ -232,12 +234,6 @@ impl ReplayStream {
         };
         self.next += 1;
         Poll::Ready(Some(Ok(chunk.bytes.clone())))
-    }
-}
-
-impl crate::body::RecordedChunks for ReplayStream {
-    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
-        ReplayStream::poll_chunk(self, cx)
     }
 }
 
