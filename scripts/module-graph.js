@@ -38,19 +38,20 @@ function modulesOf(src) {
   return modules;
 }
 
-/// The code before the file's unit tests, without comments.
-function codeOf(file) {
-  let text = fs.readFileSync(file, 'utf8');
-  const tests = text.search(/^#\[cfg\(test\)\]\s*\nmod tests/m);
-  if (tests >= 0) text = text.slice(0, tests);
-  return text.replace(/\/\/[^\n]*/g, '');
-}
-
-/// Lines of a file before its `#[cfg(test)] mod tests` (the whole file when it has none).
-function linesBeforeTests(file) {
+/// A file's text before its `#[cfg(test)] mod tests` (the whole file when it has none).
+function beforeTests(file) {
   const text = fs.readFileSync(file, 'utf8');
   const tests = text.search(/^#\[cfg\(test\)\]\s*\nmod tests/m);
-  return (tests >= 0 ? text.slice(0, tests) : text).split('\n').length - 1;
+  return tests >= 0 ? text.slice(0, tests) : text;
+}
+
+/// The code before the file's unit tests, without comments.
+function codeOf(file) {
+  return beforeTests(file).replace(/\/\/[^\n]*/g, '');
+}
+
+function linesBeforeTests(file) {
+  return beforeTests(file).split('\n').length - 1;
 }
 
 function graph(src) {
