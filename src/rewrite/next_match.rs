@@ -5,7 +5,7 @@
 
 use regex_automata::dfa::Automaton;
 use regex_automata::util::start;
-use regex_automata::Anchored;
+use regex_automata::{Anchored, PatternID};
 
 use super::hay::Next;
 use super::rule::Dfa;
@@ -14,10 +14,12 @@ use super::sweep::Sweep;
 
 /// How the unanchored scan from one position ends.
 enum Scan {
-    /// The leftmost match is final and ends at `end`; the scan stopped at `died`.
+    /// The leftmost match is final and ends at `end`; the scan stopped at `died`. `pattern`: a group's
+    /// pattern that matched (0 for a rule on its own).
     Match {
         end: usize,
         died: usize,
+        pattern: usize,
     },
     NoMatch,
     /// The data ends while a match may still start or grow.
@@ -30,12 +32,12 @@ impl RegexSearch<'_> {
         let hay = self.hay;
         let mut from = from;
         loop {
-            let (end, died) = match self.scan_forward(from) {
-                Scan::Match { end, died } => (end, died),
+            let (end, died, pattern) = match self.scan_forward(from) {
+                Scan::Match { end, died, pattern } => (end, died, pattern),
                 Scan::NoMatch => return Next::Exhausted,
                 Scan::Undecided => return self.pending_start(from, abandoned),
             };
-            let start = self.match_start(from, end);
+            let start = self.match_start(from, end, pattern);
             if !hay.can_start(start, self.re.units) {
                 // A match inside a UTF-8 character: JS never sees that position (but for the low half of an
                 // astral character without `u`).
@@ -70,14 +72,15 @@ impl RegexSearch<'_> {
         let Some(mut at) = self.next_candidate(from) else { return Scan::NoMatch };
         let Some(mut state) = start_at(at) else { return Scan::NoMatch };
         let mut found = None;
+        let pattern = |state| dfa.match_pattern(state, 0).as_usize();
         while at < len {
             state = dfa.next_state(state, hay[at]);
             at += 1;
             if dfa.is_special_state(state) {
                 if dfa.is_match_state(state) {
-                    found = Some(at - 1);
+                    found = Some((at - 1, pattern(state)));
                 } else if dfa.is_dead_state(state) || dfa.is_quit_state(state) {
-                    return found.map_or(Scan::NoMatch, |end| Scan::Match { end, died: at - 1 });
+                    return found.map_or(Scan::NoMatch, |(end, pattern)| Scan::Match { end, died: at - 1, pattern });
                 } else if dfa.is_start_state(state) && found.is_none() {
                     match self.next_candidate(at) {
                         None => return Scan::NoMatch,
@@ -96,23 +99,35 @@ impl RegexSearch<'_> {
         }
         state = dfa.next_eoi_state(state);
         if dfa.is_match_state(state) {
-            found = Some(len);
+            found = Some((len, pattern(state)));
         }
-        found.map_or(Scan::NoMatch, |end| Scan::Match { end, died: len })
+        found.map_or(Scan::NoMatch, |(end, pattern)| Scan::Match { end, died: len, pattern })
     }
 
-    /// The start of the leftmost match ending at `end`: the earliest start the reverse DFA accepts.
-    fn match_start(&self, from: usize, end: usize) -> usize {
+    /// The start of the leftmost match ending at `end`: the earliest start the reverse DFA accepts (a
+    /// group's, for the pattern that matched).
+    fn match_start(&self, from: usize, end: usize, pattern: usize) -> usize {
         let look_ahead = self.hay.view.get(end).copied();
-        self.earliest_reverse_match(&self.re.reverse, from, end, look_ahead).unwrap_or(from)
+        let anchored = match PatternID::new(pattern) {
+            Ok(id) if !self.re.members.is_empty() => Anchored::Pattern(id),
+            _ => Anchored::Yes,
+        };
+        self.earliest_reverse_match(&self.re.reverse, anchored, from, end, look_ahead).unwrap_or(from)
     }
 
     /// Reads `hay[from..end]` backwards with an anchored reverse DFA; returns the earliest position at
     /// or after `from` where it matches. `look_ahead` is the byte after `end` (`None`: the end of the
     /// body, or not known yet).
-    fn earliest_reverse_match(&self, rev: &Dfa, from: usize, end: usize, look_ahead: Option<u8>) -> Option<usize> {
+    fn earliest_reverse_match(
+        &self,
+        rev: &Dfa,
+        anchored: Anchored,
+        from: usize,
+        end: usize,
+        look_ahead: Option<u8>,
+    ) -> Option<usize> {
         let hay = self.hay.view;
-        let config = start::Config::new().anchored(Anchored::Yes).look_behind(look_ahead);
+        let config = start::Config::new().anchored(anchored).look_behind(look_ahead);
         let Ok(mut state) = rev.start_state(&config) else { return Some(from) };
         let mut earliest = None;
         let mut at = end;
@@ -151,7 +166,7 @@ impl RegexSearch<'_> {
         if let Some(prefixes) = self.re.prefix_reverse.as_ref().filter(|_| len - from <= self.max_match) {
             // With no such start, only the end of the data is left to try.
             // The byte after the data is not known yet; live runs never end with a look-around.
-            from = self.earliest_reverse_match(prefixes, from, len, None).unwrap_or(len);
+            from = self.earliest_reverse_match(prefixes, Anchored::Yes, from, len, None).unwrap_or(len);
         }
         let budget = 2 * (len - from) + 64;
         let mut steps = 0;

@@ -90,6 +90,15 @@ impl Template {
         self.parts.iter().any(|p| matches!(p, Part::Group(_) | Part::Named(_)))
     }
 
+    /// What an expansion is made of, in order: `Some(bytes)` written as they are, `None` text taken from
+    /// the match (the whole of it or a group).
+    pub(super) fn pieces(&self) -> impl Iterator<Item = Option<&[u8]>> {
+        self.parts.iter().map(|part| match part {
+            Part::Literal(bytes) => Some(&bytes[..]),
+            Part::WholeMatch | Part::Group(_) | Part::Named(_) => None,
+        })
+    }
+
     /// Appends the expansion to `out`. `group` gives a capture group's bytes by index,
     /// `named` by name; a group that did not participate expands to nothing, as in JS.
     pub(super) fn expand<'h>(

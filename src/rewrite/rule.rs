@@ -15,7 +15,7 @@ use regex_syntax::hir::Hir;
 
 use super::literals::{self, Literal, LiteralSet};
 use super::replacement::{ReplaceFn, Replacement, Template};
-use super::{js_regex, lines, links, prefixes};
+use super::{js_regex, lines, links, prefixes, regex_groups};
 use crate::error::RuleError;
 use crate::globs::UrlGlobs;
 
@@ -129,6 +129,22 @@ pub(super) struct RegexRule {
     pub(super) unanchored_starts: StartStates,
     /// Reads back from the end of the data to where a pending match may start; `None` when too big.
     pub(super) prefix_reverse: Option<Dfa>,
+    /// The pattern as the automata run it (what a group's automata are built from).
+    pub(super) hir: Hir,
+    /// A group of regex rules searched together (see `regex_groups`): the rules by pattern ID, each match
+    /// replaced by its own rule's `replacement` and `captures` (the group's own are unused). Empty for a
+    /// rule on its own.
+    pub(super) members: Vec<Rule>,
+}
+
+impl RegexRule {
+    /// The rule a group's pattern stands for.
+    pub(super) fn member(&self, pattern: usize) -> Option<&RegexRule> {
+        match &self.members.get(pattern)?.inner.engine {
+            Engine::Regex(re) => Some(re),
+            Engine::Links(_) | Engine::Literals(_) => None,
+        }
+    }
 }
 
 /// Whether a rule works on UTF-16 units (a JS regex without `u`), and the view its pattern is written for.
@@ -205,10 +221,12 @@ impl Rule {
     }
 
     /// `rules` with each run of consecutive literal rules (without `paths`) searched together where
-    /// they cannot interact (see `literals`): the same output, one pass for many rules.
+    /// they cannot interact (see `literals`), and each run of regex rules likewise (see `regex_groups`):
+    /// the same output, one pass for many rules.
     pub fn grouped(rules: &[Rule]) -> Vec<Rule> {
         let mut out = Vec::with_capacity(rules.len());
         let mut run: Vec<Literal> = Vec::new();
+        let mut regexes: Vec<Rule> = Vec::new();
         let flush = |run: &mut Vec<Literal>, out: &mut Vec<Rule>| {
             for members in literals::group(std::mem::take(run)) {
                 let label = match &members[..] {
@@ -235,21 +253,78 @@ impl Rule {
         };
         for rule in rules {
             match &rule.inner.engine {
-                Engine::Literals(set) if rule.paths.is_none() => run.extend(set.members().iter().cloned()),
+                Engine::Literals(set) if rule.paths.is_none() => {
+                    out.extend(regex_groups::group(std::mem::take(&mut regexes)));
+                    run.extend(set.members().iter().cloned());
+                }
+                Engine::Regex(_) if regex_groups::may_join(rule) => {
+                    flush(&mut run, &mut out);
+                    regexes.push(rule.clone());
+                }
                 _ => {
                     flush(&mut run, &mut out);
+                    out.extend(regex_groups::group(std::mem::take(&mut regexes)));
                     out.push(rule.clone());
                 }
             }
         }
         flush(&mut run, &mut out);
+        out.extend(regex_groups::group(regexes));
         out
+    }
+
+    /// One rule that searches for the matches of `members` (regex rules that cannot interact, see
+    /// `regex_groups`) in one pass: one forward DFA for all their patterns, each match replaced by its own
+    /// rule.
+    pub(super) fn regex_group(members: &[Rule]) -> Result<Rule, RuleError> {
+        let regexes: Vec<&RegexRule> = members
+            .iter()
+            .map(|m| match &m.inner.engine {
+                Engine::Regex(re) if re.members.is_empty() => Ok(&**re),
+                _ => Err(RuleError::TooComplex(format!("{} is not a regex rule of its own", m.label()))),
+            })
+            .collect::<Result<_, _>>()?;
+        let (Some(first), Some(units)) = (members.first(), regexes.first().map(|re| re.units)) else {
+            return Err(RuleError::TooComplex("an empty group".into()));
+        };
+        let hirs: Vec<&Hir> = regexes.iter().map(|re| &re.hir).collect();
+        let candidates = match Prefilter::from_hirs_prefix(MatchKind::LeftmostFirst, &hirs) {
+            Some(pre) if pre.is_fast() => Candidates::Prefix(pre),
+            _ => Candidates::Every,
+        };
+        let (dfa, reverse) = build_dfas(&hirs, !matches!(candidates, Candidates::Every))?;
+        let hir = Hir::alternation(hirs.iter().map(|&h| h.clone()).collect());
+        let label = format!("{} and {} more regex rules", first.label(), members.len() - 1);
+        Ok(Rule {
+            inner: Arc::new(CompiledRule {
+                label,
+                global: true,
+                engine: Engine::Regex(Box::new(RegexRule {
+                    units,
+                    lines: false,
+                    low_view: None,
+                    low_half_starts: false,
+                    anchored_starts: StartStates::new(&dfa, Anchored::Yes),
+                    unanchored_starts: StartStates::new(&dfa, Anchored::No),
+                    dfa,
+                    reverse,
+                    captures: None,
+                    candidates,
+                    replacement: Replacement::Template(Template::parse("", 0, false)?),
+                    prefix_reverse: build_prefix_reverse(&hir),
+                    hir,
+                    members: members.to_vec(),
+                })),
+            }),
+            paths: None,
+        })
     }
 
     /// The user rules this rule stands for: its members' labels (one but for a group of literal rules).
     pub fn member_labels(&self) -> Vec<&str> {
         match &self.inner.engine {
             Engine::Literals(set) => set.members().iter().map(|m| m.label.as_str()).collect(),
+            Engine::Regex(re) if !re.members.is_empty() => re.members.iter().map(Rule::label).collect(),
             _ => vec![self.label()],
         }
     }
@@ -267,6 +342,7 @@ impl Rule {
                         Some(GroupFinder::Meta(regex)) => regex.memory_usage(),
                         _ => 0,
                     }
+                    + re.members.iter().map(Rule::memory_usage).sum::<usize>()
             }
         }
     }
@@ -390,7 +466,7 @@ impl Rule {
             _ => Candidates::Every,
         };
         // Start states only need checking where a prefilter can skip ahead from them.
-        let (dfa, reverse) = build_dfas(&hir, !matches!(candidates, Candidates::Every))?;
+        let (dfa, reverse) = build_dfas(&[&hir], !matches!(candidates, Candidates::Every))?;
         let prefix_reverse = build_prefix_reverse(&hir);
         let needs_captures = match &replacement {
             Replacement::Template(t) => t.needs_groups(),
@@ -439,6 +515,8 @@ impl Rule {
                     candidates,
                     replacement,
                     prefix_reverse,
+                    hir,
+                    members: Vec::new(),
                 })),
             }),
             paths: None,
@@ -472,7 +550,9 @@ pub(super) fn parse(pattern: &str) -> Result<Hir, RuleError> {
         .map_err(|e| RuleError::TooComplex(format!("translated pattern rejected: {e}")))
 }
 
-fn build_dfas(hir: &Hir, skip_from_start_states: bool) -> Result<(Dfa, Dfa), RuleError> {
+/// The forward and reverse DFAs of one pattern, or of a group's (whose reverse DFA has a start per pattern:
+/// a match's start is searched for with its own pattern).
+fn build_dfas(hirs: &[&Hir], skip_from_start_states: bool) -> Result<(Dfa, Dfa), RuleError> {
     let build = |reverse: bool| {
         let nfa = thompson::Compiler::new()
             .configure(
@@ -483,12 +563,12 @@ fn build_dfas(hir: &Hir, skip_from_start_states: bool) -> Result<(Dfa, Dfa), Rul
                     .look_matcher(lines::look_matcher())
                     .which_captures(thompson::WhichCaptures::None),
             )
-            .build_from_hir(hir)
+            .build_many_from_hir(hirs)
             .map_err(|e| RuleError::TooComplex(e.to_string()))?;
         let config =
             dense::Config::new().dfa_size_limit(Some(DFA_SIZE_LIMIT)).determinize_size_limit(Some(DFA_SIZE_LIMIT));
         let config = if reverse {
-            config.match_kind(MatchKind::All).start_kind(StartKind::Anchored)
+            config.match_kind(MatchKind::All).start_kind(StartKind::Anchored).starts_for_each_pattern(hirs.len() > 1)
         } else {
             config
                 .match_kind(MatchKind::LeftmostFirst)

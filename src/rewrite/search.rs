@@ -8,6 +8,27 @@ use regex_automata::Span;
 use super::hay::Hay;
 use super::rule::{Candidates, RegexRule};
 
+impl RegexRule {
+    /// Which of a group's patterns matched `hay[start..end]` (0 for a rule on its own), a match already
+    /// known to be final: the DFA's match state one byte after its end names the pattern. No two members
+    /// of a group can match at one start (see `regex_groups`), so there is one to name.
+    pub(super) fn pattern_at(&self, hay: Hay, start: usize, end: usize) -> Option<usize> {
+        if self.members.is_empty() {
+            return Some(0);
+        }
+        let dfa = &self.dfa;
+        let mut state = self.anchored_starts.get(hay.look_behind(start))?;
+        for &byte in &hay.view[start..end] {
+            state = dfa.next_state(state, byte);
+        }
+        state = match hay.view.get(end) {
+            Some(&byte) => dfa.next_state(state, byte),
+            None => dfa.next_eoi_state(state),
+        };
+        dfa.is_match_state(state).then(|| dfa.match_pattern(state, 0).as_usize())
+    }
+}
+
 /// One search of a regex rule over a stage's hay.
 #[derive(Clone, Copy)]
 pub(super) struct RegexSearch<'a> {

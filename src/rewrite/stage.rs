@@ -18,7 +18,7 @@ use std::sync::Arc;
 use super::lines;
 use super::literals::MemberStates;
 use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
-use super::rule::{Engine, GroupFinder, Rule};
+use super::rule::{Engine, GroupFinder, RegexRule, Rule};
 use super::search::RegexSearch;
 use crate::csp::PagePolicy;
 use crate::error::ReplaceError;
@@ -51,7 +51,8 @@ pub(super) struct Stage {
     /// input up to `counted` in the hay, for the offsets the function is given.
     utf16: Option<Utf16Counter>,
     counted: usize,
-    captures: Option<(Captures, regex_automata::meta::Cache)>,
+    /// The captures search's state, for each member of a group of regex rules (one for a rule on its own).
+    captures: Vec<Option<(Captures, regex_automata::meta::Cache)>>,
     abandoned: u64,
     /// Some match was replaced (what the skip table remembers, see `crate::skip`).
     matched: bool,
@@ -61,7 +62,7 @@ pub(super) struct Stage {
     pub(super) exchange: Option<Arc<Exchange>>,
     /// The page's Content-Security-Policy amendment: the snippet and meta rules write with it.
     pub(super) page_policy: Option<Arc<PagePolicy>>,
-    /// A group of literal rules: each member's state, and the member of the match being replaced.
+    /// A group of literal or regex rules: each member's state, and the member of the match being replaced.
     members: MemberStates,
     /// The stage has a next one, which may read its input in place of an unchanged output.
     pub(super) pass_on_unchanged: bool,
@@ -75,22 +76,24 @@ pub(super) struct Stage {
 
 impl Stage {
     pub(super) fn new(rule: Rule, local_host: &str, max_match: usize) -> Stage {
-        let (captures, utf16) = match &rule.inner.engine {
-            Engine::Regex(re) => (
-                match &re.captures {
-                    Some(GroupFinder::Meta(c)) => Some((c.create_captures(), c.create_cache())),
-                    _ => None,
-                },
-                matches!(re.replacement, Replacement::Function(_)).then(Utf16Counter::default),
-            ),
-            Engine::Links(_) | Engine::Literals(_) => (None, None),
+        let captures_of = |re: &RegexRule| match &re.captures {
+            Some(GroupFinder::Meta(c)) => Some((c.create_captures(), c.create_cache())),
+            _ => None,
         };
+        let (captures, utf16) = match &rule.inner.engine {
+            Engine::Regex(re) if !re.members.is_empty() => {
+                ((0..re.members.len()).map(|i| re.member(i).and_then(captures_of)).collect(), None)
+            }
+            Engine::Regex(re) => {
+                (vec![captures_of(re)], matches!(re.replacement, Replacement::Function(_)).then(Utf16Counter::default))
+            }
+            Engine::Links(_) | Engine::Literals(_) => (Vec::new(), None),
+        };
+        let member_states =
+            |count: usize| MemberStates { done: vec![false; count], matches: vec![0; count], current: 0 };
         let members = match &rule.inner.engine {
-            Engine::Literals(set) => MemberStates {
-                done: vec![false; set.members().len()],
-                matches: vec![0; set.members().len()],
-                current: 0,
-            },
+            Engine::Literals(set) => member_states(set.members().len()),
+            Engine::Regex(re) if !re.members.is_empty() => member_states(re.members.len()),
             _ => MemberStates::default(),
         };
         Stage {
@@ -147,6 +150,9 @@ impl Stage {
         match &self.rule.inner.engine {
             Engine::Literals(set) => {
                 Box::new(set.members().iter().map(|m| m.label.as_str()).zip(self.members.matches.iter().copied()))
+            }
+            Engine::Regex(re) if !re.members.is_empty() => {
+                Box::new(re.members.iter().map(Rule::label).zip(self.members.matches.iter().copied()))
             }
             _ => Box::new(std::iter::once((self.rule.label(), self.matches))),
         }
@@ -385,7 +391,20 @@ impl Stage {
                 out.extend_from_slice(&set.members()[self.members.current].output);
                 return Ok(());
             }
-            Engine::Regex(re) => re,
+            Engine::Regex(re) if re.members.is_empty() => re,
+            Engine::Regex(group) => {
+                // The member that matched replaces it, with its own template and captures search.
+                let member = group.pattern_at(hay, start, end);
+                let Some((member, re)) = member.and_then(|m| Some((m, group.member(m)?))) else {
+                    return Err(ReplaceError {
+                        rule: rule.inner.label.clone(),
+                        message: "internal error: no member of the group matched".into(),
+                    });
+                };
+                self.members.matches[member] += 1;
+                self.members.current = member;
+                re
+            }
         };
         // Halves of an astral character cut off by the match (rules without `u`) are lone surrogates in `$&`
         // and groups, as in JavaScript.
@@ -429,7 +448,7 @@ impl Stage {
         // Each group's span in `buf` (index 0: the whole match) and name.
         let (spans, names): (Vec<Option<std::ops::Range<usize>>>, Vec<Option<&str>>) = match finder {
             GroupFinder::Meta(regex) => {
-                let Some((caps, cache)) = captures.as_mut() else {
+                let Some((caps, cache)) = captures.get_mut(self.members.current).and_then(Option::as_mut) else {
                     return Err(ReplaceError {
                         rule: rule.inner.label.clone(),
                         message: "internal error: no captures".into(),
