@@ -73,6 +73,46 @@ test('random rule sets of 2-200 rules, built to interact, give String.prototype.
   }
 })
 
+/** A random regex rule over a few word pools: rules of different pools can share a search, rules of one pool
+ * (or whose replacement writes another rule's word) may interact. */
+const POOLS = ['cdn', 'sku', 'img', 'ab', 'xy']
+function randomRegexRule(rnd) {
+  const pool = pick(rnd, POOLS)
+  const tail = pick(rnd, ['-[0-9]+', '[0-9]{2,}', '(-[a-z]+)?', '[._]', '', '(\\d)', '[a-c]+'])
+  const source = `${rnd() < 0.3 ? '\\b' : ''}${pool}${tail}${rnd() < 0.2 ? '\\b' : ''}`
+  const flags = rnd() < 0.15 ? 'gi' : 'g'
+  const r = rnd()
+  const grouped = source.includes('(')
+  const replace = r < 0.1 ? '' : r < 0.25 ? `<$&>` : r < 0.4 && grouped ? `${pool.toUpperCase()}$1` : r < 0.5 ? pick(rnd, POOLS) : `${pool.toUpperCase()}${Math.floor(rnd() * 9)}`
+  return { match: new RegExp(source, flags), replace }
+}
+
+function randomRegexBody(rnd) {
+  const tokens = [...POOLS, ...POOLS.map((p) => p.toUpperCase()), '-', '.', '_', ' ', '12', '7', 'a', 'é', '東京', '-abc', '\n']
+  let s = ''
+  for (let i = Math.floor(rnd() * 300); i > 0; i--) s += pick(rnd, tokens)
+  return s
+}
+
+test('random regex rule sets of 2-200 rules (groups, `\\b`, `$1`, `$&`, `i`, removals, chains) give String.prototype.replace\'s result rule after rule, whole and in random chunks', () => {
+  const rnd = mulberry32(SEED + 1)
+  for (let round = 0; round < 60; round++) {
+    const count = 2 + Math.floor(rnd() * 199)
+    const rules = Array.from({ length: count }, () => randomRegexRule(rnd))
+    const bodies = Array.from({ length: 3 }, () => randomRegexBody(rnd))
+    const inputs = bodies.flatMap((body) => [body, randomSplits(Buffer.from(body), rnd, 8)])
+    const got = rewriteEach(inputs, rules)
+    for (let i = 0; i < inputs.length; i++) {
+      const body = bodies[Math.floor(i / 2)]
+      const expected = inTurn(body, rules)
+      if (got[i] !== expected) {
+        const shown = rules.map((r) => `${r.match}→${JSON.stringify(r.replace)}`).join(', ')
+        assert.equal(got[i], expected, `seed ${SEED + 1} round ${round}, ${i % 2 ? 'chunked' : 'whole'}: rules ${shown} on ${JSON.stringify(body)}`)
+      }
+    }
+  }
+})
+
 test('a proxy with 10,000 literal rules rewrites pages with them, and the rules interact as they would one by one', async () => {
   const rules = Array.from({ length: 10000 }, (_, i) => ({ match: new RegExp(`legacy-${i}\\.example\\.org`, 'g'), replace: `cdn-${i}.example.net` }))
   // Two that interact: the first's replacement is the second's match, so the page gets the second's.

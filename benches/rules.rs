@@ -12,8 +12,12 @@
 //! - `literals/N`: `/legacy-host-I\.example\.org/g` → `new-host-I.example.net` (never in the page), except
 //!   five spread over the list (fewer when N < 5) that are strings of the page, each replaced by a distinct
 //!   string no rule matches (`throughput` → `bandwidth`, ...).
-//! - `regexes/N`: `/data-track-I="[^"]*"/g` → `''` (none matches): a regex rule is a stage of its own, so
-//!   this shows the cost of each.
+//! - `regexes/N`: `/data-track-I="[^"]*"/g` → `''` (none matches): removals whose matches may overlap (a
+//!   value may hold another's `data-track-J="`), so each is a stage of its own: the cost of each.
+//! - `independent/N`: `/legacy-(\d+)\.cdn-I\.org/g` → `new-$1.cdn-I.example` (never in the page), and one rule
+//!   of the page, `/\b(sku|ticket)-(\d{3,})\b/g` → `$1#$2`: regex rules that cannot interact, grouped up to 64
+//!   to a stage (`regex_groups`); `independent-alone/N` the same rules with a stage each (not grouped), the
+//!   engine before regex groups.
 //! - `base`: the snippet and link rules only.
 //!
 //! Before measuring, every case's output is checked against a reference that applies the rules one after
@@ -38,6 +42,7 @@ const PAGE_BYTES: usize = 100 * 1024;
 const CHUNK: usize = 16 * 1024;
 const LITERAL_COUNTS: [usize; 5] = [1, 10, 100, 1_000, 10_000];
 const REGEX_COUNTS: [usize; 3] = [1, 10, 100];
+const INDEPENDENT_COUNTS: [usize; 4] = [1, 10, 100, 1_000];
 
 /// Strings of the page and their replacements (as in `benches/lib/many-rules.js`): none overlaps another,
 /// none is made by another's replacement, and none touches the target host, `<body` or the snippet.
@@ -79,6 +84,27 @@ fn regex_rules(n: usize) -> Vec<Rule> {
         .map(|i| Rule::regex(&format!(r#"data-track-{i}="[^"]*""#), "g", RuleReplacement::Text(String::new())))
         .collect::<Result<_, _>>()
         .expect("regex rule")
+}
+
+/// `independent/N`'s rules: the page's `sku-123` rule in the middle of `n - 1` that never match.
+fn independent_rules(n: usize) -> Vec<Rule> {
+    let text = |source: &str, replace: &str| {
+        Rule::regex(source, "g", RuleReplacement::Text(replace.to_string())).expect("regex rule")
+    };
+    (0..n)
+        .map(|i| match i == n / 2 {
+            true => text(r"\b(sku|ticket)-(\d{3,})\b", "$1#$2"),
+            false => text(&format!(r"legacy-(\d+)\.cdn-{i}\.org"), &format!("new-$1.cdn-{i}.example")),
+        })
+        .collect()
+}
+
+/// The snippet, `user` and the link rule, each a stage of its own (nothing grouped).
+fn pipeline_alone(user: &[Rule]) -> Vec<Rule> {
+    let mut rules = vec![Rule::snippet(SNIPPET)];
+    rules.extend_from_slice(user);
+    rules.push(Rule::links(TARGET_HOST));
+    rules
 }
 
 /// The snippet, `user` and the link rule, grouped as the proxy groups them.
@@ -177,6 +203,27 @@ fn benches(c: &mut Criterion) {
         regex_cases.push((n, rules));
     }
 
+    let mut independent_cases = Vec::new();
+    for n in INDEPENDENT_COUNTS {
+        let started = Instant::now();
+        let user = independent_rules(n);
+        let compiled = started.elapsed();
+        let rules = pipeline(&user);
+        let grouped = started.elapsed() - compiled;
+        let alone = pipeline_alone(&user);
+        let expected = rewrite_bytes(&page, &alone, LOCAL_HOST, DEFAULT_MAX_MATCH_BYTES).expect("rules in turn");
+        chunked(&page, &rules, &mut out);
+        assert!(out == expected, "independent/{n}: output differs from the rules in turn");
+        assert!(out != base_out, "independent/{n}: no rule matched");
+        eprintln!(
+            "independent/{n}: {} stages after grouping, compiled in {:.1} ms, grouped in {:.1} ms",
+            rules.len(),
+            compiled.as_secs_f64() * 1e3,
+            grouped.as_secs_f64() * 1e3
+        );
+        independent_cases.push((n, rules, alone));
+    }
+
     let mut group = c.benchmark_group("rules");
     group.throughput(Throughput::Bytes(page.len() as u64));
     group.sampling_mode(SamplingMode::Flat).sample_size(20);
@@ -190,6 +237,16 @@ fn benches(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("regexes", n), rules, |b, rules| {
             b.iter(|| chunked(black_box(&page), rules, &mut out))
         });
+    }
+    for (n, rules, alone) in &independent_cases {
+        group.bench_with_input(BenchmarkId::new("independent", n), rules, |b, rules| {
+            b.iter(|| chunked(black_box(&page), rules, &mut out))
+        });
+        if *n <= 100 {
+            group.bench_with_input(BenchmarkId::new("independent-alone", n), alone, |b, rules| {
+                b.iter(|| chunked(black_box(&page), rules, &mut out))
+            });
+        }
     }
     group.finish();
 }
