@@ -14,7 +14,7 @@
 //!   string no rule matches (`throughput` → `bandwidth`, ...).
 //! - `regexes/N`: `/data-track-I="[^"]*"/g` → `''` (none matches): removals whose matches may overlap (a
 //!   value may hold another's `data-track-J="`), so each is a stage of its own: the cost of each.
-//! - `independent/N`: `/legacy-(\d+)\.cdn-I\.org/g` → `new-$1.cdn-I.example` (never in the page), and one rule
+//! - `independent/N`: `/legacy-(\d+)\.cdn-I\.org/g` → `new-$1.cdn-I.io` (never in the page), and one rule
 //!   of the page, `/\b(sku|ticket)-(\d{3,})\b/g` → `$1#$2`: regex rules that cannot interact, grouped up to 64
 //!   to a stage (`regex_groups`); `independent-alone/N` the same rules with a stage each (not grouped), the
 //!   engine before regex groups.
@@ -94,7 +94,7 @@ fn independent_rules(n: usize) -> Vec<Rule> {
     (0..n)
         .map(|i| match i == n / 2 {
             true => text(r"\b(sku|ticket)-(\d{3,})\b", "$1#$2"),
-            false => text(&format!(r"legacy-(\d+)\.cdn-{i}\.org"), &format!("new-$1.cdn-{i}.example")),
+            false => text(&format!(r"legacy-(\d+)\.cdn-{i}\.org"), &format!("new-$1.cdn-{i}.io")),
         })
         .collect()
 }

@@ -6,7 +6,7 @@ use crate::error::RuleError;
 
 /// One piece of a parsed replacement template.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Part {
+pub(super) enum Part {
     Literal(Vec<u8>),
     WholeMatch,
     Group(usize),
@@ -90,13 +90,9 @@ impl Template {
         self.parts.iter().any(|p| matches!(p, Part::Group(_) | Part::Named(_)))
     }
 
-    /// What an expansion is made of, in order: `Some(bytes)` written as they are, `None` text taken from
-    /// the match (the whole of it or a group).
-    pub(super) fn pieces(&self) -> impl Iterator<Item = Option<&[u8]>> {
-        self.parts.iter().map(|part| match part {
-            Part::Literal(bytes) => Some(&bytes[..]),
-            Part::WholeMatch | Part::Group(_) | Part::Named(_) => None,
-        })
+    /// What an expansion is made of, in order.
+    pub(super) fn parts(&self) -> &[Part] {
+        &self.parts
     }
 
     /// Appends the expansion to `out`. `group` gives a capture group's bytes by index,

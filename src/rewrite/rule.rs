@@ -129,7 +129,8 @@ pub(super) struct RegexRule {
     pub(super) unanchored_starts: StartStates,
     /// Reads back from the end of the data to where a pending match may start; `None` when too big.
     pub(super) prefix_reverse: Option<Dfa>,
-    /// The pattern as the automata run it (what a group's automata are built from).
+    /// The pattern with its groups (before `js_regex::js_repetitions`): what a group is decided on and built
+    /// from.
     pub(super) hir: Hir,
     /// A group of regex rules searched together (see `regex_groups`): the rules by pattern ID, each match
     /// replaced by its own rule's `replacement` and `captures` (the group's own are unused). Empty for a
@@ -287,13 +288,15 @@ impl Rule {
         let (Some(first), Some(units)) = (members.first(), regexes.first().map(|re| re.units)) else {
             return Err(RuleError::TooComplex("an empty group".into()));
         };
-        let hirs: Vec<&Hir> = regexes.iter().map(|re| &re.hir).collect();
+        let runs: Vec<Hir> = regexes.iter().map(|re| js_regex::js_repetitions(&re.hir)).collect();
+        let hirs: Vec<&Hir> = runs.iter().collect();
         let candidates = match Prefilter::from_hirs_prefix(MatchKind::LeftmostFirst, &hirs) {
             Some(pre) if pre.is_fast() => Candidates::Prefix(pre),
             _ => Candidates::Every,
         };
         let (dfa, reverse) = build_dfas(&hirs, !matches!(candidates, Candidates::Every))?;
-        let hir = Hir::alternation(hirs.iter().map(|&h| h.clone()).collect());
+        let hir = Hir::alternation(regexes.iter().map(|re| re.hir.clone()).collect());
+        let prefix_reverse = build_prefix_reverse(&Hir::alternation(runs.clone()));
         let label = format!("{} and {} more regex rules", first.label(), members.len() - 1);
         Ok(Rule {
             inner: Arc::new(CompiledRule {
@@ -311,7 +314,7 @@ impl Rule {
                     captures: None,
                     candidates,
                     replacement: Replacement::Template(Template::parse("", 0, false)?),
-                    prefix_reverse: build_prefix_reverse(&hir),
+                    prefix_reverse,
                     hir,
                     members: members.to_vec(),
                 })),
@@ -515,7 +518,7 @@ impl Rule {
                     candidates,
                     replacement,
                     prefix_reverse,
-                    hir,
+                    hir: groups_hir,
                     members: Vec::new(),
                 })),
             }),
