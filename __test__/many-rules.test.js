@@ -131,3 +131,22 @@ test('a proxy with 10,000 literal rules rewrites pages with them, and the rules 
     await upstream.close()
   }
 })
+
+test('a proxy with 1,000 regex rules that cannot interact rewrites pages with them and counts matches per rule', async () => {
+  // Searched together in groups (src/rewrite/regex_groups.rs); `$1` writes a group's digits.
+  const rules = Array.from({ length: 1000 }, (_, i) => ({ match: new RegExp(`legacy-(\\d+)\\.cdn-${i}\\.org`, 'g'), replace: `new-$1.cdn-${i}.io` }))
+  rules.splice(500, 0, { match: /\b(sku|ticket)-(\d{3,})\b/g, replace: '$1#$2' })
+  const page = '<html><body><a href="//legacy-12.cdn-7.org/x">sku-1234</a> legacy-3.cdn-999.org ticket-12 legacy-1.cdn-1000.org legacy-5.cdn-7.org</body></html>'
+  const upstream = await startUpstream({ '/': (req, res) => res.end(page) })
+  try {
+    await withProxy({ proxy: upstream.url, port: 0, rewriteRules: rules }, async (server) => {
+      const res = await request(server.url + '/', { headers: { accept: ACCEPT_HTML } })
+      assert.equal(res.body.toString(), inTurn(page, rules))
+      assert.match(res.body.toString(), /new-12\.cdn-7\.io.*sku#1234.*new-3\.cdn-999\.io ticket-12 legacy-1\.cdn-1000\.org new-5\.cdn-7\.io/)
+      const counted = Object.fromEntries(server.stats().rules.filter((r) => r.matches > 0).map((r) => [r.rule, r.matches]))
+      assert.deepEqual(counted, { '/legacy-(\\d+)\\.cdn-7\\.org/g': 2, '/legacy-(\\d+)\\.cdn-999\\.org/g': 1, '/\\b(sku|ticket)-(\\d{3,})\\b/g': 1 }, 'matches counted per rule')
+    })
+  } finally {
+    await upstream.close()
+  }
+})

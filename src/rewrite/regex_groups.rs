@@ -314,8 +314,8 @@ mod tests {
                 }
                 for _ in 0..1 + next(3) {
                     let atom = match next(7) {
-                        0 | 1 | 2 => regex_syntax::escape(&pool[next(pool.len())].to_string()),
-                        3 | 4 => format!("[{}]", regex_syntax::escape(&pool.iter().collect::<String>())),
+                        0..=2 => regex_syntax::escape(&pool[next(pool.len())].to_string()),
+                        3..=4 => format!("[{}]", regex_syntax::escape(&pool.iter().collect::<String>())),
                         5 => "[0-9]".to_string(),
                         _ => ".".to_string(),
                     };
