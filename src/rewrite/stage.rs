@@ -18,7 +18,7 @@ use std::sync::Arc;
 use super::lines;
 use super::literals::MemberStates;
 use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
-use super::rule::{Engine, GroupFinder, RegexRule, Rule};
+use super::rule::{Engine, GroupFinder, Rule};
 use super::search::RegexSearch;
 use crate::csp::PagePolicy;
 use crate::error::ReplaceError;
@@ -51,7 +51,8 @@ pub(super) struct Stage {
     /// input up to `counted` in the hay, for the offsets the function is given.
     utf16: Option<Utf16Counter>,
     counted: usize,
-    /// The captures search's state, for each member of a group of regex rules (one for a rule on its own).
+    /// The captures search's state, for each member of a group of regex rules (one for a rule on its own),
+    /// made when first needed.
     captures: Vec<Option<(Captures, regex_automata::meta::Cache)>>,
     abandoned: u64,
     /// Some match was replaced (what the skip table remembers, see `crate::skip`).
@@ -76,17 +77,12 @@ pub(super) struct Stage {
 
 impl Stage {
     pub(super) fn new(rule: Rule, local_host: &str, max_match: usize) -> Stage {
-        let captures_of = |re: &RegexRule| match &re.captures {
-            Some(GroupFinder::Meta(c)) => Some((c.create_captures(), c.create_cache())),
-            _ => None,
-        };
         let (captures, utf16) = match &rule.inner.engine {
-            Engine::Regex(re) if !re.members.is_empty() => {
-                ((0..re.members.len()).map(|i| re.member(i).and_then(captures_of)).collect(), None)
-            }
-            Engine::Regex(re) => {
-                (vec![captures_of(re)], matches!(re.replacement, Replacement::Function(_)).then(Utf16Counter::default))
-            }
+            Engine::Regex(re) => (
+                // Made at a rule's first match with groups: most members of a group never match a body.
+                (0..re.members.len().max(1)).map(|_| None).collect(),
+                matches!(re.replacement, Replacement::Function(_)).then(Utf16Counter::default),
+            ),
             Engine::Links(_) | Engine::Literals(_) => (Vec::new(), None),
         };
         let member_states =
@@ -448,7 +444,10 @@ impl Stage {
         // Each group's span in `buf` (index 0: the whole match) and name.
         let (spans, names): (Vec<Option<std::ops::Range<usize>>>, Vec<Option<&str>>) = match finder {
             GroupFinder::Meta(regex) => {
-                let Some((caps, cache)) = captures.get_mut(self.members.current).and_then(Option::as_mut) else {
+                let Some((caps, cache)) = captures
+                    .get_mut(self.members.current)
+                    .map(|slot| slot.get_or_insert_with(|| (regex.create_captures(), regex.create_cache())))
+                else {
                     return Err(ReplaceError {
                         rule: rule.inner.label.clone(),
                         message: "internal error: no captures".into(),
