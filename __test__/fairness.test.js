@@ -11,9 +11,18 @@ const path = require('node:path')
 const { spawnNode, withTimeout } = require('./helpers')
 
 const CHILD = path.join(__dirname, 'fixtures/busy-js-child.js')
+const CONTROL = path.join(__dirname, 'fixtures/control-server.js')
 // p99 of 100 samples is the second largest: one outlier on a shared machine is allowed, two are not.
 const PROBES = 100
-const P99_LIMIT_MS = 50
+// A busy call (fixtures/busy-js-child.js) keeps Node's thread for 20 ms. Taking turns, a probe waits for at
+// most the call running when it arrives and the one or two whose turn comes before its I/O is read (the
+// probe through the proxy needs the app server's turn too), beyond what the machine's load makes any request
+// take: measured at the same time on a control server in a process of its own (fixtures/control-server.js),
+// so a loaded machine raises the bound with the probes. In a queue behind the pages' calls a probe would
+// wait for many (64 pages: over a second).
+const BUSY_MS = 20
+const TURNS = 3
+const SLACK_MS = 10
 
 /** GET `url` to its end; resolves to the milliseconds it took and the status. */
 function timedGet(url, agent) {
@@ -62,7 +71,9 @@ const p99 = (samples) => [...samples].sort((a, b) => a - b)[Math.ceil(samples.le
  */
 async function measure(mode, pages, { throughProxy }) {
   const child = spawnNode(CHILD, [mode])
+  const control = spawnNode(CONTROL)
   try {
+    const { url: controlUrl } = await control.next('ready')
     const { proxy, app } = await child.next('ready')
     const stop = keepPagesInFlight(proxy, pages)
     try {
@@ -78,14 +89,15 @@ async function measure(mode, pages, { throughProxy }) {
       )
       // The probes' own connections, opened before timing starts (for the same reason).
       const agent = new http.Agent({ keepAlive: true })
-      for (const base of throughProxy ? [proxy, app] : [app]) await timedGet(`${base}/img`, agent)
+      for (const base of throughProxy ? [proxy, app, controlUrl] : [app, controlUrl]) await timedGet(`${base}/img`, agent)
       const before = await busyCalls(child)
       const started = Date.now()
-      const samples = { proxy: [], app: [] }
+      const samples = { proxy: [], app: [], control: [] }
+      const urls = { proxy, app, control: controlUrl }
       for (let i = 0; i < PROBES; i++) {
-        const targets = throughProxy ? ['proxy', 'app'] : ['app']
+        const targets = throughProxy ? ['proxy', 'app', 'control'] : ['app', 'control']
         for (const name of targets) {
-          const res = await timedGet(`${name === 'proxy' ? proxy : app}/img${i}`, agent)
+          const res = await timedGet(`${urls[name]}/img${i}`, agent)
           assert.equal(res.status, 200)
           samples[name].push(res.ms)
         }
@@ -99,12 +111,19 @@ async function measure(mode, pages, { throughProxy }) {
         during * 20 >= window / 2,
         `${mode}: only ${during} busy calls (${during * 20} ms) ran during the ${window} ms the probes took`,
       )
-      return { proxy: samples.proxy.length ? p99(samples.proxy) : null, app: p99(samples.app), during, window }
+      return {
+        proxy: samples.proxy.length ? p99(samples.proxy) : null,
+        app: p99(samples.app),
+        control: p99(samples.control),
+        during,
+        window,
+      }
     } finally {
       stop()
     }
   } finally {
     child.kill()
+    control.kill()
   }
 }
 
@@ -119,11 +138,13 @@ const cases = [
 
 for (const { mode, throughProxy } of cases) {
   for (const pages of [4, 16, 64]) {
-    test(`${mode}: with ${pages} pages on busy JS, other requests are answered within ${P99_LIMIT_MS} ms at p99`, async () => {
+    test(`${mode}: with ${pages} pages on busy JS, other requests wait at most ${TURNS} busy calls at p99`, async () => {
       const r = await measure(mode, pages, { throughProxy })
       const label = `${mode}, ${pages} pages (${r.during} busy calls in ${r.window} ms)`
-      if (throughProxy) assert.ok(r.proxy < P99_LIMIT_MS, `${label}: images through the proxy p99 ${r.proxy.toFixed(1)} ms`)
-      assert.ok(r.app < P99_LIMIT_MS, `${label}: the same process's app server p99 ${r.app.toFixed(1)} ms`)
+      const bound = r.control + TURNS * BUSY_MS + SLACK_MS
+      const why = `bound ${bound.toFixed(1)} ms: the control server's p99 ${r.control.toFixed(1)} ms + ${TURNS} busy calls + ${SLACK_MS} ms`
+      if (throughProxy) assert.ok(r.proxy < bound, `${label}: images through the proxy p99 ${r.proxy.toFixed(1)} ms, ${why}`)
+      assert.ok(r.app < bound, `${label}: the same process's app server p99 ${r.app.toFixed(1)} ms, ${why}`)
     })
   }
 }
