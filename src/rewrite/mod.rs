@@ -6,13 +6,14 @@
 //! it knows, at every chunk edge, which bytes can still belong to a match and must be held back.
 //!
 //! Files: `rule` compiles rules (with `js_regex` translating the patterns, `prefixes` building the automaton
-//! of held-back data, `literals` and `regex_groups` grouping rules that cannot interact, `overlap` telling
-//! whether two regular languages' matches can overlap); `hay` holds what every search works on and answers
-//! with; `search` is one regex search's candidates and anchored runs; `next_match` is a regex rule's search
-//! for its next final match; `sweep` settles many pending starts in one pass; `stream` runs the rules' stages
-//! over a body in chunks; `stage` is one rule's state between chunks, with `replacement` and `links` writing
-//! what replaces a match.
+//! of held-back data, `grouped`, `literals` and `regex_groups` grouping rules that cannot interact, `overlap`
+//! telling whether two regular languages' matches can overlap); `hay` holds what every search works on and
+//! answers with; `search` is one regex search's candidates and anchored runs; `next_match` is a regex rule's
+//! search for its next final match; `sweep` settles many pending starts in one pass; `stream` runs the rules'
+//! stages over a body in chunks; `stage` is one rule's state between chunks, with `replacement` and `links`
+//! writing what replaces a match.
 
+mod grouped;
 mod hay;
 mod js_regex;
 mod lines;

@@ -20,10 +20,16 @@
 
 use regex_syntax::hir::{Hir, HirKind, Look, LookSet, Repetition};
 
+use std::sync::Arc;
+
+use regex_automata::util::prefilter::Prefilter;
+use regex_automata::{Anchored, MatchKind};
+
 use super::js_regex;
 use super::overlap::{may_overlap, ByteSet, Language};
-use super::replacement::{Part, Replacement};
-use super::rule::{Engine, Rule};
+use super::replacement::{Part, Replacement, Template};
+use super::rule::{build_dfas, build_prefix_reverse, Candidates, CompiledRule, Engine, RegexRule, Rule, StartStates};
+use crate::error::RuleError;
 
 /// Members of one group at most: the group's DFA is built from all their patterns at once.
 const MAX_MEMBERS: usize = 64;
@@ -172,11 +178,60 @@ fn build(members: Vec<Candidate>) -> Vec<Rule> {
     build_rules(rules)
 }
 
+/// One rule that searches for the matches of `members` (regex rules that cannot interact, see
+/// `regex_groups`) in one pass: one forward DFA for all their patterns, each match replaced by its own
+/// rule.
+fn one_stage(members: &[Rule]) -> Result<Rule, RuleError> {
+    let regexes: Vec<&RegexRule> = members
+        .iter()
+        .map(|m| match &m.inner.engine {
+            Engine::Regex(re) if re.members.is_empty() => Ok(&**re),
+            _ => Err(RuleError::TooComplex(format!("{} is not a regex rule of its own", m.label()))),
+        })
+        .collect::<Result<_, _>>()?;
+    let (Some(first), Some(units)) = (members.first(), regexes.first().map(|re| re.units)) else {
+        return Err(RuleError::TooComplex("an empty group".into()));
+    };
+    let runs: Vec<Hir> = regexes.iter().map(|re| js_regex::js_repetitions(&re.hir)).collect();
+    let hirs: Vec<&Hir> = runs.iter().collect();
+    let candidates = match Prefilter::from_hirs_prefix(MatchKind::LeftmostFirst, &hirs) {
+        Some(pre) if pre.is_fast() => Candidates::Prefix(pre),
+        _ => Candidates::Every,
+    };
+    let (dfa, reverse) = build_dfas(&hirs, !matches!(candidates, Candidates::Every))?;
+    let hir = Hir::alternation(regexes.iter().map(|re| re.hir.clone()).collect());
+    let prefix_reverse = build_prefix_reverse(&Hir::alternation(runs.clone()));
+    let label = format!("{} and {} more regex rules", first.label(), members.len() - 1);
+    Ok(Rule {
+        inner: Arc::new(CompiledRule {
+            label,
+            global: true,
+            engine: Engine::Regex(Box::new(RegexRule {
+                units,
+                lines: false,
+                low_view: None,
+                low_half_starts: false,
+                anchored_starts: StartStates::new(&dfa, Anchored::Yes),
+                unanchored_starts: StartStates::new(&dfa, Anchored::No),
+                dfa,
+                reverse,
+                captures: None,
+                candidates,
+                replacement: Replacement::Template(Template::parse("", 0, false)?),
+                prefix_reverse,
+                hir,
+                members: members.to_vec(),
+            })),
+        }),
+        paths: None,
+    })
+}
+
 fn build_rules(rules: Vec<Rule>) -> Vec<Rule> {
     if rules.len() < 2 {
         return rules;
     }
-    match Rule::regex_group(&rules) {
+    match one_stage(&rules) {
         Ok(group) => vec![group],
         Err(_) => {
             let mut rules = rules;

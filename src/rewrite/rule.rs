@@ -13,9 +13,9 @@ use regex_automata::util::start;
 use regex_automata::{meta, Anchored, MatchKind};
 use regex_syntax::hir::Hir;
 
-use super::literals::{self, Literal, LiteralSet};
+use super::literals::{Literal, LiteralSet};
 use super::replacement::{ReplaceFn, Replacement, Template};
-use super::{js_regex, lines, links, prefixes, regex_groups};
+use super::{js_regex, lines, links, prefixes};
 use crate::error::RuleError;
 use crate::globs::UrlGlobs;
 
@@ -50,7 +50,7 @@ pub(super) type Dfa = dense::DFA<Vec<u32>>;
 pub struct Rule {
     pub(super) inner: Arc<CompiledRule>,
     /// Browsersync's `paths`: the rule runs only on these URLs, on any response type (see `state`).
-    paths: Option<Arc<UrlGlobs>>,
+    pub(super) paths: Option<Arc<UrlGlobs>>,
 }
 
 /// How the stage finds the positions where a match may start, so that most bytes are skipped
@@ -90,7 +90,7 @@ pub(super) struct StartStates {
 }
 
 impl StartStates {
-    fn new(dfa: &Dfa, anchored: Anchored) -> StartStates {
+    pub(super) fn new(dfa: &Dfa, anchored: Anchored) -> StartStates {
         let mut table = Box::new([None; 257]);
         for (index, slot) in table.iter_mut().enumerate() {
             let look_behind = u8::try_from(index).ok();
@@ -217,108 +217,6 @@ impl Rule {
             .map_err(RuleError::TooComplex)?;
         Ok(Rule {
             inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }),
-            paths: None,
-        })
-    }
-
-    /// `rules` with each run of consecutive literal rules (without `paths`) searched together where
-    /// they cannot interact (see `literals`), and each run of regex rules likewise (see `regex_groups`):
-    /// the same output, one pass for many rules.
-    pub fn grouped(rules: &[Rule]) -> Vec<Rule> {
-        let mut out = Vec::with_capacity(rules.len());
-        let mut run: Vec<Literal> = Vec::new();
-        let mut regexes: Vec<Rule> = Vec::new();
-        let flush = |run: &mut Vec<Literal>, out: &mut Vec<Rule>| {
-            for members in literals::group(std::mem::take(run)) {
-                let label = match &members[..] {
-                    [one] => one.label.clone(),
-                    [first, ..] => format!("{} and {} more literal rules", first.label, members.len() - 1),
-                    [] => continue,
-                };
-                let global = members.iter().any(|m| m.global);
-                // Built from sets that built: a group fails only on memory, and then runs as it came.
-                match LiteralSet::new(members.clone()) {
-                    Ok(set) => out.push(Rule {
-                        inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }),
-                        paths: None,
-                    }),
-                    Err(_) => out.extend(members.into_iter().filter_map(|m| {
-                        let (label, global) = (m.label.clone(), m.global);
-                        LiteralSet::new(vec![m]).ok().map(|set| Rule {
-                            inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }),
-                            paths: None,
-                        })
-                    })),
-                }
-            }
-        };
-        for rule in rules {
-            match &rule.inner.engine {
-                Engine::Literals(set) if rule.paths.is_none() => {
-                    out.extend(regex_groups::group(std::mem::take(&mut regexes)));
-                    run.extend(set.members().iter().cloned());
-                }
-                Engine::Regex(_) if regex_groups::may_join(rule) => {
-                    flush(&mut run, &mut out);
-                    regexes.push(rule.clone());
-                }
-                _ => {
-                    flush(&mut run, &mut out);
-                    out.extend(regex_groups::group(std::mem::take(&mut regexes)));
-                    out.push(rule.clone());
-                }
-            }
-        }
-        flush(&mut run, &mut out);
-        out.extend(regex_groups::group(regexes));
-        out
-    }
-
-    /// One rule that searches for the matches of `members` (regex rules that cannot interact, see
-    /// `regex_groups`) in one pass: one forward DFA for all their patterns, each match replaced by its own
-    /// rule.
-    pub(super) fn regex_group(members: &[Rule]) -> Result<Rule, RuleError> {
-        let regexes: Vec<&RegexRule> = members
-            .iter()
-            .map(|m| match &m.inner.engine {
-                Engine::Regex(re) if re.members.is_empty() => Ok(&**re),
-                _ => Err(RuleError::TooComplex(format!("{} is not a regex rule of its own", m.label()))),
-            })
-            .collect::<Result<_, _>>()?;
-        let (Some(first), Some(units)) = (members.first(), regexes.first().map(|re| re.units)) else {
-            return Err(RuleError::TooComplex("an empty group".into()));
-        };
-        let runs: Vec<Hir> = regexes.iter().map(|re| js_regex::js_repetitions(&re.hir)).collect();
-        let hirs: Vec<&Hir> = runs.iter().collect();
-        let candidates = match Prefilter::from_hirs_prefix(MatchKind::LeftmostFirst, &hirs) {
-            Some(pre) if pre.is_fast() => Candidates::Prefix(pre),
-            _ => Candidates::Every,
-        };
-        let (dfa, reverse) = build_dfas(&hirs, !matches!(candidates, Candidates::Every))?;
-        let hir = Hir::alternation(regexes.iter().map(|re| re.hir.clone()).collect());
-        let prefix_reverse = build_prefix_reverse(&Hir::alternation(runs.clone()));
-        let label = format!("{} and {} more regex rules", first.label(), members.len() - 1);
-        Ok(Rule {
-            inner: Arc::new(CompiledRule {
-                label,
-                global: true,
-                engine: Engine::Regex(Box::new(RegexRule {
-                    units,
-                    lines: false,
-                    low_view: None,
-                    low_half_starts: false,
-                    anchored_starts: StartStates::new(&dfa, Anchored::Yes),
-                    unanchored_starts: StartStates::new(&dfa, Anchored::No),
-                    dfa,
-                    reverse,
-                    captures: None,
-                    candidates,
-                    replacement: Replacement::Template(Template::parse("", 0, false)?),
-                    prefix_reverse,
-                    hir,
-                    members: members.to_vec(),
-                })),
-            }),
             paths: None,
         })
     }
@@ -555,7 +453,7 @@ pub(super) fn parse(pattern: &str) -> Result<Hir, RuleError> {
 
 /// The forward and reverse DFAs of one pattern, or of a group's (whose reverse DFA has a start per pattern:
 /// a match's start is searched for with its own pattern).
-fn build_dfas(hirs: &[&Hir], skip_from_start_states: bool) -> Result<(Dfa, Dfa), RuleError> {
+pub(super) fn build_dfas(hirs: &[&Hir], skip_from_start_states: bool) -> Result<(Dfa, Dfa), RuleError> {
     let build = |reverse: bool| {
         let nfa = thompson::Compiler::new()
             .configure(
@@ -585,7 +483,7 @@ fn build_dfas(hirs: &[&Hir], skip_from_start_states: bool) -> Result<(Dfa, Dfa),
 
 /// The reverse DFA of the rule's non-empty prefixes (see `prefixes`). It only saves time, so a rule
 /// whose prefix automaton would be large does without it.
-fn build_prefix_reverse(hir: &Hir) -> Option<Dfa> {
+pub(super) fn build_prefix_reverse(hir: &Hir) -> Option<Dfa> {
     const LIMIT: usize = 2 << 20;
     let prefixes = prefixes::live_runs(hir);
     let nfa = thompson::Compiler::new()
