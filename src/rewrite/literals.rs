@@ -177,7 +177,7 @@ impl LiteralSet {
     }
 }
 
-/// The members of a group of literal rules, as one body goes through them.
+/// The members of a group of literal (or regex) rules, as one body goes through them.
 #[derive(Default)]
 pub(super) struct MemberStates {
     /// First-occurrence members that have replaced theirs.
@@ -190,9 +190,15 @@ pub(super) struct MemberStates {
 impl MemberStates {
     /// Counts the current member's match; true when no member can match any more.
     pub(super) fn replaced(&mut self, set: &LiteralSet) -> bool {
+        self.replaced_member(set.members()[self.current].global)
+    }
+
+    /// Counts the current member's match, `global` or first-match-only; true when no member can match any
+    /// more (a group of regex rules' members too).
+    pub(super) fn replaced_member(&mut self, global: bool) -> bool {
         let member = self.current;
         self.matches[member] += 1;
-        if !set.members()[member].global {
+        if !global {
             self.done[member] = true;
         }
         self.done.iter().all(|&done| done)

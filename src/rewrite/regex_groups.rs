@@ -14,7 +14,7 @@
 //!   matched or written, are all word bytes or all not, so the look sees the same kind of byte either way.
 //!
 //! Each test is decided on the rules' automata (`overlap`), erring towards "may interact"; a rule that may
-//! interact starts a new group. Rules that are not plain (a function, first match only, `paths`,
+//! interact starts a new group. Rules that are not plain (a function, `paths`,
 //! multi-line anchors, lone surrogates, a possibly empty match, and without `u` a match that may take a
 //! character past U+FFFF) keep a stage of their own.
 
@@ -136,7 +136,6 @@ fn capture<'h>(hir: &'h Hir, part: &Part) -> Option<&'h Hir> {
 pub(super) fn may_join(rule: &Rule) -> bool {
     let Engine::Regex(re) = &rule.inner.engine else { return false };
     rule.paths().is_none()
-        && rule.inner.global
         && re.members.is_empty()
         && !re.lines
         && re.low_view.is_none()
@@ -202,10 +201,11 @@ fn one_stage(members: &[Rule]) -> Result<Rule, RuleError> {
     let hir = Hir::alternation(regexes.iter().map(|re| re.hir.clone()).collect());
     let prefix_reverse = build_prefix_reverse(&Hir::alternation(runs.clone()));
     let label = format!("{} and {} more regex rules", first.label(), members.len() - 1);
+    let global = members.iter().any(|m| m.inner.global);
     Ok(Rule {
         inner: Arc::new(CompiledRule {
             label,
-            global: true,
+            global,
             engine: Engine::Regex(Box::new(RegexRule {
                 units,
                 lines: false,
@@ -316,19 +316,15 @@ mod tests {
     #[test]
     fn rules_that_may_interact_keep_their_order_in_separate_stages() {
         // A chain (the first writes what the second matches), an overlap, a removal, a `\b` next to a
-        // replacement that changes the kind of byte, a first-match-only rule.
-        let cases: [(&[(&str, &str)], &str); 5] = [
+        // replacement that changes the kind of byte.
+        let cases: [(&[(&str, &str)], &str); 4] = [
             (&[("ab+", "cd"), ("dc", "X")], "abbc abdc"),
             (&[("ab+", "Q"), ("b+c", "R")], "abbc bc ab"),
             (&[("x[0-9]", ""), ("ab", "Z"), ("yy", "W")], "ax1b yy ab"),
             (&[("-[0-9]+", "z"), (r"\bq", "Y")], "a-12q -3 q"),
-            (&[("k[0-9]", "K"), ("m[0-9]", "M")], "k1 m2 k3"),
         ];
         for (specs, input) in cases {
-            let mut rules: Vec<Rule> = specs.iter().map(|(s, r)| rule(s, r)).collect();
-            if input == "k1 m2 k3" {
-                rules[0] = Rule::regex("k[0-9]", "", RuleReplacement::Text("K".into())).unwrap();
-            }
+            let rules: Vec<Rule> = specs.iter().map(|(s, r)| rule(s, r)).collect();
             let grouped = Rule::grouped(&rules);
             let expected = in_turn(input, &rules);
             assert_eq!(
@@ -339,6 +335,22 @@ mod tests {
                 3 => assert_eq!(grouped.len(), 2, "the removal ends its group: {specs:?}"),
                 _ => assert_eq!(grouped.len(), 2, "{specs:?} may interact"),
             }
+        }
+    }
+
+    #[test]
+    fn a_first_match_only_member_replaces_its_first_match_and_leaves_the_rest() {
+        let first_only =
+            |source: &str, replace: &str| Rule::regex(source, "", RuleReplacement::Text(replace.into())).unwrap();
+        // (`i`: a plain-text pattern without it is a literal rule, grouped with the literal rules.)
+        let head = Rule::regex("<\\/head>", "i", RuleReplacement::Text("<x></head>".into())).unwrap();
+        let rules = [first_only("k[0-9]", "K"), rule("m[0-9]", "M"), head];
+        let grouped = Rule::grouped(&rules);
+        assert_eq!(grouped.len(), 1);
+        let input = "k1 m2 k3 </head> m4 </head>";
+        assert_eq!(in_turn(input, &rules), b"K M k3 <x></head> M </head>");
+        for cuts in [vec![], vec![1, 2, 3], vec![10, 11, 12, 20]] {
+            assert_eq!(chunked(input.as_bytes(), &grouped, &cuts), in_turn(input, &rules), "cut at {cuts:?}");
         }
     }
 
@@ -389,7 +401,8 @@ mod tests {
                     1 if groups > 0 => replace.push_str("$1"),
                     _ => {}
                 }
-                rules.push(rule(&source, &replace));
+                let flags = if next(5) == 0 { "" } else { "g" };
+                rules.push(Rule::regex(&source, flags, RuleReplacement::Text(replace)).unwrap());
             }
             let alphabet: Vec<char> = "abcdef-0129 XYé😀".chars().collect();
             let input: String = (0..next(160)).map(|_| alphabet[next(alphabet.len())]).collect();

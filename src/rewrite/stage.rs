@@ -325,6 +325,16 @@ impl Stage {
             }
             match self.next_match(hay, last) {
                 Next::Match { start, end } => {
+                    let member_global = match self.group_member(hay, start, end)? {
+                        // A first-match-only member that has had its match leaves the others as they are; no
+                        // other member's match can start inside one (see `regex_groups`).
+                        Some(_) if self.members.done[self.members.current] => {
+                            self.search_from = end;
+                            continue;
+                        }
+                        Some(global) => Some(global),
+                        None => None,
+                    };
                     self.matched = true;
                     self.matches += 1;
                     self.surrogates |= emit_plain(out, hay.bytes, self.emitted, start, units);
@@ -332,8 +342,9 @@ impl Stage {
                     self.emitted = end;
                     self.search_from = end;
                     self.skip_char = end == start;
-                    let finished = match &self.rule.inner.engine {
-                        Engine::Literals(set) => self.members.replaced(set),
+                    let finished = match (&self.rule.inner.engine, member_global) {
+                        (Engine::Literals(set), _) => self.members.replaced(set),
+                        (_, Some(global)) => self.members.replaced_member(global),
                         _ => !self.rule.inner.global,
                     };
                     if finished {
@@ -352,6 +363,24 @@ impl Stage {
                 }
             }
         }
+    }
+
+    /// For a group of regex rules: notes which member matched `hay.bytes[start..end]` as the current one and
+    /// returns whether that member is global. `None` for any other stage.
+    fn group_member(&mut self, hay: Hay, start: usize, end: usize) -> Result<Option<bool>, ReplaceError> {
+        let Engine::Regex(group) = &self.rule.inner.engine else { return Ok(None) };
+        if group.members.is_empty() {
+            return Ok(None);
+        }
+        let member = group.pattern_at(hay, start, end).and_then(|m| Some((m, group.members.get(m)?)));
+        let Some((index, member)) = member.filter(|(index, _)| *index < self.members.done.len()) else {
+            return Err(ReplaceError {
+                rule: self.rule.inner.label.clone(),
+                message: "internal error: no member of the group matched".into(),
+            });
+        };
+        self.members.current = index;
+        Ok(Some(member.inner.global))
     }
 
     fn next_match(&mut self, hay: Hay, last: bool) -> Next {
@@ -388,19 +417,16 @@ impl Stage {
                 return Ok(());
             }
             Engine::Regex(re) if re.members.is_empty() => re,
-            Engine::Regex(group) => {
-                // The member that matched replaces it, with its own template and captures search.
-                let member = group.pattern_at(hay, start, end);
-                let Some((member, re)) = member.and_then(|m| Some((m, group.member(m)?))) else {
+            Engine::Regex(group) => match group.member(self.members.current) {
+                // The member that matched (see `group_member`), with its own template and captures search.
+                Some(re) => re,
+                None => {
                     return Err(ReplaceError {
                         rule: rule.inner.label.clone(),
                         message: "internal error: no member of the group matched".into(),
-                    });
-                };
-                self.members.matches[member] += 1;
-                self.members.current = member;
-                re
-            }
+                    })
+                }
+            },
         };
         // Halves of an astral character cut off by the match (rules without `u`) are lone surrogates in `$&`
         // and groups, as in JavaScript.
