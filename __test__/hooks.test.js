@@ -105,6 +105,68 @@ test('proxyReq: a header set, one removed and the path changed reach the upstrea
   })
 })
 
+test('the hook objects\' header API as Node\'s: hasHeader and getHeader ignore case, getHeaderNames and getHeaders list what is set, setHeader chains; Browsersync\'s arguments (res and options undefined)', async () => {
+  const seen = {}
+  const proxy = {
+    target: up.url,
+    proxyReq: (proxyReq, req, res, options, ...more) => {
+      proxyReq.setHeader('X-Mixed-Case', 'v1')
+      proxyReq.removeHeader('X-DROP')
+      seen.req = {
+        has: [proxyReq.hasHeader('x-mixed-case'), proxyReq.hasHeader('X-MIXED-CASE'), proxyReq.hasHeader('x-drop'), proxyReq.hasHeader('x-absent')],
+        names: proxyReq.getHeaderNames(),
+        headers: proxyReq.getHeaders(),
+        prototype: Object.getPrototypeOf(proxyReq.getHeaders()),
+        args: [typeof req, res, options, more.length],
+      }
+    },
+    proxyRes: (proxyRes, req, res, ...more) => {
+      seen.res = {
+        type: proxyRes.getHeader('Content-Type'),
+        chained: proxyRes.setHeader('X-Res-Added', 'r1') === proxyRes,
+        added: proxyRes.headers['x-res-added'],
+        args: [typeof req, res, more.length],
+      }
+      proxyRes.removeHeader('X-UPSTREAM')
+    },
+  }
+  await withProxy({ proxy, port: 0 }, async (server) => {
+    const res = await request(server.url + '/page', { headers: { 'x-drop': 'gone', 'x-keep': 'k', accept: ACCEPT_HTML } })
+    assert.equal(res.status, 200)
+    assert.deepEqual(seen.req.has, [true, true, false, false])
+    assert.ok(seen.req.names.includes('x-mixed-case') && seen.req.names.includes('x-keep') && seen.req.names.includes('host'), `names: ${seen.req.names}`)
+    assert.ok(!seen.req.names.includes('x-drop') && seen.req.names.every((n) => n === n.toLowerCase()), `names: ${seen.req.names}`)
+    assert.equal(seen.req.headers['x-mixed-case'], 'v1')
+    assert.equal(seen.req.headers['x-keep'], 'k')
+    assert.equal(seen.req.headers['x-drop'], undefined)
+    assert.deepEqual(Object.keys(seen.req.headers).sort(), [...seen.req.names].sort(), 'getHeaders has what getHeaderNames names')
+    assert.equal(seen.req.prototype, null, 'getHeaders is a null-prototype object, as Node\'s')
+    assert.deepEqual(seen.req.args, ['object', undefined, undefined, 0])
+    assert.equal(seen.res.type, 'text/html')
+    assert.equal(seen.res.chained, true)
+    assert.equal(seen.res.added, 'r1')
+    assert.deepEqual(seen.res.args, ['object', undefined, 0])
+    assert.equal(res.headers['x-res-added'], 'r1')
+    assert.equal(res.headers['x-upstream'], undefined)
+  })
+})
+
+test('a proxyRes statusCode that is not a number is a 500 naming it; one given as a numeric string is sent', async () => {
+  const proxy = {
+    target: up.url,
+    proxyRes: (proxyRes, req) => {
+      proxyRes.statusCode = req.url === '/page' ? 'two hundred' : '202'
+    },
+  }
+  await withProxy({ proxy, port: 0 }, async (server) => {
+    const bad = await request(server.url + '/page')
+    assert.equal(bad.status, 500)
+    assert.match(bad.body.toString(), /proxyRes\.statusCode must be a number, got two hundred/)
+    const ok = await request(server.url + '/echo')
+    assert.equal(ok.status, 202)
+  })
+})
+
 test('proxyReq runs before reqHeaders are applied, so reqHeaders win (Browsersync appends them to proxyReq)', async () => {
   const proxy = {
     target: up.url,
@@ -245,7 +307,11 @@ test('an invalid header set by a hook is a 500 naming it, not a crash', async ()
 
 test('hooks that are not functions are refused naming the option', async () => {
   await assert.rejects(lib().start({ proxy: { target: up.url, proxyReq: [() => {}, 'x'] }, port: 0, quiet: true }), /proxy\.proxyReq\[1\]/)
-  await assert.rejects(lib().start({ proxy: { target: up.url, proxyRes: 5 }, port: 0, quiet: true }), /proxy\.proxyRes/)
+  await assert.rejects(lib().start({ proxy: { target: up.url, proxyRes: 5 }, port: 0, quiet: true }), /option `proxy\.proxyRes` must be a function, got number/)
+  await assert.rejects(lib().start({ proxy: { target: up.url, proxyReqWs: [null] }, port: 0, quiet: true }), /option `proxy\.proxyReqWs\[0\]` must be a function, got null/)
+  // null and undefined mean none, as in Browsersync.
+  const server = await lib().start({ proxy: { target: up.url, proxyReq: null, proxyRes: undefined }, port: 0, quiet: true })
+  await server.stop()
 })
 
 test('proxyReqWs changes the WebSocket handshake the upstream gets', async () => {
