@@ -365,4 +365,13 @@ test('proxyOptions keys that do nothing here are named in a warning', async () =
   assert.match(out.stderr, /proxy\.proxyOptions\.followRedirects is not supported/)
   assert.match(out.stderr, /proxy\.proxyOptions\.ws is ignored/)
   assert.doesNotMatch(out.stderr, /proxyOptions\.(xfwd|autoRewrite)/)
+  // Each warning once, the others silent: `target` (what the proxy does anyway) and `autoRewrite: false`,
+  // which is named for what it would change.
+  const { proxyOptionsWarnings } = require(require('node:path').resolve(__dirname, '..', 'lib', 'hooks.js'))
+  assert.deepEqual(proxyOptionsWarnings({ proxyOptions: { target: 'x', secure: false, changeOrigin: true, autoRewrite: false, timeout: 5 } }), [
+    'proxy.proxyOptions.autoRewrite: false is not supported: redirects to the target always come back to the proxy',
+    'proxy.proxyOptions.timeout is not supported by devproxy-native and is ignored (supported: xfwd, secure, changeOrigin)',
+  ])
+  assert.deepEqual(proxyOptionsWarnings({ proxyOptions: null }), [])
+  assert.deepEqual(proxyOptionsWarnings('http://x'), [])
 })
