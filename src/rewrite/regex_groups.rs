@@ -1,29 +1,27 @@
 //! Regex rules searched together: a run of consecutive regex rules is split, in order, into groups whose
-//! members cannot interact, and each group is one stage with one multi-pattern DFA (see
-//! `Rule::regex_group`): one pass over the body finds the leftmost match of any member, which is replaced by
-//! that member's replacement.
+//! members cannot interact, and each group is one stage with one multi-pattern DFA (see [`one_stage`]): one
+//! pass over the body finds the leftmost match of any member, which that member replaces.
 //!
 //! That equals the rules applied one after another when, for every member `a` and every later member `b`:
 //! - no `a` match and `b` match can overlap (then the leftmost match of the group is the leftmost of the
 //!   one rule that matches there, and no rule's match hides another's);
-//! - no `b` match can overlap what `a` writes (its replacement, with the text it takes from the match
-//!   counted as any bytes of `a`'s matches), so `a`'s output neither makes nor breaks a `b` match;
+//! - no `b` match can overlap what `a` writes (its replacement's text, and for `$n` any match of group
+//!   `n`'s pattern, for `$&` any match), so `a`'s output neither makes nor breaks a `b` match;
 //! - `a` never writes nothing (a removal joins its neighbours, which a later rule may then match: it ends
 //!   its group, as in `literals`);
 //! - where `b` looks at the byte before or after its match (`\b`, `\B`), `a`'s first bytes and last bytes,
 //!   matched or written, are all word bytes or all not, so the look sees the same kind of byte either way.
 //!
 //! Each test is decided on the rules' automata (`overlap`), erring towards "may interact"; a rule that may
-//! interact starts a new group. Rules that are not plain (a function, `paths`,
-//! multi-line anchors, lone surrogates, a possibly empty match, and without `u` a match that may take a
-//! character past U+FFFF) keep a stage of their own.
-
-use regex_syntax::hir::{Hir, HirKind, Look, LookSet, Repetition};
+//! interact starts a new group. Rules that are not plain (a function, `paths`, multi-line anchors, lone
+//! surrogates, a possibly empty match, and without `u` a match that may take a character past U+FFFF) keep
+//! a stage of their own.
 
 use std::sync::Arc;
 
 use regex_automata::util::prefilter::Prefilter;
 use regex_automata::{Anchored, MatchKind};
+use regex_syntax::hir::{Hir, HirKind, Look, LookSet, Repetition};
 
 use super::js_regex;
 use super::overlap::{may_overlap, ByteSet, Language};
@@ -65,8 +63,9 @@ impl Candidate {
             return None;
         }
         // What the rule writes: its text, and where it takes text from the match, a match of that group's
-        // pattern as a regular language (JavaScript's repetition rules only choose among those), or nothing
-        // (a group that did not take part), or the whole match for `$&`.
+        // pattern as a regular language (JavaScript's repetition rules only choose among those) or nothing
+        // (a group that did not take part, or a `$<name>` the pattern does not have), or the whole match for
+        // `$&`.
         let taken =
             |sub: &Hir| Hir::repetition(Repetition { min: 0, max: Some(1), greedy: true, sub: Box::new(sub.clone()) });
         let pieces: Vec<Hir> = template
@@ -75,7 +74,7 @@ impl Candidate {
             .map(|part| match part {
                 Part::Literal(bytes) => Hir::literal(bytes.clone()),
                 Part::WholeMatch => runs.clone(),
-                Part::Group(_) | Part::Named(_) => capture(&re.hir, part).map_or_else(|| runs.clone(), taken),
+                Part::Group(_) | Part::Named(_) => capture(&re.hir, part).map_or_else(Hir::empty, taken),
             })
             .collect();
         let writes = Language::of(&Hir::concat(pieces))?;
@@ -177,8 +176,7 @@ fn build(members: Vec<Candidate>) -> Vec<Rule> {
     build_rules(rules)
 }
 
-/// One rule that searches for the matches of `members` (regex rules that cannot interact, see
-/// `regex_groups`) in one pass: one forward DFA for all their patterns, each match replaced by its own
+/// One rule that searches for the matches of `members` (regex rules that cannot interact) in one pass: one forward DFA for all their patterns, each match replaced by its own
 /// rule.
 fn one_stage(members: &[Rule]) -> Result<Rule, RuleError> {
     let regexes: Vec<&RegexRule> = members
@@ -227,6 +225,7 @@ fn one_stage(members: &[Rule]) -> Result<Rule, RuleError> {
     })
 }
 
+/// `rules` as one stage, or halves of them where a group's automata would pass their size cap.
 fn build_rules(rules: Vec<Rule>) -> Vec<Rule> {
     if rules.len() < 2 {
         return rules;
@@ -315,12 +314,15 @@ mod tests {
 
     #[test]
     fn rules_that_may_interact_keep_their_order_in_separate_stages() {
-        // A chain (the first writes what the second matches), an overlap, a removal, a `\b` next to a
-        // replacement that changes the kind of byte.
-        let cases: [(&[(&str, &str)], &str); 4] = [
-            (&[("ab+", "cd"), ("dc", "X")], "abbc abdc"),
+        // (Every pattern a regex: plain text would be a literal rule, grouped apart.) A chain (the first
+        // writes what the second matches), an overlap, a removal, a `\b` next to a
+        // replacement that changes the kind of byte, a `$<name>` the pattern lacks (it writes nothing, so the
+        // replacement's two halves meet).
+        let cases: [(&[(&str, &str)], &str); 5] = [
+            (&[("ab+", "cd"), ("dc+", "X")], "abbc abdc"),
+            (&[("(?<a>k)[0-9]", "<$<nope>>"), ("<[>x]", "Y")], "k1 k2"),
             (&[("ab+", "Q"), ("b+c", "R")], "abbc bc ab"),
-            (&[("x[0-9]", ""), ("ab", "Z"), ("yy", "W")], "ax1b yy ab"),
+            (&[("x[0-9]", ""), ("a+b", "Z"), ("y{2}", "W")], "ax1b yy ab"),
             (&[("-[0-9]+", "z"), (r"\bq", "Y")], "a-12q -3 q"),
         ];
         for (specs, input) in cases {
