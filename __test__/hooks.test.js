@@ -167,6 +167,16 @@ test('a proxyRes statusCode that is not a number is a 500 naming it; one given a
   })
 })
 
+test('prepareHooks: no dispatcher for a kind without functions (requests pay nothing for it), none at all for a URL string or null', () => {
+  const { prepareHooks } = require(require('node:path').resolve(__dirname, '..', 'lib', 'hooks.js'))
+  assert.deepStrictEqual(prepareHooks('http://127.0.0.1:1'), {})
+  assert.deepStrictEqual(prepareHooks(null), {})
+  assert.deepStrictEqual(prepareHooks({ target: 'http://127.0.0.1:1', proxyReq: [] }), { proxyReq: undefined, proxyReqWs: undefined, proxyRes: undefined })
+  const some = prepareHooks({ target: 'http://127.0.0.1:1', proxyRes: () => {} })
+  assert.equal(typeof some.proxyRes, 'function')
+  assert.equal(some.proxyReq, undefined)
+})
+
 test('proxyReq runs before reqHeaders are applied, so reqHeaders win (Browsersync appends them to proxyReq)', async () => {
   const proxy = {
     target: up.url,
