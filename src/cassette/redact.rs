@@ -271,4 +271,64 @@ mod tests {
         );
         assert_eq!(parse_json_path("a[x]"), None);
     }
+
+    #[test]
+    fn json_paths_parse_keys_indexes_and_wildcards_or_nothing() {
+        let key = |name: &str| Segment::Key(name.into());
+        assert_eq!(parse_json_path("$[0].a"), Some(vec![Segment::Index(0), key("a")]));
+        assert_eq!(parse_json_path("messages.*.content"), Some(vec![key("messages"), Segment::Any, key("content")]));
+        assert_eq!(parse_json_path("a[1][*]"), Some(vec![key("a"), Segment::Index(1), Segment::Any]));
+        for bad in ["", "$", "a..b", "a.", "a[0", "a[0]b", "a[-1]"] {
+            assert_eq!(parse_json_path(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn json_paths_redact_through_indexes_and_wildcards_and_say_whether_anything_changed() {
+        let redact = |path: &str, value: &mut Value| {
+            Redaction { json: vec![parse_json_path(path).unwrap()], ..Redaction::default() }.json(value)
+        };
+        let mut v = serde_json::json!({
+            "messages": [{"role": "user", "content": "a"}, {"content": "b"}],
+            "users": {"x": {"token": "t1"}, "y": {"token": "t2", "name": "y"}},
+            "list": [0, 1, 2]
+        });
+        assert!(redact("messages[*].content", &mut v));
+        assert!(redact("users.*.token", &mut v));
+        assert!(redact("$.list[1]", &mut v));
+        let redacted = serde_json::json!({
+            "messages": [{"role": "user", "content": REDACTED}, {"content": REDACTED}],
+            "users": {"x": {"token": REDACTED}, "y": {"token": REDACTED, "name": "y"}},
+            "list": [0, REDACTED, 2]
+        });
+        assert_eq!(v, redacted);
+        assert!(!redact("messages[*].content", &mut v), "already redacted: nothing changed");
+        assert!(!redact("list[7]", &mut v));
+        assert!(!redact("messages.content", &mut v), "a key of an array: not there");
+        assert_eq!(v, redacted);
+    }
+
+    #[test]
+    fn a_header_holding_a_key_is_redacted_unless_allowed() {
+        let headers = vec![("x-debug".to_string(), "token sk-abc123defghijklmnopqrstuvwx".to_string())];
+        assert_eq!(Redaction::default().headers(&headers)[0].1, REDACTED);
+        let allowed = Redaction { allow: vec!["x-debug".into()], ..Redaction::default() };
+        assert_eq!(allowed.headers(&headers), headers);
+    }
+
+    #[test]
+    fn allowing_a_field_or_a_string_lets_only_that_through() {
+        let body = br#"{"first_key":"sk-abc123defghijklmnopqrstuvwx","second_key":"sk-xyz789defghijklmnopqrstuvwx"}"#;
+        let value: Value = serde_json::from_slice(body).unwrap();
+        let scan = |allow: &[&str]| {
+            let redaction = Redaction { allow: allow.iter().map(|a| a.to_string()).collect(), ..Redaction::default() };
+            redaction.scan(body, "request body", Some(&value))
+        };
+        let err = scan(&["first_key"]).unwrap_err();
+        assert!(err.contains("`second_key`"), "{err}");
+        let err = scan(&["sk-xyz789defghijkl"]).unwrap_err();
+        assert!(err.contains("`first_key`"), "{err}");
+        assert!(scan(&["sk-"]).is_err(), "a string shorter than 8 bytes allows nothing");
+        assert!(scan(&["first_key", "sk-xyz789defghijkl"]).is_ok());
+    }
 }

@@ -514,4 +514,85 @@ mod tests {
         assert_eq!(other.len(), 1);
         assert_eq!(other.get("x-note").unwrap(), "kept");
     }
+
+    #[test]
+    fn hop_by_hop_headers_go_and_upgrade_stays_only_for_a_tunnel() {
+        let head = || {
+            let mut h = HeaderMap::new();
+            h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade, x-hop"));
+            h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+            h.insert("x-hop", HeaderValue::from_static("1"));
+            h.insert("keep-alive", HeaderValue::from_static("timeout=5"));
+            h.insert(header::TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+            h.insert("x-end-to-end", HeaderValue::from_static("kept"));
+            h
+        };
+        let mut tunnel = head();
+        to_client(&mut tunnel, StatusCode::SWITCHING_PROTOCOLS, &config(), "localhost:3000");
+        assert_eq!(tunnel[header::CONNECTION], "upgrade");
+        assert_eq!(tunnel[header::UPGRADE], "websocket");
+        for name in ["x-hop", "keep-alive", "transfer-encoding"] {
+            assert!(tunnel.get(name).is_none(), "{name}");
+        }
+        assert_eq!(tunnel["x-end-to-end"], "kept");
+        let mut answer = head();
+        to_client(&mut answer, StatusCode::OK, &config(), "localhost:3000");
+        for name in ["connection", "upgrade", "x-hop", "keep-alive", "transfer-encoding"] {
+            assert!(answer.get(name).is_none(), "{name}");
+        }
+        assert_eq!(answer["x-end-to-end"], "kept");
+    }
+
+    #[test]
+    fn forwarded_headers_keep_the_clients_host_and_start_an_empty_list() {
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", HeaderValue::from_static(""));
+        h.insert("x-forwarded-host", HeaderValue::from_static("app.test"));
+        forwarded_headers(&mut h, Some("::1".parse().unwrap()), "[::1]:3000");
+        assert_eq!(h["x-forwarded-for"], "::1");
+        assert_eq!(h["x-forwarded-port"], "3000");
+        assert_eq!(h["x-forwarded-host"], "app.test");
+    }
+
+    #[test]
+    fn a_rewritten_body_loses_length_ranges_and_digest_and_varies_by_accept_encoding_once() {
+        let head = |vary: Option<&'static str>| {
+            let mut h = HeaderMap::new();
+            h.insert(header::CONTENT_LENGTH, HeaderValue::from_static("10"));
+            h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+            h.insert("content-md5", HeaderValue::from_static("Q2hlY2sgSW50ZWdyaXR5IQ=="));
+            h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            if let Some(vary) = vary {
+                h.insert(header::VARY, HeaderValue::from_static(vary));
+            }
+            h
+        };
+        let mut identity = head(None);
+        for_rewritten_body(&mut identity, codec::Encoding::Identity);
+        assert!(identity.is_empty(), "{identity:?}");
+        let mut br = head(Some("Origin"));
+        for_rewritten_body(&mut br, codec::Encoding::Brotli);
+        assert_eq!(br[header::CONTENT_ENCODING], "br");
+        assert!(br.get(header::CONTENT_LENGTH).is_none() && br.get(header::ACCEPT_RANGES).is_none());
+        assert_eq!(br.get_all(header::VARY).iter().collect::<Vec<_>>(), ["Origin", "Accept-Encoding"]);
+        for vary in ["origin, accept-encoding", "*"] {
+            let mut gzip = head(Some(vary));
+            for_rewritten_body(&mut gzip, codec::Encoding::Gzip);
+            assert_eq!(gzip.get_all(header::VARY).iter().collect::<Vec<_>>(), [vary], "already varies");
+        }
+    }
+
+    #[test]
+    fn each_csp_field_is_amended_in_place_and_none_is_added() {
+        let page = crate::csp::PagePolicy::new("http", "localhost:3000");
+        let mut h = HeaderMap::new();
+        h.append(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("script-src 'self'"));
+        h.append(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("img-src *"));
+        amend_csp(&mut h, &page);
+        let fields: Vec<_> = h.get_all(header::CONTENT_SECURITY_POLICY).iter().map(|v| v.to_str().unwrap()).collect();
+        assert_eq!(fields.len(), 2);
+        assert!(fields[0].starts_with("script-src 'self' 'nonce-"), "{fields:?}");
+        assert_eq!(fields[1], "img-src *");
+        assert!(h.get(header::CONTENT_SECURITY_POLICY_REPORT_ONLY).is_none());
+    }
 }

@@ -280,4 +280,137 @@ mod tests {
         assert!(!check("null", Some("localhost:3000")));
         assert!(!check("http://example.com", Some("localhost:3000")), "the target's origin is https");
     }
+
+    fn request(method: &str, uri: &str, version: http::Version, headers: &[(&str, &str)]) -> Request<()> {
+        let mut builder = Request::builder().method(method).uri(uri).version(version);
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        builder.body(()).unwrap()
+    }
+
+    #[test]
+    fn the_requested_host_is_host_or_the_http2_authority() {
+        use http::Version;
+        assert_eq!(
+            request_authority(&request("GET", "/", Version::HTTP_11, &[("host", "a.test:1")])),
+            Some("a.test:1")
+        );
+        assert_eq!(request_authority(&request("GET", "https://b.test/", Version::HTTP_2, &[])), Some("b.test"));
+        assert_eq!(request_authority(&request("GET", "/", Version::HTTP_10, &[])), None);
+    }
+
+    #[test]
+    fn request_filter_refuses_smuggling_connect_open_proxying_missing_host_and_rebinding() {
+        use http::Version;
+        let guard = HostGuard::with_machine_name(&AllowedHosts::Auto, "127.0.0.1", None);
+        let local: SocketAddr = "127.0.0.1:3000".parse().unwrap();
+        let filter = |method: &str, uri: &str, version: Version, headers: &[(&str, &str)]| {
+            request_filter(&request(method, uri, version, headers), local, &guard)
+        };
+        let host = [("host", "localhost:3000")];
+        assert!(filter("GET", "/", Version::HTTP_11, &host).is_ok());
+        assert!(filter("GET", "/", Version::HTTP_10, &[]).is_ok(), "an HTTP/1.0 tool without Host");
+        assert!(matches!(filter("GET", "/", Version::HTTP_11, &[]), Err(ProxyError::MissingHost)));
+        let framing = [("host", "localhost:3000"), ("content-length", "1x")];
+        assert!(matches!(filter("POST", "/", Version::HTTP_11, &framing), Err(ProxyError::AmbiguousFraming(_))));
+        assert!(matches!(filter("CONNECT", "localhost:3000", Version::HTTP_11, &host), Err(ProxyError::Connect)));
+        // Absolute-form: the proxy's own address only, not another (allowed) host.
+        for own in ["http://127.0.0.1:3000/x", "http://localhost:3000/x", "http://LOCALHOST:3000/x"] {
+            assert!(filter("GET", own, Version::HTTP_11, &host).is_ok(), "{own}");
+        }
+        let foreign = filter("GET", "http://localhost:5173/", Version::HTTP_11, &host);
+        assert!(matches!(foreign, Err(ProxyError::ForeignAuthority)), "{foreign:?}");
+        // HTTP/2's :authority is not absolute-form, but it is checked against allowedHosts.
+        assert!(filter("GET", "https://localhost:5173/", Version::HTTP_2, &[]).is_ok());
+        let rebound = filter("GET", "https://evil.example/", Version::HTTP_2, &[]);
+        assert!(matches!(rebound, Err(ProxyError::HostNotAllowed { .. })), "{rebound:?}");
+        match filter("GET", "/", Version::HTTP_11, &[("host", "Evil.Example:3000")]) {
+            Err(ProxyError::HostNotAllowed { host, name }) => {
+                assert_eq!((host.as_str(), name.as_str()), ("Evil.Example:3000", "evil.example"))
+            }
+            other => panic!("{other:?}"),
+        }
+        let second = filter("GET", "/", Version::HTTP_11, &[("host", "localhost:3000"), ("host", "evil.example")]);
+        assert!(matches!(second, Err(ProxyError::HostNotAllowed { .. })), "every Host is checked: {second:?}");
+    }
+
+    #[test]
+    fn framings_two_parsers_may_read_differently_are_refused() {
+        let risk = |pairs: &[(&'static str, &'static str)]| {
+            let mut headers = http::HeaderMap::new();
+            for (name, value) in pairs {
+                headers.append(*name, HeaderValue::from_static(value));
+            }
+            smuggling_risk(&headers)
+        };
+        let plain: [&[(&str, &str)]; 4] =
+            [&[], &[("transfer-encoding", "chunked")], &[("content-length", "0")], &[("content-length", "12")]];
+        for headers in plain {
+            assert_eq!(risk(headers), None, "{headers:?}");
+        }
+        let coding = Some("a Transfer-Encoding other than exactly one `chunked`\n");
+        assert_eq!(risk(&[("transfer-encoding", "gzip")]), coding);
+        assert_eq!(risk(&[("transfer-encoding", "chunked"), ("transfer-encoding", "chunked")]), coding);
+        let lengths = [("content-length", "5"), ("content-length", "5")];
+        assert_eq!(risk(&lengths), Some("more than one Content-Length header\n"), "even equal ones");
+        for length in ["", "12a", "+12", "-1", "0x10"] {
+            let not_a_number = Some("a Content-Length that is not a plain number\n");
+            assert_eq!(risk(&[("content-length", length)]), not_a_number, "{length:?}");
+        }
+    }
+
+    #[test]
+    fn options_asterisk_is_answered_by_the_proxy_and_nothing_else_is() {
+        use http::Version;
+        let response = asterisk_options(&request("OPTIONS", "*", Version::HTTP_11, &[])).expect("answered here");
+        assert_eq!(response.status(), http::StatusCode::OK);
+        assert_eq!(response.headers()[header::ALLOW], "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+        assert_eq!(response.headers()[header::CONTENT_LENGTH], "0");
+        assert!(asterisk_options(&request("OPTIONS", "/", Version::HTTP_11, &[])).is_none(), "a resource's OPTIONS");
+        assert!(asterisk_options(&request("GET", "*", Version::HTTP_11, &[])).is_none());
+    }
+
+    #[test]
+    fn credentials_are_withheld_from_other_sites_pages_only() {
+        use http::Version;
+        let guard = HostGuard::with_machine_name(&AllowedHosts::Auto, "127.0.0.1", None);
+        let mut config = ProxyConfig::new(Target::parse("https://example.com").unwrap());
+        config.allowed_origins = vec!["http://localhost:5173".to_string()];
+        let local: SocketAddr = "127.0.0.1:3000".parse().unwrap();
+        let other_site = |headers: &[(&str, &str)]| {
+            let mut all = vec![("host", "localhost:3000")];
+            all.extend_from_slice(headers);
+            from_another_site(&request("GET", "/", Version::HTTP_11, &all), local, &config, &guard)
+        };
+        assert!(!other_site(&[]), "no header: curl or a server-side client");
+        assert!(!other_site(&[("sec-fetch-site", "same-origin")]));
+        assert!(!other_site(&[("sec-fetch-site", "none")]), "typed in the address bar");
+        assert!(other_site(&[("sec-fetch-site", "cross-site")]));
+        assert!(other_site(&[("sec-fetch-site", "same-site")]), "another port of localhost");
+        assert!(!other_site(&[("sec-fetch-site", "same-site"), ("origin", "http://localhost:5173")]), "allowedOrigins");
+        let own = [("sec-fetch-site", "same-origin"), ("origin", "http://localhost:3000")];
+        assert!(!other_site(&own), "the proxy's own page, by the Host it asked for");
+        assert!(other_site(&[("origin", "http://evil.example")]), "an Origin not allowed, without Sec-Fetch-Site");
+        assert!(other_site(&[("origin", "http://localhost:3000"), ("origin", "http://evil.example")]));
+    }
+
+    #[test]
+    fn websocket_upgrades_from_other_origins_are_refused() {
+        use http::Version;
+        let guard = HostGuard::with_machine_name(&AllowedHosts::Auto, "127.0.0.1", None);
+        let config = ProxyConfig::new(Target::parse("https://example.com").unwrap());
+        let local: SocketAddr = "127.0.0.1:3000".parse().unwrap();
+        let upgrade = |origins: &[&'static str]| {
+            let mut headers = vec![("host", "localhost:3000")];
+            headers.extend(origins.iter().map(|origin| ("origin", *origin)));
+            websocket_filter(&request("GET", "/", Version::HTTP_11, &headers), local, &config, &guard)
+        };
+        assert!(upgrade(&[]).is_ok(), "no Origin: not a browser page");
+        assert!(upgrade(&["http://localhost:3000"]).is_ok());
+        match upgrade(&["http://localhost:3000", "http://evil.example"]) {
+            Err(ProxyError::OriginNotAllowed(origin)) => assert_eq!(origin, "http://evil.example"),
+            other => panic!("{other:?}"),
+        }
+    }
 }

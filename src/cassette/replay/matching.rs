@@ -236,4 +236,45 @@ mod tests {
             vec!["body (recorded 3 bytes, got none)"]
         );
     }
+
+    #[test]
+    fn the_nearest_recording_is_the_same_method_and_path() {
+        let none = MatchOptions::default();
+        let recorded = RequestView::new("post", "/v1/c?x=1", b"{}", &none);
+        assert_eq!(recorded.label(), "POST /v1/c");
+        assert!(recorded.same_resource(&RequestView::new("POST", "/v1/c?x=2", b"[]", &none)));
+        assert!(!recorded.same_resource(&RequestView::new("POST", "/v1/d?x=1", b"{}", &none)));
+        assert!(!recorded.same_resource(&RequestView::new("GET", "/v1/c?x=1", b"{}", &none)));
+    }
+
+    #[test]
+    fn equal_bodies_are_no_difference_and_long_values_are_cut() {
+        let none = MatchOptions::default();
+        assert_eq!(
+            view("/?x=1", "same bytes", &none).differences(&view("/?x=2", "same bytes", &none)),
+            vec!["query parameter `x` (recorded '1', got '2')"]
+        );
+        // A value's JSON text up to 60 characters is shown whole, a longer one cut to 57 and "...".
+        let sixty = format!("\"{}\"", "a".repeat(58));
+        let sixty_one = format!("\"{}\"", "b".repeat(59));
+        let recorded = view("/", &format!(r#"{{"p":{sixty},"q":{sixty_one}}}"#), &none);
+        let got = view("/", r#"{"p":1,"q":2}"#, &none);
+        assert_eq!(
+            recorded.differences(&got),
+            vec![
+                format!("body field `p` (recorded {sixty}, got 1)"),
+                format!("body field `q` (recorded \"{}..., got 2)", "b".repeat(56)),
+            ]
+        );
+    }
+
+    #[test]
+    fn ignored_fields_are_removed_from_each_element_of_an_array() {
+        let options = MatchOptions { ignore_fields: vec!["messages.id".into()], ..MatchOptions::default() };
+        let a = view("/", r#"{"messages":[{"id":1,"text":"hi"},{"id":2,"text":"yo"}]}"#, &options);
+        let b = view("/", r#"{"messages":[{"id":7,"text":"hi"},{"id":8,"text":"yo"}]}"#, &options);
+        assert_eq!(a.key(), b.key());
+        let c = view("/", r#"{"messages":[{"id":1,"text":"hi"},{"id":2,"text":"no"}]}"#, &options);
+        assert_ne!(a.key(), c.key());
+    }
 }
