@@ -6,8 +6,8 @@
 #   npm run mutants -- lib/hooks.js:12-70             # lines of a lib/ file (Stryker's mutation range)
 #   npm run mutants                                    # every file docs/mutants.md tracks
 #
-# Rust files: cargo-mutants (installed here when missing) with the core's own tests, `cargo test
-# --no-default-features` (the Node tests need the addon rebuilt per mutant; they are not run).
+# Rust files: cargo-mutants (installed here when missing) with the core's own unit tests, `cargo test
+# --no-default-features --lib` (the Node tests need the addon rebuilt per mutant; they are not run).
 # lib/ files: StrykerJS with the command runner, running the __test__ files that exercise that file
 # (TESTS below). Reports: target/mutants/<file>/ (cargo-mutants' outcomes.json, caught.txt,
 # missed.txt...) and reports/mutation/<file>.html (Stryker).
@@ -36,7 +36,8 @@ for file in $FILES; do
   case "$file" in
     *.rs)
       if ! cargo mutants --version >/dev/null 2>&1; then cargo install cargo-mutants --locked; fi
-      cargo mutants --no-default-features --file "$file" --output "target/mutants/$name" --timeout-multiplier 3 || true
+      # `-C --lib`: build and run the library's unit tests only, not every tests/*.rs binary per mutant.
+      cargo mutants --no-default-features -C --lib --file "$file" --output "target/mutants/$name" --timeout-multiplier 3 || true
       ;;
     lib/*.js | lib/*.js:*)
       [ -f binding.js ] || { echo "build the addon first (npm run build)" >&2; exit 2; }
