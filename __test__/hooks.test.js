@@ -384,4 +384,7 @@ test('proxyOptions keys that do nothing here are named in a warning', async () =
   ])
   assert.deepEqual(proxyOptionsWarnings({ proxyOptions: null }), [])
   assert.deepEqual(proxyOptionsWarnings('http://x'), [])
+  // start() without `proxy` (serveStatic or replay only) asks too.
+  assert.deepEqual(proxyOptionsWarnings(null), [])
+  assert.deepEqual(proxyOptionsWarnings(undefined), [])
 })
