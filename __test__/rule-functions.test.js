@@ -5,6 +5,8 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
+const http = require('node:http')
+const net = require('node:net')
 const { lib, startUpstream, request, withProxy, ACCEPT_HTML } = require('./helpers')
 
 const PAGE = '<html><body><p>hello</p></body></html>'
@@ -164,4 +166,113 @@ test('__rewriteEach: the rules compiled once give each input its own result, fun
   } }], { req: { url: '/each' } })
   assert.deepEqual(out, ['A1200', 'b2', 'A3200'])
   assert.deepEqual(urls, ['/each', '/each'])
+})
+
+// Headers Node's IncomingMessage keeps the first of when they come twice, and the ones it joins (cookie
+// with "; "), each sent twice: a rule function must see what a Node server sees for the same lines.
+// (Not `host` and `content-length`: twice, the proxy refuses the request as ambiguous.)
+const TWICE = [
+  'age', 'authorization', 'content-type', 'etag', 'expires', 'from', 'if-modified-since', 'if-unmodified-since',
+  'last-modified', 'location', 'max-forwards', 'proxy-authorization', 'referer', 'retry-after', 'server',
+  'user-agent', 'cookie', 'x-many',
+]
+const twiceLines = (prefix = '') => TWICE.flatMap((name) => [`${name}: ${prefix}first-${name}`, `${name}: ${prefix}second-${name}`])
+
+/** `GET /page` with `lines` as its header lines over a raw socket (Node's client would merge them). */
+function rawGet(port, lines) {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.write([`GET /page HTTP/1.1`, `host: 127.0.0.1:${port}`, `accept: ${ACCEPT_HTML}`, 'connection: close', ...lines, '', ''].join('\r\n'))
+    })
+    const chunks = []
+    socket.on('data', (c) => chunks.push(c))
+    socket.on('end', () => resolve(Buffer.concat(chunks).toString()))
+    socket.on('error', reject)
+  })
+}
+
+test("proxy: a rule function's req.headers are what a Node server's req.headers are for the same header lines", async () => {
+  let nodeSaw
+  const plain = http.createServer((req, res) => {
+    nodeSaw = req.headers
+    res.end()
+  })
+  await new Promise((resolve) => plain.listen(0, '127.0.0.1', resolve))
+  const up = await pageUpstream()
+  let ruleSaw
+  try {
+    await rawGet(plain.address().port, twiceLines())
+    await withProxy({ proxy: up.url, rewriteRules: [{ match: /hello/, fn: (req) => {
+      ruleSaw = req.headers
+      return 'HELLO'
+    } }] }, async (server) => {
+      const answer = await rawGet(server.port, twiceLines())
+      assert.match(answer, /HELLO/)
+    })
+  } finally {
+    await up.close()
+    plain.close()
+  }
+  const pick = (headers) => Object.fromEntries(TWICE.map((name) => [name, headers[name]]))
+  assert.deepEqual(pick(ruleSaw), pick(nodeSaw))
+  assert.equal(ruleSaw.cookie, 'first-cookie; second-cookie', 'cookies joined with "; "')
+  assert.equal(ruleSaw['user-agent'], 'first-user-agent')
+})
+
+test("proxy: a rule function's res headers are what a Node client gets from the proxy for headers sent twice", async () => {
+  const up = await startUpstream({
+    '/page': (req, res) => {
+      const raw = ['content-type', 'text/html; charset=utf-8']
+      for (const line of twiceLines('up-')) {
+        const [name, value] = line.split(': ')
+        if (name !== 'content-type') raw.push(name, value)
+      }
+      res.writeHead(200, raw)
+      res.end(PAGE)
+    },
+  })
+  let ruleSaw
+  try {
+    await withProxy({ proxy: up.url, rewriteRules: [{ match: /hello/, fn: (req, res) => {
+      ruleSaw = res.getHeaders()
+      return 'HELLO'
+    } }] }, async (server) => {
+      const r = await request(`${server.url}/page`, { headers: { accept: ACCEPT_HTML } })
+      assert.match(r.body.toString(), /HELLO/)
+      const sent = TWICE.filter((name) => name !== 'content-type')
+      const pick = (headers) => Object.fromEntries(sent.map((name) => [name, headers[name]]))
+      assert.deepEqual(pick(ruleSaw), pick(r.headers), 'as Node folds what the client gets')
+      assert.equal(ruleSaw.server, 'up-first-server')
+      assert.equal(ruleSaw['x-many'], 'up-first-x-many, up-second-x-many')
+    })
+  } finally {
+    await up.close()
+  }
+})
+
+test('bad rules and snippet rules are refused by start() and addRule() naming them, not by a TypeError on the way', async () => {
+  const { start } = lib()
+  const up = await pageUpstream()
+  try {
+    const refused = async (options, pattern) => {
+      await assert.rejects(start({ proxy: up.url, quiet: true, ...options }), (err) => {
+        assert.match(err.message, pattern)
+        return true
+      })
+    }
+    await refused({ rewriteRules: [null] }, /^rewriteRules\[0\] must be an object \{ match, replace \}, got null/)
+    await refused({ rewriteRules: ['x'] }, /^rewriteRules\[0\] must be an object \{ match, replace \}, got a string/)
+    await refused({ snippet: '<s>', snippetOptions: { rule: { match: /x/, fn: 'no' } } }, /snippetOptions\.rule\.fn must be a function, got a string/)
+    await refused({ snippet: '<s>', snippetOptions: { rule: Object.assign(() => '', { match: /x/, fn: () => '' }) } }, /snippetOptions\.rule` must be an object, got a function/)
+    // A null rule is no rule: the snippet goes where it goes by default.
+    await withProxy({ proxy: up.url, snippet: '<s>', snippetOptions: { rule: null } }, async (server) => {
+      const r = await request(`${server.url}/page`, { headers: { accept: ACCEPT_HTML } })
+      assert.equal(r.body.toString(), '<html><body><s><p>hello</p></body></html>')
+      assert.throws(() => server.addRule(null), /^Error: rule must be an object \{ match, replace \}, got null/)
+      assert.throws(() => server.addRule('x'), /rule must be an object \{ match, replace \}, got a string/)
+      assert.throws(() => lib().rewrite('a', ['x']), /rules\[0\] must be an object \{ match, replace \}, got a string/)
+    })
+  } finally {
+    await up.close()
+  }
 })

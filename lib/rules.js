@@ -90,7 +90,7 @@ function wrapProxyRule(rule) {
  * called as Browsersync calls it, `fn(snippet, match)`.
  */
 function prepareOptions(options) {
-  if (options === null || typeof options !== 'object') return options
+  // `options` is an object: start() hands anything else to the native side, which names the problem.
   const prepared = { ...options }
   if (Array.isArray(options.rewriteRules)) prepared.rewriteRules = options.rewriteRules.map(wrapProxyRule)
   const snippetOptions = options.snippetOptions

@@ -58,6 +58,10 @@ pub(super) fn type_name(value: &Unknown) -> &'static str {
         Ok(ValueType::Boolean) => "a boolean",
         Ok(ValueType::Object) => "an object",
         Ok(ValueType::Function) => "a function",
+        Ok(ValueType::Null) => "null",
+        Ok(ValueType::Undefined) => "undefined",
+        Ok(ValueType::Symbol) => "a symbol",
+        Ok(ValueType::BigInt) => "a bigint",
         _ => "another type",
     }
 }
