@@ -579,7 +579,7 @@ mod tests {
         assert_eq!(sse_json(b"event: x\ndata: {\"a\":1}\n\n"), Some(serde_json::json!({"a":1})));
     }
 
-    fn writer(path: &Path, redact: Redaction) -> Writer {
+    pub(super) fn writer(path: &Path, redact: Redaction) -> Writer {
         let mut file = File::create(path).unwrap();
         write_line(&mut file, &Line::Cassette { version: VERSION, created_at: now_rfc3339() }).unwrap();
         Writer {
@@ -595,7 +595,7 @@ mod tests {
     }
 
     /// A fresh directory for a test's cassette, and the cassette's path in it.
-    fn scratch(name: &str) -> (PathBuf, PathBuf) {
+    pub(super) fn scratch(name: &str) -> (PathBuf, PathBuf) {
         let dir = std::env::temp_dir().join(format!("devproxy-record-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("c.jsonl");
