@@ -1130,6 +1130,13 @@ mod tests {
         }
     }
 
+    /// The next message, failing the test (rather than hanging it) when none comes within 5 s.
+    async fn next(rx: &mut mpsc::Receiver<Msg>) -> Option<Msg> {
+        tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv())
+            .await
+            .expect("a message or the end within 5 s")
+    }
+
     #[tokio::test]
     async fn a_full_channel_holds_the_next_chunk_back_and_nothing_is_lost() {
         let (exchange, mut rx) = channel_exchange(1);
@@ -1149,7 +1156,7 @@ mod tests {
         // Dropped with `b` waiting: it and the end still go, from a task.
         drop(tee);
         let mut rest = Vec::new();
-        while let Some(msg) = rx.recv().await {
+        while let Some(msg) = next(&mut rx).await {
             rest.push(word(&msg));
         }
         assert_eq!(rest, ["body b", "end: the client went away before the body's end"]);
@@ -1181,9 +1188,9 @@ mod tests {
         assert_eq!(tee.frame().await.unwrap().unwrap().into_data().unwrap(), "");
         assert_eq!(tee.frame().await.unwrap().unwrap().into_data().unwrap(), "x");
         drop(tee);
-        let mut got = vec![word(&rx.recv().await.unwrap()), word(&rx.recv().await.unwrap())];
+        let mut got = vec![word(&next(&mut rx).await.unwrap()), word(&next(&mut rx).await.unwrap())];
         drop(exchange);
-        while let Some(msg) = rx.recv().await {
+        while let Some(msg) = next(&mut rx).await {
             got.push(word(&msg));
         }
         assert_eq!(got, ["request body fills", "request body x", "end: the client went away before the response head"]);

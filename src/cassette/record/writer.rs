@@ -615,12 +615,13 @@ mod tests {
     }
 
     #[test]
-    fn a_request_body_over_1_mib_is_recorded_as_its_length_and_crc_and_a_smaller_one_as_it_is() {
+    fn a_request_body_over_1_mib_is_recorded_as_its_length_and_crc_and_one_of_1_mib_as_it_is() {
         // 1 MiB written out: the limit itself is a promise (`REQUEST_BODY_LIMIT`).
         let big = vec![b'a'; (1 << 20) + 1];
         let mut msgs = Vec::new();
         let small: [&[u8]; 2] = [b"{\"q\":", b"1}"];
-        for (id, chunks) in [(1, vec![&big[..1 << 20], &big[1 << 20..]]), (2, small.to_vec())] {
+        let whole = [&big[..1 << 20]];
+        for (id, chunks) in [(1, vec![&big[..1 << 20], &big[1 << 20..]]), (2, small.to_vec()), (3, whole.to_vec())] {
             msgs.push(Msg::Request { id, method: "POST".into(), url: "/".into(), headers: vec![] });
             msgs.extend(chunks.into_iter().map(|c| Msg::RequestBody { id, bytes: Bytes::copy_from_slice(c) }));
             msgs.push(Msg::Response { id, at: 1.0, status: 204, headers: vec![], encoding: "identity".into() });
@@ -631,6 +632,7 @@ mod tests {
             format!("[request body not kept: {} bytes, crc32 {:08x}, over 1 MiB]", big.len(), crc32fast::hash(&big));
         assert_eq!(exchanges[0].body, Some(Data::Text(not_kept)));
         assert_eq!(exchanges[1].body, Some(Data::Text("{\"q\":1}".into())));
+        assert_eq!(exchanges[2].body, Some(Data::Text(String::from_utf8(big[..1 << 20].to_vec()).unwrap())));
     }
 
     #[test]
