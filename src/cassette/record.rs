@@ -517,7 +517,11 @@ impl Drop for BodyTee {
 
 /// Now as RFC 3339 (UTC, seconds).
 fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    rfc3339(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()))
+}
+
+/// `secs` after 1970 as RFC 3339 (UTC).
+fn rfc3339(secs: u64) -> String {
     let (days, rest) = ((secs / 86400) as i64, secs % 86400);
     // Howard Hinnant's civil_from_days.
     let z = days + 719_468;
@@ -579,7 +583,7 @@ mod tests {
         assert_eq!(sse_json(b"event: x\ndata: {\"a\":1}\n\n"), Some(serde_json::json!({"a":1})));
     }
 
-    fn writer(path: &Path, redact: Redaction) -> Writer {
+    pub(super) fn writer(path: &Path, redact: Redaction) -> Writer {
         let mut file = File::create(path).unwrap();
         write_line(&mut file, &Line::Cassette { version: VERSION, created_at: now_rfc3339() }).unwrap();
         Writer {
@@ -595,7 +599,7 @@ mod tests {
     }
 
     /// A fresh directory for a test's cassette, and the cassette's path in it.
-    fn scratch(name: &str) -> (PathBuf, PathBuf) {
+    pub(super) fn scratch(name: &str) -> (PathBuf, PathBuf) {
         let dir = std::env::temp_dir().join(format!("devproxy-record-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("c.jsonl");
@@ -902,5 +906,325 @@ mod tests {
         let now = now_rfc3339();
         assert_eq!(now.len(), 20, "{now}");
         assert!(now.starts_with("20") && now.ends_with('Z'), "{now}");
+    }
+
+    #[test]
+    fn dates_are_rfc3339_in_utc() {
+        let day = 86_400;
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(day - 1), "1970-01-01T23:59:59Z");
+        assert_eq!(rfc3339(59 * day), "1970-03-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(951_868_800), "2000-03-01T00:00:00Z");
+        assert_eq!(rfc3339(978_307_199), "2000-12-31T23:59:59Z");
+        assert_eq!(rfc3339(1_000_000_000), "2001-09-09T01:46:40Z");
+        assert_eq!(rfc3339(1_706_745_600), "2024-02-01T00:00:00Z");
+        assert_eq!(rfc3339(1_709_164_800), "2024-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_735_689_599), "2024-12-31T23:59:59Z");
+        assert_eq!(rfc3339(1_736_899_445), "2025-01-15T00:04:05Z");
+        assert_eq!(rfc3339(4_107_542_400), "2100-03-01T00:00:00Z");
+        assert_eq!(rfc3339(4_107_542_399), "2100-02-28T23:59:59Z");
+        assert_eq!(rfc3339(13_574_563_200), "2400-02-29T00:00:00Z");
+    }
+
+    #[cfg(feature = "bench-internals")]
+    #[test]
+    fn the_benchmarks_body_line_is_the_writers() {
+        let (mut ours, mut bench) = (Vec::new(), Vec::new());
+        body_line::push(&mut ours, 3, 1, 2.5, b"hi");
+        bench::body_line(&mut bench, 3, 1, 2.5, b"hi");
+        assert_eq!(bench, ours);
+    }
+
+    #[test]
+    fn a_cassette_is_started_afresh_or_appended_to_without_a_second_head() {
+        let (dir, path) = scratch("start");
+        let options =
+            |append| RecordOptions { path: path.clone(), matches: None, redact: Redaction::default(), append };
+        let stats = || Arc::new(Stats::new(crate::config::LogLevel::Silent, "test"));
+        std::fs::write(&path, "old\n").unwrap();
+        drop(Recorder::start(options(false), stats()).unwrap());
+        let fresh = std::fs::read_to_string(&path).unwrap();
+        assert!(fresh.starts_with("{\"type\":\"cassette\"") && fresh.lines().count() == 1, "{fresh}");
+        drop(Recorder::start(options(true), stats()).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), fresh, "appended to: no second head");
+        std::fs::remove_file(&path).unwrap();
+        drop(Recorder::start(options(true), stats()).unwrap());
+        assert!(
+            std::fs::read_to_string(&path).unwrap().starts_with("{\"type\":\"cassette\""),
+            "a new file gets its head"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_cassette_is_refused_with_the_reason() {
+        let (dir, path) = scratch("symlink");
+        let target = dir.join("elsewhere.jsonl");
+        std::fs::write(&target, "keep me\n").unwrap();
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let options = RecordOptions { path: path.clone(), matches: None, redact: Redaction::default(), append: false };
+        let stats = Arc::new(Stats::new(crate::config::LogLevel::Silent, "test"));
+        let Err(error) = Recorder::start(options, stats) else { panic!("a symlink was followed") };
+        assert!(error.contains("is a symbolic link"), "{error}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me\n");
+        // Other errors keep their own reason.
+        let missing = dir.join("no-such-dir").join("c.jsonl");
+        let options = RecordOptions { path: missing, matches: None, redact: Redaction::default(), append: false };
+        let Err(error) = Recorder::start(options, Arc::new(Stats::new(crate::config::LogLevel::Silent, "test"))) else {
+            panic!("opened in a missing directory")
+        };
+        assert!(!error.contains("symbolic link"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_cassettes_directory_must_exist() {
+        let (dir, _) = scratch("check-path");
+        assert_eq!(check_path(Path::new("c.jsonl")), Ok(()));
+        assert_eq!(check_path(&dir.join("c.jsonl")), Ok(()));
+        let missing = dir.join("missing");
+        assert_eq!(
+            check_path(&missing.join("c.jsonl")),
+            Err(format!("the directory '{}' does not exist", missing.display()))
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A recorder on a fresh cassette, and the directory to remove.
+    fn recorder(name: &str, matches: Option<&str>) -> (PathBuf, Recorder) {
+        let (dir, path) = scratch(name);
+        let matches = matches.map(|glob| UrlGlobs::new(&[glob.to_string()], "record.match").unwrap());
+        let options = RecordOptions { path, matches, redact: Redaction::default(), append: false };
+        (dir, Recorder::start(options, Arc::new(Stats::new(crate::config::LogLevel::Silent, "test"))).unwrap())
+    }
+
+    #[tokio::test]
+    async fn exchanges_are_numbered_after_the_last_and_the_snapshot_tells_where_the_recording_stands() {
+        let (dir, recorder) = recorder("ids", Some("/api/**"));
+        assert!(recorder.wants("/api/x") && !recorder.wants("/other"));
+        let recorder = recorder.ids_after(5);
+        let (method, uri) = (http::Method::GET, http::Uri::from_static("/api/x?q=1"));
+        let exchange = recorder.request(Instant::now(), &method, &uri, &http::HeaderMap::new()).await;
+        assert_eq!(exchange.id, 6);
+        exchange.failed("refused".into()).await;
+        *recorder.status.last_refusal.lock().unwrap() = Some("why".into());
+        recorder.status.refused.store(2, Ordering::Relaxed);
+        let snapshot = recorder.snapshot();
+        assert_eq!(snapshot.path, dir.join("c.jsonl").display().to_string());
+        assert_eq!((snapshot.refused, snapshot.last_refusal.as_deref(), snapshot.error), (2, Some("why"), None));
+        *recorder.status.failed.lock().unwrap() = Some("disk full".into());
+        assert_eq!(recorder.snapshot().error.as_deref(), Some("disk full"));
+        assert!(!recorder.wants("/api/x"), "a failed recording wants nothing");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An exchange whose messages go to a channel the test reads.
+    fn channel_exchange(capacity: usize) -> (Exchange, mpsc::Receiver<Msg>) {
+        let (tx, rx) = mpsc::channel(capacity);
+        (Exchange { id: 1, started: Instant::now(), tx, done: false }, rx)
+    }
+
+    fn drain(rx: &mut mpsc::Receiver<Msg>) -> Vec<Msg> {
+        std::iter::from_fn(|| rx.try_recv().ok()).collect()
+    }
+
+    /// A message in a word: `body hi`, `end`, `end: why`, ...
+    fn word(msg: &Msg) -> String {
+        match msg {
+            Msg::Request { method, url, .. } => format!("request {method} {url}"),
+            Msg::RequestBody { bytes, .. } => format!("request body {}", String::from_utf8_lossy(bytes)),
+            Msg::Response { status, encoding, .. } => format!("response {status} {encoding}"),
+            Msg::Body { bytes, .. } => format!("body {}", String::from_utf8_lossy(bytes)),
+            Msg::Ws { bytes, .. } => format!("ws {}", bytes.len()),
+            Msg::End { error: None, .. } => "end".into(),
+            Msg::End { error: Some(error), .. } => format!("end: {error}"),
+        }
+    }
+
+    fn words(rx: &mut mpsc::Receiver<Msg>) -> Vec<String> {
+        drain(rx).iter().map(word).collect()
+    }
+
+    #[test]
+    fn ms_since_is_milliseconds_to_the_microsecond() {
+        let ms = ms_since(Instant::now() - std::time::Duration::from_millis(1500));
+        assert!((1500.0..1600.0).contains(&ms), "{ms}");
+        assert_eq!(ms, (ms * 1000.0).round() / 1000.0, "{ms}: whole microseconds");
+    }
+
+    #[tokio::test]
+    async fn an_exchange_ends_once_whether_it_failed_or_was_dropped() {
+        let (exchange, mut rx) = channel_exchange(8);
+        exchange.request_bytes(Bytes::new()).await;
+        exchange.request_bytes(Bytes::from_static(b"q")).await;
+        exchange.failed("no upstream".into()).await;
+        assert_eq!(words(&mut rx), ["request body q", "end: no upstream"]);
+        let (exchange, mut rx) = channel_exchange(8);
+        drop(exchange);
+        assert_eq!(words(&mut rx), ["end: the client went away before the response head"]);
+    }
+
+    #[tokio::test]
+    async fn a_response_head_is_recorded_without_its_coding_and_length_headers() {
+        let (exchange, mut rx) = channel_exchange(8);
+        let (head, ()) = http::Response::builder()
+            .status(203)
+            .header("content-encoding", "br")
+            .header("content-length", "10")
+            .header("content-type", "text/plain")
+            .body(())
+            .unwrap()
+            .into_parts();
+        let tee = exchange.response(&head).await;
+        let msgs = drain(&mut rx);
+        let [Msg::Response { status: 203, headers, encoding, .. }] = &msgs[..] else { panic!("one response") };
+        assert_eq!((headers.clone(), encoding.as_str()), (vec![("content-type".into(), "text/plain".into())], "br"));
+        drop(tee);
+        assert_eq!(words(&mut rx), ["end: the client went away before the body's end"]);
+        let (exchange, mut rx) = channel_exchange(8);
+        let (head, ()) = http::Response::builder().body(()).unwrap().into_parts();
+        drop(exchange.response(&head).await);
+        assert_eq!(words(&mut rx)[0], "response 200 identity");
+    }
+
+    fn poll<T>(f: impl FnOnce(&mut Context<'_>) -> T) -> T {
+        f(&mut Context::from_waker(std::task::Waker::noop()))
+    }
+
+    #[tokio::test]
+    async fn the_body_tee_copies_each_chunk_and_one_end() {
+        let (exchange, mut rx) = channel_exchange(8);
+        let (head, ()) = http::Response::builder().body(()).unwrap().into_parts();
+        let mut tee = exchange.response(&head).await;
+        drain(&mut rx);
+        let chunk = |bytes: &'static [u8]| Poll::Ready(Some(Ok(Bytes::from_static(bytes))));
+        poll(|cx| {
+            assert!(tee.poll_ready(cx).is_ready());
+            tee.observe(&chunk(b"a"), cx);
+            tee.observe(&chunk(b""), cx);
+            tee.observe(&Poll::Pending, cx);
+            tee.observe(&chunk(b"b"), cx);
+            assert!(!tee.ended());
+            tee.observe(&Poll::Ready(None), cx);
+            assert!(tee.ended());
+            tee.observe(&chunk(b"after"), cx);
+        });
+        tee.dropped(false);
+        drop(tee);
+        assert_eq!(words(&mut rx), ["body a", "body b", "end"]);
+        // A failed body ends with its error; a body nobody read to its end but complete, without one.
+        for (how, expected) in [(0, "end: reset"), (1, "end"), (2, "end: the client went away before the body's end")] {
+            let (exchange, mut rx) = channel_exchange(8);
+            let mut tee = exchange.response(&head).await;
+            drain(&mut rx);
+            match how {
+                0 => poll(|cx| tee.observe(&Poll::Ready(Some(Err("reset".into()))), cx)),
+                1 => tee.dropped(true),
+                _ => tee.dropped(false),
+            }
+            assert!(tee.ended());
+            drop(tee);
+            assert_eq!(words(&mut rx), [expected]);
+        }
+    }
+
+    /// The next message, failing the test (rather than hanging it) when none comes within 5 s.
+    async fn next(rx: &mut mpsc::Receiver<Msg>) -> Option<Msg> {
+        tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv())
+            .await
+            .expect("a message or the end within 5 s")
+    }
+
+    #[tokio::test]
+    async fn a_full_channel_holds_the_next_chunk_back_and_nothing_is_lost() {
+        let (exchange, mut rx) = channel_exchange(1);
+        let (head, ()) = http::Response::builder().body(()).unwrap().into_parts();
+        let mut tee = exchange.response(&head).await;
+        poll(|cx| {
+            // The channel holds the response head: `a` waits in the tee.
+            tee.observe(&Poll::Ready(Some(Ok(Bytes::from_static(b"a")))), cx);
+            assert!(tee.poll_ready(cx).is_pending());
+        });
+        assert_eq!(words(&mut rx), ["response 200 identity"]);
+        poll(|cx| {
+            assert!(tee.poll_ready(cx).is_ready());
+            tee.observe(&Poll::Ready(Some(Ok(Bytes::from_static(b"b")))), cx);
+        });
+        assert_eq!(words(&mut rx), ["body a"]);
+        // Dropped with `b` waiting: it and the end still go, from a task.
+        drop(tee);
+        let mut rest = Vec::new();
+        while let Some(msg) = next(&mut rx).await {
+            rest.push(word(&msg));
+        }
+        assert_eq!(rest, ["body b", "end: the client went away before the body's end"]);
+    }
+
+    #[tokio::test]
+    async fn the_request_tee_passes_the_body_on_and_copies_its_chunks() {
+        use http_body::Body as _;
+        use http_body_util::BodyExt;
+        let (exchange, mut rx) = channel_exchange(8);
+        let inner = http_body_util::Full::new(Bytes::from_static(b"hello"));
+        let tee = exchange.request_body(inner);
+        assert_eq!(tee.size_hint().exact(), Some(5));
+        assert!(!tee.is_end_stream());
+        let mut tee = tee;
+        let frame = tee.frame().await.unwrap().unwrap();
+        assert_eq!(frame.into_data().unwrap(), "hello");
+        assert!(tee.is_end_stream());
+        assert!(tee.frame().await.is_none());
+        drop(tee);
+        exchange.failed("done".into()).await;
+        assert_eq!(words(&mut rx), ["request body hello", "end: done"]);
+        // Empty chunks are not copied; a chunk waiting for room is sent when the tee is dropped.
+        let (exchange, mut rx) = channel_exchange(1);
+        let chunks: Vec<Result<http_body::Frame<Bytes>, std::convert::Infallible>> =
+            vec![Ok(http_body::Frame::data(Bytes::new())), Ok(http_body::Frame::data(Bytes::from_static(b"x")))];
+        let mut tee = exchange.request_body(http_body_util::StreamBody::new(futures_util::stream::iter(chunks)));
+        exchange.request_bytes(Bytes::from_static(b"fills")).await;
+        assert_eq!(tee.frame().await.unwrap().unwrap().into_data().unwrap(), "");
+        assert_eq!(tee.frame().await.unwrap().unwrap().into_data().unwrap(), "x");
+        drop(tee);
+        let mut got = vec![word(&next(&mut rx).await.unwrap()), word(&next(&mut rx).await.unwrap())];
+        drop(exchange);
+        while let Some(msg) = next(&mut rx).await {
+            got.push(word(&msg));
+        }
+        assert_eq!(got, ["request body fills", "request body x", "end: the client went away before the response head"]);
+    }
+
+    #[tokio::test]
+    async fn a_websocket_tap_stops_past_32_mib_behind_and_its_drop_ends_the_exchange() {
+        let (queue, mut rx) = mpsc::unbounded_channel();
+        let tap = WsTap {
+            id: 1,
+            started: Instant::now(),
+            queue,
+            backlog: Arc::new(AtomicUsize::new(0)),
+            stopped: AtomicBool::new(false),
+        };
+        tap.observe(true, &vec![0; (32 << 20) - 1]);
+        tap.observe(false, b"x");
+        assert!(!tap.stopped.load(Ordering::Relaxed), "exactly 32 MiB behind: recorded");
+        tap.observe(false, b"y");
+        drop(tap);
+        let got: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok()).map(|m| word(&m)).collect();
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got[2].starts_with("end: the cassette's writer fell 32 MiB behind"), "{got:?}");
+        let (queue, mut rx) = mpsc::unbounded_channel();
+        let tap = WsTap {
+            id: 1,
+            started: Instant::now(),
+            queue,
+            backlog: Arc::new(AtomicUsize::new(0)),
+            stopped: AtomicBool::new(false),
+        };
+        tap.observe(true, b"hi");
+        drop(tap);
+        let got: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok()).map(|m| word(&m)).collect();
+        assert_eq!(got, ["ws 2", "end"]);
     }
 }

@@ -390,4 +390,307 @@ mod tests {
         assert!(since(modified) && since(modified + Duration::from_secs(5)));
         assert!(!since(modified - Duration::from_secs(1)));
     }
+
+    #[test]
+    fn an_if_range_that_still_holds_keeps_the_range_and_an_empty_file_has_none() {
+        let if_range = |condition: &str| {
+            let request = headers(&[(header::RANGE, "bytes=0-1"), (header::IF_RANGE, condition)]);
+            requested_range(&request, "W/\"t\"", "date", 100)
+        };
+        assert_eq!(if_range("\"t\""), Ok(Some(0..2)));
+        assert_eq!(if_range("date"), Ok(Some(0..2)));
+        let suffix = headers(&[(header::RANGE, "bytes=-5")]);
+        assert_eq!(requested_range(&suffix, "W/\"t\"", "date", 0), Err(()));
+    }
+
+    /// A fresh directory under the system's temporary one (removed when dropped): `a.txt`,
+    /// `index.html`, `sub/index.html`, `about.html` and a dotfile, `.env`.
+    struct Site(PathBuf);
+
+    impl Site {
+        fn new(name: &str) -> Site {
+            let dir = std::env::temp_dir().join(format!("devproxy-local-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(dir.join("sub")).unwrap();
+            for (file, text) in [
+                ("a.txt", "0123456789"),
+                ("index.html", "<p>home</p>"),
+                ("sub/index.html", "<p>sub</p>"),
+                ("about.html", "<p>about</p>"),
+                (".env", "SECRET=1"),
+                ("logo.png", "png"),
+            ] {
+                std::fs::write(dir.join(file), text).unwrap();
+            }
+            Site(dir)
+        }
+
+        fn mount(&self, route: &str) -> StaticMount {
+            StaticMount::new(route, self.0.to_str().unwrap()).unwrap()
+        }
+    }
+
+    impl Drop for Site {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A lookup in a word: `miss`, `refused`, `redirect <location>` or `file <its text>`.
+    fn found(lookup: Lookup) -> String {
+        match lookup {
+            Lookup::Miss => "miss".into(),
+            Lookup::Refused => "refused".into(),
+            Lookup::Redirect(location) => format!("redirect {location}"),
+            Lookup::File(file) => format!("file {}", std::io::read_to_string(file.file).unwrap()),
+        }
+    }
+
+    #[test]
+    fn paths_find_files_indexes_and_extensions_under_their_route_only() {
+        let site = Site::new("resolve");
+        let mut mount = site.mount("/static");
+        mount.extensions = vec!["html".into()];
+        let mounts = [mount];
+        let at = |path: &str| found(resolve(&mounts, path, None));
+        assert_eq!(at("/static/a.txt"), "file 0123456789");
+        assert_eq!(at("/static/./a.txt"), "file 0123456789");
+        assert_eq!(at("/static//sub/index.html"), "file <p>sub</p>");
+        assert_eq!(at("/static/%61.txt"), "file 0123456789");
+        assert_eq!(at("/static/"), "file <p>home</p>");
+        assert_eq!(at("/static"), "file <p>home</p>");
+        assert_eq!(at("/static/sub/"), "file <p>sub</p>");
+        assert_eq!(at("/static/sub"), "redirect /static/sub/");
+        assert_eq!(found(resolve(&mounts, "/static/sub", Some("v=1"))), "redirect /static/sub/?v=1");
+        // A file named as a directory is not that file; `extensions` are tried for a file only.
+        assert_eq!(at("/static/a.txt/"), "miss");
+        assert_eq!(at("/static/about"), "file <p>about</p>");
+        assert_eq!(at("/static/about/"), "miss");
+        assert_eq!(at("/static/nothing"), "miss");
+        // Dotfiles are as if absent; other routes, and names that only start like the route, are not ours.
+        assert_eq!(at("/static/.env"), "miss");
+        assert_eq!(at("/staticx/a.txt"), "miss");
+        assert_eq!(at("/a.txt"), "miss");
+        // Leaving the directory, however spelled, is refused rather than passed on.
+        assert_eq!(at("/static/../a.txt"), "refused");
+        assert_eq!(at("/static/sub%2f..%2fa.txt"), "refused");
+        assert_eq!(at("/static/sub%5c..%5ca.txt"), "refused");
+        assert_eq!(at("/static/a.txt%00"), "refused");
+        // The first mount with the file answers; leading slashes never make a redirect elsewhere.
+        let root = [site.mount("")];
+        assert_eq!(found(resolve(&root, "/", None)), "file <p>home</p>");
+        assert_eq!(found(resolve(&root, "//sub", None)), "redirect /sub/");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_out_of_the_directory_is_refused_and_a_symlinked_directory_serves() {
+        let site = Site::new("links");
+        let outside = Site::new("links-outside");
+        std::os::unix::fs::symlink(outside.0.join(".env"), site.0.join("escape.txt")).unwrap();
+        std::os::unix::fs::symlink(site.0.join("sub"), site.0.join("inner")).unwrap();
+        let mounts = [site.mount("")];
+        assert_eq!(found(resolve(&mounts, "/escape.txt", None)), "refused");
+        assert_eq!(found(resolve(&mounts, "/inner/index.html", None)), "file <p>sub</p>");
+        // The mounted directory itself reached through a symlink.
+        let link = outside.0.join("site");
+        std::os::unix::fs::symlink(&site.0, &link).unwrap();
+        let through = [StaticMount::new("", link.to_str().unwrap()).unwrap()];
+        assert_eq!(found(resolve(&through, "/a.txt", None)), "file 0123456789");
+        assert_eq!(found(resolve(&through, "/escape.txt", None)), "refused");
+    }
+
+    #[test]
+    fn content_types_come_from_the_extension_with_a_utf8_charset_for_text_scripts_and_json() {
+        let of = |name: &str| content_type(Path::new(name)).to_str().unwrap().to_string();
+        assert_eq!(of("a.txt"), "text/plain; charset=UTF-8");
+        assert_eq!(of("a.js"), "text/javascript; charset=UTF-8");
+        assert_eq!(of("a.mjs"), "application/javascript; charset=UTF-8");
+        assert_eq!(of("a.json"), "application/json; charset=UTF-8");
+        assert_eq!(of("a.png"), "image/png");
+        assert_eq!(of("a.svg"), "image/svg+xml");
+        assert_eq!(of("a"), "application/octet-stream");
+    }
+
+    #[test]
+    fn the_etag_is_weak_and_made_of_size_and_modification_millis() {
+        let site = Site::new("etag");
+        let file = LocalFile {
+            file: std::fs::File::open(site.0.join("a.txt")).unwrap(),
+            path: site.0.join("a.txt"),
+            len: 255,
+            modified: UNIX_EPOCH + Duration::from_millis(4096),
+        };
+        assert_eq!(etag(&file), "W/\"ff-1000\"");
+    }
+
+    #[test]
+    fn a_local_text_file_is_compressed_for_a_client_that_accepts_it_and_nothing_else_is() {
+        let facts =
+            |path_and_query: &'static str, accept: &'static str, accept_encoding: Option<&'static str>| RequestFacts {
+                method: &Method::GET,
+                path_and_query,
+                accept: Some(accept),
+                accept_encoding,
+                upstream_identity: false,
+                mode: body::PageMode::Pages,
+            };
+        let head = |content_type: &str| {
+            let mut head = Response::new(()).into_parts().0;
+            head.headers.insert(header::CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap());
+            head
+        };
+        let pages = body::BeyondPages { text_types: false, json_origins: false };
+        let css = facts("/app.css", "*/*", Some("gzip"));
+        assert_eq!(plan(&css, &head("text/css"), pages), Plan::Compress { encode: Encoding::Gzip });
+        assert_eq!(plan(&facts("/app.css", "*/*", None), &head("text/css"), pages), Plan::Passthrough);
+        assert_eq!(plan(&facts("/logo.png", "*/*", Some("gzip")), &head("image/png"), pages), Plan::Passthrough);
+        let page = facts("/", "text/html", Some("gzip"));
+        assert!(matches!(plan(&page, &head("text/html"), pages), Plan::Rewrite { .. }));
+    }
+
+    async fn text(body: ProxyBody) -> String {
+        use http_body_util::BodyExt;
+        String::from_utf8(body.collect().await.unwrap().to_bytes().to_vec()).unwrap()
+    }
+
+    fn version(name: &str) -> FileVersion {
+        FileVersion { path: PathBuf::from(name), len: 1, modified: UNIX_EPOCH }
+    }
+
+    /// Sends `bytes` through [`CompressedFiles::keep`] to its end, as a response would.
+    async fn keep(files: &Arc<CompressedFiles>, name: &str, bytes: Bytes) {
+        let sent = text(files.keep(version(name), Encoding::Gzip, ProxyBody::full(bytes.clone()))).await;
+        assert_eq!(sent.len(), bytes.len());
+    }
+
+    #[tokio::test]
+    async fn a_compressed_copy_is_kept_whole_for_its_version_and_coding_only() {
+        let files = Arc::new(CompressedFiles::new());
+        let body = files.keep(version("a"), Encoding::Gzip, ProxyBody::full("zipped"));
+        assert_eq!(files.get(&version("a"), Encoding::Gzip), None, "not before the body has ended");
+        assert_eq!(text(body).await, "zipped");
+        assert_eq!(files.get(&version("a"), Encoding::Gzip), Some(Bytes::from("zipped")));
+        assert_eq!(files.get(&version("a"), Encoding::Brotli), None);
+        assert_eq!(files.get(&version("b"), Encoding::Gzip), None);
+        keep(&files, "largest", Bytes::from(vec![b'x'; CACHE_ENTRY_BYTES])).await;
+        assert!(files.get(&version("largest"), Encoding::Gzip).is_some());
+        keep(&files, "too large", Bytes::from(vec![b'x'; CACHE_ENTRY_BYTES + 1])).await;
+        assert_eq!(files.get(&version("too large"), Encoding::Gzip), None);
+    }
+
+    #[tokio::test]
+    async fn the_copies_take_at_most_32_mib_and_the_least_recently_used_goes_first() {
+        let files = Arc::new(CompressedFiles::new());
+        let mib = Bytes::from(vec![b'x'; CACHE_ENTRY_BYTES]);
+        let there = |name: &str| files.get(&version(name), Encoding::Gzip).is_some();
+        // A copy kept again replaces the old one and counts once.
+        keep(&files, "a", mib.clone()).await;
+        keep(&files, "a", mib.clone()).await;
+        for n in 1..=31 {
+            keep(&files, &format!("b{n}"), mib.clone()).await;
+        }
+        // Exactly 32 MiB: nothing goes. `a` is now the most recently used.
+        assert!(there("a") && there("b1"));
+        keep(&files, "c", Bytes::from_static(b"c")).await;
+        assert!(!there("b2"), "one byte over: the least recently used goes");
+        assert!(there("a") && there("b1") && there("b3") && there("c"));
+        keep(&files, "d", mib.clone()).await;
+        assert!(!there("b4"), "over again: the next least recently used goes, and only it");
+        assert!(there("b5") && there("d"));
+    }
+
+    #[tokio::test]
+    async fn a_cached_copy_goes_out_in_its_coding_with_its_exact_length() {
+        let mut head = Response::new(()).into_parts().0;
+        head.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/css"));
+        head.headers.insert(header::CONTENT_LENGTH, HeaderValue::from_static("1000"));
+        head.headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+        let response = cached(head, Encoding::Gzip, Bytes::from("zipped"));
+        let (head, body) = response.into_parts();
+        assert_eq!(head.headers[header::CONTENT_ENCODING], "gzip");
+        assert_eq!(head.headers[header::CONTENT_LENGTH], "6");
+        assert_eq!(head.headers[header::VARY], "Accept-Encoding");
+        assert!(!head.headers.contains_key(header::ACCEPT_RANGES));
+        assert_eq!(text(body).await, "zipped");
+    }
+
+    /// What the client gets for a request to `mounts`: status, headers, body, and whether the body
+    /// still goes through the body plan (`Answer::File`); `None`, on to the proxy.
+    async fn ask(
+        mounts: &Arc<Vec<StaticMount>>,
+        method: Method,
+        uri: &str,
+        pairs: &[(header::HeaderName, &str)],
+    ) -> Option<(StatusCode, HeaderMap, String, bool)> {
+        let mut req = Request::builder().method(method).uri(uri).body(()).unwrap();
+        *req.headers_mut() = headers(pairs);
+        let stats = Arc::new(Stats::new(crate::config::LogLevel::Silent, "test"));
+        Some(match answer(mounts, &req, &stats).await.unwrap()? {
+            Answer::Done(response) => {
+                let (head, body) = response.into_parts();
+                (head.status, head.headers, text(body).await, false)
+            }
+            Answer::File { head, body, .. } => {
+                let body = text(ProxyBody::Passthrough { prefix: None, upstream: body }).await;
+                (head.status, head.headers, body, true)
+            }
+        })
+    }
+
+    #[tokio::test]
+    async fn gets_and_heads_of_local_files_are_answered_and_everything_else_goes_on() {
+        let site = Site::new("answer");
+        let mounts = Arc::new(vec![site.mount("/static")]);
+        let (status, headers, body, planned) = ask(&mounts, Method::GET, "/static/a.txt", &[]).await.unwrap();
+        assert_eq!((status, body.as_str(), planned), (StatusCode::OK, "0123456789", true));
+        assert_eq!(headers[header::CONTENT_LENGTH], "10");
+        assert_eq!(headers[header::CONTENT_TYPE], "text/plain; charset=UTF-8");
+        assert_eq!(headers[header::ACCEPT_RANGES], "bytes");
+        assert_eq!(headers[header::VARY], "Accept-Encoding");
+        let etag = headers[header::ETAG].to_str().unwrap().to_string();
+        assert!(etag.starts_with("W/\"a-"), "{etag}");
+        // HEAD: the same headers, no body.
+        let (status, head_headers, body, planned) = ask(&mounts, Method::HEAD, "/static/a.txt", &[]).await.unwrap();
+        assert_eq!((status, body.as_str(), planned), (StatusCode::OK, "", false));
+        assert_eq!(head_headers[header::CONTENT_LENGTH], "10");
+        assert_eq!(head_headers[header::ETAG], etag.as_str());
+        // Not compressible: no `Vary`.
+        let (_, png, _, _) = ask(&mounts, Method::GET, "/static/logo.png", &[]).await.unwrap();
+        assert!(!png.contains_key(header::VARY));
+        // Other methods, other paths and missing files are the proxy's.
+        assert!(ask(&mounts, Method::POST, "/static/a.txt", &[]).await.is_none());
+        assert!(ask(&mounts, Method::GET, "/a.txt", &[]).await.is_none());
+        assert!(ask(&mounts, Method::GET, "/static/nothing", &[]).await.is_none());
+        // Leaving the directory: 404 here, never forwarded.
+        let (status, _, body, _) = ask(&mounts, Method::GET, "/static/../a.txt", &[]).await.unwrap();
+        assert_eq!((status, body.as_str()), (StatusCode::NOT_FOUND, ""));
+        let (status, headers, body, _) = ask(&mounts, Method::GET, "/static/sub?v=1", &[]).await.unwrap();
+        assert_eq!(status, StatusCode::MOVED_PERMANENTLY);
+        assert_eq!(headers[header::LOCATION], "/static/sub/?v=1");
+        assert!(body.contains("Redirecting to /static/sub/?v=1"), "{body}");
+    }
+
+    #[tokio::test]
+    async fn ranges_and_validators_of_local_files_get_206_416_and_304() {
+        let site = Site::new("ranges");
+        let mounts = Arc::new(vec![site.mount("")]);
+        let (status, headers, body, planned) =
+            ask(&mounts, Method::GET, "/a.txt", &[(header::RANGE, "bytes=2-4")]).await.unwrap();
+        assert_eq!((status, body.as_str(), planned), (StatusCode::PARTIAL_CONTENT, "234", false));
+        assert_eq!(headers[header::CONTENT_LENGTH], "3");
+        assert_eq!(headers[header::CONTENT_RANGE], "bytes 2-4/10");
+        let (status, _, body, _) = ask(&mounts, Method::GET, "/a.txt", &[(header::RANGE, "bytes=0-1")]).await.unwrap();
+        assert_eq!((status, body.as_str()), (StatusCode::PARTIAL_CONTENT, "01"));
+        let (status, headers, body, _) =
+            ask(&mounts, Method::GET, "/a.txt", &[(header::RANGE, "bytes=20-")]).await.unwrap();
+        assert_eq!((status, body.as_str()), (StatusCode::RANGE_NOT_SATISFIABLE, ""));
+        assert_eq!(headers[header::CONTENT_RANGE], "bytes */10");
+        let (_, headers, _, _) = ask(&mounts, Method::GET, "/a.txt", &[]).await.unwrap();
+        let etag = headers[header::ETAG].to_str().unwrap().to_string();
+        let (status, headers, body, _) =
+            ask(&mounts, Method::GET, "/a.txt", &[(header::IF_NONE_MATCH, &etag)]).await.unwrap();
+        assert_eq!((status, body.as_str()), (StatusCode::NOT_MODIFIED, ""));
+        assert_eq!(headers[header::ETAG], etag.as_str());
+    }
 }

@@ -55,6 +55,16 @@ mod tests {
         assert_eq!(ours, serde_line(1, 0, 0.5, &bytes));
     }
 
+    #[test]
+    fn a_binary_body_line_holds_about_its_own_size_in_memory() {
+        let bytes = vec![0xff; 64 * 1024];
+        let mut ours = Vec::new();
+        push(&mut ours, 1, 0, 0.5, &bytes);
+        assert_eq!(ours, serde_line(1, 0, 0.5, &bytes));
+        // The base64 room is the line's start plus the encoded length (not, say, their product).
+        assert!(ours.capacity() <= 3 * ours.len(), "{} bytes held for a line of {}", ours.capacity(), ours.len());
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
         #[test]

@@ -532,8 +532,13 @@ pub(super) fn write_line(file: &mut File, line: &Line) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::BatchWait;
-    use std::time::Duration;
+    use std::sync::Mutex;
+
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::cassette::record::tests::{scratch, writer};
+    use crate::cassette::redact::parse_json_path;
 
     #[test]
     fn the_wait_halves_when_the_channel_fills_and_grows_when_it_stays_empty() {
@@ -552,5 +557,205 @@ mod tests {
             batch.adapt(0, 32);
         }
         assert_eq!(batch.wait, BatchWait::LONGEST);
+    }
+
+    #[test]
+    fn the_wait_is_kept_at_exactly_a_quarter_or_half_full() {
+        let mut batch = BatchWait { wait: BatchWait::FIRST };
+        batch.adapt(16, 32);
+        assert_eq!(batch.wait, BatchWait::FIRST);
+        batch.adapt(8, 32);
+        assert_eq!(batch.wait, BatchWait::FIRST);
+    }
+
+    fn end(id: u64) -> Msg {
+        Msg::End { id, at: 1.0, error: None }
+    }
+
+    #[test]
+    fn an_empty_queue_is_waited_on_once_then_the_writer_parks_until_a_message_or_the_last_sender_goes() {
+        let (tx, mut rx) = mpsc::channel(32);
+        let mut batch = BatchWait { wait: BatchWait::FIRST };
+        assert!(tx.try_send(end(1)).is_ok());
+        assert!(matches!(batch.next_message(&mut rx), Some(Msg::End { id: 1, .. })));
+        assert_eq!(batch.wait, BatchWait::FIRST, "a message waiting: no wait");
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            tx.blocking_send(end(2)).unwrap();
+        });
+        assert!(matches!(batch.next_message(&mut rx), Some(Msg::End { id: 2, .. })));
+        // One wait of 200 µs with the channel empty (lengthened by a quarter), then parked.
+        assert_eq!(batch.wait, BatchWait::FIRST * 5 / 4);
+        sender.join().unwrap();
+        assert!(batch.next_message(&mut rx).is_none());
+    }
+
+    /// Runs `msgs` through a fresh writer; returns it and the cassette's exchanges.
+    fn record(name: &str, redact: Redaction, msgs: Vec<Msg>) -> (Writer, Vec<crate::cassette::read::Exchange>) {
+        let (dir, path) = scratch(name);
+        let mut w = writer(&path, redact);
+        for msg in msgs {
+            w.handle(msg).unwrap();
+        }
+        let exchanges = crate::cassette::read::read(&path).unwrap().exchanges;
+        std::fs::remove_dir_all(&dir).unwrap();
+        (w, exchanges)
+    }
+
+    /// One exchange: a GET whose response has `headers`, `encoding` and body `chunks`.
+    fn exchange(id: u64, headers: &[(&str, &str)], encoding: &str, chunks: &[&[u8]]) -> Vec<Msg> {
+        let headers = headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+        let mut msgs = vec![
+            Msg::Request { id, method: "GET".into(), url: "/".into(), headers: vec![] },
+            Msg::Response { id, at: 1.0, status: 200, headers, encoding: encoding.into() },
+        ];
+        msgs.extend(chunks.iter().map(|c| Msg::Body { id, at: 2.0, bytes: Bytes::copy_from_slice(c) }));
+        msgs.push(end(id));
+        msgs
+    }
+
+    #[test]
+    fn a_request_body_over_1_mib_is_recorded_as_its_length_and_crc_and_one_of_1_mib_as_it_is() {
+        // 1 MiB written out: the limit itself is a promise (`REQUEST_BODY_LIMIT`).
+        let big = vec![b'a'; (1 << 20) + 1];
+        let mut msgs = Vec::new();
+        let small: [&[u8]; 2] = [b"{\"q\":", b"1}"];
+        let whole = [&big[..1 << 20]];
+        for (id, chunks) in [(1, vec![&big[..1 << 20], &big[1 << 20..]]), (2, small.to_vec()), (3, whole.to_vec())] {
+            msgs.push(Msg::Request { id, method: "POST".into(), url: "/".into(), headers: vec![] });
+            msgs.extend(chunks.into_iter().map(|c| Msg::RequestBody { id, bytes: Bytes::copy_from_slice(c) }));
+            msgs.push(Msg::Response { id, at: 1.0, status: 204, headers: vec![], encoding: "identity".into() });
+            msgs.push(end(id));
+        }
+        let (_, exchanges) = record("request-body", Redaction::default(), msgs);
+        let not_kept =
+            format!("[request body not kept: {} bytes, crc32 {:08x}, over 1 MiB]", big.len(), crc32fast::hash(&big));
+        assert_eq!(exchanges[0].body, Some(Data::Text(not_kept)));
+        assert_eq!(exchanges[1].body, Some(Data::Text("{\"q\":1}".into())));
+        assert_eq!(exchanges[2].body, Some(Data::Text(String::from_utf8(big[..1 << 20].to_vec()).unwrap())));
+    }
+
+    #[test]
+    fn only_an_event_stream_is_split_into_events_and_a_refusal_names_the_event() {
+        let json: &[u8] = b"{\"a\":1}\n\n{\"b\":2}";
+        let (_, exchanges) = record(
+            "not-sse",
+            Redaction::default(),
+            exchange(1, &[("content-type", "application/json")], "identity", &[json]),
+        );
+        assert_eq!(exchanges[0].chunks.len(), 1, "one chunk, one line");
+        let events: &[u8] = b"data: {\"a\":1}\n\ndata: {\"k\":\"sk-abc123defghijklmnopqrstuvwx\"}\n\n";
+        let (w, _) = record(
+            "sse-refused",
+            Redaction::default(),
+            exchange(1, &[("content-type", "text/event-stream")], "identity", &[events]),
+        );
+        let refusal = w.status.last_refusal.lock().unwrap().clone().unwrap();
+        assert!(refusal.contains("response body event 1 field `k`"), "{refusal}");
+    }
+
+    #[test]
+    fn a_chunk_that_inflates_past_one_piece_is_recorded_whole() {
+        let body = vec![b'x'; 200 * 1024];
+        // Brotli reads the whole (tiny) input at once and gives the output out a piece at a time:
+        // the input is all taken while output is still to come.
+        for (encoding, name) in [(Encoding::Gzip, "gzip"), (Encoding::Brotli, "br")] {
+            let encoded = crate::codec::encode_all(encoding, &body);
+            let (_, exchanges) = record("inflate", Redaction::default(), exchange(1, &[], name, &[&encoded[..]]));
+            let got = &exchanges[0].response_body;
+            assert!(*got == body, "{name}: {} bytes of {}", got.len(), body.len());
+        }
+    }
+
+    #[test]
+    fn json_paths_are_redacted_in_response_bodies_and_in_each_events_data() {
+        let redact = Redaction { json: vec![parse_json_path("$.user").unwrap()], ..Redaction::default() };
+        let (_, exchanges) = record(
+            "json-paths",
+            redact.clone(),
+            exchange(1, &[("content-type", "application/json")], "identity", &[&b"{\"user\":\"ada\",\"n\":1}"[..]]),
+        );
+        let recorded: Value = serde_json::from_slice(&exchanges[0].response_body).unwrap();
+        assert_eq!(recorded, serde_json::json!({"user": "[redacted]", "n": 1}));
+        let events: &[u8] = b"event: e\ndata: {\"user\":\ndata: \"ada\"}\nid: 1\n\ndata: plain\n\n";
+        let (_, exchanges) =
+            record("sse-paths", redact, exchange(1, &[("content-type", "text/event-stream")], "identity", &[events]));
+        let recorded = String::from_utf8(exchanges[0].response_body.clone()).unwrap();
+        assert_eq!(recorded, "event: e\ndata: {\"user\":\"[redacted]\"}\nid: 1\n\ndata: plain\n\n");
+    }
+
+    #[test]
+    fn line_buffers_are_kept_for_reuse_up_to_eight_of_at_most_2_mib() {
+        let (_, path) = scratch("reuse");
+        let mut w = writer(&path, Redaction::default());
+        // 1 MiB written out: `SPOOL_MEMORY` is a promise too.
+        w.reuse(Vec::with_capacity((2 << 20) + 1));
+        assert!(w.spare.is_empty(), "over 2 MiB: let go");
+        let mut used = Vec::with_capacity(2 << 20);
+        used.extend_from_slice(b"old lines");
+        w.reuse(used);
+        w.reuse(Vec::with_capacity(3 << 19));
+        assert_eq!(w.spare.len(), 2);
+        assert!(w.spare.iter().all(Vec::is_empty));
+        for _ in 0..10 {
+            w.reuse(Vec::new());
+        }
+        assert_eq!(w.spare.len(), SPARE_BUFFERS);
+    }
+
+    #[test]
+    fn a_finished_or_refused_exchanges_buffer_goes_back_with_its_room() {
+        let chunk = [b'x'; 16 * 1024];
+        let (w, _) = record("room", Redaction::default(), exchange(1, &[], "identity", &[&chunk[..]]));
+        assert!(w.spare[0].capacity() >= chunk.len(), "written");
+        let key: &[u8] = b"sk-abc123defghijklmnopqrstuvwx";
+        let (w, _) = record("room-refused", Redaction::default(), exchange(1, &[], "identity", &[&chunk[..], key]));
+        assert_eq!(w.status.refused.load(Ordering::Relaxed), 1);
+        assert!(w.spare[0].capacity() >= chunk.len(), "refused");
+    }
+
+    #[test]
+    fn learn_is_told_each_exchange_written_as_its_lines_in_the_cassette() {
+        let (_, path) = scratch("learn");
+        let mut w = writer(&path, Redaction::default());
+        let learnt = Arc::new(Mutex::new(Vec::new()));
+        let told = learnt.clone();
+        w.learn = Some(Box::new(move |lines: &[u8]| told.lock().unwrap().push(lines.to_vec())));
+        let mut msgs = exchange(1, &[], "identity", &[&b"hello"[..]]);
+        msgs.extend(exchange(2, &[], "identity", &[&b"sk-abc123defghijklmnopqrstuvwx"[..]]));
+        for msg in msgs {
+            w.handle(msg).unwrap();
+        }
+        let text = std::fs::read(&path).unwrap();
+        let first_line = text.iter().position(|&b| b == b'\n').unwrap() + 1;
+        assert_eq!(*learnt.lock().unwrap(), vec![text[first_line..].to_vec()], "the written one, whole");
+    }
+
+    #[test]
+    fn an_exchange_spills_only_past_1_mib_and_a_refused_one_leaves_no_spill_file() {
+        let (dir, path) = scratch("spill-edge");
+        let part = dir.join("c.1.part");
+        let mut w = writer(&path, Redaction::default());
+        for msg in exchange(1, &[], "identity", &[]).into_iter().take(2) {
+            w.handle(msg).unwrap();
+        }
+        // Exactly 1 MiB of lines stays in memory.
+        let mut empty_line = Vec::new();
+        super::super::body_line::push(&mut empty_line, 1, 0, 2.0, b"");
+        let kept = w.open[&1u64].spool.memory.len();
+        let fill = vec![b'x'; (1 << 20) - kept - empty_line.len()];
+        w.handle(Msg::Body { id: 1, at: 2.0, bytes: Bytes::from(fill) }).unwrap();
+        assert_eq!(w.open[&1u64].spool.memory.len(), 1 << 20);
+        assert!(!part.exists(), "1 MiB: not spilled");
+        w.handle(Msg::Body { id: 1, at: 2.0, bytes: Bytes::from_static(b"y") }).unwrap();
+        assert!(part.exists(), "past 1 MiB: spilled");
+        // A key now: the exchange is refused, and its spill file goes at once.
+        w.handle(Msg::Body { id: 1, at: 3.0, bytes: Bytes::from_static(b"sk-abc123defghijklmnopqrstuvwx") }).unwrap();
+        assert!(!part.exists(), "refused: spill file removed");
+        w.handle(end(1)).unwrap();
+        assert!(!part.exists());
+        assert_eq!(w.status.refused.load(Ordering::Relaxed), 1);
+        assert!(crate::cassette::read::read(&path).unwrap().exchanges.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
