@@ -14,7 +14,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-FILES="${*:-src/proxy/security.rs src/proxy/local_files.rs src/cassette/redact.rs src/cassette/record.rs src/cassette/record/writer.rs src/cassette/record/body_line.rs src/cassette/replay/matching.rs src/observe/mask.rs src/proxy/headers.rs lib/browser-sync.js lib/hooks.js lib/middleware.js lib/rules.js}"
+FILES="${*:-src/proxy/security.rs src/proxy/local_files.rs src/cassette/redact.rs src/cassette/record.rs src/cassette/record/writer.rs src/cassette/record/body_line.rs src/cassette/replay/matching.rs src/observe/mask.rs src/proxy/headers.rs lib/browser-sync.js lib/browser-sync-options.js lib/browser-sync-site.js lib/hooks.js lib/middleware.js lib/rules.js}"
 
 # The __test__ files that exercise each lib/ file. (rules.js: rewrite.test.js's random-pattern differential
 # cut from 5,000 cases to 200, 63 s to 1 s a run; the rules.js code it reaches is the same for every case.)
