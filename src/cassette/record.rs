@@ -1196,16 +1196,21 @@ mod tests {
         assert_eq!(got, ["request body fills", "request body x", "end: the client went away before the response head"]);
     }
 
-    #[tokio::test]
-    async fn a_websocket_tap_stops_past_32_mib_behind_and_its_drop_ends_the_exchange() {
-        let (queue, mut rx) = mpsc::unbounded_channel();
-        let tap = WsTap {
+    /// A tap of exchange 1 with nothing behind yet, queueing into `queue`.
+    fn fresh_tap(queue: mpsc::UnboundedSender<Msg>) -> WsTap {
+        WsTap {
             id: 1,
             started: Instant::now(),
             queue,
             backlog: Arc::new(AtomicUsize::new(0)),
             stopped: AtomicBool::new(false),
-        };
+        }
+    }
+
+    #[tokio::test]
+    async fn a_websocket_tap_stops_past_32_mib_behind_and_its_drop_ends_the_exchange() {
+        let (queue, mut rx) = mpsc::unbounded_channel();
+        let tap = fresh_tap(queue);
         tap.observe(true, &vec![0; (32 << 20) - 1]);
         tap.observe(false, b"x");
         assert!(!tap.stopped.load(Ordering::Relaxed), "exactly 32 MiB behind: recorded");
@@ -1215,13 +1220,7 @@ mod tests {
         assert_eq!(got.len(), 3, "{got:?}");
         assert!(got[2].starts_with("end: the cassette's writer fell 32 MiB behind"), "{got:?}");
         let (queue, mut rx) = mpsc::unbounded_channel();
-        let tap = WsTap {
-            id: 1,
-            started: Instant::now(),
-            queue,
-            backlog: Arc::new(AtomicUsize::new(0)),
-            stopped: AtomicBool::new(false),
-        };
+        let tap = fresh_tap(queue);
         tap.observe(true, b"hi");
         drop(tap);
         let got: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok()).map(|m| word(&m)).collect();
