@@ -8,7 +8,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { ROOT, startUpstream, request, withTimeout, ACCEPT_HTML } = require('./helpers')
-const { PROXY_OPTIONS, SHARED_OPTIONS } = require('../lib/browser-sync-options.js')
+const { PROXY_OPTIONS, SHARED_OPTIONS, splitOptions, unknownOptions } = require('../lib/browser-sync-options.js')
 
 test("every option start() reads reaches it through the adapter (only `snippet` is browser-sync's to decide)", () => {
   // start()'s own list of top-level options (src/binding/option_names.rs), plus the one only the JS side reads.
@@ -83,7 +83,111 @@ test('a misspelt option is warned about with the closest name, whatever the entr
   assert.match(viaStart, /\[devproxy\] unknown option `proxy\.reqHeader`; did you mean `proxy\.reqHeaders`\?/)
   // The adapter with logLevel: 'silent': keys that neither browser-sync nor start() reads.
   const viaAdapter = await run('adapter')
+  // Each once: the adapter says it; start() gets none of the keys it does not read, so it says nothing more.
+  assert.equal(viaAdapter.match(/unknown option `rewriteRule`/g)?.length, 1, viaAdapter)
   assert.match(viaAdapter, /\[Browsersync\] unknown option `rewriteRule`; did you mean `rewriteRules`\?/)
+  assert.equal(viaAdapter.match(/unknown option `ghostmode`/g)?.length, 1, viaAdapter)
   assert.match(viaAdapter, /\[Browsersync\] unknown option `ghostmode`; did you mean `ghostMode`\?/)
+  assert.match(viaAdapter, /\[Browsersync\] unknown option `zqxjvwk`; it is ignored/)
+  assert.doesNotMatch(viaAdapter, /belongs to Browsersync's other features/, 'start() is given no option of browser-sync\'s')
   assert.doesNotMatch(viaAdapter, /unknown option `(proxy|port|open|online|ui|logLevel)`/, 'known options are not reported')
+})
+
+test('every top-level option browser-sync 2 and 3 read is known to the adapter: none is reported unknown', () => {
+  const binding = require(path.join(ROOT, 'binding.js'))
+  // Names read at the top level of the options (`options.get("x")`, `incoming.getIn(["x", ...])`),
+  // less those read from nested maps (server, snippetOptions, ghostMode...) or set by browser-sync itself.
+  const nestedOrInternal = new Set(['blacklist', 'whitelist', 'rule', 'directory', 'extensions', 'index', 'debug', 'detect', 'json', 'mode', 'scheme', 'scriptPaths', 'urls', 'version'])
+  for (const pkg of ['browser-sync', 'browser-sync-2']) {
+    const dist = path.join(ROOT, 'node_modules', pkg, 'dist')
+    const read = new Set()
+    for (const file of fs.readdirSync(dist, { recursive: true })) {
+      if (!file.endsWith('.js')) continue
+      const text = fs.readFileSync(path.join(dist, file), 'utf8')
+      for (const m of text.matchAll(/\b(?:options|incoming|opts)\.(?:get|has)\("([A-Za-z]+)"|\b(?:options|incoming|opts)\.getIn\(\["([A-Za-z]+)"/g)) read.add(m[1] ?? m[2])
+    }
+    const topLevel = [...read].filter((name) => !nestedOrInternal.has(name))
+    assert.ok(topLevel.length > 40, `${pkg}: ${topLevel.length} names read`)
+    for (const name of ['cwd', 'callbacks', 'tunnel', 'scriptPath', 'uiPort', 'ports', 'serveStaticOptions']) assert.ok(topLevel.includes(name), `${pkg} reads ${name}`)
+    const defaults = require(path.join(dist, 'default-config.js'))
+    const config = Object.fromEntries(topLevel.map((name) => [name, true]))
+    assert.deepEqual(unknownOptions(config, defaults, binding.__closestName), [], pkg)
+  }
+  // Read by browser-sync 2 only (in its default config): browser-sync 3 drops it, so it is reported there.
+  const defaults3 = require(path.join(ROOT, 'node_modules', 'browser-sync', 'dist', 'default-config.js'))
+  assert.deepEqual(unknownOptions({ xip: true }, defaults3, binding.__closestName), ['unknown option `xip`; it is ignored'])
+})
+
+test('options go where they are read: the proxy\'s to start(), browser-sync\'s to it, the shared ones to both', () => {
+  const middleware = () => {}
+  const { proxyOptions, bsOptions } = splitOptions({ proxy: 'http://127.0.0.1:1', port: 3000, middleware, files: ['*.css'], ghostMode: false, logPrefix: 'app', startPath: '/x', snippetOptions: { async: true } })
+  assert.deepEqual(proxyOptions, { proxy: 'http://127.0.0.1:1', port: 3000, middleware, logPrefix: 'app', startPath: '/x', snippetOptions: { async: true } })
+  assert.deepEqual(bsOptions, { files: ['*.css'], ghostMode: false, logPrefix: 'app', startPath: '/x', snippetOptions: { async: true } })
+})
+
+test("httpModule: 'http2' serves the site over https, HTTP/2 to an HTTP/2 client, as Browsersync's http2 server; another module is said to be unused", { timeout: 60000 }, async () => {
+  const http2 = require('node:http2')
+  const up = await startUpstream({
+    '/page': (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' })
+      res.end('<html><body>page</body></html>')
+    },
+  })
+  const init = async (extra) => {
+    const bs = require(path.join(ROOT, 'browser-sync.js')).create()
+    const { err } = await new Promise((resolve) =>
+      bs.init({ proxy: up.url, port: 0, open: false, online: false, ui: false, notify: false, logLevel: 'silent', ...extra }, (e) => resolve({ err: e })),
+    )
+    assert.ifError(err)
+    return bs
+  }
+  const stderr = []
+  const write = process.stderr.write
+  process.stderr.write = function (chunk, ...rest) {
+    stderr.push(String(chunk))
+    return write.call(this, chunk, ...rest)
+  }
+  try {
+    const bs = await init({ httpModule: 'http2' })
+    try {
+      const server = bs.proxy
+      assert.match(server.url, /^https:/)
+      const session = http2.connect(server.url, { ca: server.certificate })
+      const answer = await withTimeout(
+        new Promise((resolve, reject) => {
+          session.on('error', reject)
+          const stream = session.request({ ':path': '/page', accept: ACCEPT_HTML })
+          let status
+          let body = ''
+          stream.on('response', (headers) => { status = headers[':status'] })
+          stream.setEncoding('utf8')
+          stream.on('data', (c) => { body += c })
+          stream.on('end', () => resolve({ status, body, alpn: session.alpnProtocol }))
+          stream.on('error', reject)
+        }),
+        10000,
+        'an HTTP/2 request',
+      )
+      session.close()
+      assert.equal(answer.alpn, 'h2')
+      assert.equal(answer.status, 200)
+      assert.match(answer.body, /page/)
+      assert.match(answer.body, /browser-sync-client/, 'with the snippet')
+    } finally {
+      await bs.exit()
+    }
+    assert.equal(stderr.join('').match(/httpModule/g), null, "'http2' is understood: nothing to warn about")
+    const custom = await init({ httpModule: { createServer() {} } })
+    try {
+      assert.match(custom.proxy.url, /^http:/)
+    } finally {
+      await custom.exit()
+    }
+    const said = stderr.join('')
+    assert.equal(said.match(/httpModule/g)?.length, 1, said)
+    assert.match(said, /\[Browsersync\] option `httpModule` \(object\) is not used: the proxy's server is native/)
+  } finally {
+    process.stderr.write = write
+    await up.close()
+  }
 })

@@ -701,6 +701,38 @@ describe('deliberate differences from browser-sync 3 (stated and checked)', () =
     )
   })
 
+  test('a body parser before next(): devproxy-native sends on what it left in req.body; browser-sync announces the drained body and never sends it', async () => {
+    const bodyParser = require('body-parser')
+    const config = () => ({ proxy: up.url, middleware: [bodyParser.json(), (req, res, next) => { req.body.seen = true; next() }] })
+    const received = []
+    routes['/body-count'] = (req, res) => {
+      const entry = { length: req.headers['content-length'], bytes: 0, ended: false }
+      received.push(entry)
+      req.on('data', (c) => { entry.bytes += c.length })
+      req.on('end', () => {
+        entry.ended = true
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(entry))
+      })
+    }
+    try {
+      await withBoth(config, async (pair) => {
+        const headers = { 'content-type': 'application/json' }
+        const dp = await fetchOnce(pair.dp.url + '/body-count', { method: 'POST', headers, body: '{"a":1}' })
+        assert.equal(dp.status, 200)
+        const sent = JSON.stringify({ a: 1, seen: true })
+        assert.deepEqual(JSON.parse(dp.raw), { length: String(sent.length), bytes: sent.length, ended: true })
+        // browser-sync (http-proxy pipes the drained request): the head reaches the target, the body never does.
+        const answered = fetchOnce(pair.bs.url + '/body-count', { method: 'POST', headers, body: '{"a":1}' }).then(() => true, () => false)
+        await withTimeout((async () => { while (received.length < 2) await new Promise((r) => setTimeout(r, 20)) })(), 10000, 'the head through browser-sync')
+        const waited = await Promise.race([answered, new Promise((r) => setTimeout(() => r('still waiting'), 2000))])
+        assert.equal(waited, 'still waiting')
+        assert.deepEqual(received[1], { length: '7', bytes: 0, ended: false })
+      })
+    } finally {
+      delete routes['/body-count']
+    }
+  })
+
   test("the target host is matched literally: browser-sync's unescaped dots also rewrite look-alike hosts", async () => {
     const lookAlike = () => `http://127a0b0c1:${up.port}/x`
     serve('/lookalike', () => `<html><body><a href="${lookAlike()}">look-alike</a> <a href="http://${up.host}/real">real</a></body></html>`)

@@ -5,7 +5,7 @@ const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const http = require('node:http')
 const crypto = require('node:crypto')
-const { request, withProxy, fileUpstream, ACCEPT_HTML, lib } = require('./helpers')
+const { request, withProxy, withTimeout, fileUpstream, ACCEPT_HTML, lib } = require('./helpers')
 
 const routes = {}
 const up = fileUpstream(routes)
@@ -250,4 +250,223 @@ async function listeningPorts() {
     }
   }
   return ports
+}
+
+test('the middleware see the request without the proxy\'s own headers; the client\'s raw header lines stay in order, in pairs', async () => {
+  const seen = []
+  const middleware = [(req, res, next) => { seen.push({ headers: { ...req.headers }, raw: [...req.rawHeaders] }); next() }]
+  await withProxy({ proxy: up.url, middleware, port: 0 }, async (server) => {
+    const res = await request(server.url + '/echo', { headers: { 'x-first': 'one', 'x-repeated': ['a', 'b'], 'x-last': 'two' } })
+    assert.equal(res.status, 200)
+    const { headers, raw } = seen[0]
+    assert.equal(raw.length % 2, 0)
+    const names = raw.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase())
+    for (const own of ['x-devproxy-middleware', 'x-devproxy-return']) {
+      assert.equal(headers[own], undefined, `${own} in req.headers`)
+      assert.ok(!names.includes(own), `${own} in req.rawHeaders: ${raw}`)
+    }
+    const pairs = []
+    for (let i = 0; i < raw.length; i += 2) if (raw[i].toLowerCase().startsWith('x-')) pairs.push(`${raw[i].toLowerCase()}: ${raw[i + 1]}`)
+    assert.deepEqual(pairs, ['x-first: one', 'x-repeated: a', 'x-repeated: b', 'x-last: two'])
+    assert.equal(headers.host, `127.0.0.1:${server.port}`)
+    assert.ok(names.includes('host'))
+    // What went on through next() is the client's request, the proxy's return ticket spent, not echoed.
+    const echoed = JSON.parse(res.body).headers
+    assert.equal(echoed['x-repeated'], 'a, b')
+    assert.equal(echoed['x-devproxy-return'], undefined)
+  })
+})
+
+test('no middleware (none, undefined, null): the proxy serves; null top-level middleware leaves proxy.middleware in force, without a warning', async () => {
+  for (const middleware of [undefined, null, []]) {
+    await withProxy({ proxy: up.url, middleware, port: 0 }, async (server) => {
+      assert.equal(JSON.parse((await request(server.url + '/echo')).body).url, '/echo', `middleware: ${middleware}`)
+    })
+  }
+  const stderr = await capturingStderr(async () => {
+    await withProxy({ proxy: { target: up.url, middleware: (req, res) => res.end('from proxy.middleware') }, middleware: null, port: 0 }, async (server) => {
+      assert.equal((await request(server.url + '/any')).body.toString(), 'from proxy.middleware')
+    })
+    await withProxy({ proxy: up.url, middleware: (req, res) => res.end('top only'), port: 0 }, async (server) => {
+      assert.equal((await request(server.url + '/any')).body.toString(), 'top only')
+    })
+    await withProxy({ proxy: { target: up.url, middleware: null }, middleware: (req, res) => res.end('top, proxy.middleware null'), port: 0 }, async (server) => {
+      assert.equal((await request(server.url + '/any')).body.toString(), 'top, proxy.middleware null')
+    })
+  })
+  assert.doesNotMatch(stderr, /middleware/, 'no warning when only one of them is given')
+})
+
+test('{ handle } without a route runs for every path; bad entries of either option are refused naming the entry and the problem', async () => {
+  const seen = []
+  await withProxy({ proxy: up.url, middleware: [{ handle: (req, res) => { seen.push(req.url); res.end('any') } }], port: 0 }, async (server) => {
+    assert.equal((await request(server.url + '/a/b?c')).body.toString(), 'any')
+    assert.equal((await request(server.url + '/')).body.toString(), 'any')
+    assert.deepEqual(seen, ['/a/b?c', '/'])
+  })
+  const f = (req, res) => res.end()
+  const refused = [
+    [{ middleware: [f, null] }, /option `middleware\[1\]` must be a function \(req, res, next\) or \{ route, handle \}/],
+    [{ middleware: 'x' }, /option `middleware` must be a function/],
+    [{ middleware: [{ route: 5, handle: f }] }, /option `middleware\[0\]\.route` must be a string, got number/],
+    [{ middleware: [{ route: null, handle: f }] }, /option `middleware\[0\]\.route` must be a string, got object/],
+    [{ proxyMiddleware: [f, { route: '/x' }] }, /option `proxy\.middleware\[1\]` must be a function/],
+  ]
+  for (const [options, message] of refused) {
+    const { proxyMiddleware, ...rest } = options
+    const proxy = proxyMiddleware === undefined ? up.url : { target: up.url, middleware: proxyMiddleware }
+    await assert.rejects(lib().start({ proxy, port: 0, quiet: true, ...rest }), (err) => err instanceof TypeError && message.test(err.message), JSON.stringify(rest))
+  }
+})
+
+test('next() with a value that is not an Error: the 500 page says what it was called with', async () => {
+  const middleware = [
+    (req, res, next) => {
+      if (req.url === '/string') return next('plain reason')
+      if (req.url === '/object') return next({ code: 42 })
+      if (req.url === '/symbol') return next(Symbol('odd'))
+      next()
+    },
+  ]
+  await withProxy({ proxy: up.url, middleware, port: 0 }, async (server) => {
+    for (const [path, said] of [['/string', 'next() was called with plain reason'], ['/object', 'next() was called with {"code":42}'], ['/symbol', 'next() was called with Symbol(odd)']]) {
+      const res = await request(server.url + path)
+      assert.equal(res.status, 500, path)
+      assert.match(res.headers['content-type'], /^text\/html/)
+      const body = res.body.toString()
+      assert.ok(body.includes(said.replace(/"/g, '&quot;')) || body.includes(said), `${path}: ${body}`)
+    }
+  })
+})
+
+test('the middleware host\'s refusal is a plain 403 that names no secret', async () => {
+  const before = new Set(await listeningPorts())
+  await withProxy({ proxy: up.url, middleware: [(req, res) => res.end('ok')], port: 0 }, async (server) => {
+    const [hostPort] = (await listeningPorts()).filter((p) => !before.has(p) && p !== server.port)
+    for (const headers of [{}, { 'x-devproxy-middleware': 'x'.repeat(48) }]) {
+      const res = await request(`http://127.0.0.1:${hostPort}/x`, { headers })
+      assert.equal(res.status, 403)
+      assert.equal(res.headers['content-type'], 'text/plain')
+      assert.equal(res.body.toString(), 'not for you\n')
+    }
+    assert.equal((await request(server.url + '/x')).body.toString(), 'ok', 'the host still serves the proxy')
+  })
+})
+
+test('next() reaches the proxy whichever address it listens on (::1, 0.0.0.0, ::)', async () => {
+  const middleware = [(req, res, next) => { req.headers['x-added-by-mw'] = 'yes'; next() }]
+  for (const listen of ['::1', '0.0.0.0', '::']) {
+    await withProxy({ proxy: up.url, middleware, listen, port: 0 }, async (server) => {
+      const res = await request(`http://${listen === '::1' || listen === '::' ? '[::1]' : '127.0.0.1'}:${server.port}/echo`)
+      assert.equal(res.status, 200, `listen ${listen}: ${res.body}`)
+      assert.equal(JSON.parse(res.body).headers['x-added-by-mw'], 'yes', `listen ${listen}`)
+    })
+  }
+})
+
+test('a body parser before next(): what it left in req.body goes on (JSON, form, raw); none, when the body is gone, is a 500 naming it', async () => {
+  const bodyParser = require('body-parser')
+  const middleware = [
+    bodyParser.json(),
+    bodyParser.urlencoded({ extended: false }),
+    bodyParser.text(),
+    (req, res, next) => {
+      if (req.url === '/echo?json') req.body.added = 'by middleware'
+      if (req.url === '/echo?drained') delete req.body
+      next()
+    },
+  ]
+  await withProxy({ proxy: up.url, middleware, port: 0 }, async (server) => {
+    const send = (query, type, body) => request(`${server.url}/echo?${query}`, { method: 'POST', body, headers: { 'content-type': type }, timeout: 10000 })
+    const sha = (text) => crypto.createHash('sha256').update(text).digest('hex')
+
+    const json = await send('json', 'application/json', JSON.stringify({ a: 1 }))
+    const sentJson = JSON.stringify({ a: 1, added: 'by middleware' })
+    assert.deepEqual([json.status, JSON.parse(json.body).bodySha], [200, sha(sentJson)])
+    assert.equal(JSON.parse(json.body).headers['content-length'], String(Buffer.byteLength(sentJson)))
+
+    const form = await send('form', 'application/x-www-form-urlencoded', 'a=1&b=%C3%A9')
+    assert.deepEqual([form.status, JSON.parse(form.body).bodySha], [200, sha('a=1&b=%C3%A9')])
+
+    const text = await send('text', 'text/plain; charset=utf-8', 'héllo')
+    assert.deepEqual([text.status, JSON.parse(text.body).bodySha], [200, sha('héllo')])
+
+    // A parser for another type leaves the stream alone: it streams on as sent.
+    const other = await send('other', 'application/octet-stream', Buffer.from([0, 1, 2, 255]))
+    assert.deepEqual([other.status, JSON.parse(other.body).bodyLength], [200, 4])
+
+    const drained = await send('drained', 'application/json', '{"a":1}')
+    assert.equal(drained.status, 500)
+    assert.match(drained.body.toString(), /a middleware read the body of POST \/echo\?drained and called next\(\) with no req\.body/)
+    assert.equal((await request(server.url + '/echo')).status, 200, 'the proxy keeps serving')
+  })
+  // A GET whose (empty) stream a middleware read goes on without a body, and without a Content-Length added.
+  const readsAll = (req, res, next) => { req.resume(); req.on('end', next) }
+  await withProxy({ proxy: up.url, middleware: [readsAll], port: 0 }, async (server) => {
+    const res = await request(server.url + '/echo', { timeout: 10000 })
+    assert.equal(res.status, 200)
+    assert.equal(JSON.parse(res.body).headers['content-length'], undefined)
+  })
+})
+
+test('a middleware that failed after sending the head: the client\'s response is cut, the proxy keeps serving', async () => {
+  const middleware = [(req, res, next) => {
+    if (req.url !== '/late') return next()
+    res.writeHead(200, { 'content-type': 'text/plain' })
+    res.write('partial ')
+    setTimeout(() => next(new Error('failed late')), 20)
+  }]
+  await withProxy({ proxy: up.url, middleware, port: 0 }, async (server) => {
+    await assert.rejects(request(server.url + '/late', { timeout: 10000 }), (err) => err.aborted === true || err.code === 'ECONNRESET')
+    assert.equal((await request(server.url + '/echo')).status, 200)
+  })
+})
+
+test('through next(), an upstream that dies mid-body cuts the client\'s response; a client that leaves closes the upstream request', async () => {
+  let upstreamClosed
+  const closed = new Promise((resolve) => { upstreamClosed = resolve })
+  routes['/dies'] = (req, res) => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream' })
+    res.write(Buffer.alloc(1000, 1))
+    setTimeout(() => res.destroy(), 50)
+  }
+  routes['/endless'] = (req, res) => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream' })
+    const timer = setInterval(() => res.write(Buffer.alloc(1000, 2)), 10)
+    res.on('close', () => { clearInterval(timer); upstreamClosed() })
+  }
+  try {
+    await withProxy({ proxy: up.url, middleware: [(req, res, next) => next()], port: 0 }, async (server) => {
+      await assert.rejects(request(server.url + '/dies', { timeout: 10000 }), (err) => err.aborted === true || err.code === 'ECONNRESET')
+      let received = 0
+      const leaving = request(server.url + '/endless', {
+        timeout: 10000,
+        onData: (chunk, res) => {
+          received += chunk.length
+          if (received >= 3000) res.destroy()
+        },
+      }).catch(() => {})
+      await withTimeout(closed, 10000, 'the upstream request closed after the client left')
+      await leaving
+      assert.equal((await request(server.url + '/echo')).status, 200)
+    })
+  } finally {
+    delete routes['/dies']
+    delete routes['/endless']
+  }
+})
+
+async function capturingStderr(fn) {
+  const write = process.stderr.write
+  let text = ''
+  process.stderr.write = function (chunk, ...rest) {
+    text += String(chunk)
+    return write.call(this, chunk, ...rest)
+  }
+  try {
+    await fn()
+  } finally {
+    process.stderr.write = write
+  }
+  return text
 }

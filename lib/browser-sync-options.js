@@ -53,7 +53,7 @@ const SHARED_SET = new Set(SHARED_OPTIONS)
  */
 const BROWSERSYNC_UNLISTED = [
   'snippet', 'https', 'httpModule', 'listen', 'cwd', 'callbacks', 'online', 'tunnel', 'scriptPath',
-  'serveStaticOptions', 'script', 'uiPort', 'ports', 'xip', 'single', 'watch', 'browser', 'logSnippet',
+  'serveStaticOptions', 'script', 'uiPort', 'ports',
 ]
 
 /**
@@ -91,4 +91,24 @@ function splitOptions(config) {
   return { proxyOptions, bsOptions }
 }
 
-module.exports = { PROXY_OPTIONS, SHARED_OPTIONS, splitOptions, unknownOptions }
+/**
+ * Browsersync's `httpModule` is the Node module its server is made with; the proxy's server is
+ * native. `'http2'`, what the option is for, makes Browsersync serve HTTPS: here that is `https`
+ * (whose server offers HTTP/2 by ALPN). `'http'` is the default; any other module is not used, and
+ * a warning says so.
+ */
+function applyHttpModule(proxyOptions) {
+  const { httpModule, ...options } = proxyOptions
+  if (httpModule === undefined || httpModule === null || httpModule === 'http') return { options, warnings: [] }
+  if (httpModule === 'http2') return { options: { ...options, https: options.https || true }, warnings: [] }
+  const given = typeof httpModule === 'string' ? `'${httpModule}'` : typeof httpModule
+  return {
+    options,
+    warnings: [
+      `option \`httpModule\` (${given}) is not used: the proxy's server is native (HTTP/1.1, and HTTP/2 over ` +
+        "https); 'http2' means https: true",
+    ],
+  }
+}
+
+module.exports = { PROXY_OPTIONS, SHARED_OPTIONS, splitOptions, unknownOptions, applyHttpModule }

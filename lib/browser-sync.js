@@ -14,7 +14,7 @@ const { createRequire } = require('node:module')
 const { PassThrough } = require('node:stream')
 const { EventEmitter } = require('node:events')
 const { start, resolveReqHeaders } = require('./start.js')
-const { splitOptions, unknownOptions } = require('./browser-sync-options.js')
+const { splitOptions, unknownOptions, applyHttpModule } = require('./browser-sync-options.js')
 const binding = require('../binding.js')
 const { attachSite, proxyOption, listOf } = require('./browser-sync-site.js')
 const { version } = require('../package.json')
@@ -255,8 +255,11 @@ function createAdapter(moduleId) {
       return instance
     }
 
-    async function startProxy(proxyOptions, config, running) {
+    async function startProxy(split, config, running) {
       await Promise.allSettled([...stopping])
+      const { options: proxyOptions, warnings } = applyHttpModule(split)
+      const prefix = typeof config.logPrefix === 'string' ? config.logPrefix : 'Browsersync'
+      for (const line of warnings) process.stderr.write(`[${prefix}] ${line}\n`)
       const snippet = bs.options.get('snippet')
       const routes = { ...proxyOptions.routes, ...browserSyncRoutes(bs.options, bs.options.get('port')) }
       const proxyConfig = { ...proxyOptions, routes, proxy: resolveReqHeaders(proxyOptions.proxy, bs, proxyOption(config)) }

@@ -14,6 +14,7 @@ const http = require('node:http')
 const https = require('node:https')
 const { inSlice } = require('./js-thread.js')
 const crypto = require('node:crypto')
+const querystring = require('node:querystring')
 const connect = require('connect')
 
 const TOKEN_HEADER = 'x-devproxy-middleware'
@@ -82,6 +83,40 @@ function sameToken(value, token) {
 function describe(err) {
   if (err instanceof Error) return String(err)
   return `next() was called with ${typeof err === 'string' ? err : JSON.stringify(err) ?? String(err)}`
+}
+
+/** Whether a request's head says a body follows (RFC 9112 6.3: a length above 0, or chunked). */
+function announcesBody(headers) {
+  if (headers['transfer-encoding'] !== undefined) return true
+  const length = headers['content-length']
+  return length !== undefined && Number(length) > 0
+}
+
+/**
+ * The body to send on for a request whose stream a middleware has read: `req.body` as a Buffer or
+ * string as is, an object encoded as its content type says (JSON or a form, what body-parser made of
+ * it); nothing if the request announced no body. Otherwise an Error naming the request.
+ */
+function readBodyReplacement(req, announced) {
+  const body = req.body
+  if (typeof body === 'string' || body instanceof Uint8Array) return Buffer.from(body)
+  if (body !== null && typeof body === 'object') {
+    const type = String(req.headers['content-type'] ?? '').toLowerCase()
+    if (/^application\/([\w.+-]*\+)?json\b/.test(type)) return Buffer.from(JSON.stringify(body))
+    if (type.startsWith('application/x-www-form-urlencoded')) return Buffer.from(querystring.stringify(body))
+  }
+  if (!announced) return Buffer.alloc(0)
+  const what = body === undefined ? 'no req.body' : `a req.body the proxy cannot send (${describeValue(body, req.headers['content-type'])})`
+  return new Error(
+    `a middleware read the body of ${req.method} ${req.url} and called next() with ${what}: set req.body to the ` +
+      'body to send on (a Buffer, a string, or an object for a JSON or form content type)',
+  )
+}
+
+function describeValue(value, contentType) {
+  if (value === null) return 'null'
+  if (typeof value !== 'object') return typeof value
+  return `an object, content type ${contentType === undefined ? 'missing' : JSON.stringify(contentType)}`
 }
 
 class MiddlewareHost {
@@ -173,7 +208,17 @@ class MiddlewareHost {
   #sendOn(req, res) {
     if (this.#proxy === null) return this.#fail(res, new Error('the proxy is not running'))
     const headers = { ...req.headers, [TOKEN_HEADER]: req[RETURN_TICKET] }
+    const announced = announcesBody(req.headers)
     for (const name of HOP_BY_HOP) delete headers[name]
+    // A middleware that read the body (a body parser) leaves nothing to stream: what it put in
+    // `req.body` goes on instead, or the request fails naming why (piping the drained stream would
+    // announce a body that never comes, and the request would hang, as it does with http-proxy).
+    let replacement = null
+    if (req.readableDidRead) {
+      replacement = readBodyReplacement(req, announced)
+      if (replacement instanceof Error) return this.#fail(res, replacement)
+      if (announced || replacement.length > 0) headers['content-length'] = String(replacement.length)
+    }
     const upstream = this.#request({
       ...this.#proxy,
       method: req.method,
@@ -196,7 +241,7 @@ class MiddlewareHost {
     res.on('close', () => {
       if (!res.writableFinished) upstream.destroy()
     })
-    if (req.readableEnded) upstream.end()
+    if (replacement !== null) upstream.end(replacement)
     else req.pipe(upstream)
   }
 
