@@ -11,7 +11,7 @@ const http = require('node:http')
 const net = require('node:net')
 const os = require('node:os')
 const path = require('node:path')
-const { HOST, deferred, withTimeout, request, withProxy, startUpstream, lib, spawnNode } = require('./helpers')
+const { HOST, deferred, withTimeout, request, withProxy, startUpstream, lib, spawnNode, stopIfStarted } = require('./helpers')
 
 const PAGE = '<!doctype html><html><body><p>hello</p></body></html>'
 const PROBE = '/__devproxy_panic_probe'
@@ -288,7 +288,7 @@ test('maxConnections: connections beyond the cap wait until one closes, then are
     for (const s of open) s.destroy()
     await upstream.close()
   }
-  await assert.rejects(lib().start({ proxy: 'http://127.0.0.1:9', maxConnections: 'many' }), /`maxConnections` must be a number/)
+  await assert.rejects(stopIfStarted(lib().start({ proxy: 'http://127.0.0.1:9', maxConnections: 'many' })), /`maxConnections` must be a number/)
 })
 
 test('a 1 GiB upload streams through with backpressure: the proxy\'s RSS grows < 64 MiB (child process)', async (t) => {

@@ -14,6 +14,7 @@ const {
   ACCEPT_HTML,
   fileUpstream,
   lib,
+  stopIfStarted,
 } = require('./helpers')
 
 const SNIPPET = '<script async src="/__dev.js"></script>'
@@ -207,7 +208,7 @@ test('a page request answered with non-HTML text by a loopback target still gets
 test('upstreamCompression rejects anything but auto, always and never, naming the option', async () => {
   const { start } = lib()
   for (const bad of ['sometimes', true, 1]) {
-    await assert.rejects(start({ proxy: up.url, port: 0, upstreamCompression: bad }), (err) => {
+    await assert.rejects(stopIfStarted(start({ proxy: up.url, port: 0, upstreamCompression: bad })), (err) => {
       assert.match(err.message, /upstreamCompression/)
       return true
     })

@@ -31,6 +31,16 @@ function deferred() {
 }
 
 /** Failure guard: rejects if `promise` does not settle within `ms`. Never used to make a test pass. */
+/**
+ * For `assert.rejects(stopIfStarted(start(options)), ...)`: a start() that resolves where it should
+ * have refused stops again, so the assertion fails instead of the test file hanging on a running proxy.
+ */
+async function stopIfStarted(starting) {
+  const server = await starting
+  if (server && typeof server.stop === 'function') await server.stop()
+  return server
+}
+
 function withTimeout(promise, ms, label = 'operation') {
   let timer
   const guard = new Promise((_, reject) => {
@@ -391,6 +401,7 @@ module.exports = {
   lib,
   deferred,
   withTimeout,
+  stopIfStarted,
   tick,
   startUpstream,
   deadPort,

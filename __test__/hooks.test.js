@@ -5,7 +5,7 @@
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const net = require('node:net')
-const { deferred, withTimeout, request, withProxy, fileUpstream, ACCEPT_HTML, startUpstream, lib, deadPort } = require('./helpers')
+const { deferred, withTimeout, request, withProxy, fileUpstream, ACCEPT_HTML, startUpstream, lib, deadPort, stopIfStarted } = require('./helpers')
 
 const routes = {}
 const up = fileUpstream(routes)
@@ -316,9 +316,9 @@ test('an invalid header set by a hook is a 500 naming it, not a crash', async ()
 })
 
 test('hooks that are not functions are refused naming the option', async () => {
-  await assert.rejects(lib().start({ proxy: { target: up.url, proxyReq: [() => {}, 'x'] }, port: 0, quiet: true }), /proxy\.proxyReq\[1\]/)
-  await assert.rejects(lib().start({ proxy: { target: up.url, proxyRes: 5 }, port: 0, quiet: true }), /option `proxy\.proxyRes` must be a function, got number/)
-  await assert.rejects(lib().start({ proxy: { target: up.url, proxyReqWs: [null] }, port: 0, quiet: true }), /option `proxy\.proxyReqWs\[0\]` must be a function, got null/)
+  await assert.rejects(stopIfStarted(lib().start({ proxy: { target: up.url, proxyReq: [() => {}, 'x'] }, port: 0, quiet: true })), /proxy\.proxyReq\[1\]/)
+  await assert.rejects(stopIfStarted(lib().start({ proxy: { target: up.url, proxyRes: 5 }, port: 0, quiet: true })), /option `proxy\.proxyRes` must be a function, got number/)
+  await assert.rejects(stopIfStarted(lib().start({ proxy: { target: up.url, proxyReqWs: [null] }, port: 0, quiet: true })), /option `proxy\.proxyReqWs\[0\]` must be a function, got null/)
   // null and undefined mean none, as in Browsersync.
   const server = await lib().start({ proxy: { target: up.url, proxyReq: null, proxyRes: undefined }, port: 0, quiet: true })
   await server.stop()

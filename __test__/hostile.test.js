@@ -10,7 +10,7 @@ const fs = require('node:fs')
 const http = require('node:http')
 const net = require('node:net')
 const { execFile } = require('node:child_process')
-const { ROOT, HOST, lib, withTimeout, startUpstream, request, withProxy, ACCEPT_HTML } = require('./helpers')
+const { ROOT, HOST, lib, withTimeout, startUpstream, request, withProxy, ACCEPT_HTML, stopIfStarted } = require('./helpers')
 const { runSlowClient, spawnProxyChild } = require('./fixtures/runners')
 
 let up
@@ -334,7 +334,7 @@ test('limits: a 70 KB pattern is rejected with a clear error, in start(), addRul
   const sizeMessage = /long|size|large|bytes|65536|64 ?KiB/i
   for (const match of [big, literal]) {
     const label = typeof match === 'string' ? '70 KiB string' : `${big.source.length}-byte RegExp`
-    await assert.rejects(lib().start({ proxy: up.url, port: 0, quiet: true, rewriteRules: [{ match, replace: '' }] }), (err) => {
+    await assert.rejects(stopIfStarted(lib().start({ proxy: up.url, port: 0, quiet: true, rewriteRules: [{ match, replace: '' }] })), (err) => {
       assert.match(err.message, /rewriteRules\[0\]/, label)
       assert.match(err.message, sizeMessage, `${label}: ${err.message.slice(0, 300)}`)
       return true

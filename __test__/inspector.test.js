@@ -6,7 +6,7 @@
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const http = require('node:http')
-const { HOST, lib, startUpstream, request, withProxy, withTimeout } = require('./helpers.js')
+const { HOST, lib, startUpstream, request, withProxy, withTimeout, stopIfStarted } = require('./helpers.js')
 
 const WAIT = 10000
 const page = (req, res) => {
@@ -284,7 +284,7 @@ test('bad inspector options are rejected naming the option', async () => {
       [{ size: 1e6 }, /option `inspector\.size` must be a whole number from 1 to 10000, got 1000000/],
       ['yes', /inspector/],
     ]) {
-      await assert.rejects(lib().start({ proxy: upstream.url, port: 0, quiet: true, inspector }), says, JSON.stringify(inspector))
+      await assert.rejects(stopIfStarted(lib().start({ proxy: upstream.url, port: 0, quiet: true, inspector })), says, JSON.stringify(inspector))
     }
   } finally {
     await upstream.close()

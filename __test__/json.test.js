@@ -8,7 +8,7 @@
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const zlib = require('node:zlib')
-const { request, startUpstream, withProxy } = require('./helpers')
+const { request, startUpstream, withProxy, stopIfStarted } = require('./helpers')
 
 const slashed = (text) => text.replace(/\//g, '\\/')
 
@@ -150,5 +150,5 @@ test('with rewriteTextTypes, JSON goes through every rule and Browsersync\'s lin
 
 test('rewriteJson must be a boolean, named in the error', async () => {
   const { lib } = require('./helpers')
-  await assert.rejects(lib().start({ proxy: 'http://127.0.0.1:9', port: 0, rewriteJson: 'yes' }), /rewriteJson/)
+  await assert.rejects(stopIfStarted(lib().start({ proxy: 'http://127.0.0.1:9', port: 0, rewriteJson: 'yes' })), /rewriteJson/)
 })

@@ -5,7 +5,7 @@ const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const http = require('node:http')
 const crypto = require('node:crypto')
-const { request, withProxy, withTimeout, fileUpstream, ACCEPT_HTML, lib } = require('./helpers')
+const { request, withProxy, withTimeout, fileUpstream, ACCEPT_HTML, lib, stopIfStarted } = require('./helpers')
 
 const routes = {}
 const up = fileUpstream(routes)
@@ -229,7 +229,7 @@ test('stop() closes the middleware host', async () => {
 })
 
 test('bad middleware entries are refused naming the entry', async () => {
-  await assert.rejects(lib().start({ proxy: up.url, middleware: [() => {}, { route: '/x' }], port: 0, quiet: true }), /middleware\[1\]/)
+  await assert.rejects(stopIfStarted(lib().start({ proxy: up.url, middleware: [() => {}, { route: '/x' }], port: 0, quiet: true })), /middleware\[1\]/)
 })
 
 /** TCP ports this process listens on (Linux /proc/net/tcp, state 0A), so tests see servers JS cannot name. */
@@ -315,7 +315,7 @@ test('{ handle } without a route runs for every path; bad entries of either opti
   for (const [options, message] of refused) {
     const { proxyMiddleware, ...rest } = options
     const proxy = proxyMiddleware === undefined ? up.url : { target: up.url, middleware: proxyMiddleware }
-    await assert.rejects(lib().start({ proxy, port: 0, quiet: true, ...rest }), (err) => err instanceof TypeError && message.test(err.message), JSON.stringify(rest))
+    await assert.rejects(stopIfStarted(lib().start({ proxy, port: 0, quiet: true, ...rest })), (err) => err instanceof TypeError && message.test(err.message), JSON.stringify(rest))
   }
 })
 

@@ -22,6 +22,7 @@ const {
   ACCEPT_HTML,
   decodeBody,
   launchChromium,
+  stopIfStarted,
 } = require('./helpers')
 
 const WAIT = 20000
@@ -223,7 +224,7 @@ test('onRequest: a throwing callback costs its own record only; a non-function i
     assert.equal((await request(server.url + '/style.css')).status, 200, 'the proxy still serves')
   })
   const { start } = require('..')
-  await assert.rejects(start({ proxy: up.url, port: 0, onRequest: 'yes' }), /option `onRequest` must be a function, got string/)
+  await assert.rejects(stopIfStarted(start({ proxy: up.url, port: 0, onRequest: 'yes' })), /option `onRequest` must be a function, got string/)
 })
 
 test('onRequest never holds up the proxy: with Node\'s thread blocked, a client in another process gets 5,000 answers; records past 4096 waiting are dropped and counted', async () => {
@@ -352,7 +353,7 @@ test('request log: off at the default level, a text line with logRequests, the r
   assert.equal(typeof record.upstreamMs, 'number')
   assert.equal(await logOf({ logRequests: true, logLevel: 'silent' }, '/page'), '')
   const { start } = require('..')
-  await assert.rejects(start({ proxy: up.url, port: 0, logFormat: 'xml' }), /option `logFormat` must be 'text' or 'json', got 'xml'/)
+  await assert.rejects(stopIfStarted(start({ proxy: up.url, port: 0, logFormat: 'xml' })), /option `logFormat` must be 'text' or 'json', got 'xml'/)
 })
 
 let browser

@@ -9,7 +9,7 @@ const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const http = require('node:http')
 const path = require('node:path')
-const { lib, startUpstream, withProxy, request, spawnNode, withTimeout, ACCEPT_HTML } = require('./helpers')
+const { lib, startUpstream, withProxy, request, spawnNode, withTimeout, ACCEPT_HTML, stopIfStarted } = require('./helpers')
 const { build } = require('./fixtures/rule-spec.js')
 
 const HTML = { 'content-type': 'text/html; charset=utf-8' }
@@ -124,7 +124,7 @@ test('a rule with both `replace` and `fn`, or neither, is refused naming it; add
       start({ proxy: up.url, port: 0, quiet: true, rewriteRules: [{ match: /a/, replace: 'b' }, { match: /a/, replace: 'b', fn: () => 'c' }] }),
       /rewriteRules\[1\] has both `replace` and `fn`/,
     )
-    await assert.rejects(start({ proxy: up.url, port: 0, quiet: true, rewriteRules: [{ match: /a/ }] }), /rewriteRules\[0\] has no `replace` or `fn`/)
+    await assert.rejects(stopIfStarted(start({ proxy: up.url, port: 0, quiet: true, rewriteRules: [{ match: /a/ }] })), /rewriteRules\[0\] has no `replace` or `fn`/)
     await assert.rejects(
       start({ proxy: up.url, port: 0, quiet: true, rewriteRules: [{ match: /a/, replace: 'b', paths: ['/[z-a]'] }] }),
       /rewriteRules\[0\].*paths\[0\].*not a valid glob/,
@@ -302,7 +302,7 @@ test('logLevel: silent writes nothing but warnings about the options, debug a li
     await up.close()
   }
   const { start } = lib()
-  await assert.rejects(start({ proxy: up.url, port: 0, logLevel: 'loud' }), /option `logLevel` must be 'silent', 'warn', 'info' or 'debug', got 'loud'/)
+  await assert.rejects(stopIfStarted(start({ proxy: up.url, port: 0, logLevel: 'loud' })), /option `logLevel` must be 'silent', 'warn', 'info' or 'debug', got 'loud'/)
 })
 
 test('startPath: the proxy URL\'s path, or the option; null without either', async () => {

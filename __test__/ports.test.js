@@ -5,7 +5,7 @@
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const path = require('node:path')
-const { lib, startUpstream, occupyPort, request, withProxy, spawnNode, ACCEPT_HTML } = require('./helpers')
+const { lib, startUpstream, occupyPort, request, withProxy, spawnNode, ACCEPT_HTML, stopIfStarted } = require('./helpers')
 
 let up
 before(async () => {
@@ -72,7 +72,7 @@ test('strictPort: true rejects a port in use with code EADDRINUSE and the port n
     assert.equal(err.port, busy.port)
     assert.match(err.message, new RegExp(`port ${busy.port} is already in use`))
     assert.match(err.message, /strictPort/)
-    await assert.rejects(lib().start({ proxy: up.url, port: 1, strictPort: 'yes' }), /strictPort/)
+    await assert.rejects(stopIfStarted(lib().start({ proxy: up.url, port: 1, strictPort: 'yes' })), /strictPort/)
   } finally {
     await busy.close()
   }
@@ -90,5 +90,5 @@ test('port 0 picks any free port; listen overrides host', async () => {
     const res = await request(`${server.url}/ok`, { headers: { accept: ACCEPT_HTML } })
     assert.equal(res.body.toString(), '<html><body>fine</body></html>')
   })
-  await assert.rejects(lib().start({ proxy: up.url, port: 0, listen: 5 }), /listen/)
+  await assert.rejects(stopIfStarted(lib().start({ proxy: up.url, port: 0, listen: 5 })), /listen/)
 })

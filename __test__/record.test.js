@@ -11,7 +11,7 @@ const path = require('node:path')
 const zlib = require('node:zlib')
 const { execFile, spawnSync } = require('node:child_process')
 const { performance } = require('node:perf_hooks')
-const { ROOT, lib, startUpstream, request, withProxy, withTimeout, mulberry32, decodeBody, deferred } = require('./helpers.js')
+const { ROOT, lib, startUpstream, request, withProxy, withTimeout, mulberry32, decodeBody, deferred, stopIfStarted } = require('./helpers.js')
 
 const OPENAI_KEY = 'sk-proj-TESTKEYabcdefghijklmnopqrstuvwxyz0123'
 const ANTHROPIC_KEY = 'sk-ant-api03-TESTKEYabcdefghijklmnopqrstuvwxyz'
@@ -575,7 +575,7 @@ test('server.record() starts a recording at run time; passthrough() ends it', as
 })
 
 test('a bad record option is refused naming it', async () => {
-  await assert.rejects(lib().start({ proxy: 'http://127.0.0.1:9', port: 0, record: {} }), /record\.path/)
+  await assert.rejects(stopIfStarted(lib().start({ proxy: 'http://127.0.0.1:9', port: 0, record: {} })), /record\.path/)
   await assert.rejects(
     lib().start({ proxy: 'http://127.0.0.1:9', port: 0, record: { path: '/nonexistent-dir-xyz/c.jsonl' } }),
     /record\.path.*does not exist/,
@@ -586,7 +586,7 @@ test('a bad record option is refused naming it', async () => {
   )
   if (process.platform === 'linux') {
     // A cassette that cannot be written (every write to /dev/full fails) is refused at start.
-    await assert.rejects(lib().start({ proxy: 'http://127.0.0.1:9', port: 0, record: { path: '/dev/full' } }), /record\.path.*cannot write '\/dev\/full'/)
+    await assert.rejects(stopIfStarted(lib().start({ proxy: 'http://127.0.0.1:9', port: 0, record: { path: '/dev/full' } })), /record\.path.*cannot write '\/dev\/full'/)
   }
 })
 
@@ -742,8 +742,8 @@ test('replay.redact is checked, and refused without onMiss: record', async () =>
   const cassette = path.join(tempDir(), 'empty.jsonl')
   fs.writeFileSync(cassette, JSON.stringify({ type: 'cassette', version: 1, createdAt: '2026-11-30T16:00:00Z' }) + '\n')
   const start = (replay) => lib().start({ proxy: 'http://127.0.0.1:9', port: 0, replay })
-  await assert.rejects(start({ path: cassette, onMiss: 'record', redact: { json: ['a[x]'] } }), /replay\.redact\.json\[0\]/)
-  await assert.rejects(start({ path: cassette, onMiss: 'proxy', redact: { headers: ['x'] } }), /replay\.redact.*onMiss: 'record'/)
+  await assert.rejects(stopIfStarted(start({ path: cassette, onMiss: 'record', redact: { json: ['a[x]'] } })), /replay\.redact\.json\[0\]/)
+  await assert.rejects(stopIfStarted(start({ path: cassette, onMiss: 'proxy', redact: { headers: ['x'] } })), /replay\.redact.*onMiss: 'record'/)
 })
 
 // WebSocket recording: a session through the proxy, then the same client against the cassette.

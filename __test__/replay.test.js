@@ -13,7 +13,7 @@ const path = require('node:path')
 const zlib = require('node:zlib')
 const { performance } = require('node:perf_hooks')
 const WebSocket = require('ws')
-const { HOST, startUpstream, deadPort, withProxy, withTimeout, lib, mulberry32, spawnNode, ACCEPT_HTML } = require('./helpers')
+const { HOST, startUpstream, deadPort, withProxy, withTimeout, lib, mulberry32, spawnNode, ACCEPT_HTML, stopIfStarted } = require('./helpers')
 
 let dir
 let dead // a target nothing listens on: every answer must come from the cassette
@@ -489,9 +489,9 @@ test('corrupt, truncated and hand-edited cassettes are refused at start naming t
       },
     )
   }
-  await assert.rejects(lib().start({ proxy: `http://${HOST}:${dead}`, port: 0, replay: { path: path.join(dir, 'missing.jsonl') } }), /cassette '.*missing\.jsonl': No such file/)
-  await assert.rejects(lib().start({ proxy: `http://${HOST}:${dead}`, port: 0, replay: { path: 'x', speed: -1 } }), /option `replay` is invalid: `speed`/)
-  await assert.rejects(lib().start({ proxy: `http://${HOST}:${dead}`, port: 0, replay: { path: 'x', sped: 1 } }), /option `replay`: unknown field `sped`/)
+  await assert.rejects(stopIfStarted(lib().start({ proxy: `http://${HOST}:${dead}`, port: 0, replay: { path: path.join(dir, 'missing.jsonl') } })), /cassette '.*missing\.jsonl': No such file/)
+  await assert.rejects(stopIfStarted(lib().start({ proxy: `http://${HOST}:${dead}`, port: 0, replay: { path: 'x', speed: -1 } })), /option `replay` is invalid: `speed`/)
+  await assert.rejects(stopIfStarted(lib().start({ proxy: `http://${HOST}:${dead}`, port: 0, replay: { path: 'x', sped: 1 } })), /option `replay`: unknown field `sped`/)
 })
 
 test('server.replay() / server.passthrough() switch at run time; a bad cassette leaves the mode as it was', async () => {

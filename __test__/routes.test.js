@@ -5,7 +5,7 @@ const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const http = require('node:http')
 const WebSocket = require('ws')
-const { HOST, startUpstream, deadPort, withProxy, withTimeout, lib, ACCEPT_HTML } = require('./helpers')
+const { HOST, startUpstream, deadPort, withProxy, withTimeout, lib, ACCEPT_HTML, stopIfStarted } = require('./helpers')
 
 let main // `proxy`
 let api // routes['/api']
@@ -169,11 +169,11 @@ test('a route target that is down gives a 502 naming that target; the others sti
 
 test('bad routes are refused, naming the route', async () => {
   const start = (routes) => lib().start({ proxy: main.url, port: 0, quiet: true, routes })
-  await assert.rejects(start({ api: api.url }), /routes\['api'\].*path prefix/)
-  await assert.rejects(start({ '/': api.url }), /routes\['\/'\].*every request/)
-  await assert.rejects(start({ '/api': 5 }), /routes\['\/api'\]` must be a URL string/)
-  await assert.rejects(start({ '/api': { ws: true } }), /routes\['\/api'\] has no `target`/)
-  await assert.rejects(start({ '/api': 'ftp://127.0.0.1' }), /routes\['\/api'\].*unsupported scheme/)
-  await assert.rejects(start({ '/api': { target: api.url, reqHeaders: { 'bad header': 'x' } } }), /routes\['\/api'\].*reqHeaders/)
-  await assert.rejects(start({ '/api': api.url, '/api/': v2.url }), /routes\['\/api\/'\]` repeats the prefix '\/api'/)
+  await assert.rejects(stopIfStarted(start({ api: api.url })), /routes\['api'\].*path prefix/)
+  await assert.rejects(stopIfStarted(start({ '/': api.url })), /routes\['\/'\].*every request/)
+  await assert.rejects(stopIfStarted(start({ '/api': 5 })), /routes\['\/api'\]` must be a URL string/)
+  await assert.rejects(stopIfStarted(start({ '/api': { ws: true } })), /routes\['\/api'\] has no `target`/)
+  await assert.rejects(stopIfStarted(start({ '/api': 'ftp://127.0.0.1' })), /routes\['\/api'\].*unsupported scheme/)
+  await assert.rejects(stopIfStarted(start({ '/api': { target: api.url, reqHeaders: { 'bad header': 'x' } } })), /routes\['\/api'\].*reqHeaders/)
+  await assert.rejects(stopIfStarted(start({ '/api': api.url, '/api/': v2.url })), /routes\['\/api\/'\]` repeats the prefix '\/api'/)
 })

@@ -7,7 +7,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const http = require('node:http')
 const net = require('node:net')
-const { lib, startUpstream, request, withProxy, ACCEPT_HTML } = require('./helpers')
+const { lib, startUpstream, request, withProxy, ACCEPT_HTML, stopIfStarted } = require('./helpers')
 
 const PAGE = '<html><body><p>hello</p></body></html>'
 
@@ -255,7 +255,7 @@ test('bad rules and snippet rules are refused by start() and addRule() naming th
   const up = await pageUpstream()
   try {
     const refused = async (options, pattern) => {
-      await assert.rejects(start({ proxy: up.url, quiet: true, ...options }), (err) => {
+      await assert.rejects(stopIfStarted(start({ proxy: up.url, quiet: true, ...options })), (err) => {
         assert.match(err.message, pattern)
         return true
       })

@@ -4,7 +4,7 @@
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const diagnostics = require('node:diagnostics_channel')
-const { withTimeout, startUpstream, request, withProxy, ACCEPT_HTML } = require('./helpers')
+const { withTimeout, startUpstream, request, withProxy, ACCEPT_HTML, stopIfStarted } = require('./helpers')
 
 const OWN_HEADERS = ['x-devproxy-middleware', 'x-devproxy-return']
 
@@ -151,7 +151,7 @@ test('the inspector answers clients on this machine by default, also when listen
       assert.equal((await request(server.url + '/__devproxy/api/exchanges')).status, 200)
     })
     const { lib } = require('./helpers')
-    await assert.rejects(lib().start({ proxy: up.url, port: 0, inspector: { remote: 'yes' } }), /inspector\.remote/)
+    await assert.rejects(stopIfStarted(lib().start({ proxy: up.url, port: 0, inspector: { remote: 'yes' } })), /inspector\.remote/)
   } finally {
     await up.close()
   }
@@ -324,7 +324,7 @@ test('smaller findings: OPTIONS *, an unsolicited 101, a symlinked record.path, 
     fs.writeFileSync(precious, 'do not truncate me')
     const link = path.join(dir, 'cassette.jsonl')
     fs.symlinkSync(precious, link)
-    await assert.rejects(lib().start({ proxy: up.url, port: 0, record: { path: link } }), /record\.path.*symbolic link/s)
+    await assert.rejects(stopIfStarted(lib().start({ proxy: up.url, port: 0, record: { path: link } })), /record\.path.*symbolic link/s)
     assert.equal(fs.readFileSync(precious, 'utf8'), 'do not truncate me')
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })

@@ -12,7 +12,7 @@ const net = require('node:net')
 const os = require('node:os')
 const path = require('node:path')
 const WebSocket = require('ws')
-const { HOST, lib, withTimeout, startUpstream, request, withProxy } = require('./helpers')
+const { HOST, lib, withTimeout, startUpstream, request, withProxy, stopIfStarted } = require('./helpers')
 
 // What an attacker's page must never read: the target's page and the token reqHeaders adds.
 const SECRET = `secret-page-${crypto.randomBytes(6).toString('hex')}`
@@ -171,7 +171,7 @@ test('allowedHosts and allowedOrigins: bad values are rejected naming the option
     [{ allowedOrigins: ['http://localhost:5173/app'] }, /`allowedOrigins\[0\]`/],
   ]
   for (const [extra, message] of cases) {
-    await assert.rejects(lib().start({ quiet: true, ...options(extra) }), (err) => {
+    await assert.rejects(stopIfStarted(lib().start({ quiet: true, ...options(extra) })), (err) => {
       assert.match(err.message, message, JSON.stringify(extra))
       return true
     })

@@ -7,7 +7,7 @@ const fs = require('node:fs')
 const http = require('node:http')
 const os = require('node:os')
 const path = require('node:path')
-const { HOST, fileUpstream, withProxy, decodeBody, ACCEPT_HTML, lib } = require('./helpers')
+const { HOST, fileUpstream, withProxy, decodeBody, ACCEPT_HTML, lib, stopIfStarted } = require('./helpers')
 
 const up = fileUpstream({
   '/page': (req, res) => {
@@ -280,12 +280,12 @@ test('{ route, dir }: a route (string or array) mounts dirs (tried in order) at 
 
 test('bad serveStatic options are refused, naming the entry or the key', async () => {
   const start = (extra) => lib().start({ proxy: up.url, port: 0, quiet: true, ...extra })
-  await assert.rejects(start({ serveStatic: 'public' }), /`serveStatic` must be an array/)
-  await assert.rejects(start({ serveStatic: [root, 5] }), /serveStatic\[1\] must be a directory/)
-  await assert.rejects(start({ serveStatic: [{ route: '/a' }] }), /serveStatic\[0\] has no `dir`/)
-  await assert.rejects(start({ serveStatic: [root], serveStaticOptions: { maxAge: 1000 } }), /serveStaticOptions\.maxAge` is not supported/)
-  await assert.rejects(start({ serveStatic: [root], serveStaticOptions: { dotfiles: 'allow' } }), /serveStaticOptions\.dotfiles` is not supported: .*'ignore'/)
-  await assert.rejects(start({ serveStatic: [{ dir: root, options: { setHeaders: () => {} } }] }), /serveStatic\[0\]\.options\.setHeaders/)
+  await assert.rejects(stopIfStarted(start({ serveStatic: 'public' })), /`serveStatic` must be an array/)
+  await assert.rejects(stopIfStarted(start({ serveStatic: [root, 5] })), /serveStatic\[1\] must be a directory/)
+  await assert.rejects(stopIfStarted(start({ serveStatic: [{ route: '/a' }] })), /serveStatic\[0\] has no `dir`/)
+  await assert.rejects(stopIfStarted(start({ serveStatic: [root], serveStaticOptions: { maxAge: 1000 } })), /serveStaticOptions\.maxAge` is not supported/)
+  await assert.rejects(stopIfStarted(start({ serveStatic: [root], serveStaticOptions: { dotfiles: 'allow' } })), /serveStaticOptions\.dotfiles` is not supported: .*'ignore'/)
+  await assert.rejects(stopIfStarted(start({ serveStatic: [{ dir: root, options: { setHeaders: () => {} } }] })), /serveStatic\[0\]\.options\.setHeaders/)
 })
 
 test('a large file streams through whole and unchanged', async () => {
