@@ -370,7 +370,14 @@ test('a body parser before next(): what it left in req.body goes on (JSON, form,
     bodyParser.json(),
     bodyParser.urlencoded({ extended: false }),
     bodyParser.text(),
+    bodyParser.raw({ type: 'application/x-raw' }),
+    bodyParser.json({ type: 'application/vnd.api+json' }),
     (req, res, next) => {
+      if (req.url === '/echo?odd-object') {
+        req.resume()
+        req.body = { odd: true }
+        return req.on('end', next)
+      }
       if (req.url === '/echo?json') req.body.added = 'by middleware'
       if (req.url === '/echo?drained') delete req.body
       next()
@@ -394,6 +401,16 @@ test('a body parser before next(): what it left in req.body goes on (JSON, form,
     // A parser for another type leaves the stream alone: it streams on as sent.
     const other = await send('other', 'application/octet-stream', Buffer.from([0, 1, 2, 255]))
     assert.deepEqual([other.status, JSON.parse(other.body).bodyLength], [200, 4])
+
+    // body-parser's raw parser leaves a Buffer; a JSON type with a suffix (RFC 6839) is JSON too.
+    const raw = await request(`${server.url}/echo?raw`, { method: 'POST', body: Buffer.from([1, 2, 3]), headers: { 'content-type': 'application/x-raw' }, timeout: 10000 })
+    assert.deepEqual([raw.status, JSON.parse(raw.body).bodySha], [200, sha(Buffer.from([1, 2, 3]))])
+    const suffixed = await send('suffixed', 'application/vnd.api+json', '{"data":[]}')
+    assert.deepEqual([suffixed.status, JSON.parse(suffixed.body).bodySha], [200, sha('{"data":[]}')])
+    // An object for a type that has no encoding here: refused, naming the type.
+    const odd = await send('odd-object', 'application/x-odd', 'x')
+    assert.equal(odd.status, 500)
+    assert.match(odd.body.toString(), /with a req\.body the proxy cannot send \(an object, content type &quot;application\/x-odd&quot;\)/)
 
     const drained = await send('drained', 'application/json', '{"a":1}')
     assert.equal(drained.status, 500)
