@@ -266,3 +266,61 @@ test('start(): proxy.reqHeaders as a function is called once with the proxy opti
     await up.close()
   }
 })
+
+test('through the adapter, as with browser-sync: a second init() of a running instance is refused naming it; the first keeps serving', { timeout: 60000 }, async () => {
+  const { up } = await site()
+  try {
+    for (const [name, api] of [['browser-sync 3 (reference)', require('browser-sync')], ['adapter', adapter]]) {
+      const instance = api.create(`twice-${name}`)
+      const first = await new Promise((resolve) => instance.init({ ...QUIET, port: 0, proxy: up.url }, (err, bs) => resolve({ err, bs })))
+      try {
+        assert.ifError(first.err)
+        const second = await withTimeout(new Promise((resolve) => instance.init({ ...QUIET, port: 0, proxy: up.url }, (err) => resolve(err))), 10000, `${name}: the second init's callback`)
+        assert.ok(second instanceof Error, `${name}: ${second}`)
+        assert.equal(second.message, `Instance: twice-${name} is already running!`, name)
+        assert.equal((await page(first.bs.server)).status, 200, `${name}: the first still serves`)
+      } finally {
+        await instance.exit()
+      }
+    }
+  } finally {
+    await up.close()
+  }
+})
+
+test("through the adapter, the entry standing for the proxy in options.middleware answers 501 naming the proxy's URL where mounted elsewhere; the banner says the native proxy serves", { timeout: 60000 }, async () => {
+  const { up } = await site()
+  const out = []
+  const write = process.stdout.write
+  process.stdout.write = function (chunk, ...rest) {
+    out.push(String(chunk))
+    return write.call(this, chunk, ...rest)
+  }
+  let started
+  try {
+    started = await initBs(adapter, { ...QUIET, logLevel: 'info', port: 0, proxy: up.url })
+  } finally {
+    process.stdout.write = write
+  }
+  const { err, bs, instance } = started
+  try {
+    assert.ifError(err)
+    const { version } = require(`${ROOT}/package.json`)
+    assert.match(out.join(''), new RegExp(`Native proxy on: devproxy-native ${version.replace(/\./g, '\\.')} serves the site`))
+    const entries = bs.options.get('middleware').toArray()
+    const entry = entries[entries.length - 1]
+    assert.equal(entry.id, 'Browsersync Proxy')
+    const elsewhere = http.createServer((req, res) => entry.handle(req, res))
+    await new Promise((resolve) => elsewhere.listen(0, HOST, resolve))
+    try {
+      const res = await request(elsewhere).get('/')
+      assert.equal(res.status, 501)
+      assert.equal(res.text, `devproxy-native serves this site on ${instance.proxy.url}; this entry stands for it in options.middleware\n`)
+    } finally {
+      elsewhere.close()
+    }
+  } finally {
+    await instance.exit()
+    await up.close()
+  }
+})
