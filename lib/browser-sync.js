@@ -56,6 +56,12 @@ function loadBrowserSync(id) {
   }
 }
 
+/** Warnings about the config, said whatever the log level, with browser-sync's prefix. */
+function warn(config, lines) {
+  const prefix = typeof config.logPrefix === 'string' ? config.logPrefix : 'Browsersync'
+  for (const line of lines) process.stderr.write(`[${prefix}] ${line}\n`)
+}
+
 /** A free port on the loopback address, for browser-sync's own server (it scans upwards from it). */
 function freeLoopbackPort() {
   return new Promise((resolve, reject) => {
@@ -190,10 +196,7 @@ function createAdapter(moduleId) {
         return instance
       }
       // Keys nobody reads: browser-sync would drop them in silence. Said whatever the log level.
-      if (config && typeof config === 'object') {
-        const prefix = typeof config.logPrefix === 'string' ? config.logPrefix : 'Browsersync'
-        for (const line of unknownOptions(config, lib.defaults, binding.__closestName)) process.stderr.write(`[${prefix}] ${line}\n`)
-      }
+      if (config && typeof config === 'object') warn(config, unknownOptions(config, lib.defaults, binding.__closestName))
       if (!config || !config.proxy) {
         // Nothing to proxy (server or snippet mode): browser-sync as it is.
         inner.init(config, cb)
@@ -258,8 +261,7 @@ function createAdapter(moduleId) {
     async function startProxy(split, config, running) {
       await Promise.allSettled([...stopping])
       const { options: proxyOptions, warnings } = applyHttpModule(split)
-      const prefix = typeof config.logPrefix === 'string' ? config.logPrefix : 'Browsersync'
-      for (const line of warnings) process.stderr.write(`[${prefix}] ${line}\n`)
+      warn(config, warnings)
       const snippet = bs.options.get('snippet')
       const routes = { ...proxyOptions.routes, ...browserSyncRoutes(bs.options, bs.options.get('port')) }
       const proxyConfig = { ...proxyOptions, routes, proxy: resolveReqHeaders(proxyOptions.proxy, bs, proxyOption(config)) }

@@ -208,13 +208,13 @@ class MiddlewareHost {
   #sendOn(req, res) {
     if (this.#proxy === null) return this.#fail(res, new Error('the proxy is not running'))
     const headers = { ...req.headers, [TOKEN_HEADER]: req[RETURN_TICKET] }
-    const announced = announcesBody(req.headers)
     for (const name of HOP_BY_HOP) delete headers[name]
     // A middleware that read the body (a body parser) leaves nothing to stream: what it put in
     // `req.body` goes on instead, or the request fails naming why (piping the drained stream would
     // announce a body that never comes, and the request would hang, as it does with http-proxy).
     let replacement = null
     if (req.readableDidRead) {
+      const announced = announcesBody(req.headers)
       replacement = readBodyReplacement(req, announced)
       if (replacement instanceof Error) return this.#fail(res, replacement)
       if (announced || replacement.length > 0) headers['content-length'] = String(replacement.length)
