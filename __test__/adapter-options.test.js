@@ -8,7 +8,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { ROOT, startUpstream, request, withTimeout, ACCEPT_HTML } = require('./helpers')
-const { PROXY_OPTIONS, SHARED_OPTIONS, splitOptions, unknownOptions } = require('../lib/browser-sync-options.js')
+const { PROXY_OPTIONS, SHARED_OPTIONS, splitOptions, unknownOptions, applyHttpModule } = require('../lib/browser-sync-options.js')
 
 test("every option start() reads reaches it through the adapter (only `snippet` is browser-sync's to decide)", () => {
   // start()'s own list of top-level options (src/binding/option_names.rs), plus the one only the JS side reads.
@@ -123,6 +123,21 @@ test('options go where they are read: the proxy\'s to start(), browser-sync\'s t
   const { proxyOptions, bsOptions } = splitOptions({ proxy: 'http://127.0.0.1:1', port: 3000, middleware, files: ['*.css'], ghostMode: false, logPrefix: 'app', startPath: '/x', snippetOptions: { async: true } })
   assert.deepEqual(proxyOptions, { proxy: 'http://127.0.0.1:1', port: 3000, middleware, logPrefix: 'app', startPath: '/x', snippetOptions: { async: true } })
   assert.deepEqual(bsOptions, { files: ['*.css'], ghostMode: false, logPrefix: 'app', startPath: '/x', snippetOptions: { async: true } })
+})
+
+test("httpModule's values: none, null or 'http' change nothing and say nothing; 'http2' keeps an https given; another module is named in one warning", () => {
+  for (const httpModule of [undefined, null, 'http']) {
+    const given = httpModule === undefined ? { port: 3000 } : { port: 3000, httpModule }
+    assert.deepEqual(applyHttpModule(given), { options: { port: 3000 }, warnings: [] }, String(httpModule))
+  }
+  const https = { key: 'k.pem', cert: 'c.pem' }
+  assert.deepEqual(applyHttpModule({ httpModule: 'http2', https }), { options: { https }, warnings: [] })
+  assert.deepEqual(applyHttpModule({ httpModule: 'http2' }), { options: { https: true }, warnings: [] })
+  const { options, warnings } = applyHttpModule({ httpModule: 'spdy', port: 1 })
+  assert.deepEqual(options, { port: 1 })
+  assert.deepEqual(warnings, [
+    "option `httpModule` ('spdy') is not used: the proxy's server is native (HTTP/1.1, and HTTP/2 over https); 'http2' means https: true",
+  ])
 })
 
 test("httpModule: 'http2' serves the site over https, HTTP/2 to an HTTP/2 client, as Browsersync's http2 server; another module is said to be unused", { timeout: 60000 }, async () => {

@@ -49,12 +49,10 @@ const SHARED_SET = new Set(SHARED_OPTIONS)
 
 /**
  * Options browser-sync reads that its default config (`dist/default-config.js`, read from the
- * installed version) does not list.
+ * installed version) does not list, less those in PROXY_OPTIONS (`https`, `httpModule`, `listen`,
+ * `serveStaticOptions`).
  */
-const BROWSERSYNC_UNLISTED = [
-  'snippet', 'https', 'httpModule', 'listen', 'cwd', 'callbacks', 'online', 'tunnel', 'scriptPath',
-  'serveStaticOptions', 'script', 'uiPort', 'ports',
-]
+const BROWSERSYNC_UNLISTED = ['snippet', 'cwd', 'callbacks', 'online', 'tunnel', 'scriptPath', 'script', 'uiPort', 'ports']
 
 /**
  * Warnings for the top-level keys of `config` that neither browser-sync nor `start()` reads (both
