@@ -503,3 +503,48 @@ async function capturingStderr(fn) {
   }
   return text
 }
+
+test('through next(), the client gets the target\'s answer as the proxy alone gives it: status, header names and order, repeated Set-Cookie', async () => {
+  routes['/headers'] = (req, res) => {
+    res.sendDate = false
+    res.writeHead(201, { 'X-Custom-Case': 'A', 'Set-Cookie': ['a=1; Path=/', 'b=2; HttpOnly'], 'Cache-Control': 'no-store', 'content-type': 'text/plain' })
+    res.end('made')
+  }
+  const answer = async (options) =>
+    withProxy({ proxy: up.url, port: 0, serverTiming: false, ...options }, async (server) => {
+      const res = await request(server.url + '/headers')
+      const raw = []
+      for (let i = 0; i < res.rawHeaders.length; i += 2) {
+        // only the connection's own framing may differ (keep-alive from one hop or another)
+        if (!['date', 'connection', 'keep-alive'].includes(res.rawHeaders[i].toLowerCase())) raw.push(res.rawHeaders[i], res.rawHeaders[i + 1])
+      }
+      return { status: res.status, raw, body: res.body.toString() }
+    })
+  try {
+    const direct = await answer({})
+    assert.equal(direct.status, 201)
+    assert.deepEqual(direct.raw.filter((_, i) => i % 2 === 0 && /set-cookie/i.test(direct.raw[i])).length, 2)
+    assert.deepEqual(await answer({ middleware: [(req, res, next) => next()] }), direct)
+  } finally {
+    delete routes['/headers']
+  }
+})
+
+test('a process whose server has middleware (one request went through next()) exits after unref(), and after stop()', async () => {
+  const { spawnNode } = require('./helpers')
+  const GC_CHILD = require('node:path').join(__dirname, 'fixtures/gc-child.js')
+  for (const ending of ['unref', 'stop']) {
+    const child = spawnNode(GC_CHILD, ['middleware', up.url], {}, ['--expose-gc'])
+    try {
+      const { url } = await child.next('started')
+      await child.next('serving')
+      // keep-alive connections between the proxy and its middleware host exist from here on
+      for (let i = 0; i < 3; i++) assert.equal((await request(url + '/echo')).status, 200)
+      child.send({ type: ending })
+      const { code, signal } = await withTimeout(child.exited, 10000, `the process to exit after ${ending}()`)
+      assert.deepEqual({ code, signal }, { code: 0, signal: null }, child.output().stderr)
+    } finally {
+      await child.kill()
+    }
+  }
+})
