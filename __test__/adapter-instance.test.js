@@ -324,3 +324,74 @@ test("through the adapter, the entry standing for the proxy in options.middlewar
     await up.close()
   }
 })
+
+test("options.proxy.url is what Browsersync's url.parse() makes of the target (port '80' when none); target cut to the origin, the other keys kept", () => {
+  const url = require('node:url')
+  const { proxyOption } = require(`${ROOT}/lib/browser-sync-site.js`)
+  const targets = [
+    'http://127.0.0.1:8000',
+    'http://user:p%40ss@LocalHost:8000/a/b?x=1&y=%20#h',
+    'https://example.test/path/',
+    'http://only-user@example.test',
+    'localhost:3000/start',
+    'http://[::1]:9000/x?',
+    'https://example.test:443/',
+    'http://localhost:80',
+    'http://127.0.0.1:8000/a?b=1#',
+    'http://a.test/é?x=é',
+  ]
+  for (const target of targets) {
+    const withScheme = /^https?:\/\//.test(target) ? target : `http://${target}`
+    const parsed = { ...url.parse(withScheme) }
+    if (!parsed.port) parsed.port = '80'
+    const option = proxyOption({ proxy: target })
+    assert.deepEqual(option.url, parsed, target)
+    assert.equal(option.target, `${parsed.protocol}//${parsed.host}`, target)
+    assert.deepEqual(Object.keys(option).sort(), ['target', 'url'], target)
+  }
+  const reqHeaders = { 'x-a': '1' }
+  const given = proxyOption({ proxy: { target: 'http://127.0.0.1:8000/x', ws: true, reqHeaders } })
+  assert.equal(given.target, 'http://127.0.0.1:8000')
+  assert.equal(given.ws, true)
+  assert.equal(given.reqHeaders, reqHeaders)
+  assert.equal(given.url.path, '/x')
+})
+
+test('listOf: an option of one item or a list (array, Immutable list) as an array', () => {
+  const { listOf } = require(`${ROOT}/lib/browser-sync-site.js`)
+  const Immutable = require('immutable')
+  const fn = () => {}
+  assert.deepEqual(listOf(undefined), [])
+  assert.deepEqual(listOf(null), [])
+  const array = [fn, { route: '/a' }]
+  assert.equal(listOf(array), array)
+  assert.deepEqual(listOf(Immutable.List([fn, 2])), [fn, 2])
+  assert.deepEqual(listOf(fn), [fn])
+  assert.deepEqual(listOf({ match: 'a' }), [{ match: 'a' }])
+})
+
+test("bs.server's view of a proxy on ::1: an IPv6 address; close(cb) hands stop()'s failure to cb; close and stopped() emit 'close' once", async () => {
+  const { start } = require(ROOT)
+  const { ProxyServerView } = require(`${ROOT}/lib/browser-sync-site.js`)
+  const { up } = await site()
+  const server = await start({ proxy: up.url, port: 0, listen: '::1', quiet: true })
+  try {
+    let stops = 0
+    const view = new ProxyServerView(server, () => (stops++, Promise.reject(new Error('cannot stop'))))
+    assert.deepEqual(view.address(), { address: '::1', family: 'IPv6', port: server.port })
+    const failure = await new Promise((resolve) => assert.equal(view.close(resolve), view))
+    assert.match(String(failure), /cannot stop/)
+    assert.equal(view.close(), view, 'without a callback: nothing to tell, nothing thrown')
+    assert.equal(stops, 2)
+    let closes = 0
+    view.on('close', () => closes++)
+    view.stopped()
+    view.stopped()
+    assert.equal(closes, 1)
+    assert.equal(view.proxy, null)
+    assert.equal(view.listening, false)
+  } finally {
+    await server.stop()
+    await up.close()
+  }
+})

@@ -11,6 +11,7 @@
 //   `removeMiddleware`), hands the options' rules and middleware to the running proxy.
 
 const { EventEmitter } = require('node:events')
+const url = require('node:url')
 
 /** The id Browsersync gives the proxy's own entry at the end of `options.middleware`. */
 const PROXY_ENTRY_ID = 'Browsersync Proxy'
@@ -73,26 +74,15 @@ class ProxyServerView extends EventEmitter {
 }
 
 /**
- * A URL as Node's legacy `url.parse` gives it (Browsersync keeps the target's that way in
- * `options.proxy.url`), with its port set to '80' when the URL has none, as Browsersync does.
+ * The target as Browsersync keeps it in `options.proxy.url`: Node's legacy `url.parse()` (what its
+ * handleProxyOption calls), with the port set to '80' when the URL has none. `url.parse` itself, not
+ * a WHATWG port of it: the two differ on explicit default ports, IPv6 hostnames, an empty `?` or
+ * `#`, non-ASCII paths. (Node 24 warns about `url.parse` only for code outside node_modules.)
  */
 function legacyUrl(target) {
-  const url = new URL(target)
-  const auth = url.username ? decodeURIComponent(url.username) + (url.password ? `:${decodeURIComponent(url.password)}` : '') : null
-  return {
-    protocol: url.protocol,
-    slashes: true,
-    auth,
-    host: url.host,
-    port: url.port || '80',
-    hostname: url.hostname,
-    hash: url.hash || null,
-    search: url.search || null,
-    query: url.search ? url.search.slice(1) : null,
-    pathname: url.pathname,
-    path: url.pathname + url.search,
-    href: url.href,
-  }
+  const parsed = { ...url.parse(target) }
+  if (!parsed.port) parsed.port = '80'
+  return parsed
 }
 
 /**
@@ -102,8 +92,8 @@ function legacyUrl(target) {
 function proxyOption(config) {
   const given = typeof config.proxy === 'string' ? {} : config.proxy
   const target = typeof config.proxy === 'string' ? config.proxy : config.proxy.target
-  const url = legacyUrl(/^[a-z]+:\/\//i.test(target) ? target : `http://${target}`)
-  return { ...given, target: `${url.protocol}//${url.host}`, url }
+  const parsed = legacyUrl(/^[a-z]+:\/\//i.test(target) ? target : `http://${target}`)
+  return { ...given, target: `${parsed.protocol}//${parsed.host}`, url: parsed }
 }
 
 /** A rule or middleware entry of `bs.options` as plain JS: Browsersync keeps objects as Immutable maps. */
@@ -125,9 +115,9 @@ function attachSite(bs, { Immutable }, server, config, middleware, stop) {
       res.end(`devproxy-native serves this site on ${server.url}; this entry stands for it in options.middleware\n`)
     },
   }
-  const { url, ...proxy } = proxyOption(config)
+  const { url: targetUrl, ...proxy } = proxyOption(config)
   bs.setMany((options) => {
-    options.set('proxy', Immutable.fromJS(proxy).set('url', Immutable.Map(url)))
+    options.set('proxy', Immutable.fromJS(proxy).set('url', Immutable.Map(targetUrl)))
     if (!config.startPath && server.startPath) options.set('startPath', server.startPath)
     options.set('rewriteRules', Immutable.fromJS(config.rewriteRules ?? []))
     options.set('middleware', Immutable.List([...middleware, proxyEntry]))
