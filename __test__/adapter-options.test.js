@@ -206,3 +206,54 @@ test("httpModule: 'http2' serves the site over https, HTTP/2 to an HTTP/2 client
     await up.close()
   }
 })
+
+test("the site's URLs (banner, getOption('urls')) are browser-sync 3's for the same config; better where it prints what cannot be opened", { timeout: 120000 }, async () => {
+  const { deadPort } = require('./helpers')
+  const devIp = require(require.resolve('dev-ip', { paths: [path.dirname(require.resolve('browser-sync'))] }))
+  const up = await startUpstream({ '/': (req, res) => res.end('site') })
+  const urlsOf = async (api, config) => {
+    const port = await deadPort()
+    const instance = api.create()
+    const { err, bs } = await new Promise((resolve) =>
+      instance.init({ proxy: up.url, port, open: false, ui: false, notify: false, ghostMode: false, logLevel: 'silent', ...config }, (e, b) => resolve({ err: e, bs: b })),
+    )
+    assert.ifError(err)
+    const urls = bs.options.get('urls').toJS()
+    await instance.exit()
+    return JSON.parse(JSON.stringify(urls).replaceAll(`:${port}`, ':PORT'))
+  }
+  const adapter = require(path.join(ROOT, 'browser-sync.js'))
+  const browserSync = require('browser-sync')
+  try {
+    const same = [
+      { online: false },
+      { online: false, listen: '127.0.0.1' },
+      { online: false, startPath: 'x' },
+      { online: false, startPath: '/x/y' },
+      { online: true, host: '127.0.0.1' },
+      { online: false, host: '127.0.0.1' },
+      { online: false, https: true },
+    ]
+    for (const config of same) assert.deepEqual(await urlsOf(adapter, config), await urlsOf(browserSync, config), JSON.stringify(config))
+
+    const lan = devIp()
+    const lanUrl = lan.length ? { external: `http://${lan[0]}:PORT` } : {}
+    const better = [
+      // [config, browser-sync 3's, the adapter's]
+      [{ online: false, listen: '::1' }, { local: 'http://::1:PORT' }, { local: 'http://[::1]:PORT' }],
+      [{ online: true, host: '::1' }, { local: 'http://localhost:PORT', external: 'http://::1:PORT' }, { local: 'http://localhost:PORT', external: 'http://[::1]:PORT' }],
+      [{ online: true, host: '0.0.0.0' }, { local: 'http://localhost:PORT', external: 'http://0.0.0.0:PORT' }, { local: 'http://localhost:PORT', ...lanUrl }],
+      [{ online: false, listen: '0.0.0.0' }, { local: 'http://0.0.0.0:PORT' }, { local: 'http://localhost:PORT', ...lanUrl }],
+      [{ online: true, host: '0.0.0.0', detect: false }, { local: 'http://localhost:PORT', external: 'http://0.0.0.0:PORT' }, { local: 'http://localhost:PORT' }],
+      // Browsersync listens on every address, the proxy on loopback unless `host` says otherwise.
+      [{ online: true }, { local: 'http://localhost:PORT', ...lanUrl }, { local: 'http://localhost:PORT' }],
+      [{ online: true, detect: false }, { local: 'http://localhost:PORT', external: 'http://false:PORT' }, { local: 'http://localhost:PORT' }],
+    ]
+    for (const [config, theirs, ours] of better) {
+      assert.deepEqual(await urlsOf(browserSync, config), theirs, `browser-sync 3, ${JSON.stringify(config)}`)
+      assert.deepEqual(await urlsOf(adapter, config), ours, `adapter, ${JSON.stringify(config)}`)
+    }
+  } finally {
+    await up.close()
+  }
+})

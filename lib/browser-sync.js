@@ -102,18 +102,29 @@ function holdEvent(emitter, event) {
   }
 }
 
-/** `http://host:port` as Browsersync prints it: `localhost` for loopback and wildcard listeners. */
+/**
+ * The site's URLs as Browsersync's getUrlOptions() makes them: `listen` given, that address alone;
+ * otherwise Local on `localhost`, and (online) External on the `host` given. Better than it where it
+ * prints what cannot be opened: an IPv6 address in brackets, a wildcard listener's External the
+ * machine's first IP (not `0.0.0.0`), none when `detect: false` (not `http://false:3000`). Without a
+ * `host` the proxy listens on loopback only, so there is no External (Browsersync listens on all
+ * interfaces).
+ */
 function siteUrls(server, proxyOptions, bsOptions, devIp) {
   const scheme = server.url.startsWith('https:') ? 'https' : 'http'
-  const host = proxyOptions.listen || proxyOptions.host || LOOPBACK
-  const wildcard = host === '0.0.0.0' || host === '::'
-  const loopback = host === 'localhost' || host === '::1' || host.startsWith('127.')
+  const { listen, host } = proxyOptions
+  const isWildcard = (address) => address === '0.0.0.0' || address === '::'
   const startPath = proxyOptions.startPath ? String(proxyOptions.startPath).replace(/^\/?/, '/') : ''
   const url = (name) => `${scheme}://${name.includes(':') ? `[${name}]` : name}:${server.port}${startPath}`
-  const urls = { local: url(wildcard || loopback ? 'localhost' : host) }
-  if (wildcard) {
+  if (listen && !isWildcard(listen)) return { scheme, urls: { local: url(listen) } }
+  const urls = { local: url('localhost') }
+  const exposed = listen || host
+  if (bsOptions.get('online') === false && !listen) return { scheme, urls }
+  if (exposed && isWildcard(exposed)) {
     const ips = bsOptions.get('detect') === false ? [] : devIp()
     if (ips.length) urls.external = url(ips[0])
+  } else if (exposed && exposed !== 'localhost') {
+    urls.external = url(exposed)
   }
   return { scheme, urls }
 }
