@@ -548,3 +548,9 @@ test('a process whose server has middleware (one request went through next()) ex
     }
   }
 })
+
+test('proxy: null, with or without middleware, is refused with the message about proxy (not a failed middleware lookup)', async () => {
+  for (const middleware of [undefined, [(req, res, next) => next()]]) {
+    await assert.rejects(stopIfStarted(lib().start({ proxy: null, middleware, port: 0, quiet: true })), /option `proxy` is required/)
+  }
+})
