@@ -335,6 +335,25 @@ test('init reports a port in use and a bad option to its callback, and stops bro
       assert.equal(bs.proxy, null)
       assert.notEqual(bs.instance.server?.listening, true, "browser-sync's own server is not left running")
     }
+    // Without a callback, the error is printed with browser-sync's prefix, once.
+    const printed = []
+    const said = deferred()
+    const consoleError = console.error
+    console.error = (...args) => {
+      printed.push(args.join(' '))
+      said.resolve()
+    }
+    try {
+      const bs = adapter.create()
+      bs.init({ proxy: upstream.url, port: busy.port, strictPort: true, open: false, online: false, ui: false, logLevel: 'silent' })
+      await withTimeout(said.promise, 20000, 'the error printed')
+      assert.match(printed[0], new RegExp(`^\\[Browsersync\\] .*${busy.port}`))
+      assert.equal(bs.active, false)
+      await bs.exit()
+      assert.equal(printed.length, 1, printed.join('\n'))
+    } finally {
+      console.error = consoleError
+    }
   } finally {
     await busy.close()
     await upstream.close()
@@ -368,6 +387,22 @@ test('module-level form, has/get, and the error naming `npm i -D browser-sync`',
     const page = await fetch(single.proxy.url + '/', { headers: { accept: 'text/html' } })
     assert.match(await page.text(), /<body><script id="__bs_script__">[\s\S]*src = '\/browser-sync\/browser-sync-client\.js\?v=[\d.]+'/)
     assert.throws(() => api.get('nope'), /`nope` was not found/)
+    // A second module-level init: browser-sync's message, and the running instance back.
+    const consoleError = console.error
+    const printed = []
+    console.error = (...args) => printed.push(args.join(' '))
+    try {
+      assert.equal(api({ proxy: upstream.url, port: 0 }), single)
+    } finally {
+      console.error = consoleError
+    }
+    assert.deepEqual(printed, ['[Browsersync] You tried to start Browsersync twice! To create multiple instances, use browserSync.create().init()'])
+    // pause()/resume() at module level act on the singleton, as its `paused` says.
+    api.pause()
+    assert.equal(single.paused, true)
+    assert.equal(api.paused, true)
+    api.resume()
+    assert.equal(api.paused, false)
     await api.exit()
     assert.equal(api.active, false)
   } finally {
