@@ -395,3 +395,37 @@ test("bs.server's view of a proxy on ::1: an IPv6 address; close(cb) hands stop(
     await up.close()
   }
 })
+
+test("'service:running' (what plugins wait for) carries what browser-sync 3's proxy mode sends, once the site answers, before init's callback", { timeout: 60000 }, async () => {
+  const { up } = await site()
+  const seen = {}
+  try {
+    for (const [name, api] of [['browser-sync 3', require('browser-sync')], ['adapter', adapter]]) {
+      const port = await deadPort()
+      const instance = api.create()
+      const order = []
+      instance.emitter.on('service:running', (data) => {
+        order.push('service:running')
+        // The site answers by now: a plugin may fetch it.
+        data.answered = request(`http://127.0.0.1:${port}`).get('/index.html').set('accept', 'text/html').then((res) => res.status)
+        seen[name] = data
+      })
+      const { err } = await new Promise((resolve) => instance.init({ ...QUIET, port, proxy: up.url, startPath: '/forms.html' }, (e) => (order.push('callback'), resolve({ err: e }))))
+      try {
+        assert.ifError(err)
+        assert.deepEqual(order, ['service:running', 'callback'], name)
+        const { options, answered, ...data } = seen[name]
+        assert.equal(await answered, 200, name)
+        assert.equal(options.get('mode'), 'proxy', name)
+        assert.equal(data.port, port, name)
+        seen[name] = JSON.parse(JSON.stringify({ ...data, port: 'PORT' }).replaceAll(`:${port}`, ':PORT'))
+      } finally {
+        await instance.exit()
+      }
+    }
+    assert.deepEqual(seen.adapter, seen['browser-sync 3'])
+    assert.deepEqual(seen.adapter, { type: 'proxy', port: 'PORT', url: 'http://localhost:PORT/forms.html', urls: { local: 'http://localhost:PORT/forms.html' } })
+  } finally {
+    await up.close()
+  }
+})
