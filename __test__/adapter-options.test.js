@@ -257,3 +257,38 @@ test("the site's URLs (banner, getOption('urls')) are browser-sync 3's for the s
     await up.close()
   }
 })
+
+test("browser-sync's UI listens on 127.0.0.1 through the adapter; `ui.listen` is said to be unused, not dropped in silence", { timeout: 60000 }, async () => {
+  const { deadPort } = require('./helpers')
+  const up = await startUpstream({ '/': (req, res) => res.end('site') })
+  const stderr = []
+  const write = process.stderr.write
+  process.stderr.write = function (chunk, ...rest) {
+    stderr.push(String(chunk))
+    return write.call(this, chunk, ...rest)
+  }
+  try {
+    for (const ui of [{}, { listen: '0.0.0.0' }]) {
+      const uiPort = await deadPort()
+      const instance = require(path.join(ROOT, 'browser-sync.js')).create()
+      const { err } = await new Promise((resolve) =>
+        instance.init({ proxy: up.url, port: 0, open: false, online: false, notify: false, logLevel: 'silent', ui: { port: uiPort, ...ui } }, (e) => resolve({ err: e })),
+      )
+      try {
+        assert.ifError(err)
+        assert.deepEqual(instance.instance.ui.server.address(), { address: '127.0.0.1', family: 'IPv4', port: uiPort })
+        assert.equal(instance.getOption('urls').get('ui'), `http://127.0.0.1:${uiPort}`)
+        const res = await request(`http://127.0.0.1:${uiPort}/`)
+        assert.equal(res.status, 200, 'the UI answers')
+      } finally {
+        await instance.exit()
+      }
+      const said = stderr.join('').match(/option `ui\.listen` is not used/g)?.length ?? 0
+      assert.equal(said, ui.listen ? 1 : 0, stderr.join(''))
+    }
+    assert.match(stderr.join(''), /\[Browsersync\] option `ui\.listen` is not used: browser-sync's UI listens where its own server does, on 127\.0\.0\.1/)
+  } finally {
+    process.stderr.write = write
+    await up.close()
+  }
+})

@@ -225,6 +225,13 @@ function createAdapter(moduleId) {
         done(err)
       }
       const { proxyOptions, bsOptions } = splitOptions(config)
+      const { listen: uiListen, ...uiWithoutListen } = bsOptions.ui ?? {}
+      if (uiListen !== undefined) {
+        warn(config, [
+          "option `ui.listen` is not used: browser-sync's UI listens where its own server does, on 127.0.0.1 " +
+            'through the adapter (browser-sync replaces `ui.listen` with `listen`)',
+        ])
+      }
       const { ready, ...callbacks } = bsOptions.callbacks ?? {}
       freeLoopbackPort().then((bsPort) => {
         const bsConfig = {
@@ -237,8 +244,8 @@ function createAdapter(moduleId) {
           // The snippet browser-sync's proxy mode injects: a same-origin path to its client script.
           scriptPath: (path) => path,
           socket: { ...bsOptions.socket, domain: bsOptions.socket?.domain ?? socketDomain },
-          // Browser-sync's socket server listens on loopback only, so its UI does too unless told.
-          ui: bsOptions.ui === false ? false : { ...bsOptions.ui, listen: bsOptions.ui?.listen ?? LOOPBACK },
+          // Its UI listens where its server does (browser-sync sets `ui.listen` to `listen`): loopback.
+          ui: bsOptions.ui === false ? false : uiWithoutListen,
         }
         const running = holdEvent(bs.events, 'service:running')
         try {
