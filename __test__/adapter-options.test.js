@@ -277,7 +277,7 @@ test("browser-sync's UI listens on 127.0.0.1 through the adapter; `ui.listen` is
       try {
         assert.ifError(err)
         assert.deepEqual(instance.instance.ui.server.address(), { address: '127.0.0.1', family: 'IPv4', port: uiPort })
-        assert.equal(instance.getOption('urls').get('ui'), `http://127.0.0.1:${uiPort}`)
+        assert.equal(instance.getOption('urls').get('ui'), `http://localhost:${uiPort}`, 'as Browsersync prints it')
         const res = await request(`http://127.0.0.1:${uiPort}/`)
         assert.equal(res.status, 200, 'the UI answers')
       } finally {
@@ -289,6 +289,51 @@ test("browser-sync's UI listens on 127.0.0.1 through the adapter; `ui.listen` is
     assert.match(stderr.join(''), /\[Browsersync\] option `ui\.listen` is not used: browser-sync's UI listens where its own server does, on 127\.0\.0\.1/)
   } finally {
     process.stderr.write = write
+    await up.close()
+  }
+})
+
+test("the site's port in use: the site takes the next free one before browser-sync's UI does, as in Browsersync (site P+1, UI P+2)", { timeout: 60000 }, async () => {
+  const net = require('node:net')
+  const bindable = (port) =>
+    new Promise((resolve) => {
+      const probe = net.createServer()
+      probe.once('error', () => resolve(false))
+      probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)))
+    })
+  // A port P held by someone else, and P+1..P+3 free.
+  let busy = null
+  for (let tries = 0; tries < 50 && busy === null; tries++) {
+    const candidate = net.createServer()
+    const base = 20000 + Math.floor(Math.random() * 40000)
+    const held = await new Promise((resolve) => {
+      candidate.once('error', () => resolve(false))
+      candidate.listen(base, '127.0.0.1', () => resolve(true))
+    })
+    if (!held) continue
+    if ((await bindable(base + 1)) && (await bindable(base + 2)) && (await bindable(base + 3))) busy = { server: candidate, port: base }
+    else candidate.close()
+  }
+  assert.ok(busy, 'four consecutive ports, the first held')
+  const up = await startUpstream({ '/': (req, res) => res.end('site') })
+  const P = busy.port
+  try {
+    for (const [name, api] of [['browser-sync 3', require('browser-sync')], ['adapter', require(path.join(ROOT, 'browser-sync.js'))]]) {
+      const instance = api.create()
+      const { err } = await new Promise((resolve) =>
+        instance.init({ proxy: up.url, port: P, ui: { port: P + 1 }, open: false, online: false, notify: false, logLevel: 'silent' }, (e) => resolve({ err: e })),
+      )
+      try {
+        assert.ifError(err)
+        const urls = instance.getOption('urls').toJS()
+        assert.deepEqual(urls, { local: `http://localhost:${P + 1}`, ui: `http://localhost:${P + 2}` }, name)
+        assert.equal(instance.getOption('port'), P + 1, name)
+      } finally {
+        await instance.exit()
+      }
+    }
+  } finally {
+    busy.server.close()
     await up.close()
   }
 })

@@ -75,6 +75,31 @@ function freeLoopbackPort() {
 }
 
 /**
+ * Browsersync takes the site's port before its UI's, so the UI moves on when they collide (3000 in
+ * use: the site on 3001, the UI on 3002). The proxy listens only once browser-sync runs, so the
+ * site's port is held meanwhile by a placeholder listener: the first free port from `port` (3000 by
+ * default) on the proxy's address. `release()` frees it just before the proxy takes it. Null when
+ * there is nothing to hold (`port: 0`, `strictPort`, a port start() will refuse anyway).
+ */
+async function reserveSitePort({ port = 3000, strictPort, listen, host }) {
+  if (strictPort || !Number.isInteger(port) || port < 1 || port > 65535) return null
+  const address = listen || host || LOOPBACK
+  for (let candidate = port; candidate <= Math.min(port + 100, 65535); candidate++) {
+    const placeholder = net.createServer()
+    const outcome = await new Promise((resolve) => {
+      placeholder.once('error', (err) => resolve(err.code))
+      placeholder.listen(candidate, address, () => resolve('listening'))
+    })
+    if (outcome === 'listening') {
+      placeholder.unref()
+      return { port: candidate, release: () => new Promise((resolve) => placeholder.close(() => resolve())) }
+    }
+    if (outcome !== 'EADDRINUSE') return null
+  }
+  return null
+}
+
+/**
  * Holds `event` on `emitter` until `release(args)`: browser-sync announces `service:running` (its
  * banner, `open`) before the proxy listens; it is re-emitted with the proxy's URLs once it does.
  */
@@ -219,8 +244,10 @@ function createAdapter(moduleId) {
         return instance
       }
       starting = true
+      let reservation = null
       const fail = (err, stopBrowserSync) => {
         starting = false
+        reservation?.release()
         if (stopBrowserSync) inner.exit()
         done(err)
       }
@@ -233,7 +260,13 @@ function createAdapter(moduleId) {
         ])
       }
       const { ready, ...callbacks } = bsOptions.callbacks ?? {}
-      freeLoopbackPort().then((bsPort) => {
+      // The site's port is held once the proxies still stopping have freed theirs (an init right after
+      // cleanup() gets the same port).
+      const bsPortFound = Promise.allSettled([...stopping]).then(async () => {
+        reservation = await reserveSitePort(proxyOptions)
+        return freeLoopbackPort()
+      })
+      bsPortFound.then((bsPort) => {
         const bsConfig = {
           ...bsOptions,
           callbacks,
@@ -256,7 +289,7 @@ function createAdapter(moduleId) {
             }
             // The user's callbacks run outside this chain: an exception in them is theirs, not a
             // failed start that would stop what runs.
-            startProxy(proxyOptions, config, running).then(
+            startProxy(proxyOptions, config, running, reservation).then(
               () => {
                 if (typeof ready === 'function') ready.call(instance, null, bs)
                 done(null, bs)
@@ -276,9 +309,13 @@ function createAdapter(moduleId) {
       return instance
     }
 
-    async function startProxy(split, config, running) {
+    async function startProxy(split, config, running, reservation) {
       await Promise.allSettled([...stopping])
       const { options: proxyOptions, warnings } = applyHttpModule(split)
+      if (reservation) {
+        await reservation.release()
+        proxyOptions.port = reservation.port
+      }
       warn(config, warnings)
       const snippet = bs.options.get('snippet')
       const routes = { ...proxyOptions.routes, ...browserSyncRoutes(bs.options, bs.options.get('port')) }
@@ -302,7 +339,11 @@ function createAdapter(moduleId) {
         stopProxy().catch(() => {})
       })
       bs.setMany((options) => {
-        const uiUrls = options.get('urls').filter((_, key) => key.startsWith('ui'))
+        // The UI's Local URL on `localhost`, as Browsersync prints it (it listens on loopback here).
+        const uiUrls = options
+          .get('urls')
+          .filter((_, key) => key.startsWith('ui'))
+          .map((value, key) => (key === 'ui' ? value.replace(`//${LOOPBACK}:`, '//localhost:') : value))
         options.set('mode', 'proxy')
         options.set('port', server.port)
         options.set('scheme', scheme)
