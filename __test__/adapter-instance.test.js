@@ -310,6 +310,7 @@ test("through the adapter, the entry standing for the proxy in options.middlewar
     const entries = bs.options.get('middleware').toArray()
     const entry = entries[entries.length - 1]
     assert.equal(entry.id, 'Browsersync Proxy')
+    assert.equal(entry.route, '', "mounted at the root, as browser-sync's own entry")
     const elsewhere = http.createServer((req, res) => entry.handle(req, res))
     await new Promise((resolve) => elsewhere.listen(0, HOST, resolve))
     try {
@@ -339,6 +340,7 @@ test("options.proxy.url is what Browsersync's url.parse() makes of the target (p
     'http://localhost:80',
     'http://127.0.0.1:8000/a?b=1#',
     'http://a.test/é?x=é',
+    'localhost:3000/login?next=http://127.0.0.1/x',
   ]
   for (const target of targets) {
     const withScheme = /^https?:\/\//.test(target) ? target : `http://${target}`
@@ -381,7 +383,17 @@ test("bs.server's view of a proxy on ::1: an IPv6 address; close(cb) hands stop(
     assert.deepEqual(view.address(), { address: '::1', family: 'IPv6', port: server.port })
     const failure = await new Promise((resolve) => assert.equal(view.close(resolve), view))
     assert.match(String(failure), /cannot stop/)
-    assert.equal(view.close(), view, 'without a callback: nothing to tell, nothing thrown')
+    const unhandled = []
+    const onUnhandled = (reason) => unhandled.push(reason)
+    process.on('unhandledRejection', onUnhandled)
+    try {
+      assert.equal(view.close(), view, 'without a callback: nothing to tell, nothing thrown')
+      // a rejection nobody handles is reported after the microtasks of this turn
+      await new Promise((resolve) => setImmediate(resolve))
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+    }
+    assert.deepEqual(unhandled, [])
     assert.equal(stops, 2)
     let closes = 0
     view.on('close', () => closes++)
@@ -426,6 +438,69 @@ test("'service:running' (what plugins wait for) carries what browser-sync 3's pr
     assert.deepEqual(seen.adapter, seen['browser-sync 3'])
     assert.deepEqual(seen.adapter, { type: 'proxy', port: 'PORT', url: 'http://localhost:PORT/forms.html', urls: { local: 'http://localhost:PORT/forms.html' } })
   } finally {
+    await up.close()
+  }
+})
+
+test('through the adapter, a reset that changes nothing hands nothing to the proxy; each change hands over only what changed; override middleware run first, as in Browsersync', { timeout: 60000 }, async () => {
+  const { up } = await site()
+  const { err, bs, instance } = await initBs(adapter, { ...QUIET, port: 0, proxy: up.url })
+  try {
+    assert.ifError(err)
+    assert.equal(bs.options.get('rewriteRules').size, 0, 'no rules: an empty list, as Browsersync')
+    const handed = { rules: 0, middleware: 0 }
+    const server = instance.proxy
+    for (const [method, key] of [['setRules', 'rules'], ['setMiddleware', 'middleware']]) {
+      const original = server[method].bind(server)
+      server[method] = (...args) => {
+        handed[key]++
+        return original(...args)
+      }
+    }
+    bs.resetMiddlewareStack()
+    assert.deepEqual(handed, { rules: 0, middleware: 0 }, 'nothing changed')
+    bs.addRewriteRule({ match: '>Browsersync<', replace: '>one<' })
+    assert.deepEqual(handed, { rules: 1, middleware: 0 }, 'a rule')
+    bs.resetMiddlewareStack()
+    assert.deepEqual(handed, { rules: 1, middleware: 0 }, 'nothing changed since')
+    const calls = []
+    bs.addMiddleware('', (req, res, next) => (calls.push('plain'), next()))
+    assert.deepEqual(handed, { rules: 1, middleware: 1 }, 'a middleware')
+    bs.addMiddleware('', (req, res, next) => (calls.push('override'), next()), { override: true })
+    assert.deepEqual(handed, { rules: 1, middleware: 2 }, 'another')
+    bs.resetMiddlewareStack()
+    assert.deepEqual(handed, { rules: 1, middleware: 2 }, 'nothing changed since')
+    bs.serveFile('/plugin.js', { type: 'text/javascript', content: 'window.plugin = 1' })
+    assert.deepEqual(handed, { rules: 1, middleware: 3 }, 'a served file')
+    bs.resetMiddlewareStack()
+    assert.deepEqual(handed, { rules: 1, middleware: 3 }, 'nothing changed since')
+    const res = await page(bs.server)
+    assert.ok(res.text.includes('>one</a>'), res.text)
+    assert.deepEqual(calls, ['override', 'plain'], 'the override entry first, each once')
+    assert.equal((await request(bs.server).get('/plugin.js')).text, 'window.plugin = 1')
+  } finally {
+    await instance.exit()
+    await up.close()
+  }
+})
+
+test("through the adapter, only a change of the proxy option is warned about (setOption('proxy'), setOptionIn(['proxy', ...])); other options are not", { timeout: 60000 }, async () => {
+  const { up } = await site()
+  const { err, bs, instance } = await initBs(adapter, { ...QUIET, port: 0, proxy: up.url })
+  try {
+    assert.ifError(err)
+    const warnings = []
+    bs.logger.warn = (...args) => warnings.push(args.join(' '))
+    bs.setOption('reloadDelay', 10)
+    bs.setOptionIn(['ghostMode', 'clicks'], false)
+    assert.deepEqual(warnings, [])
+    bs.setOptionIn(['proxy', 'target'], 'http://127.0.0.1:1')
+    assert.equal(warnings.length, 1)
+    assert.match(warnings[0], /proxy target cannot change while it runs/)
+    bs.setOption('proxy', bs.options.get('proxy'))
+    assert.equal(warnings.length, 2)
+  } finally {
+    await instance.exit()
     await up.close()
   }
 })
