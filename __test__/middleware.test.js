@@ -293,8 +293,11 @@ test('no middleware (none, undefined, null): the proxy serves; null top-level mi
     await withProxy({ proxy: { target: up.url, middleware: null }, middleware: (req, res) => res.end('top, proxy.middleware null'), port: 0 }, async (server) => {
       assert.equal((await request(server.url + '/any')).body.toString(), 'top, proxy.middleware null')
     })
+    await withProxy({ proxy: { target: up.url, middleware: null }, port: 0 }, async (server) => {
+      assert.equal(JSON.parse((await request(server.url + '/echo')).body).url, '/echo', 'proxy.middleware: null alone')
+    })
   })
-  assert.doesNotMatch(stderr, /middleware/, 'no warning when only one of them is given')
+  assert.doesNotMatch(stderr, /\[devproxy\]/, 'no warning when only one of them is given (nor any other)')
 })
 
 test('{ handle } without a route runs for every path; bad entries of either option are refused naming the entry and the problem', async () => {
@@ -553,4 +556,75 @@ test('proxy: null, with or without middleware, is refused with the message about
   for (const middleware of [undefined, [(req, res, next) => next()]]) {
     await assert.rejects(stopIfStarted(lib().start({ proxy: null, middleware, port: 0, quiet: true })), /option `proxy` is required/)
   }
+})
+
+test('a middleware that read the body itself: req.body null, a number or an object without a type is refused naming it; a form type with parameters is a form; an empty body goes on empty; a chunked one with nothing left is refused', async () => {
+  const reads = (req, res, next) => {
+    const chunks = []
+    req.on('data', (c) => chunks.push(c))
+    req.on('end', () => {
+      const query = req.url.split('?')[1]
+      if (query === 'null') req.body = null
+      if (query === 'number') req.body = 42
+      if (query === 'untyped' || query === 'form') req.body = { a: '1', b: 'é' }
+      next()
+    })
+  }
+  await withProxy({ proxy: up.url, middleware: [reads], port: 0, serverTiming: false }, async (server) => {
+    const send = (query, headers, body) => request(`${server.url}/echo?${query}`, { method: 'POST', body, headers, timeout: 10000 })
+    const refused = async (query, headers, body, what) => {
+      const res = await send(query, headers, body)
+      assert.equal(res.status, 500, query)
+      const text = res.body.toString()
+      assert.match(text, new RegExp(`a middleware read the body of POST /echo\\?${query} and called next\\(\\) with ${what}`), query)
+      assert.match(text, /set req\.body to the body to send on \(a Buffer, a string, or an object for a JSON or form content type\)/, query)
+    }
+    await refused('null', { 'content-type': 'application/json' }, '{}', 'a req\\.body the proxy cannot send \\(null\\)')
+    await refused('number', { 'content-type': 'application/json' }, '42', 'a req\\.body the proxy cannot send \\(number\\)')
+    await refused('untyped', {}, 'a=1', 'a req\\.body the proxy cannot send \\(an object, content type missing\\)')
+    // The media type decides, not a parameter that names another one.
+    const form = await send('form', { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8; profile="application/json"' }, 'x')
+    assert.equal(form.status, 200, form.body.toString())
+    const sentForm = 'a=1&b=%C3%A9'
+    assert.equal(JSON.parse(form.body).bodySha, crypto.createHash('sha256').update(sentForm).digest('hex'))
+    // Content-Length: 0 read to its end: nothing to send, nothing missing.
+    const empty = await send('empty', { 'content-type': 'application/json', 'content-length': '0' })
+    assert.equal(empty.status, 200, empty.body.toString())
+    assert.deepEqual([JSON.parse(empty.body).bodyLength, JSON.parse(empty.body).headers['content-length']], [0, '0'])
+    // A chunked upload read to its end, with no req.body: the body announced is gone.
+    const chunked = await new Promise((resolve, reject) => {
+      const req = http.request(`${server.url}/echo?chunked`, { method: 'POST', headers: { 'content-type': 'text/plain' }, agent: false }, (res) => {
+        const chunks = []
+        res.on('data', (c) => chunks.push(c))
+        res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString() }))
+      })
+      req.on('error', reject)
+      req.write('some ')
+      setTimeout(() => req.end('text'), 20)
+    })
+    assert.equal(chunked.status, 500)
+    assert.match(chunked.body, /read the body of POST \/echo\?chunked and called next\(\) with no req\.body/)
+  })
+})
+
+test('next() called after the server stopped: the request back to the proxy fails quietly, the process carries on', async () => {
+  let held
+  const holding = new Promise((resolve) => { held = resolve })
+  const server = await lib().start({ proxy: up.url, port: 0, quiet: true, middleware: [(req, res, next) => held(next)] })
+  const asked = request(server.url + '/echo', { timeout: 10000 }).catch((err) => err)
+  const next = await withTimeout(holding, 10000, 'the middleware to be reached')
+  await server.stop()
+  const failures = []
+  const onError = (err) => failures.push(err)
+  process.on('uncaughtException', onError)
+  try {
+    next()
+    // the request to the stopped proxy is refused at once on loopback; its error comes within a few turns
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  } finally {
+    process.off('uncaughtException', onError)
+  }
+  assert.deepEqual(failures, [])
+  const answer = await asked
+  assert.ok(answer instanceof Error || answer.status >= 500, 'the client got no success')
 })

@@ -234,8 +234,8 @@ class MiddlewareHost {
       raw.push(PASSED_HEADER, this.token)
       res.writeHead(answer.statusCode, answer.statusMessage, raw)
       answer.pipe(res)
+      // A cut answer emits 'error' (Node 16+; 'aborted' is its deprecated twin): cut the client's too.
       answer.on('error', () => res.destroy())
-      answer.on('aborted', () => res.destroy())
     })
     upstream.on('error', (err) => this.#fail(res, err))
     res.on('close', () => {
