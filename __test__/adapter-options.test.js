@@ -248,6 +248,9 @@ test("the site's URLs (banner, getOption('urls')) are browser-sync 3's for the s
       // Browsersync listens on every address, the proxy on loopback unless `host` says otherwise.
       [{ online: true }, { local: 'http://localhost:PORT', ...lanUrl }, { local: 'http://localhost:PORT' }],
       [{ online: true, detect: false }, { local: 'http://localhost:PORT', external: 'http://false:PORT' }, { local: 'http://localhost:PORT' }],
+      // `host: 'localhost'` is loopback too; `::` is a wildcard like 0.0.0.0.
+      [{ online: true, host: 'localhost' }, { local: 'http://localhost:PORT', ...lanUrl }, { local: 'http://localhost:PORT' }],
+      [{ online: false, listen: '::' }, { local: 'http://:::PORT' }, { local: 'http://localhost:PORT', ...lanUrl }],
     ]
     for (const [config, theirs, ours] of better) {
       assert.deepEqual(await urlsOf(browserSync, config), theirs, `browser-sync 3, ${JSON.stringify(config)}`)
@@ -291,6 +294,15 @@ test("browser-sync's UI listens on 127.0.0.1 through the adapter; `ui.listen` is
     process.stderr.write = write
     await up.close()
   }
+})
+
+test("a port out of range reaches init's callback with start()'s message (not the port probe's)", { timeout: 60000 }, async () => {
+  const instance = require(path.join(ROOT, 'browser-sync.js')).create()
+  const err = await new Promise((resolve) =>
+    instance.init({ proxy: 'http://127.0.0.1:9', port: 70000, open: false, online: false, ui: false, notify: false, logLevel: 'silent' }, resolve),
+  )
+  assert.equal(err?.message, 'option `port` must be a whole number from 0 to 65535, got 70000')
+  assert.equal(instance.active, false)
 })
 
 test("the site's port in use: the site takes the next free one before browser-sync's UI does, as in Browsersync (site P+1, UI P+2)", { timeout: 60000 }, async () => {
