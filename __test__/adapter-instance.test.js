@@ -388,6 +388,8 @@ test("bs.server's view of a proxy on ::1: an IPv6 address; close(cb) hands stop(
     process.on('unhandledRejection', onUnhandled)
     try {
       assert.equal(view.close(), view, 'without a callback: nothing to tell, nothing thrown')
+      const stoppable = new ProxyServerView(server, () => Promise.resolve())
+      assert.equal(stoppable.close(), stoppable, 'a stop that succeeds, without a callback: the same')
       // a rejection nobody handles is reported after the microtasks of this turn
       await new Promise((resolve) => setImmediate(resolve))
     } finally {
