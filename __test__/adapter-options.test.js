@@ -7,7 +7,7 @@ const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { ROOT, startUpstream, request, withTimeout, ACCEPT_HTML } = require('./helpers')
+const { ROOT, startUpstream, request, withTimeout, ACCEPT_HTML, tapStderr } = require('./helpers')
 const { PROXY_OPTIONS, SHARED_OPTIONS, splitOptions, unknownOptions, applyHttpModule } = require('../lib/browser-sync-options.js')
 
 test("every option start() reads reaches it through the adapter (only `snippet` is browser-sync's to decide)", () => {
@@ -156,12 +156,7 @@ test("httpModule: 'http2' serves the site over https, HTTP/2 to an HTTP/2 client
     assert.ifError(err)
     return bs
   }
-  const stderr = []
-  const write = process.stderr.write
-  process.stderr.write = function (chunk, ...rest) {
-    stderr.push(String(chunk))
-    return write.call(this, chunk, ...rest)
-  }
+  const stderr = tapStderr()
   try {
     const bs = await init({ httpModule: 'http2' })
     try {
@@ -191,18 +186,18 @@ test("httpModule: 'http2' serves the site over https, HTTP/2 to an HTTP/2 client
     } finally {
       await bs.exit()
     }
-    assert.equal(stderr.join('').match(/httpModule/g), null, "'http2' is understood: nothing to warn about")
+    assert.equal(stderr.text().match(/httpModule/g), null, "'http2' is understood: nothing to warn about")
     const custom = await init({ httpModule: { createServer() {} } })
     try {
       assert.match(custom.proxy.url, /^http:/)
     } finally {
       await custom.exit()
     }
-    const said = stderr.join('')
+    const said = stderr.text()
     assert.equal(said.match(/httpModule/g)?.length, 1, said)
     assert.match(said, /\[Browsersync\] option `httpModule` \(object\) is not used: the proxy's server is native/)
   } finally {
-    process.stderr.write = write
+    stderr.restore()
     await up.close()
   }
 })
@@ -264,12 +259,7 @@ test("the site's URLs (banner, getOption('urls')) are browser-sync 3's for the s
 test("browser-sync's UI listens on 127.0.0.1 through the adapter; `ui.listen` is said to be unused, not dropped in silence", { timeout: 60000 }, async () => {
   const { deadPort } = require('./helpers')
   const up = await startUpstream({ '/': (req, res) => res.end('site') })
-  const stderr = []
-  const write = process.stderr.write
-  process.stderr.write = function (chunk, ...rest) {
-    stderr.push(String(chunk))
-    return write.call(this, chunk, ...rest)
-  }
+  const stderr = tapStderr()
   try {
     for (const ui of [{}, { listen: '0.0.0.0' }]) {
       const uiPort = await deadPort()
@@ -286,12 +276,12 @@ test("browser-sync's UI listens on 127.0.0.1 through the adapter; `ui.listen` is
       } finally {
         await instance.exit()
       }
-      const said = stderr.join('').match(/option `ui\.listen` is not used/g)?.length ?? 0
-      assert.equal(said, ui.listen ? 1 : 0, stderr.join(''))
+      const said = stderr.text().match(/option `ui\.listen` is not used/g)?.length ?? 0
+      assert.equal(said, ui.listen ? 1 : 0, stderr.text())
     }
-    assert.match(stderr.join(''), /\[Browsersync\] option `ui\.listen` is not used: browser-sync's UI listens where its own server does, on 127\.0\.0\.1/)
+    assert.match(stderr.text(), /\[Browsersync\] option `ui\.listen` is not used: browser-sync's UI listens where its own server does, on 127\.0\.0\.1/)
   } finally {
-    process.stderr.write = write
+    stderr.restore()
     await up.close()
   }
 })

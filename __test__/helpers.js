@@ -41,6 +41,25 @@ async function stopIfStarted(starting) {
   return server
 }
 
+/**
+ * Copies what this process writes to stderr from now on (it is still written): `text()` is what came
+ * so far, `restore()` ends the copy.
+ */
+function tapStderr() {
+  const write = process.stderr.write
+  let text = ''
+  process.stderr.write = function (chunk, ...rest) {
+    text += String(chunk)
+    return write.call(this, chunk, ...rest)
+  }
+  return {
+    text: () => text,
+    restore: () => {
+      process.stderr.write = write
+    },
+  }
+}
+
 function withTimeout(promise, ms, label = 'operation') {
   let timer
   const guard = new Promise((_, reject) => {
@@ -395,6 +414,7 @@ async function launchChromium(extraArgs = []) {
 }
 
 module.exports = {
+  tapStderr,
   ROOT,
   fileUpstream,
   HOST,

@@ -5,7 +5,7 @@ const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const http = require('node:http')
 const crypto = require('node:crypto')
-const { request, withProxy, withTimeout, fileUpstream, ACCEPT_HTML, lib, stopIfStarted } = require('./helpers')
+const { request, withProxy, withTimeout, fileUpstream, ACCEPT_HTML, lib, stopIfStarted, tapStderr } = require('./helpers')
 
 const routes = {}
 const up = fileUpstream(routes)
@@ -493,18 +493,13 @@ test('through next(), an upstream that dies mid-body cuts the client\'s response
 })
 
 async function capturingStderr(fn) {
-  const write = process.stderr.write
-  let text = ''
-  process.stderr.write = function (chunk, ...rest) {
-    text += String(chunk)
-    return write.call(this, chunk, ...rest)
-  }
+  const stderr = tapStderr()
   try {
     await fn()
   } finally {
-    process.stderr.write = write
+    stderr.restore()
   }
-  return text
+  return stderr.text()
 }
 
 test('through next(), the client gets the target\'s answer as the proxy alone gives it: status, header names and order, repeated Set-Cookie', async () => {
