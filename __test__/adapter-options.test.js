@@ -273,6 +273,16 @@ test("browser-sync's UI listens on 127.0.0.1 through the adapter; `ui.listen` is
         assert.equal(instance.getOption('urls').get('ui'), `http://localhost:${uiPort}`, 'as Browsersync prints it')
         const res = await request(`http://127.0.0.1:${uiPort}/`)
         assert.equal(res.status, 200, 'the UI answers')
+        // The UI's page connects to browser-sync's own server, not to the site. Checked on the first
+        // instance: browser-sync-ui keeps the first connector it made for the process (browser-sync 3 too).
+        if (ui.listen === undefined) {
+          const connector = await (await fetch(`http://127.0.0.1:${uiPort}/js/vendor/socket.js`)).text()
+          const socketUrl = new URL(connector.match(/socketUrl = '(http:[^']*)';/)[1])
+          assert.equal(socketUrl.pathname, '/browser-sync-cp')
+          assert.notEqual(Number(socketUrl.port), instance.proxy.port)
+          const handshake = await fetch(`${socketUrl.origin}/browser-sync/socket.io/?EIO=4&transport=polling`)
+          assert.match(await handshake.text(), /^0\{"sid":/, "browser-sync's socket.io answers there")
+        }
       } finally {
         await instance.exit()
       }

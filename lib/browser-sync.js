@@ -168,12 +168,26 @@ function browserSyncRoutes(bsOptions, bsPort) {
 }
 
 /**
- * Where browser-sync's client connects. `''` makes the client's socket URL relative (same origin as
- * the page); the UI, on its own port, keeps connecting to browser-sync's server directly.
+ * Where the clients of browser-sync `bs` connect. `''` makes the page's socket URL relative (same
+ * origin as the page, through the proxy). A connector made for another namespace (the UI's, on the
+ * UI's own port) keeps connecting to browser-sync's server directly.
  */
-function socketDomain(options) {
-  if (options.getIn(['socket', 'namespace']) === options.getIn(['socket', 'clientPath'])) return ''
-  return `http://${LOOPBACK}:{port}`
+function socketDomain(bs) {
+  return (options) =>
+    options.getIn(['socket', 'namespace']) === bs.options.getIn(['socket', 'namespace']) ? '' : `http://${LOOPBACK}:{port}`
+}
+
+/**
+ * browser-sync builds its client script once, when its server starts, from the options of then: its
+ * own port and snippet mode. Rebuilt (as its `getMiddlewares` does) once the options say proxy mode and
+ * the site's port, so that the script's options and a `socket.domain` with `{port}` are Browsersync's.
+ */
+function refreshClientScript(bs) {
+  const clientJs = bs.pluginManager.hook('client:js', { port: bs.options.get('port'), options: bs.options })
+  const scripts = bs.pluginManager.get('client:script')(bs.options.toJS(), clientJs, 'middleware')
+  for (const entry of bs.app.stack) {
+    if (entry.id === 'Browsersync Client' || entry.id === 'Browsersync Client - versioned') entry.handle = scripts
+  }
 }
 
 /**
@@ -198,7 +212,7 @@ function createAdapter(moduleId) {
   /** Create an instance, as `browserSync.create(name)`. Throws when browser-sync is not installed. */
   function create(name, emitter) {
     const lib = load()
-    name = name ?? new Date().getTime()
+    name = name || new Date().getTime()
     const inner = lib.browserSync.create(name, emitter ?? newEmitter())
     const bs = inner.instance
     let server = null
@@ -276,7 +290,7 @@ function createAdapter(moduleId) {
           logSnippet: false,
           // The snippet browser-sync's proxy mode injects: a same-origin path to its client script.
           scriptPath: (path) => path,
-          socket: { ...bsOptions.socket, domain: bsOptions.socket?.domain ?? socketDomain },
+          socket: { ...bsOptions.socket, domain: bsOptions.socket?.domain ?? socketDomain(bs) },
           // Its UI listens where its server does (browser-sync sets `ui.listen` to `listen`): loopback.
           ui: bsOptions.ui === false ? false : uiWithoutListen,
         }
@@ -350,6 +364,7 @@ function createAdapter(moduleId) {
         options.set('urls', lib.Immutable.fromJS(urls).merge(uiUrls))
         options.set('open', config.open === undefined ? 'local' : config.open)
       })
+      refreshClientScript(bs)
       running.release([
         {
           options: bs.options,
