@@ -7,7 +7,7 @@
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const { PassThrough } = require('node:stream')
-const { ROOT, HOST, startUpstream, deadPort, connectRefused, withTimeout, deferred } = require('./helpers.js')
+const { ROOT, HOST, startUpstream, deadPort, connectRefused, withTimeout, deferred, tapStderr } = require('./helpers.js')
 
 const adapter = require(`${ROOT}/browser-sync.js`)
 const browserSync3 = require('browser-sync')
@@ -184,6 +184,68 @@ for (const [name, create] of contenders) {
     }
   })
 
+  test(`a config without proxy is browser-sync's own snippet mode; ui: false starts no UI: ${name}`, { timeout: 60000 }, async () => {
+    const bs = create()
+    try {
+      const origin = await started(bs, {})
+      assert.equal(bs.getOption('mode'), 'snippet')
+      assert.equal(bs.active, true)
+      assert.equal(bs.instance.ui, undefined, 'no UI')
+      assert.equal((await fetch(`${origin}/browser-sync/browser-sync-client.js`)).status, 200, "browser-sync's own server")
+      if (name === 'adapter') assert.equal(bs.proxy, null, 'no native proxy')
+    } finally {
+      await bs.exit()
+    }
+  })
+
+  test(`middleware: proxy.middleware runs once a request; a top-level middleware wins over it: ${name}`, { timeout: 60000 }, async () => {
+    const upstream = await pageSite()
+    const calls = []
+    const tagged = (tag) => (req, res, next) => {
+      calls.push(tag)
+      res.setHeader('x-tag', tag)
+      next()
+    }
+    const onlyProxy = create()
+    const both = create()
+    const stderr = tapStderr()
+    const ignored = /proxy\.middleware is ignored because middleware is given/g
+    try {
+      let origin = await started(onlyProxy, { proxy: { target: upstream.url, middleware: [tagged('proxy')] } })
+      let answer = await fetch(`${origin}/`)
+      assert.equal(answer.headers.get('x-tag'), 'proxy')
+      assert.deepEqual(calls.splice(0), ['proxy'], 'once')
+      assert.doesNotMatch(stderr.text(), ignored, 'nothing is said about proxy.middleware given alone')
+      origin = await started(both, { proxy: { target: upstream.url, middleware: [tagged('proxy')] }, middleware: [tagged('top')] })
+      answer = await fetch(`${origin}/`)
+      assert.equal(answer.headers.get('x-tag'), 'top')
+      assert.deepEqual(calls.splice(0), ['top'])
+      // browser-sync ignores proxy.middleware in silence; the adapter says so (start()'s warning), once.
+      assert.equal(stderr.text().match(ignored)?.length ?? 0, name === 'adapter' ? 1 : 0, stderr.text())
+    } finally {
+      stderr.restore()
+      await onlyProxy.exit()
+      await both.exit()
+      await upstream.close()
+    }
+  })
+
+  test(`browser-sync's HTTP protocol (/__browser_sync__?method=reload) answers on the site's origin: ${name}`, { timeout: 60000 }, async () => {
+    const upstream = await pageSite()
+    const bs = create()
+    try {
+      const origin = await started(bs, { proxy: upstream.url })
+      const reloaded = new Promise((resolve) => bs.emitter.once('browser:reload', resolve))
+      const answer = await fetch(`${origin}/__browser_sync__?method=reload`)
+      assert.equal(answer.status, 200)
+      assert.equal(await answer.text(), "Called public API method `.reload()`\nWith args: undefined")
+      await withTimeout(reloaded, 10000, 'the browser:reload event')
+    } finally {
+      await bs.exit()
+      await upstream.close()
+    }
+  })
+
   test(`socket options: custom path, clientPath and namespace reach browser-sync through the site's origin; a domain given is used: ${name}`, { timeout: 60000 }, async () => {
     const upstream = await pageSite()
     const socket = { path: '/bs-io/socket.io', clientPath: '/bs-client', namespace: '/bs-ns' }
@@ -213,3 +275,64 @@ for (const [name, create] of contenders) {
     }
   })
 }
+
+/** Resolves once nothing accepts connections on `port` (a stop that cannot be awaited), or fails after 10 s. */
+async function portFreed(port) {
+  const deadline = Date.now() + 10000
+  while (!(await connectRefused(port))) {
+    if (Date.now() > deadline) assert.fail(`port ${port} still accepts connections after 10 s`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+test('reset() stops the running instances and forgets the module-level one: its methods do nothing after', { timeout: 60000 }, async () => {
+  const api = adapter.withBrowserSync('browser-sync')
+  const upstream = await pageSite()
+  try {
+    const ready = deferred()
+    api({ ...QUIET, proxy: upstream.url, port: 0 }, (err) => (err ? ready.reject(err) : ready.resolve()))
+    await withTimeout(ready.promise, 20000, "the module-level init's callback")
+    const other = api.create()
+    await started(other, { proxy: upstream.url })
+    const ports = [api.get('singleton').proxy.port, other.proxy.port]
+    api.reset()
+    for (const port of ports) await portFreed(port)
+    assert.equal(api.active, false)
+    assert.equal(api.exit(), undefined, 'no module-level instance to exit')
+  } finally {
+    await upstream.close()
+  }
+})
+
+test("init without a callback prints nothing when it succeeds; a failed start frees the site's port it held", { timeout: 60000 }, async () => {
+  const upstream = await pageSite()
+  const printed = []
+  const consoleError = console.error
+  console.error = (...args) => printed.push(args.join(' '))
+  const quiet = adapter.create()
+  const failing = adapter.create()
+  try {
+    const ready = deferred()
+    quiet.init({ ...QUIET, proxy: upstream.url, port: 0, callbacks: { ready: () => ready.resolve() } })
+    await withTimeout(ready.promise, 20000, 'callbacks.ready')
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.equal(quiet.active, true)
+    assert.deepEqual(printed, [])
+
+    // Refused by browser-sync (its init's callback), then by start().
+    for (const [bad, message] of [
+      [{ watchOptions: 5 }, /invalid keyPath/],
+      [{ rewriteRules: [{ match: /a(?=b)/, replace: 'x' }] }, /rewriteRules\[0\]/],
+    ]) {
+      const port = await deadPort()
+      const err = await new Promise((resolve) => failing.init({ ...QUIET, proxy: upstream.url, port, ...bad }, resolve))
+      assert.match(err.message, message)
+      assert.equal(await connectRefused(port), true, 'the port held while browser-sync started is free again')
+    }
+  } finally {
+    console.error = consoleError
+    await quiet.exit()
+    await failing.exit()
+    await upstream.close()
+  }
+})

@@ -203,17 +203,12 @@ function createAdapter(moduleId) {
   let singleton = null
   let singletonEmitter = null
 
-  function newEmitter() {
-    const emitter = new EventEmitter()
-    emitter.setMaxListeners(20)
-    return emitter
-  }
-
   /** Create an instance, as `browserSync.create(name)`. Throws when browser-sync is not installed. */
   function create(name, emitter) {
     const lib = load()
-    name = name || new Date().getTime()
-    const inner = lib.browserSync.create(name, emitter ?? newEmitter())
+    // browser-sync names it (by the time when none is given) and makes its emitter when none is given.
+    const inner = lib.browserSync.create(name, emitter)
+    name = inner.name
     const bs = inner.instance
     let server = null
     let view = null
@@ -421,7 +416,10 @@ function createAdapter(moduleId) {
   }
 
   function getSingletonEmitter() {
-    singletonEmitter ??= newEmitter()
+    if (!singletonEmitter) {
+      singletonEmitter = new EventEmitter()
+      singletonEmitter.setMaxListeners(20) // as browser-sync's
+    }
     return singletonEmitter
   }
 
