@@ -44,6 +44,22 @@ async function site() {
   return { up, seen }
 }
 
+/**
+ * Runs `fn({ up, bs, instance })` with the adapter started on the site (`config` added to a quiet one on
+ * port 0); stops both after, whatever `fn` did.
+ */
+async function withAdapterSite(config, fn) {
+  const { up } = await site()
+  const { err, bs, instance } = await initBs(adapter, { ...QUIET, port: 0, proxy: up.url, ...config })
+  try {
+    assert.ifError(err)
+    return await fn({ up, bs, instance })
+  } finally {
+    await instance.exit()
+    await up.close()
+  }
+}
+
 const page = (server) => request(server).get('/index.html').set('accept', 'text/html')
 
 const contenders = {
@@ -135,11 +151,8 @@ for (const [name, api] of Object.entries(contenders)) {
   })
 }
 
-test('through the adapter, bs.server is a view of the proxy: close() stops it, listen() says why it cannot', { timeout: 60000 }, async () => {
-  const { up } = await site()
-  const { err, bs, instance } = await initBs(adapter, { ...QUIET, port: 0, proxy: up.url })
-  try {
-    assert.ifError(err)
+test('through the adapter, bs.server is a view of the proxy: close() stops it, listen() says why it cannot', { timeout: 60000 }, () =>
+  withAdapterSite({}, async ({ bs, instance }) => {
     const view = bs.server
     assert.equal(view.listening, true)
     assert.deepEqual(view.address(), { address: HOST, family: 'IPv4', port: instance.proxy.port })
@@ -154,17 +167,11 @@ test('through the adapter, bs.server is a view of the proxy: close() stops it, l
     assert.equal(view.address(), null)
     assert.equal(instance.proxy, null)
     assert.equal(await connectRefused(port), true)
-  } finally {
-    await instance.exit()
-    await up.close()
-  }
-})
+  })
+)
 
-test('through the adapter, a refused rule or middleware throws naming it and changes nothing', { timeout: 60000 }, async () => {
-  const { up } = await site()
-  const { err, bs, instance } = await initBs(adapter, { ...QUIET, port: 0, proxy: up.url, rewriteRules: [{ match: '>Browsersync<', replace: '>one<' }] })
-  try {
-    assert.ifError(err)
+test('through the adapter, a refused rule or middleware throws naming it and changes nothing', { timeout: 60000 }, () =>
+  withAdapterSite({ rewriteRules: [{ match: '>Browsersync<', replace: '>one<' }] }, async ({ bs }) => {
     const rules = bs.options.get('rewriteRules')
     assert.throws(() => bs.addRewriteRule({ match: /a(?=b)/, replace: 'x' }), /rules\[1\].*lookahead/)
     assert.equal(bs.options.get('rewriteRules'), rules, 'the options still describe the running rules')
@@ -177,11 +184,8 @@ test('through the adapter, a refused rule or middleware throws naming it and cha
     bs.logger.warn = (...args) => warnings.push(args.join(' '))
     bs.setOption('proxy', bs.options.get('proxy').set('target', 'http://127.0.0.1:1'))
     assert.match(warnings.join('\n'), /proxy target cannot change while it runs/)
-  } finally {
-    await instance.exit()
-    await up.close()
-  }
-})
+  })
+)
 
 test("through the adapter, the instance's cleanup() stops the proxy, and the next init gets its port", { timeout: 60000 }, async () => {
   const { up } = await site()
@@ -444,11 +448,8 @@ test("'service:running' (what plugins wait for) carries what browser-sync 3's pr
   }
 })
 
-test('through the adapter, a reset that changes nothing hands nothing to the proxy; each change hands over only what changed; override middleware run first, as in Browsersync', { timeout: 60000 }, async () => {
-  const { up } = await site()
-  const { err, bs, instance } = await initBs(adapter, { ...QUIET, port: 0, proxy: up.url })
-  try {
-    assert.ifError(err)
+test('through the adapter, a reset that changes nothing hands nothing to the proxy; each change hands over only what changed; override middleware run first, as in Browsersync', { timeout: 60000 }, () =>
+  withAdapterSite({}, async ({ bs, instance }) => {
     assert.equal(bs.options.get('rewriteRules').size, 0, 'no rules: an empty list, as Browsersync')
     const handed = { rules: 0, middleware: 0 }
     const server = instance.proxy
@@ -480,17 +481,11 @@ test('through the adapter, a reset that changes nothing hands nothing to the pro
     assert.ok(res.text.includes('>one</a>'), res.text)
     assert.deepEqual(calls, ['override', 'plain'], 'the override entry first, each once')
     assert.equal((await request(bs.server).get('/plugin.js')).text, 'window.plugin = 1')
-  } finally {
-    await instance.exit()
-    await up.close()
-  }
-})
+  })
+)
 
-test("through the adapter, only a change of the proxy option is warned about (setOption('proxy'), setOptionIn(['proxy', ...])); other options are not", { timeout: 60000 }, async () => {
-  const { up } = await site()
-  const { err, bs, instance } = await initBs(adapter, { ...QUIET, port: 0, proxy: up.url })
-  try {
-    assert.ifError(err)
+test("through the adapter, only a change of the proxy option is warned about (setOption('proxy'), setOptionIn(['proxy', ...])); other options are not", { timeout: 60000 }, () =>
+  withAdapterSite({}, async ({ bs }) => {
     const warnings = []
     bs.logger.warn = (...args) => warnings.push(args.join(' '))
     bs.setOption('reloadDelay', 10)
@@ -501,8 +496,5 @@ test("through the adapter, only a change of the proxy option is warned about (se
     assert.match(warnings[0], /proxy target cannot change while it runs/)
     bs.setOption('proxy', bs.options.get('proxy'))
     assert.equal(warnings.length, 2)
-  } finally {
-    await instance.exit()
-    await up.close()
-  }
-})
+  })
+)
