@@ -265,7 +265,7 @@ test("browser-sync's UI listens on 127.0.0.1 through the adapter; `ui.listen` is
       const uiPort = await deadPort()
       const instance = require(path.join(ROOT, 'browser-sync.js')).create()
       const { err } = await new Promise((resolve) =>
-        instance.init({ proxy: up.url, port: 0, open: false, online: false, notify: false, logLevel: 'silent', ui: { port: uiPort, ...ui } }, (e) => resolve({ err: e })),
+        instance.init({ proxy: up.url, port: 0, open: false, online: false, notify: false, logLevel: 'silent', logPrefix: 'my-app', ui: { port: uiPort, ...ui } }, (e) => resolve({ err: e })),
       )
       try {
         assert.ifError(err)
@@ -289,7 +289,7 @@ test("browser-sync's UI listens on 127.0.0.1 through the adapter; `ui.listen` is
       const said = stderr.text().match(/option `ui\.listen` is not used/g)?.length ?? 0
       assert.equal(said, ui.listen ? 1 : 0, stderr.text())
     }
-    assert.match(stderr.text(), /\[Browsersync\] option `ui\.listen` is not used: browser-sync's UI listens where its own server does, on 127\.0\.0\.1/)
+    assert.match(stderr.text(), /\[my-app\] option `ui\.listen` is not used: browser-sync's UI listens where its own server does, on 127\.0\.0\.1/)
   } finally {
     stderr.restore()
     await up.close()
