@@ -131,10 +131,22 @@ test("an instance's life: a second init() while the first starts is refused nami
   try {
     const first = deferred()
     const second = deferred()
-    bs.init({ ...QUIET, proxy: upstream.url, port: 0 }, (err) => (err ? first.reject(err) : first.resolve()))
-    assert.equal(bs.active, false, 'not active while starting')
+    let startDone = false
+    bs.init({ ...QUIET, proxy: upstream.url, port: 0 }, (err) => {
+      startDone = true
+      return err ? first.reject(err) : first.resolve()
+    })
     bs.init({ ...QUIET, proxy: upstream.url, port: 0 }, second.resolve)
     assert.equal((await withTimeout(second.promise, 20000, "the second init's callback")).message, 'Instance: life is already running!')
+    // Looked at on every turn of the event loop while it starts (browser-sync is up before the proxy):
+    // never active before the site answers.
+    let looks = 0
+    while (!startDone) {
+      assert.ok(!bs.active || bs.proxy !== null, 'active while the site is not served yet')
+      looks++
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    assert.ok(looks > 1)
     await withTimeout(first.promise, 20000, "the first init's callback")
     assert.equal(bs.active, true)
     assert.equal(bs.sockets, bs.instance.io.sockets, "a running instance's sockets are browser-sync's")

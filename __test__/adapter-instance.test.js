@@ -166,6 +166,7 @@ test('through the adapter, bs.server is a view of the proxy: close() stops it, l
     assert.equal(view.listening, false)
     assert.equal(view.address(), null)
     assert.equal(instance.proxy, null)
+    assert.equal(instance.active, false, 'not active once the site is not served')
     assert.equal(await connectRefused(port), true)
   })
 )

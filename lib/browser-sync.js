@@ -398,7 +398,8 @@ function createAdapter(moduleId) {
       watch: inner.watch,
     }
     Object.defineProperties(instance, {
-      active: { get: () => inner.active && (server !== null || !inner.getOption('proxy')) },
+      // Not while the proxy starts (browser-sync, in its snippet mode then, is up before it).
+      active: { get: () => inner.active && !starting && (server !== null || !inner.getOption('proxy')) },
       paused: { get: () => inner.paused },
       sockets: { get: () => inner.sockets },
       /** devproxy-native's `ProxyServer` serving the site (null before init's callback and after exit). */
