@@ -415,7 +415,7 @@ test("bs.server's view of a proxy on ::1: an IPv6 address; close(cb) hands stop(
   }
 })
 
-test("'service:running' (what plugins wait for) carries what browser-sync 3's proxy mode sends, once the site answers, before init's callback", { timeout: 60000 }, async () => {
+test("'init' and 'service:running' (what plugins wait for) come once the site answers, before init's callback; 'service:running' carries what browser-sync 3's proxy mode sends", { timeout: 60000 }, async () => {
   const { up } = await site()
   const seen = {}
   try {
@@ -423,6 +423,13 @@ test("'service:running' (what plugins wait for) carries what browser-sync 3's pr
       const port = await deadPort()
       const instance = api.create()
       const order = []
+      // `init` (deprecated, still emitted; browser-sync's docs show `emitter.on('init', ...)`): after the
+      // site answers too, with browser-sync's instance.
+      instance.emitter.on('init', (bs) => {
+        order.push('init')
+        assert.equal(bs, instance.instance)
+        seen[`${name} init`] = request(`http://127.0.0.1:${port}`).get('/index.html').then((res) => res.status)
+      })
       instance.emitter.on('service:running', (data) => {
         order.push('service:running')
         // The site answers by now: a plugin may fetch it.
@@ -432,7 +439,8 @@ test("'service:running' (what plugins wait for) carries what browser-sync 3's pr
       const { err } = await new Promise((resolve) => instance.init({ ...QUIET, port, proxy: up.url, startPath: '/forms.html' }, (e) => (order.push('callback'), resolve({ err: e }))))
       try {
         assert.ifError(err)
-        assert.deepEqual(order, ['service:running', 'callback'], name)
+        assert.deepEqual(order, ['init', 'service:running', 'callback'], name)
+        assert.equal(await seen[`${name} init`], 200, `${name}: the site answers at init`)
         const { options, answered, ...data } = seen[name]
         assert.equal(await answered, 200, name)
         assert.equal(options.get('mode'), 'proxy', name)

@@ -100,28 +100,27 @@ async function reserveSitePort({ port = 3000, strictPort, listen, host }) {
 }
 
 /**
- * Holds `event` on `emitter` until `release(args)`: browser-sync announces `service:running` (its
- * banner, `open`) before the proxy listens; it is re-emitted with the proxy's URLs once it does.
+ * Holds `events` on `emitter` until `release()`: browser-sync announces `init` and `service:running`
+ * (its banner, `open`; plugins and users start work on them) before the proxy listens. They are
+ * emitted once it does, in the order they came, with `replaced[event]` as their arguments if given.
  */
-function holdEvent(emitter, event) {
+function holdEvents(emitter, events) {
   const hadOwn = Object.hasOwn(emitter, 'emit')
   const original = emitter.emit
-  let held = null
+  const held = []
   emitter.emit = function (name, ...args) {
-    if (name === event) {
-      held = args
-      return true
-    }
-    return original.call(this, name, ...args)
+    if (!events.includes(name)) return original.call(this, name, ...args)
+    held.push({ name, args })
+    return true
   }
   const restore = () => {
     if (hadOwn) emitter.emit = original
     else delete emitter.emit
   }
   return {
-    release(args) {
+    release(replaced) {
       restore()
-      if (held) emitter.emit(event, ...args)
+      for (const { name, args } of held) emitter.emit(name, ...(replaced[name] ?? args))
     },
     drop: restore,
   }
@@ -289,7 +288,7 @@ function createAdapter(moduleId) {
           // Its UI listens where its server does (browser-sync sets `ui.listen` to `listen`): loopback.
           ui: bsOptions.ui === false ? false : uiWithoutListen,
         }
-        const running = holdEvent(bs.events, 'service:running')
+        const running = holdEvents(bs.events, ['init', 'service:running'])
         try {
           inner.init(bsConfig, (err) => {
             if (err) {
@@ -360,15 +359,17 @@ function createAdapter(moduleId) {
         options.set('open', config.open === undefined ? 'local' : config.open)
       })
       refreshClientScript(bs)
-      running.release([
-        {
-          options: bs.options,
-          type: 'proxy',
-          port: server.port,
-          url: urls.local,
-          urls: bs.options.get('urls').toJS(),
-        },
-      ])
+      running.release({
+        'service:running': [
+          {
+            options: bs.options,
+            type: 'proxy',
+            port: server.port,
+            url: urls.local,
+            urls: bs.options.get('urls').toJS(),
+          },
+        ],
+      })
       bs.logger.info('Native proxy on: devproxy-native %s serves the site (streamed, compression kept)', version)
     }
 
