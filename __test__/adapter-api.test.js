@@ -52,6 +52,12 @@ async function clientScript(origin, clientPath) {
 
 test("the module's API without a running instance is browser-sync 3's: names, emitters, get/has, stream() passing files through, reset()", () => {
   const api = adapter.withBrowserSync('browser-sync')
+  // The same members as browser-sync 3's module and instances, and one more each.
+  const members = (object) => Object.getOwnPropertyNames(object).filter((key) => !['length', 'name', 'prototype'].includes(key)).sort()
+  assert.deepEqual(members(api), [...members(browserSync3), 'withBrowserSync'].sort())
+  assert.deepEqual(members(api.create('members')), [...members(browserSync3.create('members')), 'proxy'].sort())
+  api.reset()
+  browserSync3.reset()
   for (const [name, module] of [['browser-sync 3', browserSync3], ['adapter', api]]) {
     const before = Date.now()
     const unnamed = module.create()
