@@ -6,6 +6,9 @@
 
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
 const { PassThrough } = require('node:stream')
 const { ROOT, HOST, startUpstream, deadPort, connectRefused, withTimeout, deferred, tapStderr } = require('./helpers.js')
 
@@ -23,10 +26,14 @@ function pageSite() {
   })
 }
 
-/** Starts `instance` (browser-sync's or the adapter's) on a free loopback port; resolves to its origin. */
+/**
+ * Starts `instance` (browser-sync's or the adapter's) on a free loopback port; resolves to its origin.
+ * A key of `config` set to undefined is left out (browser-sync's default then).
+ */
 async function started(instance, config) {
   const port = await deadPort()
-  const err = await new Promise((resolve) => instance.init({ ...QUIET, listen: HOST, port, ...config }, resolve))
+  const given = Object.fromEntries(Object.entries({ ...QUIET, listen: HOST, port, ...config }).filter(([, value]) => value !== undefined))
+  const err = await new Promise((resolve) => instance.init(given, resolve))
   assert.ifError(err)
   return `http://${HOST}:${instance.getOption('port')}`
 }
@@ -261,6 +268,27 @@ for (const [name, create] of contenders) {
     } finally {
       await bs.exit()
       await upstream.close()
+    }
+  })
+
+  test(`open (not given: 'local') opens the site's Local URL with its startPath, in the browser named: ${name}`, { timeout: 60000 }, async () => {
+    const upstream = await pageSite()
+    const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'opened-')), 'opened.log')
+    process.env.OPENED_LOG = log
+    const bs = create()
+    try {
+      const origin = await started(bs, { proxy: upstream.url, startPath: '/from-start', open: undefined, browser: path.join(__dirname, 'fixtures', 'record-open.js') })
+      // The browser is a process of its own: its line is waited for (20 s at most).
+      const deadline = Date.now() + 20000
+      while (!fs.existsSync(log) || !fs.readFileSync(log, 'utf8').endsWith('\n')) {
+        if (Date.now() > deadline) assert.fail('no browser was opened within 20 s')
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      assert.equal(fs.readFileSync(log, 'utf8'), `${origin}/from-start\n`, 'the Local URL: listen given, its address')
+    } finally {
+      await bs.exit()
+      await upstream.close()
+      fs.rmSync(path.dirname(log), { recursive: true, force: true })
     }
   })
 
