@@ -382,3 +382,27 @@ test("init without a callback prints nothing when it succeeds; a failed start fr
     await upstream.close()
   }
 })
+
+test("the client script's options are browser-sync 3's for the same config (ports aside)", { timeout: 60000 }, async () => {
+  const upstream = await pageSite()
+  const told = {}
+  try {
+    for (const [name, create] of contenders) {
+      const bs = create()
+      try {
+        const origin = await started(bs, { proxy: upstream.url, ghostMode: { clicks: false }, reloadDelay: 5, injectChanges: false })
+        const { options } = await clientScript(origin, '/browser-sync')
+        assert.equal(options.port, Number(new URL(origin).port), name)
+        assert.deepEqual(options.urls, { local: origin }, name)
+        // `callbacks` and `userPlugins`: the adapter's own config for browser-sync, given to it.
+        const { port, urls, callbacks, userPlugins, ...rest } = options
+        told[name] = rest
+      } finally {
+        await bs.exit()
+      }
+    }
+    assert.deepEqual(told.adapter, told['browser-sync 3'])
+  } finally {
+    await upstream.close()
+  }
+})

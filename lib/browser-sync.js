@@ -281,7 +281,6 @@ function createAdapter(moduleId) {
           port: bsPort,
           listen: LOOPBACK,
           open: false,
-          logSnippet: false,
           // The snippet browser-sync's proxy mode injects: a same-origin path to its client script.
           scriptPath: (path) => path,
           socket: { ...bsOptions.socket, domain: bsOptions.socket?.domain ?? socketDomain(bs) },
