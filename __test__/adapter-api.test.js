@@ -271,13 +271,13 @@ for (const [name, create] of contenders) {
     }
   })
 
-  test(`open (not given: 'local') opens the site's Local URL with its startPath, in the browser named: ${name}`, { timeout: 60000 }, async () => {
+  test(`open (not given: 'local') opens the site's Local URL with its startPath, in the browser named (an app and its arguments): ${name}`, { timeout: 60000 }, async () => {
     const upstream = await pageSite()
     const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'opened-')), 'opened.log')
     process.env.OPENED_LOG = log
     const bs = create()
     try {
-      const origin = await started(bs, { proxy: upstream.url, startPath: '/from-start', open: undefined, browser: path.join(__dirname, 'fixtures', 'record-open.js') })
+      const origin = await started(bs, { proxy: upstream.url, startPath: '/from-start', open: undefined, browser: { app: [process.execPath, path.join(__dirname, 'fixtures', 'record-open.js')] } })
       // The browser is a process of its own: its line is waited for (20 s at most).
       const deadline = Date.now() + 20000
       while (!fs.existsSync(log) || !fs.readFileSync(log, 'utf8').endsWith('\n')) {
