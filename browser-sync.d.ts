@@ -277,10 +277,11 @@ declare namespace browserSync {
     instance: BrowserSyncInternal
     /**
      * Starts browser-sync, then the proxy. The callback gets `(err, bs)` once both run; a port in use
-     * or a bad option reaches it as an error (without a callback, the error is logged).
+     * or a bad option reaches it as an error (without a callback, the error is logged). Returns what
+     * browser-sync's does: its instance (`bs`), undefined for a config refused at once.
      */
-    init(config?: Options, cb?: InitCallback): BrowserSyncInstance
-    init(cb: InitCallback): BrowserSyncInstance
+    init(config?: Options, cb?: InitCallback): BrowserSyncInternal | undefined
+    init(cb: InitCallback): BrowserSyncInternal | undefined
     /** Reloads the browsers. */
     reload(): void
     /** Injects the given files where it can (CSS, images), or reloads. */

@@ -138,18 +138,19 @@ test("plugins given to the module's use() are registered on the module-level ins
   }
 })
 
-test("an instance's life: a second init() while the first starts is refused naming it; active once the site answers; paused, sockets; browser-sync's own cleanup stops the proxy; init again after exit", { timeout: 60000 }, async () => {
+test("an instance's life: init returns browser-sync's instance; a second init() while the first starts is refused naming it; active once the site answers; paused, sockets; browser-sync's own cleanup stops the proxy; init again after exit", { timeout: 60000 }, async () => {
   const upstream = await pageSite()
   const bs = adapter.create('life')
   try {
     const first = deferred()
     const second = deferred()
     let startDone = false
-    bs.init({ ...QUIET, proxy: upstream.url, port: 0 }, (err) => {
+    const returned = bs.init({ ...QUIET, proxy: upstream.url, port: 0 }, (err) => {
       startDone = true
       return err ? first.reject(err) : first.resolve()
     })
-    bs.init({ ...QUIET, proxy: upstream.url, port: 0 }, second.resolve)
+    assert.equal(returned, bs.instance, "init returns browser-sync's instance, as browser-sync's does")
+    assert.equal(bs.init({ ...QUIET, proxy: upstream.url, port: 0 }, second.resolve), undefined)
     assert.equal((await withTimeout(second.promise, 20000, "the second init's callback")).message, 'Instance: life is already running!')
     // Looked at on every turn of the event loop while it starts (browser-sync is up before the proxy):
     // never active before the site answers.
@@ -180,14 +181,16 @@ test("an instance's life: a second init() while the first starts is refused nami
     assert.equal(bs.active, false)
     assert.equal(typeof bs.sockets.emit, 'function', 'a stopped instance still has sockets to call (no-ops)')
 
-    // The same instance starts again.
+    // The same instance starts again; exit() makes it inactive at once, as browser-sync's.
     const third = deferred()
     bs.init({ ...QUIET, proxy: upstream.url, port: 0 }, (err) => (err ? third.reject(err) : third.resolve()))
     await withTimeout(third.promise, 20000, "the third init's callback")
     port = bs.proxy.port
     assert.equal((await fetch(`http://${HOST}:${port}/`)).status, 200)
     const exited = new Promise((resolve) => bs.instance.server.once('close', resolve))
-    await bs.exit()
+    const exiting = bs.exit()
+    assert.equal(bs.active, false)
+    await exiting
     await withTimeout(exited, 10000, "bs.server's close event on exit()")
   } finally {
     await bs.exit()
@@ -209,7 +212,7 @@ for (const [name, create] of contenders) {
     }
   })
 
-  test(`a config without proxy is browser-sync's own snippet mode; ui: false starts no UI: ${name}`, { timeout: 60000 }, async () => {
+  test(`a config without proxy is browser-sync's own snippet mode; ui: false starts no UI; exit() ends it at once: ${name}`, { timeout: 60000 }, async () => {
     const bs = create()
     try {
       const origin = await started(bs, {})
@@ -218,6 +221,9 @@ for (const [name, create] of contenders) {
       assert.equal(bs.instance.ui, undefined, 'no UI')
       assert.equal((await fetch(`${origin}/browser-sync/browser-sync-client.js`)).status, 200, "browser-sync's own server")
       if (name === 'adapter') assert.equal(bs.proxy, null, 'no native proxy')
+      const exiting = bs.exit()
+      assert.equal(bs.active, false, 'not active once exit() returns')
+      await exiting
     } finally {
       await bs.exit()
     }

@@ -387,16 +387,30 @@ test('module-level form, has/get, and the error naming `npm i -D browser-sync`',
     const page = await fetch(single.proxy.url + '/', { headers: { accept: 'text/html' } })
     assert.match(await page.text(), /<body><script id="__bs_script__">[\s\S]*src = '\/browser-sync\/browser-sync-client\.js\?v=[\d.]+'/)
     assert.throws(() => api.get('nope'), /`nope` was not found/)
-    // A second module-level init: browser-sync's message, and the running instance back.
-    const consoleError = console.error
-    const printed = []
-    console.error = (...args) => printed.push(args.join(' '))
-    try {
-      assert.equal(api({ proxy: upstream.url, port: 0 }), single)
-    } finally {
-      console.error = consoleError
+    // A second module-level init: browser-sync 3's message (its logger, its colours, console.log's
+    // arguments), and the running instance back.
+    const logged = (call) => {
+      const calls = []
+      const consoleLog = console.log
+      console.log = (...args) => calls.push(args)
+      try {
+        return { value: call(), calls }
+      } finally {
+        console.log = consoleLog
+      }
     }
-    assert.deepEqual(printed, ['[Browsersync] You tried to start Browsersync twice! To create multiple instances, use browserSync.create().init()'])
+    const ours = logged(() => api({ proxy: upstream.url, port: 0 }))
+    assert.equal(ours.value, single)
+    const reference = require('browser-sync')
+    reference.reset()
+    const referenceReady = deferred()
+    reference({ open: false, online: false, ui: false, logLevel: 'silent', listen: HOST, port: await deadPort() }, referenceReady.resolve)
+    await withTimeout(referenceReady.promise, 20000, "browser-sync 3's module-level init")
+    const theirs = logged(() => reference({ open: false }))
+    reference.reset()
+    assert.equal(ours.calls.length, 1)
+    assert.deepEqual(ours.calls, theirs.calls)
+    assert.match(ours.calls[0].join(' '), /You tried to start Browsersync twice!.*To create multiple instances, use.*browserSync\.create\(\)\.init\(\)/)
     // pause()/resume() at module level act on the singleton, as its `paused` says.
     api.pause()
     assert.equal(single.paused, true)

@@ -15,6 +15,8 @@ const url = require('node:url')
 
 /** The id Browsersync gives the proxy's own entry at the end of `options.middleware`. */
 const PROXY_ENTRY_ID = 'Browsersync Proxy'
+/** The ids `bs.serveFile()` gives its entries on browser-sync's server (2.x and 3.x). */
+const SERVE_FILE_ID = /^Browsersync - \d+$/
 
 /**
  * `bs.server` through the adapter: the native proxy seen as far as a Node server can be. It is not an
@@ -125,8 +127,9 @@ function attachSite(bs, { Immutable }, server, config, middleware, stop) {
   // What the proxy runs now, as option values: a reset that changes neither hands nothing over.
   let applied = { rules: bs.options.get('rewriteRules'), middleware: bs.options.get('middleware') }
   // `serveFile()` entries: not in `options.middleware` (as in Browsersync), kept across resets here.
-  const files = []
-  let filesChanged = false
+  // Those a plugin made while browser-sync started are on its own server's stack already.
+  const files = bs.app.stack.filter((entry) => SERVE_FILE_ID.test(entry.id))
+  let filesChanged = files.length > 0
 
   function handOver() {
     const rules = bs.options.get('rewriteRules')
@@ -169,6 +172,7 @@ function attachSite(bs, { Immutable }, server, config, middleware, stop) {
     filesChanged = true
     handOver()
   }
+  if (filesChanged) handOver()
   bs.events.on('options:set', (event) => {
     if (event && (event.path === 'proxy' || (Array.isArray(event.path) && event.path[0] === 'proxy'))) {
       bs.logger.warn('The proxy target cannot change while it runs (devproxy-native); restart with the new one')

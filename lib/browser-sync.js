@@ -53,6 +53,9 @@ function loadBrowserSync(id) {
     defaults: from('./default-config'),
     Immutable: from('immutable'),
     devIp: from('dev-ip'),
+    chalk: from('chalk'),
+    // browser-sync's module-level logger (its index.js makes the same one).
+    logger: from('eazy-logger').Logger({ useLevelPrefixes: true }),
   }
 }
 
@@ -226,6 +229,7 @@ function createAdapter(moduleId) {
       return stopped
     }
 
+    /** Returns what browser-sync's init returns: its instance (`bs`), or nothing for a refused config. */
     function init(...args) {
       const { config, cb } = lib.parseArgs(args)
       let called = false
@@ -237,19 +241,18 @@ function createAdapter(moduleId) {
       }
       if (starting || inner.active) {
         done(new Error(`Instance: ${name} is already running!`))
-        return instance
+        return undefined
       }
       // Keys nobody reads: browser-sync would drop them in silence. Said whatever the log level.
       if (config && typeof config === 'object') warn(config, unknownOptions(config, lib.defaults, binding.__closestName))
       if (!config || !config.proxy) {
         // Nothing to proxy (server or snippet mode): browser-sync as it is.
-        inner.init(config, cb)
-        return instance
+        return inner.init(config, cb)
       }
       if (config.server) {
         // As browser-sync's own check says (its proxy and server modes exclude each other).
         done(new Error('Invalid config. You cannot specify both server & proxy options.'))
-        return instance
+        return undefined
       }
       starting = true
       let reservation = null
@@ -313,7 +316,7 @@ function createAdapter(moduleId) {
           fail(err, inner.active)
         }
       }, fail)
-      return instance
+      return bs
     }
 
     async function startProxy(split, config, running, reservation) {
@@ -374,6 +377,11 @@ function createAdapter(moduleId) {
 
     /** Stops browser-sync (watchers, sockets, UI) and the proxy; resolves when the port is free. */
     function exit() {
+      // Without a proxy, browser-sync stops at once, as its exit() does (`active` is false after it).
+      if (server === null) {
+        inner.exit()
+        return Promise.resolve()
+      }
       // The proxy first, so that no request reaches browser-sync's server after it has closed.
       return stopProxy().finally(() => inner.exit())
     }
@@ -428,7 +436,8 @@ function createAdapter(moduleId) {
   function initSingleton(...args) {
     const existing = getSingle('singleton')
     if (existing) {
-      console.error('[Browsersync] You tried to start Browsersync twice! To create multiple instances, use browserSync.create().init()')
+      const { logger, chalk } = load()
+      logger.error(chalk.yellow('You tried to start Browsersync twice!'), 'To create multiple instances, use', chalk.cyan('browserSync.create().init()'))
       return existing
     }
     singleton = create('singleton', getSingletonEmitter())
