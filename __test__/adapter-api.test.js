@@ -298,6 +298,26 @@ for (const [name, create] of contenders) {
     }
   })
 
+  test(`a file a plugin serves with serveFile() while browser-sync starts is on the site: ${name}`, { timeout: 60000 }, async () => {
+    const upstream = await pageSite()
+    const bs = create()
+    try {
+      bs.use({
+        'plugin:name': 'serves-a-file',
+        plugin: (options, instance) => instance.serveFile('/from-plugin.css', { type: 'text/css', content: 'body{}' }),
+      })
+      const origin = await started(bs, { proxy: upstream.url })
+      const answer = await fetch(`${origin}/from-plugin.css`)
+      assert.equal(answer.status, 200)
+      assert.equal(answer.headers.get('content-type'), 'text/css')
+      assert.equal(await answer.text(), 'body{}')
+      assert.equal(await (await fetch(`${origin}/`, { headers: { accept: 'text/html' } })).text(), PAGE.replace('<body>', `<body>${bs.getOption('snippet')}`), 'the site still proxied')
+    } finally {
+      await bs.exit()
+      await upstream.close()
+    }
+  })
+
   test(`socket options: custom path, clientPath and namespace reach browser-sync through the site's origin; a domain given is used: ${name}`, { timeout: 60000 }, async () => {
     const upstream = await pageSite()
     const socket = { path: '/bs-io/socket.io', clientPath: '/bs-client', namespace: '/bs-ns' }
