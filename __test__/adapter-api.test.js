@@ -298,15 +298,22 @@ for (const [name, create] of contenders) {
     }
   })
 
-  test(`a file a plugin serves with serveFile() while browser-sync starts is on the site: ${name}`, { timeout: 60000 }, async () => {
+  test(`a file a plugin serves with serveFile() while browser-sync starts is on the site; bs.server at that time: ${name}`, { timeout: 60000 }, async () => {
     const upstream = await pageSite()
     const bs = create()
     try {
+      let serverAtStart = null
       bs.use({
         'plugin:name': 'serves-a-file',
-        plugin: (options, instance) => instance.serveFile('/from-plugin.css', { type: 'text/css', content: 'body{}' }),
+        plugin: (options, instance) => {
+          serverAtStart = instance.server
+          instance.serveFile('/from-plugin.css', { type: 'text/css', content: 'body{}' })
+        },
       })
       const origin = await started(bs, { proxy: upstream.url })
+      // The README's difference: a plugin starts before the proxy listens, on browser-sync's own server.
+      if (name === 'adapter') assert.notEqual(serverAtStart.address().port, Number(new URL(origin).port))
+      else assert.equal(serverAtStart, bs.instance.server)
       const answer = await fetch(`${origin}/from-plugin.css`)
       assert.equal(answer.status, 200)
       assert.equal(answer.headers.get('content-type'), 'text/css')
