@@ -7,7 +7,8 @@
 // browser-sync's own snippet with a same-origin script path, and routes browser-sync's paths (HTTP and
 // WebSocket) to browser-sync's server, so the page, the client script and the socket share one origin
 // as with Browsersync's proxy mode. Once the proxy listens, browser-sync's options are set to what its
-// proxy mode would hold (mode, proxy, port, urls), so its banner, `open` and `getOption` say the truth.
+// proxy mode would hold (mode, proxy, port, urls), so its banner, `open`, `getOption` and its client
+// script say the truth, and the events it announced its start with (`init`, `service:running`) follow.
 
 const net = require('node:net')
 const { createRequire } = require('node:module')
