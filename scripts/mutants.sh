@@ -39,8 +39,10 @@ tests_for() {
 # adapter.test.js's Chromium runs are left out by name (8 of its 12 s a run): what they reach of lib/ is
 # reached without a browser by adapter-api.test.js (client script, socket routes) and
 # adapter-instance.test.js, and a mutant only they would catch counts as missed (a lower bound).
+# --test-force-exit: a mutant that leaves a server running is judged by the tests' assertions (a stop
+# not done fails those that wait for a freed port), not by a run that never ends (2 minutes each).
 test_command() {
-  run="DIFF_CASES=200 node --test --test-concurrency=1"
+  run="DIFF_CASES=200 node --test --test-concurrency=1 --test-force-exit"
   case "$1" in
     lib/browser-sync.js | lib/browser-sync-options.js)
       echo "$run __test__/adapter-instance.test.js && $run __test__/adapter-api.test.js && $run __test__/adapter-options.test.js && $run '--test-name-pattern=init reports|module-level' __test__/adapter.test.js" ;;
