@@ -120,6 +120,13 @@ test("plugins given to the module's use() are registered on the module-level ins
     assert.equal(calls[0].bs, bs)
     assert.equal(calls[0].options.answer, 42, "the plugin's options")
     const port = api.get('singleton').proxy.port
+    // Module-level notify() and watch() act on the module-level instance.
+    const notified = new Promise((resolve) => bs.events.once('browser:notify', resolve))
+    api.notify('from the module')
+    assert.equal((await withTimeout(notified, 5000, 'browser:notify')).message, 'from the module')
+    const watcher = api.watch('no-such-dir-*/*.css')
+    assert.equal(typeof watcher.close, 'function', 'a chokidar watcher')
+    await watcher.close()
     // A plugin reaches the public API through `bs.publicInstance`: its exit() stops the proxy too.
     await bs.publicInstance.exit()
     assert.equal(await connectRefused(port), true, 'the proxy stopped')
@@ -187,11 +194,15 @@ test("an instance's life: init returns browser-sync's instance; a second init() 
     await withTimeout(third.promise, 20000, "the third init's callback")
     port = bs.proxy.port
     assert.equal((await fetch(`http://${HOST}:${port}/`)).status, 200)
-    const exited = new Promise((resolve) => bs.instance.server.once('close', resolve))
+    let stopped = false
+    bs.instance.server.once('close', () => {
+      stopped = true
+    })
     const exiting = bs.exit()
     assert.equal(bs.active, false)
     await exiting
-    await withTimeout(exited, 10000, "bs.server's close event on exit()")
+    assert.equal(stopped, true, "exit() resolves once the proxy has stopped (bs.server's close event)")
+    assert.equal(await connectRefused(port), true)
   } finally {
     await bs.exit()
     await upstream.close()
@@ -319,6 +330,29 @@ for (const [name, create] of contenders) {
       assert.equal(answer.headers.get('content-type'), 'text/css')
       assert.equal(await answer.text(), 'body{}')
       assert.equal(await (await fetch(`${origin}/`, { headers: { accept: 'text/html' } })).text(), PAGE.replace('<body>', `<body>${bs.getOption('snippet')}`), 'the site still proxied')
+    } finally {
+      await bs.exit()
+      await upstream.close()
+    }
+  })
+
+  test(`a plugin's server:middleware runs on the site; a target's path is the start path in the URLs: ${name}`, { timeout: 60000 }, async () => {
+    const upstream = await pageSite()
+    const bs = create()
+    try {
+      bs.use({
+        'plugin:name': 'gives-middleware',
+        plugin() {},
+        hooks: {
+          'server:middleware': () => (req, res, next) => {
+            res.setHeader('x-from-plugin', 'yes')
+            next()
+          },
+        },
+      })
+      const origin = await started(bs, { proxy: `${upstream.url}/start.html` })
+      assert.equal((await fetch(`${origin}/`)).headers.get('x-from-plugin'), 'yes')
+      assert.equal(bs.getOption('urls').get('local'), `${origin}/start.html`)
     } finally {
       await bs.exit()
       await upstream.close()

@@ -321,20 +321,19 @@ function createAdapter(moduleId) {
     }
 
     async function startProxy(split, config, running, reservation) {
-      await Promise.allSettled([...stopping])
       const { options: proxyOptions, warnings } = applyHttpModule(split)
       if (reservation) {
         await reservation.release()
         proxyOptions.port = reservation.port
       }
       warn(config, warnings)
-      const snippet = bs.options.get('snippet')
       const routes = { ...proxyOptions.routes, ...browserSyncRoutes(bs.options, bs.options.get('port')) }
       const proxyConfig = { ...proxyOptions, routes, proxy: resolveReqHeaders(proxyOptions.proxy, bs, proxyOption(config)) }
-      if (snippet) proxyConfig.snippet = snippet
+      // browser-sync's snippet for its options, or false (`snippet: false`: none).
+      proxyConfig.snippet = bs.options.get('snippet')
       // The user's middleware (top-level `middleware` wins over `proxy.middleware`, as in
       // Browsersync), then those plugins gave through the `server:middleware` hook.
-      const fromProxy = typeof config.proxy === 'object' ? config.proxy.middleware : undefined
+      const fromProxy = config.proxy.middleware // undefined for a URL string
       const given = listOf(config.middleware ?? fromProxy)
       const middleware = [...given, ...listOf(bs.options.get('middleware'))]
       if (config.middleware == null && fromProxy != null) {
