@@ -85,19 +85,13 @@ function describe(err) {
   return `next() was called with ${typeof err === 'string' ? err : JSON.stringify(err) ?? String(err)}`
 }
 
-/** Whether a request's head says a body follows (RFC 9112 6.3: a length above 0, or chunked). */
-function announcesBody(headers) {
-  if (headers['transfer-encoding'] !== undefined) return true
-  const length = headers['content-length']
-  return length !== undefined && Number(length) > 0
-}
-
 /**
  * The body to send on for a request whose stream a middleware has read: `req.body` as a Buffer or
  * string as is, an object encoded as its content type says (JSON or a form, what body-parser made of
- * it); nothing if the request announced no body. Otherwise an Error naming the request.
+ * it). Otherwise an Error naming the request: body bytes were read (Node sets `readableDidRead` on
+ * 'data' only, so an empty body is never "read"), and nothing says what to send in their place.
  */
-function readBodyReplacement(req, announced) {
+function readBodyReplacement(req) {
   const body = req.body
   if (typeof body === 'string' || body instanceof Uint8Array) return Buffer.from(body)
   if (body !== null && typeof body === 'object') {
@@ -105,7 +99,6 @@ function readBodyReplacement(req, announced) {
     if (/^application\/([\w.+-]*\+)?json\b/.test(type)) return Buffer.from(JSON.stringify(body))
     if (type.startsWith('application/x-www-form-urlencoded')) return Buffer.from(querystring.stringify(body))
   }
-  if (!announced) return Buffer.alloc(0)
   const what = body === undefined ? 'no req.body' : `a req.body the proxy cannot send (${describeValue(body, req.headers['content-type'])})`
   return new Error(
     `a middleware read the body of ${req.method} ${req.url} and called next() with ${what}: set req.body to the ` +
@@ -214,10 +207,9 @@ class MiddlewareHost {
     // announce a body that never comes, and the request would hang, as it does with http-proxy).
     let replacement = null
     if (req.readableDidRead) {
-      const announced = announcesBody(req.headers)
-      replacement = readBodyReplacement(req, announced)
+      replacement = readBodyReplacement(req)
       if (replacement instanceof Error) return this.#fail(res, replacement)
-      if (announced || replacement.length > 0) headers['content-length'] = String(replacement.length)
+      headers['content-length'] = String(replacement.length)
     }
     const upstream = this.#request({
       ...this.#proxy,
