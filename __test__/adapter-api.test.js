@@ -47,12 +47,12 @@ const contenders = [
  * What the client script served at `origin` + `clientPath` is told: its options, and the socket URL it
  * computes in a page of `origin`.
  */
-async function clientScript(origin, clientPath) {
+async function clientScript(origin, clientPath, pageOrigin = origin) {
   const script = await (await fetch(`${origin}${clientPath}/browser-sync-client.js`)).text()
   const expression = script.match(/___browserSync___\.socketUrl = (.*);/)?.[1]
   assert.ok(expression, 'the client script sets its socket URL')
   return {
-    socketUrl: new Function('location', `return ${expression}`)(new URL(`${origin}/`)),
+    socketUrl: new Function('location', `return ${expression}`)(new URL(`${pageOrigin}/`)),
     options: JSON.parse(script.match(/___browserSync___\.options = (.*);/)[1]),
   }
 }
@@ -368,9 +368,11 @@ for (const [name, create] of contenders) {
       const origin = await started(custom, { proxy: upstream.url, socket })
       const page = await (await fetch(`${origin}/`, { headers: { accept: 'text/html' } })).text()
       assert.match(page, /script\.src = '\/bs-client\/browser-sync-client\.js\?v=/, 'the snippet loads the client from clientPath')
-      const client = await clientScript(origin, '/bs-client')
-      const socketUrl = new URL(client.socketUrl, `${origin}/`)
-      assert.equal(socketUrl.origin, origin, "the client's socket is on the page's origin")
+      // The page as another machine opens it (by name, not 127.0.0.1): the socket is on its origin too.
+      const pageOrigin = `http://localhost:${new URL(origin).port}`
+      const client = await clientScript(origin, '/bs-client', pageOrigin)
+      const socketUrl = new URL(client.socketUrl, `${pageOrigin}/`)
+      assert.equal(socketUrl.origin, pageOrigin, "the client's socket is on the page's origin")
       assert.equal(socketUrl.pathname, '/bs-ns')
       assert.equal(client.options.mode, 'proxy', "the client's options are proxy mode's")
       assert.equal(client.options.port, Number(new URL(origin).port), "the client's options hold the site's port")

@@ -166,7 +166,7 @@ function browserSyncRoutes(bsOptions, bsPort) {
     '/__browser_sync__',
   ])
   const routes = {}
-  for (const prefix of prefixes) if (typeof prefix === 'string' && prefix.startsWith('/')) routes[prefix] = target
+  for (const prefix of prefixes) routes[prefix] = target
   return routes
 }
 
