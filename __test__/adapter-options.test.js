@@ -289,7 +289,7 @@ test("browser-sync's UI listens on 127.0.0.1 through the adapter; `ui.listen` is
       const said = stderr.text().match(/option `ui\.listen` is not used/g)?.length ?? 0
       assert.equal(said, ui.listen ? 1 : 0, stderr.text())
     }
-    assert.match(stderr.text(), /\[my-app\] option `ui\.listen` is not used: browser-sync's UI listens where its own server does, on 127\.0\.0\.1/)
+    assert.match(stderr.text(), /\[my-app\] option `ui\.listen` is not used: browser-sync's UI listens where its own server does, on 127\.0\.0\.1 through the adapter \(browser-sync replaces `ui\.listen` with `listen`\)/)
   } finally {
     stderr.restore()
     await up.close()
