@@ -38,6 +38,15 @@ async function started(instance, config) {
   return `http://${HOST}:${instance.getOption('port')}`
 }
 
+/** Resolves once `condition()` (sync or async) holds, looked at every 50 ms; fails after `ms` naming `what`. */
+async function until(condition, ms, what) {
+  const deadline = Date.now() + ms
+  while (!(await condition())) {
+    if (Date.now() > deadline) assert.fail(`not ${what} within ${ms / 1000} s`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
 const contenders = [
   ['browser-sync 3', () => browserSync3.create()],
   ['adapter', () => adapter.create()],
@@ -295,12 +304,8 @@ for (const [name, create] of contenders) {
     const bs = create()
     try {
       const origin = await started(bs, { proxy: upstream.url, startPath: '/from-start', open: undefined, browser: { app: [process.execPath, path.join(__dirname, 'fixtures', 'record-open.js')] } })
-      // The browser is a process of its own: its line is waited for (20 s at most).
-      const deadline = Date.now() + 20000
-      while (!fs.existsSync(log) || !fs.readFileSync(log, 'utf8').endsWith('\n')) {
-        if (Date.now() > deadline) assert.fail('no browser was opened within 20 s')
-        await new Promise((resolve) => setTimeout(resolve, 50))
-      }
+      // The browser is a process of its own: its line is waited for.
+      await until(() => fs.existsSync(log) && fs.readFileSync(log, 'utf8').endsWith('\n'), 20000, 'a browser opened')
       assert.equal(fs.readFileSync(log, 'utf8'), `${origin}/from-start\n`, 'the Local URL: listen given, its address')
     } finally {
       await bs.exit()
@@ -391,15 +396,6 @@ for (const [name, create] of contenders) {
   })
 }
 
-/** Resolves once nothing accepts connections on `port` (a stop that cannot be awaited), or fails after 10 s. */
-async function portFreed(port) {
-  const deadline = Date.now() + 10000
-  while (!(await connectRefused(port))) {
-    if (Date.now() > deadline) assert.fail(`port ${port} still accepts connections after 10 s`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
-
 test('reset() stops the running instances and forgets the module-level one: its methods do nothing after', { timeout: 60000 }, async () => {
   const api = adapter.withBrowserSync('browser-sync')
   const upstream = await pageSite()
@@ -411,7 +407,8 @@ test('reset() stops the running instances and forgets the module-level one: its 
     await started(other, { proxy: upstream.url })
     const ports = [api.get('singleton').proxy.port, other.proxy.port]
     api.reset()
-    for (const port of ports) await portFreed(port)
+    // The stops reset() starts cannot be awaited: looked at until the ports are free.
+    for (const port of ports) await until(() => connectRefused(port), 10000, `port ${port} freed`)
     assert.equal(api.active, false)
     assert.equal(api.exit(), undefined, 'no module-level instance to exit')
   } finally {
