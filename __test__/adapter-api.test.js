@@ -10,7 +10,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { PassThrough } = require('node:stream')
-const { ROOT, HOST, startUpstream, deadPort, connectRefused, withTimeout, deferred, tapStderr } = require('./helpers.js')
+const { ROOT, HOST, startUpstream, deadPort, connectRefused, withTimeout, until, deferred, tapStderr } = require('./helpers.js')
 
 const adapter = require(`${ROOT}/browser-sync.js`)
 const browserSync3 = require('browser-sync')
@@ -36,15 +36,6 @@ async function started(instance, config) {
   const err = await new Promise((resolve) => instance.init(given, resolve))
   assert.ifError(err)
   return `http://${HOST}:${instance.getOption('port')}`
-}
-
-/** Resolves once `condition()` (sync or async) holds, looked at every 50 ms; fails after `ms` naming `what`. */
-async function until(condition, ms, what) {
-  const deadline = Date.now() + ms
-  while (!(await condition())) {
-    if (Date.now() > deadline) assert.fail(`not ${what} within ${ms / 1000} s`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
 }
 
 const contenders = [

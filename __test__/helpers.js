@@ -2,6 +2,7 @@
 // Shared helpers for the devproxy-native end-to-end tests.
 // Everything binds to 127.0.0.1 only and never contacts any other address.
 
+const assert = require('node:assert/strict')
 const http = require('node:http')
 const https = require('node:https')
 const net = require('node:net')
@@ -70,6 +71,19 @@ function withTimeout(promise, ms, label = 'operation') {
     }, ms)
   })
   return Promise.race([Promise.resolve(promise), guard]).finally(() => clearTimeout(timer))
+}
+
+/**
+ * Resolves once `condition()` (sync or async) holds, looked at every `everyMs`; fails after `ms`
+ * naming `what` ("not <what> within N s"). For waits on another process or a record finished after
+ * the answer: an event to wait on is better where there is one.
+ */
+async function until(condition, ms, what, everyMs = 50) {
+  const deadline = Date.now() + ms
+  while (!(await condition())) {
+    if (Date.now() > deadline) assert.fail(`not ${what} within ${ms / 1000} s`)
+    await new Promise((resolve) => setTimeout(resolve, everyMs))
+  }
 }
 
 /** Yields to the event loop (lets queued writes go out as separate chunks; correctness never depends on it). */
@@ -421,6 +435,7 @@ module.exports = {
   lib,
   deferred,
   withTimeout,
+  until,
   stopIfStarted,
   tick,
   startUpstream,

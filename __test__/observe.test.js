@@ -13,6 +13,7 @@ const { performance } = require('node:perf_hooks')
 const {
   deferred,
   withTimeout,
+  until,
   startUpstream,
   deadPort,
   request,
@@ -311,8 +312,7 @@ test('stats(): per-rule matches across requests and p50/p99 of upstream and tota
     for (let i = 0; i < 5; i++) await request(server.url + '/page', { headers: { accept: ACCEPT_HTML } })
     await request(server.url + '/slow')
     // The record of the last answer is finished as its body ends, which the client may see first.
-    const deadline = Date.now() + WAIT
-    while (server.stats().totalLatency.count < 6 && Date.now() < deadline) await new Promise((r) => setImmediate(r))
+    await until(() => server.stats().totalLatency.count >= 6, WAIT, 'six answers recorded', 5)
     const stats = server.stats()
     assert.deepEqual(stats.rules, [{ rule: '/hello/g', matches: 10 }])
     assert.equal(stats.totalLatency.count, 6)
@@ -333,8 +333,7 @@ async function logOf(options, pathname) {
     await request(url + pathname, { headers: { accept: ACCEPT_HTML } })
     child.send({ type: 'mark', id: 1 })
     await child.next('marked')
-    const deadline = Date.now() + WAIT
-    while (!child.output().stderr.includes('@@mark 1') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    await until(() => child.output().stderr.includes('@@mark 1'), WAIT, "the child's mark on stderr", 20)
     return child.output().stderr.split('@@mark 1')[0]
   } finally {
     await child.kill()

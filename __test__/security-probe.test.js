@@ -4,7 +4,7 @@
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const diagnostics = require('node:diagnostics_channel')
-const { withTimeout, startUpstream, request, withProxy, ACCEPT_HTML, stopIfStarted } = require('./helpers')
+const { withTimeout, until, startUpstream, request, withProxy, ACCEPT_HTML, stopIfStarted } = require('./helpers')
 
 const OWN_HEADERS = ['x-devproxy-middleware', 'x-devproxy-return']
 
@@ -117,8 +117,7 @@ test('one redaction policy: secret headers (both ways), query parameters and key
       child.send({ type: 'start', options: { proxy: up.url, port: 0, logRequests: true, logFormat: 'json' } })
       const { url } = await child.next('started')
       assert.equal((await request(url + target, { headers })).status, 200)
-      const deadline = Date.now() + 10000
-      while (!child.output().stderr.includes('/api/data') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      await until(() => child.output().stderr.includes('/api/data'), 10000, 'the request logged', 20)
       seen.log = child.output().stderr
       assert.match(seen.log, /"url":"\/api\/data\?api_key=\[redacted\]&token=\[redacted\]&access_token=\[redacted\]&page=2"/)
     } finally {
