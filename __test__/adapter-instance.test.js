@@ -423,6 +423,17 @@ test("'init' and 'service:running' (what plugins wait for) come once the site an
       const port = await deadPort()
       const instance = api.create()
       const order = []
+      // A wrapper of the emitter's emit put in place before init (browser-sync's own specs spy on it
+      // with sinon) stays in place and sees every event, the held ones included.
+      const emitted = []
+      const emit = instance.emitter.emit
+      const spy = function (event, ...args) {
+        emitted.push(event)
+        return emit.call(this, event, ...args)
+      }
+      instance.emitter.emit = spy
+      // Only those two are held: browser-sync's others come as they happen (options set while it starts).
+      instance.emitter.once('options:set', () => order.push(`options:set, active ${instance.active}`))
       // `init` (deprecated, still emitted; browser-sync's docs show `emitter.on('init', ...)`): after the
       // site answers too, with browser-sync's instance.
       instance.emitter.on('init', (bs) => {
@@ -439,7 +450,11 @@ test("'init' and 'service:running' (what plugins wait for) come once the site an
       const { err } = await new Promise((resolve) => instance.init({ ...QUIET, port, proxy: up.url, startPath: '/forms.html' }, (e) => (order.push('callback'), resolve({ err: e }))))
       try {
         assert.ifError(err)
-        assert.deepEqual(order, ['init', 'service:running', 'callback'], name)
+        assert.deepEqual(order, ['options:set, active false', 'init', 'service:running', 'callback'], name)
+        assert.equal(instance.emitter.emit, spy, name)
+        instance.notify('spied')
+        const watched = ['init', 'service:running', 'browser:notify']
+        assert.deepEqual(emitted.filter((event) => watched.includes(event)), watched, name)
         assert.equal(await seen[`${name} init`], 200, `${name}: the site answers at init`)
         const { options, answered, ...data } = seen[name]
         assert.equal(await answered, 200, name)
