@@ -297,12 +297,14 @@ test("browser-sync's UI listens on 127.0.0.1 through the adapter; `ui.listen` is
 })
 
 test("a port out of range reaches init's callback with start()'s message (not the port probe's)", { timeout: 60000 }, async () => {
-  const instance = require(path.join(ROOT, 'browser-sync.js')).create()
-  const err = await new Promise((resolve) =>
-    instance.init({ proxy: 'http://127.0.0.1:9', port: 70000, open: false, online: false, ui: false, notify: false, logLevel: 'silent' }, resolve),
-  )
-  assert.equal(err?.message, 'option `port` must be a whole number from 0 to 65535, got 70000')
-  assert.equal(instance.active, false)
+  for (const port of [70000, -1]) {
+    const instance = require(path.join(ROOT, 'browser-sync.js')).create()
+    const err = await new Promise((resolve) =>
+      instance.init({ proxy: 'http://127.0.0.1:9', port, open: false, online: false, ui: false, notify: false, logLevel: 'silent' }, resolve),
+    )
+    assert.equal(err?.message, `option \`port\` must be a whole number from 0 to 65535, got ${port}`)
+    assert.equal(instance.active, false)
+  }
 })
 
 test("the site's port in use: the site takes the next free one before browser-sync's UI does, as in Browsersync (site P+1, UI P+2)", { timeout: 60000 }, async () => {
