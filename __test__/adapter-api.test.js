@@ -478,3 +478,33 @@ test("a plugin browser-sync cannot load: init's callback gets browser-sync's err
   assert.deepEqual(browserSyncRun, { code: 1, stdout: "callback: Cannot find module 'devproxy-no-such-plugin', undefined\nexit 1\n" })
   assert.deepEqual(adapterRun, browserSyncRun)
 })
+
+test("browser-sync is the project's: resolved from the working directory first (a project with browser-sync 2 gets it); an installed but broken one gets Node's own error, not 'not installed'", { timeout: 60000 }, async () => {
+  const { execFile } = require('node:child_process')
+  const projects = fs.mkdtempSync(path.join(os.tmpdir(), 'devproxy-projects-'))
+  try {
+    const withOwn = path.join(projects, 'own')
+    fs.mkdirSync(path.join(withOwn, 'node_modules'), { recursive: true })
+    fs.symlinkSync(path.join(ROOT, 'node_modules/browser-sync-2'), path.join(withOwn, 'node_modules/browser-sync'))
+    const broken = path.join(projects, 'broken')
+    fs.mkdirSync(path.join(broken, 'node_modules/browser-sync'), { recursive: true })
+    fs.writeFileSync(path.join(broken, 'node_modules/browser-sync/package.json'), JSON.stringify({ name: 'browser-sync', exports: { './package.json': './package.json' } }))
+    const script = `
+      try {
+        const bs = require(${JSON.stringify(`${ROOT}/browser-sync.js`)}).create()
+        bs.init(${JSON.stringify({ ...QUIET, listen: HOST, port: await deadPort() })}, (err, inner) => {
+          console.log(err ? err.message : 'version ' + inner.options.get('version'))
+          process.exit(0)
+        })
+      } catch (err) {
+        console.log(err.code)
+      }`
+    const run = (cwd) =>
+      new Promise((resolve, reject) => execFile(process.execPath, ['-e', script], { cwd, timeout: 30000 }, (err, stdout) => (err ? reject(err) : resolve(stdout.trim()))))
+    // This package's own browser-sync (3) is also installed where the adapter is: the project's comes first.
+    assert.equal(await run(withOwn), `version ${require('browser-sync-2/package.json').version}`)
+    assert.equal(await run(broken), 'ERR_PACKAGE_PATH_NOT_EXPORTED')
+  } finally {
+    fs.rmSync(projects, { recursive: true, force: true })
+  }
+})

@@ -424,5 +424,8 @@ test('module-level form, has/get, and the error naming `npm i -D browser-sync`',
   }
 
   const missing = adapter.withBrowserSync('browser-sync-not-installed')
-  assert.throws(() => missing.create(), (err) => err.code === 'MODULE_NOT_FOUND' && /npm i -D browser-sync/.test(err.message))
+  assert.throws(() => missing.create(), {
+    code: 'MODULE_NOT_FOUND',
+    message: `devproxy-native/browser-sync needs the browser-sync package (\`browser-sync-not-installed\`), which is not installed in ${process.cwd()}: run \`npm i -D browser-sync\``,
+  })
 })
