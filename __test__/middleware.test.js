@@ -365,6 +365,54 @@ test('next() reaches the proxy whichever address it listens on (::1, 0.0.0.0, ::
       assert.equal(JSON.parse(res.body).headers['x-added-by-mw'], 'yes', `listen ${listen}`)
     })
   }
+  // Where the host dials: a wildcard on loopback (Linux takes 0.0.0.0 and :: as a destination, so the
+  // requests above pass either way; Windows refuses them).
+  const { dialAddress } = require('../lib/middleware.js')
+  assert.deepEqual(
+    ['http://0.0.0.0:3000', 'https://[::]:3001', 'http://[::1]:3002', 'http://127.0.0.1:3003', 'https://localhost:3004'].map(dialAddress),
+    [
+      { host: '127.0.0.1', port: 3000 },
+      { host: '::1', port: 3001 },
+      { host: '::1', port: 3002 },
+      { host: '127.0.0.1', port: 3003 },
+      { host: 'localhost', port: 3004 },
+    ],
+  )
+})
+
+/** The addresses this process listens on (TCP, from /proc): its own sockets only, by inode. */
+function listeningAddresses() {
+  const fs = require('node:fs')
+  const inodes = new Set()
+  for (const fd of fs.readdirSync('/proc/self/fd')) {
+    try {
+      const inode = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/self/fd/${fd}`))?.[1]
+      if (inode) inodes.add(inode)
+    } catch {} // closed since the listing
+  }
+  const addresses = []
+  for (const file of ['/proc/self/net/tcp', '/proc/self/net/tcp6']) {
+    for (const line of fs.readFileSync(file, 'utf8').trim().split('\n').slice(1)) {
+      const [, local, , state, , , , , , inode] = line.trim().split(/\s+/)
+      // 0A: LISTEN. The address is hex, in 32-bit words of the host's (little-endian) order.
+      if (state !== '0A' || !inodes.has(inode)) continue
+      const [hex, port] = local.split(':')
+      const bytes = hex.match(/.{8}/g).flatMap((word) => Buffer.from(word, 'hex').reverse().toJSON().data)
+      const address = bytes.length === 4 ? bytes.join('.') : (bytes.every((b, i) => b === (i === 15 ? 1 : 0)) ? '::1' : Buffer.from(bytes).toString('hex'))
+      addresses.push(`${address} ${parseInt(port, 16)}`)
+    }
+  }
+  return addresses
+}
+
+test('with middleware, the process listens on loopback only: the host too (its token is no substitute)', { skip: process.platform !== 'linux' && 'reads /proc' }, async () => {
+  const before = new Set(listeningAddresses())
+  await withProxy({ proxy: up.url, port: 0, middleware: [(req, res, next) => next()] }, async (server) => {
+    const added = listeningAddresses().filter((address) => !before.has(address))
+    assert.equal(added.length, 2, `the proxy and the middleware host: ${added.join(', ')}`)
+    assert.ok(added.includes(`127.0.0.1 ${server.port}`), added.join(', '))
+    for (const address of added) assert.match(address, /^(127\.\d+\.\d+\.\d+|::1) \d+$/)
+  })
 })
 
 test('a body parser before next(): what it left in req.body goes on (JSON, form, raw); none, when the body is gone, is a 500 naming it', async () => {

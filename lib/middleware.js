@@ -112,6 +112,16 @@ function describeValue(value, contentType) {
   return `an object, content type ${contentType === undefined ? 'missing' : JSON.stringify(contentType)}`
 }
 
+/**
+ * Where to reach a server listening at `url` from this machine: `{ host, port }` for http.request. A
+ * wildcard listener (`0.0.0.0`, `::`) is dialled on loopback: Windows refuses them as a destination.
+ */
+function dialAddress(url) {
+  const { hostname, port } = new URL(url)
+  const host = hostname.replace(/[[\]]/g, '') // an IPv6 address comes in brackets
+  return { host: host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host, port: Number(port) }
+}
+
 class MiddlewareHost {
   #server
   #agent = new http.Agent({ keepAlive: true })
@@ -173,11 +183,8 @@ class MiddlewareHost {
    * certificate it serves over HTTPS (`server.certificate`).
    */
   setProxy(url, certificate) {
-    const { protocol, hostname, port } = new URL(url)
-    const host = hostname.replace(/^\[|\]$/g, '')
-    const loopback = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
-    this.#proxy = { host: loopback, port: Number(port) }
-    if (protocol === 'https:') {
+    this.#proxy = dialAddress(url)
+    if (url.startsWith('https:')) {
       // The hop back is to our own server over loopback: trust exactly the certificate it serves,
       // whatever names that certificate was made for (given `https: { key, cert }` files may name
       // only the site's host).
@@ -257,4 +264,4 @@ async function prepareMiddleware(options) {
   return { host, warnings }
 }
 
-module.exports = { prepareMiddleware, normalizeMiddleware, TOKEN_HEADER }
+module.exports = { prepareMiddleware, normalizeMiddleware, dialAddress, TOKEN_HEADER }
