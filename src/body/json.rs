@@ -3,40 +3,22 @@
 //! a REST answer's URLs send the browser to the origin), and its loose link matcher, where it does
 //! run on JSON, eats escapes (issue 2016): so here a match is the whole origin and nothing looser.
 
-use super::request::js_escape;
 use crate::config::target::Target;
-use crate::rewrite::{percent_encode_origin, Rule, RuleError, RuleReplacement};
+use crate::rewrite::{Forms, OriginSwap, Rule};
 
-/// What may follow a whole origin, as a JS regex group: the end, or a character that cannot continue
-/// its host or port (`wp.test:80880`, `wp.test.cdn.net` and `wp.test@x` are other places). `$1` puts
-/// it back.
-const ORIGIN_END: &str = r"(?:$|([^\w.:@-]))";
-/// The same after a percent-encoded origin, where `%3A` would start a port.
-const ENCODED_ORIGIN_END: &str = r"(?:$|([^\w.:@%-]|%(?:[0-24-9a-f][0-9a-f]|3[0-9b-f])))";
-
-/// The rules for a JSON response served at `local_scheme://local_host`: each target's origin, written
+/// The rule for a JSON response served at `local_scheme://local_host`: each target's origin, written
 /// plainly (`http://wp.test:8088`), slash-escaped (`http:\/\/wp.test:8088`) or percent-encoded (any
-/// case), to the proxy's in the same form.
+/// case), becomes the proxy's in the same form (`crate::rewrite::OriginSwap`, whose table of forms the
+/// request side reverses).
 pub(crate) fn origin_rules<'a>(
     local_scheme: &str,
     local_host: &str,
     targets: impl IntoIterator<Item = &'a Target>,
-) -> Result<Vec<Rule>, RuleError> {
-    let local = format!("{local_scheme}://{local_host}").replace('$', "$$");
-    let rule = |source: String, replacement: String| {
-        Rule::regex(&source, "gi", RuleReplacement::Text(format!("{replacement}$1")))
-    };
+) -> Vec<Rule> {
     let mut origins: Vec<String> = targets.into_iter().map(Target::origin).collect();
     origins.dedup();
-    let mut rules = Vec::with_capacity(origins.len() * 3);
-    for origin in origins {
-        let slashed = |text: &str| text.replace('/', r"\/");
-        rules.push(rule(format!("{}{ORIGIN_END}", js_escape(&origin)), local.clone())?);
-        rules.push(rule(format!("{}{ORIGIN_END}", js_escape(&slashed(&origin))), slashed(&local))?);
-        let encoded = js_escape(&percent_encode_origin(&origin));
-        rules.push(rule(format!("{encoded}{ENCODED_ORIGIN_END}"), percent_encode_origin(&local))?);
-    }
-    Ok(rules)
+    let local = format!("{local_scheme}://{local_host}");
+    vec![Rule::origins("rewriteJson", OriginSwap::new(origins.iter().map(String::as_str), &local, Forms::WITH_SCHEME))]
 }
 
 #[cfg(test)]
@@ -46,7 +28,7 @@ mod tests {
 
     fn rewrite(json: &str) -> String {
         let target = Target::parse("http://wp.test:8088").unwrap();
-        let rules = origin_rules("http", "localhost:3102", [&target]).unwrap();
+        let rules = origin_rules("http", "localhost:3102", [&target]);
         String::from_utf8(rewrite_bytes(json.as_bytes(), &rules, "localhost:3102", DEFAULT_MAX_MATCH_BYTES).unwrap())
             .unwrap()
     }

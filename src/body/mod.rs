@@ -16,7 +16,7 @@ pub use pipeline::*;
 pub(crate) use plan::*;
 pub(crate) use report::BodyReport;
 pub use report::{Preview, PreviewBuffer, RuleMatches, PREVIEW_BYTES};
-pub(crate) use request::{reverse, reverse_rules};
+pub(crate) use request::{reverse, reverse_query, reverse_rules, RequestBodyError, BODY_IDLE_TIMEOUT};
 pub(crate) use stream::*;
 pub(crate) use upstream::{RecordedChunks, UpstreamBody, UpstreamTee};
 

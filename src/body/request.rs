@@ -1,39 +1,62 @@
 //! Phase "request body": the proxy's own origins, which the link rewrite wrote into pages, go back to
 //! the target's origin in what the browser sends (`rewriteRequestBodies`), so that saving a page (a
 //! CMS editor posting its content) does not store the proxy's URLs in the site. Form, JSON and text
-//! bodies, and the text parts of multipart ones, compressed or not; anything else goes as it came.
+//! bodies, and the form fields of multipart ones, compressed or not; anything else goes as it came.
+//! Every written form of the origin is undone, the scheme restored (`crate::rewrite::OriginSwap`).
 //!
-//! A body whose `Content-Length` is at most [`WHOLE_BODY_LIMIT`] is read whole and sent with its new,
-//! exact length: some dev servers refuse chunked request bodies (Django's runserver, PHP's built-in
-//! server). A longer text body is rewritten as it streams and sent chunked; a longer multipart body
-//! (an upload) goes as it came.
+//! Nothing is lost on the way: a body with nothing to rewrite reaches the target byte for byte, in
+//! its own framing. A body of at most [`WHOLE_BODY_LIMIT`] as sent (any framing) is read whole and,
+//! when rewritten, sent with its new, exact length: some dev servers refuse chunked request bodies
+//! (Django's runserver, PHP's built-in server). A longer uncompressed text body is rewritten as it
+//! streams and sent chunked; a longer compressed one, a body that decodes to more than
+//! [`DECODED_LIMIT`], and a longer multipart body (an upload) go as they came. File parts (any part
+//! with a file name) are never touched. A body the proxy reads that stalls for [`BODY_IDLE_TIMEOUT`]
+//! is given up on, as a head is.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
+use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderValue};
-use http_body::{Body, Frame};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use memchr::memmem;
 
 use super::{BodyError, Pipeline};
-use crate::codec::Encoding;
+use crate::codec::{Decoder, Encoding, DECODED_PIECE};
 use crate::config::target::Target;
-use crate::rewrite::{rewrite_bytes, Rewriter, Rule, RuleError, RuleReplacement, DEFAULT_MAX_MATCH_BYTES};
+use crate::rewrite::{rewrite_bytes, Forms, OriginSwap, Rewriter, Rule, DEFAULT_MAX_MATCH_BYTES};
 
 /// The body that goes upstream.
 pub(crate) type OutgoingBody = http_body_util::combinators::BoxBody<Bytes, BodyError>;
 
-/// Request bodies up to this size are read whole and sent with their new length.
-pub(crate) const WHOLE_BODY_LIMIT: u64 = 1 << 20;
+/// Request bodies up to this size, as sent, are read whole and sent with their new length.
+pub(crate) const WHOLE_BODY_LIMIT: usize = 1 << 20;
+
+/// A body read whole is rewritten only when it decodes to at most this; past it, it goes as it came
+/// (a few hundred bytes of brotli can claim gigabytes).
+pub(crate) const DECODED_LIMIT: usize = 8 << 20;
+
+/// How long a body the proxy reads may send nothing: the same as for a request's head.
+pub(crate) const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a request body could not go on.
+#[derive(Debug)]
+pub(crate) enum RequestBodyError {
+    /// It could not be read or decoded (a 400).
+    Unreadable(String),
+    /// The client sent nothing for [`BODY_IDLE_TIMEOUT`] (a 408).
+    Stalled,
+}
 
 /// A body that may carry the proxy's origins.
 enum Kind {
     /// Form, JSON or text: rewritten whole.
     Text,
-    /// `multipart/form-data` with this boundary: its text parts are rewritten.
+    /// `multipart/form-data` with this boundary: its form fields are rewritten.
     Multipart(String),
 }
 
@@ -58,79 +81,63 @@ fn is_text(essence: &str) -> bool {
         || essence.starts_with("text/")
 }
 
-/// The rules that turn the proxy's origin, as the request reached it (`local_host`), back into
-/// `target`'s, in every form the link rewrite writes: `http(s)://local`, slash-escaped
-/// `http(s):\/\/local`, percent-encoded `http%3A%2F%2Flocal` (any case), and protocol-relative
-/// `//local` and `\/\/local`, the scheme forms first.
-pub(crate) fn reverse_rules(local_host: &str, target: &Target) -> Result<Vec<Rule>, RuleError> {
-    let encode = crate::rewrite::percent_encode_origin;
-    // Only the whole origin: `localhost:30001` is not `localhost:3000`.
-    let end = if local_host.ends_with(|c: char| c.is_ascii_alphanumeric()) { r"\b" } else { "" };
-    let local = js_escape(local_host);
-    let encoded_local = js_escape(&encode(local_host));
-    let (origin, authority) = (target.origin(), target.authority());
-    let rule = |source: String, replacement: String| {
-        Rule::regex(&source, "gi", RuleReplacement::Text(replacement.replace('$', "$$")))
-    };
-    Ok(vec![
-        rule(format!(r"https?:\/\/{local}{end}"), origin.clone())?,
-        rule(format!(r"https?:\\\/\\\/{local}{end}"), origin.replace('/', r"\/"))?,
-        rule(format!("https?%3A%2F%2F{encoded_local}{end}"), encode(&origin))?,
-        rule(format!(r"\/\/{local}{end}"), format!("//{authority}"))?,
-        rule(format!(r"\\\/\\\/{local}{end}"), format!(r"\/\/{authority}"))?,
-    ])
+/// The rule that turns the proxy's origin, as the request reached it (`local_host`), back into
+/// `target`'s in every form the response side writes it (see `crate::rewrite::OriginSwap`). A literal
+/// matcher: a new `Host` compiles nothing.
+pub(crate) fn reverse_rules(local_host: &str, target: &Target) -> Vec<Rule> {
+    vec![Rule::origins("rewriteRequestBodies", reverse_swap(local_host, target))]
 }
 
-/// `text` as a JS regex matching it literally.
-pub(super) fn js_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() * 2);
-    for c in text.chars() {
-        if r"\^$.*+?()[]{}|/".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
+fn reverse_swap(local_host: &str, target: &Target) -> OriginSwap {
+    OriginSwap::new([local_host], &target.origin(), Forms::ALL)
+}
+
+/// A request URL's query with the proxy's origin turned back into the target's, as in bodies; `None`
+/// when it names none.
+pub(crate) fn reverse_query(query: &str, local_host: &str, target: &Target) -> Option<String> {
+    let swapped = reverse_swap(local_host, target).swap_all(query.as_bytes())?;
+    // The swap writes ASCII over ASCII: the query stays the valid text it was.
+    String::from_utf8(swapped).ok()
 }
 
 /// The request's body as it goes upstream, with the proxy's origins turned back into the target's by
-/// `rules` where its type allows; `headers` follow (`Content-Length`, digests). An error is a body
-/// that could not be read or decoded.
+/// `rules` where its type allows; `headers` follow (`Content-Length`, digests). `warn` gets the one
+/// line said about a body left as it came though its type is rewritten.
 pub(crate) async fn reverse(
     headers: &mut HeaderMap,
     body: Incoming,
     rules: &[Rule],
-    local_host: &str,
-) -> Result<OutgoingBody, String> {
+    warn: impl FnOnce(String),
+) -> Result<OutgoingBody, RequestBodyError> {
     if body.is_end_stream() {
         return Ok(as_it_came(body));
     }
-    let Some((kind, encoding, length)) = what_to_rewrite(headers) else { return Ok(as_it_came(body)) };
-    match (length, kind) {
-        (Some(length), kind) if length <= WHOLE_BODY_LIMIT => {
-            let raw = Limited::new(body, WHOLE_BODY_LIMIT as usize)
-                .collect()
-                .await
-                .map_err(|e| format!("the request body could not be read: {e}"))?
-                .to_bytes();
-            let rewritten = whole(&raw, encoding, &kind, rules, local_host)?;
-            let bytes = match rewritten {
-                Some(bytes) => {
-                    changed(headers);
-                    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-                    Bytes::from(bytes)
-                }
-                None => raw,
-            };
-            Ok(Full::new(bytes).map_err(|never| match never {}).boxed())
-        }
-        (_, Kind::Text) => {
+    let Some((kind, encoding)) = what_to_rewrite(headers) else { return Ok(as_it_came(body)) };
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let mut body = Stalling::new(body);
+    let (prefix, ended) = if declared.is_some_and(|length| length > WHOLE_BODY_LIMIT as u64) {
+        (Bytes::new(), false)
+    } else {
+        read_up_to(&mut body, WHOLE_BODY_LIMIT).await?
+    };
+    if ended {
+        return whole(headers, prefix, encoding, &kind, rules, warn);
+    }
+    let rest = Streamed { prefix: Some(prefix), rest: Some(body), pipeline: None, exact: declared, ended: false };
+    match (kind, encoding) {
+        (Kind::Text, Encoding::Identity) => {
             changed(headers);
             headers.remove(header::CONTENT_LENGTH);
-            let pipeline = Pipeline::new(encoding, encoding, Rewriter::new(rules, local_host, DEFAULT_MAX_MATCH_BYTES));
-            Ok(Streamed { body, pipeline, ended: false }.boxed())
+            let pipeline = Pipeline::new(encoding, encoding, Rewriter::new(rules, "", DEFAULT_MAX_MATCH_BYTES));
+            Ok(Streamed { pipeline: Some(pipeline), exact: None, ..rest }.boxed())
         }
-        (_, Kind::Multipart(_)) => Ok(as_it_came(body)),
+        (Kind::Text, _) => {
+            let limit = WHOLE_BODY_LIMIT >> 20;
+            warn(format!("a {} request body over {limit} MiB was sent as it came, not rewritten", encoding.token()));
+            Ok(rest.boxed())
+        }
+        // An upload: its form fields are small, its files never rewritten.
+        (Kind::Multipart(_), _) => Ok(rest.boxed()),
     }
 }
 
@@ -138,13 +145,11 @@ fn as_it_came(body: Incoming) -> OutgoingBody {
     body.map_err(BodyError::from).boxed()
 }
 
-/// The body's kind, coding and length, when it is one to rewrite (a coding the codecs read).
-fn what_to_rewrite(headers: &HeaderMap) -> Option<(Kind, Encoding, Option<u64>)> {
+/// The body's kind and coding, when it is one to rewrite (a coding the codecs read).
+fn what_to_rewrite(headers: &HeaderMap) -> Option<(Kind, Encoding)> {
     let kind = kind(headers)?;
     let coding = headers.get(header::CONTENT_ENCODING).map(|v| v.to_str().unwrap_or("?"));
-    let encoding = Encoding::from_content_encoding(coding)?;
-    let length = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    Some((kind, encoding, length))
+    Some((kind, Encoding::from_content_encoding(coding)?))
 }
 
 /// Headers that describe the body's bytes no longer hold once it is rewritten.
@@ -154,44 +159,115 @@ fn changed(headers: &mut HeaderMap) {
     headers.remove("content-digest");
 }
 
-/// `raw` rewritten, or `None` when nothing in it changes (it then goes as it came, byte for byte).
+/// Reads `body` until it ends or more than `limit` bytes came; whether it ended.
+async fn read_up_to(body: &mut Stalling, limit: usize) -> Result<(Bytes, bool), RequestBodyError> {
+    let mut read = BytesMut::new();
+    while read.len() <= limit {
+        match body.frame().await {
+            // Trailers of a chunked request carry nothing the target needs here.
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    read.extend_from_slice(&data);
+                }
+            }
+            Some(Err(e)) if e.is::<Stalled>() => return Err(RequestBodyError::Stalled),
+            Some(Err(e)) => {
+                return Err(RequestBodyError::Unreadable(format!("the request body could not be read: {e}")))
+            }
+            None => return Ok((read.freeze(), true)),
+        }
+    }
+    Ok((read.freeze(), false))
+}
+
+/// A body read whole: rewritten and sent with its new length, or, when nothing in it changes or it
+/// decodes to more than [`DECODED_LIMIT`], sent as it came in its own framing.
 fn whole(
-    raw: &[u8],
+    headers: &mut HeaderMap,
+    raw: Bytes,
     encoding: Encoding,
     kind: &Kind,
     rules: &[Rule],
-    local_host: &str,
-) -> Result<Option<Vec<u8>>, String> {
-    let decoded = recode(raw, encoding, Encoding::Identity)?;
-    let rewritten = match kind {
-        Kind::Text => apply(&decoded, rules, local_host)?,
-        Kind::Multipart(boundary) => multipart(&decoded, boundary, rules, local_host)?,
+    warn: impl FnOnce(String),
+) -> Result<OutgoingBody, RequestBodyError> {
+    let chunked = !headers.contains_key(header::CONTENT_LENGTH);
+    let exactly = |raw: Bytes| -> OutgoingBody {
+        if chunked {
+            Streamed { prefix: Some(raw), rest: None, pipeline: None, exact: None, ended: false }.boxed()
+        } else {
+            Full::new(raw).map_err(|never| match never {}).boxed()
+        }
     };
-    if rewritten == decoded {
-        return Ok(None);
-    }
-    recode(&rewritten, Encoding::Identity, encoding).map(Some)
+    let Some(decoded) = decode(&raw, encoding, DECODED_LIMIT)? else {
+        let limit = DECODED_LIMIT >> 20;
+        warn(format!(
+            "a {} request body that decodes to over {limit} MiB was sent as it came, not rewritten",
+            encoding.token()
+        ));
+        return Ok(exactly(raw));
+    };
+    let rewritten = match kind {
+        Kind::Text => apply(&decoded, rules)?,
+        Kind::Multipart(boundary) => multipart(&decoded, boundary, rules)?,
+    };
+    let Some(rewritten) = rewritten else { return Ok(exactly(raw)) };
+    let bytes = encode(&rewritten, encoding)?;
+    changed(headers);
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    Ok(Full::new(Bytes::from(bytes)).map_err(|never| match never {}).boxed())
 }
 
-fn apply(text: &[u8], rules: &[Rule], local_host: &str) -> Result<Vec<u8>, String> {
-    rewrite_bytes(text, rules, local_host, DEFAULT_MAX_MATCH_BYTES).map_err(|e| e.to_string())
+/// `text` with `rules` applied; `None` when nothing changed.
+fn apply(text: &[u8], rules: &[Rule]) -> Result<Option<Vec<u8>>, RequestBodyError> {
+    let out = rewrite_bytes(text, rules, "", DEFAULT_MAX_MATCH_BYTES)
+        .map_err(|e| RequestBodyError::Unreadable(e.to_string()))?;
+    Ok((out != text).then_some(out))
 }
 
-/// `bytes` from one coding to another, through the response pipeline's codecs without rules.
-fn recode(bytes: &[u8], from: Encoding, to: Encoding) -> Result<Vec<u8>, String> {
-    if from == to {
-        return Ok(bytes.to_vec());
+/// `raw` decoded whole, every gzip member; `None` when it decodes to more than `limit`.
+fn decode(raw: &[u8], encoding: Encoding, limit: usize) -> Result<Option<Vec<u8>>, RequestBodyError> {
+    let undecodable = |e: crate::codec::CodecError| {
+        RequestBodyError::Unreadable(format!("the request body could not be decoded: {e}"))
+    };
+    let mut decoder = Decoder::new(encoding);
+    let mut out = Vec::with_capacity(raw.len().min(limit));
+    let mut input = raw;
+    loop {
+        let before = out.len();
+        let consumed = decoder.decode(input, &mut out).map_err(undecodable)?;
+        input = &input[consumed..];
+        if out.len() > limit {
+            return Ok(None);
+        }
+        let produced = out.len() - before;
+        if consumed == 0 && produced == 0 && !input.is_empty() {
+            return Err(RequestBodyError::Unreadable("the request body could not be decoded: no progress".into()));
+        }
+        if input.is_empty() && produced < DECODED_PIECE {
+            break;
+        }
     }
-    let mut pipeline = Pipeline::new(from, to, Rewriter::new(&[], "", DEFAULT_MAX_MATCH_BYTES));
-    let mut out = Vec::with_capacity(bytes.len());
-    pipeline.push(bytes, &mut out).map_err(|e| format!("the request body could not be decoded: {e}"))?;
-    pipeline.finish(&mut out).map_err(|e| format!("the request body could not be decoded: {e}"))?;
+    decoder.finish().map_err(undecodable)?;
+    Ok(Some(out))
+}
+
+/// `text` in `encoding`, through the response pipeline's encoders.
+fn encode(text: &[u8], encoding: Encoding) -> Result<Vec<u8>, RequestBodyError> {
+    if encoding == Encoding::Identity {
+        return Ok(text.to_vec());
+    }
+    let failed = |e: BodyError| RequestBodyError::Unreadable(format!("the request body could not be encoded: {e}"));
+    let mut pipeline = Pipeline::new(Encoding::Identity, encoding, Rewriter::new(&[], "", DEFAULT_MAX_MATCH_BYTES));
+    let mut out = Vec::with_capacity(text.len() / 2);
+    pipeline.push(text, &mut out).map_err(|e| failed(Box::new(e)))?;
+    pipeline.finish(&mut out).map_err(|e| failed(Box::new(e)))?;
     Ok(out)
 }
 
-/// A `multipart/form-data` body with its text parts rewritten: form fields (no file name) and parts
-/// whose type is text, form or JSON. File parts and everything between parts stay byte for byte.
-fn multipart(body: &[u8], boundary: &str, rules: &[Rule], local_host: &str) -> Result<Vec<u8>, String> {
+/// A `multipart/form-data` body with its form fields rewritten; `None` when nothing changed. A part
+/// with a file name is a file, never rewritten whatever its type; so is a field typed as something
+/// other than text, form or JSON. Everything between parts stays byte for byte.
+fn multipart(body: &[u8], boundary: &str, rules: &[Rule]) -> Result<Option<Vec<u8>>, RequestBodyError> {
     let delimiter = format!("--{boundary}");
     let starts: Vec<usize> =
         memmem::find_iter(body, delimiter.as_bytes()).filter(|&at| at == 0 || body[..at].ends_with(b"\r\n")).collect();
@@ -205,33 +281,103 @@ fn multipart(body: &[u8], boundary: &str, rules: &[Rule], local_host: &str) -> R
         let content_start = head_start + head_len + 4;
         // The CRLF before the next delimiter belongs to it.
         let content_end = (next - 2).max(content_start);
-        if text_part(&body[head_start..content_start]) {
+        if !form_field(&body[head_start..content_start]) {
+            continue;
+        }
+        if let Some(rewritten) = apply(&body[content_start..content_end], rules)? {
             out.extend_from_slice(&body[copied..content_start]);
-            out.extend_from_slice(&apply(&body[content_start..content_end], rules, local_host)?);
+            out.extend_from_slice(&rewritten);
             copied = content_end;
         }
     }
+    if copied == 0 {
+        return Ok(None);
+    }
     out.extend_from_slice(&body[copied..]);
-    Ok(out)
+    Ok(Some(out))
 }
 
-/// Whether a part, by its headers, is text: a typed text/form/JSON part, or an untyped form field.
-fn text_part(head: &[u8]) -> bool {
+/// Whether a part, by its headers, is a form field: no file name, and untyped or typed as text.
+fn form_field(head: &[u8]) -> bool {
     let head = String::from_utf8_lossy(head).to_ascii_lowercase();
     let field = |name: &str| {
         head.lines().find_map(|line| line.strip_prefix(name).and_then(|rest| rest.strip_prefix(':')).map(str::trim))
     };
-    match field("content-type") {
-        Some(value) => is_text(value.split(';').next().unwrap_or("").trim()),
-        None => !field("content-disposition").is_some_and(|value| value.contains("filename")),
+    if field("content-disposition").is_some_and(|value| value.contains("filename")) {
+        return false;
+    }
+    field("content-type").is_none_or(|value| is_text(value.split(';').next().unwrap_or("").trim()))
+}
+
+/// The client's body, failing with [`Stalled`] when nothing arrives for [`BODY_IDLE_TIMEOUT`].
+struct Stalling {
+    body: Incoming,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+/// The error of a body that stalled.
+#[derive(Debug)]
+struct Stalled;
+
+impl std::fmt::Display for Stalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the client sent nothing of its body for {} s", BODY_IDLE_TIMEOUT.as_secs())
     }
 }
 
-/// A long text body rewritten as it streams: decoded, rewritten and re-encoded chunk by chunk.
+impl std::error::Error for Stalled {}
+
+impl Stalling {
+    fn new(body: Incoming) -> Stalling {
+        Stalling { body, deadline: Box::pin(tokio::time::sleep(BODY_IDLE_TIMEOUT)) }
+    }
+}
+
+impl Body for Stalling {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.body).poll_frame(cx) {
+            Poll::Ready(frame) => {
+                this.deadline.as_mut().reset(tokio::time::Instant::now() + BODY_IDLE_TIMEOUT);
+                Poll::Ready(frame.map(|frame| frame.map_err(BodyError::from)))
+            }
+            Poll::Pending => match this.deadline.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(Stalled)))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+}
+
+/// A body that goes on after part of it was read: `prefix`, then the `rest`, through the `pipeline`
+/// (a long text body rewritten as it streams) or as it came.
 struct Streamed {
-    body: Incoming,
-    pipeline: Pipeline,
+    prefix: Option<Bytes>,
+    rest: Option<Stalling>,
+    pipeline: Option<Pipeline>,
+    /// The body's length, when it goes as it came with a `Content-Length`.
+    exact: Option<u64>,
     ended: bool,
+}
+
+impl Streamed {
+    /// `data` through the pipeline, if any.
+    fn through(&mut self, data: &[u8], last: bool) -> Result<Bytes, BodyError> {
+        let Some(pipeline) = &mut self.pipeline else { return Ok(Bytes::copy_from_slice(data)) };
+        let mut out = Vec::new();
+        pipeline.push(data, &mut out).map_err(|e| Box::new(e) as BodyError)?;
+        if last {
+            pipeline.finish(&mut out).map_err(|e| Box::new(e) as BodyError)?;
+        }
+        Ok(Bytes::from(out))
+    }
 }
 
 impl Body for Streamed {
@@ -244,26 +390,41 @@ impl Body for Streamed {
             if this.ended {
                 return Poll::Ready(None);
             }
-            let mut out = Vec::new();
-            match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
-                Some(Ok(frame)) => {
-                    // Trailers of a chunked request carry nothing the target needs here.
-                    let Ok(data) = frame.into_data() else { continue };
-                    if let Err(e) = this.pipeline.push(&data, &mut out) {
-                        return Poll::Ready(Some(Err(Box::new(e))));
-                    }
+            let (data, last) = if let Some(prefix) = this.prefix.take().filter(|p| !p.is_empty()) {
+                let last = this.rest.is_none();
+                if this.pipeline.is_none() {
+                    this.ended = last;
+                    return Poll::Ready(Some(Ok(Frame::data(prefix))));
                 }
-                Some(Err(e)) => return Poll::Ready(Some(Err(Box::new(e)))),
-                None => {
-                    this.ended = true;
-                    if let Err(e) = this.pipeline.finish(&mut out) {
-                        return Poll::Ready(Some(Err(Box::new(e))));
-                    }
+                (prefix, last)
+            } else {
+                match this.rest.as_mut() {
+                    None => (Bytes::new(), true),
+                    Some(rest) => match ready!(Pin::new(rest).poll_frame(cx)) {
+                        Some(Ok(frame)) => match frame.into_data() {
+                            Ok(data) => (data, false),
+                            Err(_) => continue,
+                        },
+                        Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+                        None => (Bytes::new(), true),
+                    },
                 }
-            }
+            };
+            this.ended = last;
+            let out = match this.through(&data, last) {
+                Ok(out) => out,
+                Err(e) => return Poll::Ready(Some(Err(e))),
+            };
             if !out.is_empty() {
-                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
+                return Poll::Ready(Some(Ok(Frame::data(out))));
             }
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self.exact {
+            Some(length) if self.pipeline.is_none() && !self.ended => SizeHint::with_exact(length),
+            _ => SizeHint::default(),
         }
     }
 }
@@ -273,7 +434,7 @@ mod tests {
     use super::*;
 
     fn rules() -> Vec<Rule> {
-        reverse_rules("localhost:3102", &Target::parse("https://wp.test:8088").unwrap()).unwrap()
+        reverse_rules("localhost:3102", &Target::parse("https://wp.test:8088").unwrap())
     }
 
     #[test]
@@ -285,32 +446,77 @@ mod tests {
         );
         let expected = concat!(
             "a=https://wp.test:8088/x&b=https://wp.test:8088&c=https%3A%2F%2Fwp.test%3A8088%2Fy",
-            r#" {"u":"https:\/\/wp.test:8088\/z","p":"\/\/wp.test:8088\/q"} src="//wp.test:8088/i""#,
+            r#" {"u":"https:\/\/wp.test:8088\/z","p":"https:\/\/wp.test:8088\/q"} src="https://wp.test:8088/i""#,
             " http://localhost:31020/ localhost:3102"
         );
-        assert_eq!(String::from_utf8(apply(input.as_bytes(), &rules(), "localhost:3102").unwrap()).unwrap(), expected);
+        assert_eq!(String::from_utf8(apply(input.as_bytes(), &rules()).unwrap().unwrap()).unwrap(), expected);
     }
 
     #[test]
-    fn multipart_text_parts_are_rewritten_and_file_parts_are_not() {
+    fn multipart_form_fields_are_rewritten_and_file_parts_never_are() {
+        let text_file = |name: &str, kind: &str| {
+            format!("--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"{name}\"\r\nContent-Type: {kind}\r\n\r\nhttp://localhost:3102/x\r\n")
+        };
+        let files: String =
+            [("a.txt", "text/plain"), ("a.csv", "text/csv"), ("a.html", "text/html"), ("a.json", "application/json")]
+                .iter()
+                .map(|(name, kind)| text_file(name, kind))
+                .collect();
+        let field =
+            |value: &str| format!("--XyZ\r\nContent-Disposition: form-data; name=\"content\"\r\n\r\n{value}\r\n");
+        let typed = |value: &str| {
+            format!("--XyZ\r\nContent-Disposition: form-data; name=\"meta\"\r\nContent-Type: application/json\r\n\r\n{value}\r\n")
+        };
+        let binary = b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n\x00http://localhost:3102\xff\r\n";
         let body = [
-            &b"--XyZ\r\nContent-Disposition: form-data; name=\"content\"\r\n\r\n<img src=\"http://localhost:3102/a.png\">\r\n"[..],
-            b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n",
-            b"\x00http://localhost:3102\xff\r\n",
-            b"--XyZ\r\nContent-Disposition: form-data; name=\"meta\"\r\nContent-Type: application/json\r\n\r\n{\"u\":\"//localhost:3102/\"}\r\n",
+            field(r#"<img src="http://localhost:3102/a.png">"#).as_bytes(),
+            binary,
+            files.as_bytes(),
+            typed(r#"{"u":"//localhost:3102/"}"#).as_bytes(),
             b"--XyZ--\r\n",
         ]
         .concat();
-        let out = multipart(&body, "XyZ", &rules(), "localhost:3102").unwrap();
+        let out = multipart(&body, "XyZ", &rules()).unwrap().unwrap();
         let expected = [
-            &b"--XyZ\r\nContent-Disposition: form-data; name=\"content\"\r\n\r\n<img src=\"https://wp.test:8088/a.png\">\r\n"[..],
-            b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n",
-            b"\x00http://localhost:3102\xff\r\n",
-            b"--XyZ\r\nContent-Disposition: form-data; name=\"meta\"\r\nContent-Type: application/json\r\n\r\n{\"u\":\"//wp.test:8088/\"}\r\n",
+            field(r#"<img src="https://wp.test:8088/a.png">"#).as_bytes(),
+            binary,
+            files.as_bytes(),
+            typed(r#"{"u":"https://wp.test:8088/"}"#).as_bytes(),
             b"--XyZ--\r\n",
         ]
         .concat();
-        assert_eq!(out, expected);
+        assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&expected));
+        let only_files = [binary, files.as_bytes(), b"--XyZ--\r\n"].concat();
+        assert!(multipart(&only_files, "XyZ", &rules()).unwrap().is_none(), "files only: nothing to rewrite");
+    }
+
+    #[test]
+    fn every_gzip_member_is_decoded_and_a_bomb_is_refused() {
+        use std::io::Write;
+        let gzip = |text: &[u8]| {
+            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            encoder.write_all(text).unwrap();
+            encoder.finish().unwrap()
+        };
+        let two = [gzip(b"first member "), gzip(b"second member")].concat();
+        assert_eq!(decode(&two, Encoding::Gzip, DECODED_LIMIT).unwrap().unwrap(), b"first member second member");
+        let bomb = gzip(&vec![b'a'; DECODED_LIMIT + 1]);
+        assert!(decode(&bomb, Encoding::Gzip, DECODED_LIMIT).unwrap().is_none(), "over the cap");
+        assert!(matches!(
+            decode(b"{\"plain\":1}", Encoding::Gzip, DECODED_LIMIT),
+            Err(RequestBodyError::Unreadable(_))
+        ));
+    }
+
+    #[test]
+    fn the_query_comes_back_to_the_target_in_every_form() {
+        let target = Target::parse("http://127.0.0.1:8000").unwrap();
+        let query = "q=%2F%2Flocalhost%3A3102%2Fsomewhere&u=http://localhost:3102/x&o=//localhost:31020/";
+        assert_eq!(
+            reverse_query(query, "localhost:3102", &target).as_deref(),
+            Some("q=http%3A%2F%2F127.0.0.1%3A8000%2Fsomewhere&u=http://127.0.0.1:8000/x&o=//localhost:31020/")
+        );
+        assert_eq!(reverse_query("q=nothing", "localhost:3102", &target), None);
     }
 
     #[test]

@@ -76,8 +76,16 @@ impl Decoder {
             }
             DecoderState::DeflateUnknown(_) => unreachable!("resolved above"),
             DecoderState::Flate(inflate, piece, name) => {
+                // A gzip body may hold several members (RFC 1952 §2.2), each with its own header: the
+                // body is all of them, as Node and Python read it.
+                let next_member =
+                    *name == "gzip" && input.first() == Some(&0x1f) && input.get(1).is_none_or(|&b| b == 0x8b);
+                if self.finished && next_member {
+                    **inflate = Decompress::new_gzip(15);
+                    self.finished = false;
+                }
                 if self.finished {
-                    return Ok(input.len()); // bytes after the end of the stream are ignored, as browsers do
+                    return Ok(input.len()); // other bytes after the end of the stream are ignored, as browsers do
                 }
                 piece.clear();
                 let before = inflate.total_in();
@@ -196,6 +204,28 @@ mod tests {
             decoder.finish().unwrap();
             assert_eq!(out, b"one byte at a time");
         }
+    }
+
+    #[test]
+    fn every_gzip_member_is_decoded_in_any_chunking() {
+        let two =
+            [encode_all(Encoding::Gzip, b"first member, "), encode_all(Encoding::Gzip, b"second member")].concat();
+        for piece in [1, 2, 3, 7, two.len()] {
+            let mut decoder = Decoder::new(Encoding::Gzip);
+            let mut out = Vec::new();
+            for chunk in two.chunks(piece) {
+                let mut rest = chunk;
+                while !rest.is_empty() {
+                    rest = &rest[decoder.decode(rest, &mut out).unwrap()..];
+                }
+            }
+            decoder.finish().unwrap();
+            assert_eq!(out, b"first member, second member", "pieces of {piece}");
+        }
+        let cut = &two[..two.len() - 3];
+        assert!(decode_all(Encoding::Gzip, cut).is_err(), "a second member cut short is truncated");
+        let padded = [&encode_all(Encoding::Gzip, b"padded")[..], &[0, 0, 0, 0]].concat();
+        assert_eq!(decode_all(Encoding::Gzip, &padded).unwrap(), b"padded", "padding after the member is ignored");
     }
 
     #[test]

@@ -75,9 +75,7 @@ pub(crate) fn upstream_request(
     // pointed at the proxy) goes back to the target's, as in bodies.
     let swapped = match url.split_once('?') {
         Some((head, query)) if config.rewrite_request_bodies => {
-            let origin = config.target.origin();
-            headers::swap_origins(query, local_host, &origin, headers::Forms::PlainAndEncoded)
-                .map(|query| format!("{head}?{query}"))
+            crate::body::reverse_query(query, local_host, &config.target).map(|query| format!("{head}?{query}"))
         }
         _ => None,
     };

@@ -264,55 +264,10 @@ fn target_url_to_local(url: &str, config: &ProxyConfig, local_host: &str) -> Opt
 /// there is none. The same forms as the pages' encoded link rule (`Rule::encoded_origin`).
 fn encoded_target_to_local(value: &str, config: &ProxyConfig, local_host: &str) -> Option<String> {
     let to = format!("{}://{local_host}", config.local_scheme());
-    swap_origins(value, &config.target.link_host(), &to, Forms::Encoded)
-}
-
-/// Which written forms of an origin [`swap_origins`] replaces.
-#[derive(Clone, Copy, PartialEq)]
-pub(crate) enum Forms {
-    /// `http%3A%2F%2Fhost%3A3000` (any case), replaced by the new origin encoded the same way.
-    Encoded,
-    /// Those, and `http://host:3000` as it is.
-    PlainAndEncoded,
-}
-
-/// `http(s)://FROM_HOST` in `value`, in `forms`, replaced by `to_origin` written in the same form;
-/// `None` when there is none. A host followed by more of a host name or a port is another origin.
-pub(crate) fn swap_origins(value: &str, from_host: &str, to_origin: &str, forms: Forms) -> Option<String> {
-    let encode = crate::rewrite::percent_encode_origin;
-    let lower = value.to_ascii_lowercase();
-    let from = from_host.to_ascii_lowercase();
-    let encoded_from = encode(&from).to_ascii_lowercase();
-    let mut out = String::with_capacity(value.len());
-    let mut copied = 0;
-    let mut at = 0;
-    while at < lower.len() {
-        let rest = &lower[at..];
-        let found = if let Some(r) = rest.strip_prefix("%3a%2f%2f") {
-            r.starts_with(&encoded_from).then(|| (at + 9 + encoded_from.len(), true))
-        } else if let Some(r) = rest.strip_prefix("://").filter(|_| forms == Forms::PlainAndEncoded) {
-            r.starts_with(&from).then(|| (at + 3 + from.len(), false))
-        } else {
-            None
-        };
-        let scheme = ["https", "http"].into_iter().find(|scheme| lower[..at].ends_with(scheme));
-        if let (Some((end, encoded)), Some(scheme)) = (found, scheme) {
-            let next = &lower[end..];
-            let continues = next.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '.' || c == '-')
-                || (next.starts_with(':') && !encoded)
-                || (next.starts_with("%3a") && encoded);
-            let start = at - scheme.len();
-            if !continues && start >= copied {
-                out.push_str(&value[copied..start]);
-                out.push_str(&if encoded { encode(to_origin) } else { to_origin.to_string() });
-                copied = end;
-                at = end;
-                continue;
-            }
-        }
-        at += rest.chars().next().map_or(1, char::len_utf8);
-    }
-    (copied > 0).then(|| out + &value[copied..])
+    let swap =
+        crate::rewrite::OriginSwap::new([config.target.link_host().as_str()], &to, crate::rewrite::Forms::ENCODED);
+    // ASCII written over ASCII: still the valid text it was.
+    String::from_utf8(swap.swap_all(value.as_bytes())?).ok()
 }
 
 /// A `Refresh` header's `url=` naming the target (plainly or percent-encoded in its query), as the proxy's.
@@ -358,27 +313,6 @@ mod tests {
         let mut h = HeaderMap::new();
         forwarded_headers(&mut h, None, "[::1]");
         assert_eq!(h["x-forwarded-port"], "80");
-    }
-
-    #[test]
-    fn origins_are_swapped_in_the_forms_asked_for_and_only_whole() {
-        let swap = |v: &str, forms| swap_origins(v, "localhost:3102", "https://wp.test", forms);
-        assert_eq!(
-            swap("a=http://localhost:3102/x&b=HTTP%3a%2f%2fLOCALHOST%3a3102%2F", Forms::PlainAndEncoded).as_deref(),
-            Some("a=https://wp.test/x&b=https%3A%2F%2Fwp.test%2F")
-        );
-        assert_eq!(swap("a=http://localhost:3102/x", Forms::Encoded), None, "plain forms only when asked");
-        for other in [
-            "http://localhost:31020/",
-            "http://localhost:3102.evil/",
-            "http%3A%2F%2Flocalhost%3A31020",
-            "ftp://localhost:3102/",
-        ] {
-            assert_eq!(swap(other, Forms::PlainAndEncoded), None, "{other}");
-        }
-        let host_only =
-            swap_origins("http://wp.test:8080/ http://wp.test/", "wp.test", "http://l", Forms::PlainAndEncoded);
-        assert_eq!(host_only.as_deref(), Some("http://wp.test:8080/ http://l/"), "a port makes another origin");
     }
 
     #[test]

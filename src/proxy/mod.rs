@@ -229,13 +229,14 @@ async fn request_body_phase(
         return Ok(body.map_err(crate::body::BodyError::from).boxed());
     }
     let build = || crate::body::reverse_rules(&ctx.local_host, &config.target);
-    let rules = match shared.reverse_rules.get(&ctx.local_host, &config.target.origin(), build) {
-        Ok(rules) => rules,
-        Err(e) => return Err(ProxyError::RequestBody { url: ctx.url.clone(), reason: e.to_string() }),
-    };
-    match crate::body::reverse(headers, body, &rules, &ctx.local_host).await {
+    let rules = shared.reverse_rules.get(&ctx.local_host, &config.target.origin(), build);
+    let warn = |line: String| shared.stats.log_error(&format!("{}: {line}", ctx.url));
+    match crate::body::reverse(headers, body, &rules, warn).await {
         Ok(body) => Ok(body),
-        Err(reason) => Err(ProxyError::RequestBody { url: ctx.url.clone(), reason }),
+        Err(crate::body::RequestBodyError::Unreadable(reason)) => {
+            Err(ProxyError::RequestBody { url: ctx.url.clone(), reason })
+        }
+        Err(crate::body::RequestBodyError::Stalled) => Err(ProxyError::RequestStalled { url: ctx.url.clone() }),
     }
 }
 
@@ -336,9 +337,7 @@ async fn body_phase(
             (sniff, decode, encode, &ctx.rules[..], ctx.user_rules)
         }
         Plan::Rewrite { sniff, decode, encode, rules: RuleSet::JsonOrigins } => {
-            json_rules = shared
-                .json_rules(&ctx.local_host)
-                .map_err(|e| ProxyError::Rewrite { url: ctx.url.clone(), reason: e.to_string() })?;
+            json_rules = shared.json_rules(&ctx.local_host);
             (sniff, decode, encode, &json_rules[..], None)
         }
         Plan::Compress { encode } => {

@@ -17,6 +17,8 @@ pub(crate) enum ProxyError {
     ForeignAuthority,
     /// An HTTP/1.1 request without `Host` (RFC 9112 §3.2).
     MissingHost,
+    /// A `Host` (or authority) longer than any name and port can be: its length.
+    HostTooLong(usize),
     /// A `Host` (or authority) not in `allowedHosts` (DNS rebinding), and the name to add there.
     HostNotAllowed { host: String, name: String },
     /// A WebSocket upgrade from a page of another origin.
@@ -35,6 +37,9 @@ pub(crate) enum ProxyError {
     Internal { path: String, reason: String },
     /// The client's request body could not be read or decoded for `rewriteRequestBodies`.
     RequestBody { url: String, reason: String },
+    /// The client stopped sending a body the proxy reads (`rewriteRequestBodies`) for longer than a
+    /// head may take.
+    RequestStalled { url: String },
 }
 
 impl ProxyError {
@@ -72,6 +77,7 @@ impl ProxyError {
             ProxyError::Hook { hook, url, reason } => Some(format!("{url}: {hook} failed: {reason}")),
             ProxyError::Middleware { url, reason } => Some(format!("{url}: middleware failed: {reason}")),
             ProxyError::RequestBody { url, reason } => Some(format!("{url}: {reason}")),
+            ProxyError::RequestStalled { url } => Some(format!("{url}: {}", request_stalled_reason())),
             _ => None,
         }
     }
@@ -94,6 +100,13 @@ impl ProxyError {
                 "devproxy-native only serves its own target; requests for other hosts are refused\n",
             ),
             ProxyError::MissingHost => plain(StatusCode::BAD_REQUEST, "an HTTP/1.1 request needs a Host header\n"),
+            ProxyError::HostTooLong(length) => {
+                let text = format!(
+                    "the Host header is {length} bytes long; devproxy-native answers names of at most {} bytes, port included\n",
+                    crate::proxy::security::MAX_HOST_LEN
+                );
+                plain_text(StatusCode::BAD_REQUEST, text)
+            }
             ProxyError::HostNotAllowed { host, name } => host_not_allowed(host, name),
             ProxyError::OriginNotAllowed(origin) => origin_not_allowed(origin),
             ProxyError::Upstream { url, reason } | ProxyError::UpstreamBody { url, reason } => {
@@ -104,11 +117,26 @@ impl ProxyError {
             ProxyError::Hook { hook, url, reason } => user_code_failed(hook, url, reason),
             ProxyError::Middleware { url, reason } => user_code_failed("middleware", url, reason),
             ProxyError::RequestBody { url, reason } => request_body_failed(url, reason),
+            ProxyError::RequestStalled { .. } => {
+                let mut response = plain_text(StatusCode::REQUEST_TIMEOUT, format!("{}\n", request_stalled_reason()));
+                // The rest of the body may still come: nothing more can be read from this connection.
+                response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                response
+            }
         }
     }
 }
 
+fn request_stalled_reason() -> String {
+    let seconds = crate::body::BODY_IDLE_TIMEOUT.as_secs();
+    format!("the client sent nothing of its request body for {seconds} s; gave up on it")
+}
+
 fn plain(status: StatusCode, text: &'static str) -> Response<ProxyBody> {
+    plain_text(status, text.to_string())
+}
+
+fn plain_text(status: StatusCode, text: String) -> Response<ProxyBody> {
     let mut response = Response::new(ProxyBody::full(text));
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));

@@ -144,9 +144,14 @@ pub(crate) fn from_another_site<B>(
     matches!(fetch_site, Some(b"cross-site" | b"same-site")) && !has_origin
 }
 
+/// The longest `Host` answered: a DNS name's 253 bytes and a port. Longer ones are no name a
+/// browser sends, and every name costs work per request.
+pub(crate) const MAX_HOST_LEN: usize = 260;
+
 /// Phase "request filter": what the proxy refuses before anything is forwarded. Ambiguous framings
 /// (request smuggling), `CONNECT`, absolute-form requests for other hosts (no open proxy), HTTP/1.1
-/// without `Host`, and a `Host` not in `allowedHosts` (DNS rebinding).
+/// without `Host`, a `Host` longer than [`MAX_HOST_LEN`], and one not in `allowedHosts` (DNS
+/// rebinding).
 pub(crate) fn request_filter<B>(req: &Request<B>, local_addr: SocketAddr, hosts: &HostGuard) -> Result<(), ProxyError> {
     if let Some(reason) = smuggling_risk(req.headers()) {
         return Err(ProxyError::AmbiguousFraming(reason));
@@ -173,6 +178,11 @@ pub(crate) fn request_filter<B>(req: &Request<B>, local_addr: SocketAddr, hosts:
         return Err(ProxyError::MissingHost);
     }
     let authority = req.uri().authority().map(|a| a.as_str().to_string());
+    let longest =
+        req.headers().get_all(header::HOST).iter().map(|h| h.len()).chain(authority.as_ref().map(String::len)).max();
+    if let Some(length) = longest.filter(|&length| length > MAX_HOST_LEN) {
+        return Err(ProxyError::HostTooLong(length));
+    }
     let names = req.headers().get_all(header::HOST).iter().map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned());
     match authority.into_iter().chain(names).find(|h| !hosts.allows_authority(h)) {
         Some(host) => Err(ProxyError::HostNotAllowed { name: host_name(&host).unwrap_or_else(|| host.clone()), host }),

@@ -136,8 +136,9 @@ pub(crate) struct Shared {
     pub middleware: Option<crate::proxy::middleware::MiddlewareHost>,
 }
 
-/// Rules that write the proxy's origin as a request reached it, compiled once per `Host` (there are a
-/// few: localhost, 127.0.0.1, a LAN address) and target.
+/// Rules that write the proxy's origin as a request reached it, built once per `Host` (there are a
+/// few: localhost, 127.0.0.1, a LAN address) and target. Building one is cheap (a literal matcher,
+/// `crate::rewrite::OriginSwap`): the cache only spares the allocations.
 pub(crate) struct RulesByHost(std::sync::Mutex<lru::LruCache<HostAndTarget, Arc<[Rule]>>>);
 
 /// A request's `Host` and its target's origin.
@@ -152,19 +153,14 @@ impl Default for RulesByHost {
 impl RulesByHost {
     /// The rules for requests that reached the proxy at `local_host` going to `target`, built by
     /// `build` the first time.
-    pub(crate) fn get(
-        &self,
-        local_host: &str,
-        target: &str,
-        build: impl FnOnce() -> Result<Vec<Rule>, RuleError>,
-    ) -> Result<Arc<[Rule]>, RuleError> {
+    pub(crate) fn get(&self, local_host: &str, target: &str, build: impl FnOnce() -> Vec<Rule>) -> Arc<[Rule]> {
         let key = (local_host.to_string(), target.to_string());
         if let Some(rules) = self.0.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
-            return Ok(rules.clone());
+            return rules.clone();
         }
-        let rules: Arc<[Rule]> = build()?.into();
+        let rules: Arc<[Rule]> = build().into();
         self.0.lock().unwrap_or_else(PoisonError::into_inner).put(key, rules.clone());
-        Ok(rules)
+        rules
     }
 }
 
@@ -214,7 +210,7 @@ impl Shared {
 
     /// The rules for a JSON response to a request that reached the proxy at `local_host`: every
     /// target's origin becomes the proxy's (`rewriteJson`).
-    pub(crate) fn json_rules(&self, local_host: &str) -> Result<Arc<[Rule]>, RuleError> {
+    pub(crate) fn json_rules(&self, local_host: &str) -> Arc<[Rule]> {
         self.json_rules.get(local_host, "", || {
             let targets = std::iter::once(&self.config.target).chain(self.routes.targets());
             body::origin_rules(self.config.local_scheme(), local_host, targets)

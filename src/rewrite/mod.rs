@@ -11,7 +11,8 @@
 //! answers with; `search` is one regex search's candidates and anchored runs; `next_match` is a regex rule's
 //! search for its next final match; `sweep` settles many pending starts in one pass; `stream` runs the rules'
 //! stages over a body in chunks; `stage` is one rule's state between chunks, with `replacement` and `links`
-//! writing what replaces a match.
+//! writing what replaces a match; `origins` is the table of an origin's written forms and the matcher that
+//! swaps origins in all of them (both ways: JSON answers out, what the browser sends in).
 
 mod grouped;
 mod hay;
@@ -20,6 +21,7 @@ mod lines;
 mod links;
 mod literals;
 mod next_match;
+mod origins;
 mod overlap;
 mod prefixes;
 mod regex_groups;
@@ -31,6 +33,7 @@ mod stream;
 mod sweep;
 
 pub use crate::error::{ReplaceError, RuleError};
+pub use origins::{Forms, OriginSwap};
 pub(crate) use replacement::percent_encode_origin;
 pub use replacement::{Exchange, ReplaceCall, ReplaceFn, Utf16Counter};
 pub use rule::{check_memory, Rule, RuleReplacement, RULES_MEMORY_BUDGET};

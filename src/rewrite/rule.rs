@@ -15,7 +15,7 @@ use regex_syntax::hir::Hir;
 
 use super::literals::{Literal, LiteralSet};
 use super::replacement::{ReplaceFn, Replacement, Template};
-use super::{js_regex, lines, links, prefixes};
+use super::{js_regex, lines, links, origins, prefixes};
 use crate::error::RuleError;
 use crate::globs::UrlGlobs;
 
@@ -77,6 +77,8 @@ pub(super) enum Engine {
     /// Browsersync's link rewrite: a dedicated matcher, and a replacement that depends on the
     /// request's Host.
     Links(Box<links::LinkMatcher>),
+    /// One origin for others, in every form they are written in (see `origins`).
+    Origins(Box<origins::OriginSwap>),
     /// Literal rules with fixed replacements, one or several searched together (see `literals`).
     Literals(Box<LiteralSet>),
 }
@@ -143,7 +145,7 @@ impl RegexRule {
     pub(super) fn member(&self, pattern: usize) -> Option<&RegexRule> {
         match &self.members.get(pattern)?.inner.engine {
             Engine::Regex(re) => Some(re),
-            Engine::Links(_) | Engine::Literals(_) => None,
+            Engine::Links(_) | Engine::Origins(_) | Engine::Literals(_) => None,
         }
     }
 }
@@ -234,7 +236,7 @@ impl Rule {
     pub fn memory_usage(&self) -> usize {
         match &self.inner.engine {
             Engine::Literals(set) => set.memory_usage(),
-            Engine::Links(_) => 4096,
+            Engine::Links(_) | Engine::Origins(_) => 4096,
             Engine::Regex(re) => {
                 re.dfa.memory_usage()
                     + re.reverse.memory_usage()
@@ -315,6 +317,19 @@ impl Rule {
         let replacement = Replacement::EncodedLocalOrigin { scheme: local_scheme };
         Rule::build("encoded link rewrite".into(), &pattern, true, Units::No, replacement)
             .expect("an escaped host always compiles")
+    }
+
+    /// The origins `swap` looks for, in the forms it looks for, become its one origin (`rewriteJson`,
+    /// `rewriteRequestBodies`): a literal matcher, so nothing is compiled per request `Host`.
+    pub fn origins(label: &str, swap: origins::OriginSwap) -> Rule {
+        Rule {
+            inner: Arc::new(CompiledRule {
+                label: label.into(),
+                global: true,
+                engine: Engine::Origins(Box::new(swap)),
+            }),
+            paths: None,
+        }
     }
 
     /// Whether matches are replaced by a function (which may wait on another thread, e.g. Node's).

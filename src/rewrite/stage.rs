@@ -83,7 +83,7 @@ impl Stage {
                 (0..re.members.len().max(1)).map(|_| None).collect(),
                 matches!(re.replacement, Replacement::Function(_)).then(Utf16Counter::default),
             ),
-            Engine::Links(_) | Engine::Literals(_) => (Vec::new(), None),
+            Engine::Links(_) | Engine::Origins(_) | Engine::Literals(_) => (Vec::new(), None),
         };
         let member_states =
             |count: usize| MemberStates { done: vec![false; count], matches: vec![0; count], current: 0 };
@@ -213,7 +213,7 @@ impl Stage {
         let data = if in_place { input } else { &held[..] };
         let low_view = match &self.rule.inner.engine {
             Engine::Regex(re) => re.low_view.as_ref(),
-            Engine::Links(_) | Engine::Literals(_) => None,
+            Engine::Links(_) | Engine::Origins(_) | Engine::Literals(_) => None,
         };
         let hay = if self.lines() {
             // The end of a U+2028 may still be on its way: until then its first bytes are held.
@@ -394,6 +394,7 @@ impl Stage {
                 next
             }
             Engine::Links(matcher) => matcher.next_match(hay.bytes, *search_from, last, *max_match, &mut abandoned),
+            Engine::Origins(swap) => swap.next_match(hay.bytes, hay.before, *search_from, last),
             Engine::Regex(re) => {
                 RegexSearch { re, hay, last, max_match: *max_match }.next_match(*search_from, &mut abandoned)
             }
@@ -410,6 +411,10 @@ impl Stage {
         let re = match &rule.inner.engine {
             Engine::Links(matcher) => {
                 matcher.write_replacement(whole, local_host, out);
+                return Ok(());
+            }
+            Engine::Origins(swap) => {
+                swap.write_replacement(whole, out);
                 return Ok(());
             }
             Engine::Literals(set) => {

@@ -1003,7 +1003,7 @@ fn line_view_spells_js_line_terminators() {
 fn low_view_only_where_low_surrogates_are_told_apart() {
     let view_of = |source: &str, flags: &str| match &text_rule(source, flags, "x").inner.engine {
         Engine::Regex(re) => re.low_view.clone(),
-        Engine::Links(_) | Engine::Literals(_) => None,
+        Engine::Links(_) | Engine::Origins(_) | Engine::Literals(_) => None,
     };
     for (source, flags) in
         [(".", "g"), ("[\\uD800-\\uDFFF]", "g"), ("\\uD83D", "g"), ("\u{1F600}", "g"), ("\\uDE00", "gu")]
