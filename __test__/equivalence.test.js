@@ -97,6 +97,11 @@ function defineSite(otherPort) {
     () => `<HTML><HEAD></HEAD><BODY class="Main" data-y='1' onload="go()">\n<A HREF="HTTP://${T()}/X">x</A> <a href="http://${T()}/Y">y</a>\n</BODY></HTML>`,
   )
   serve('/nobody', () => `<html><head><title>no body</title><link href="http://${T()}/a.css"></head></html>`)
+  serve(
+    '/form',
+    () => `<html><body><form><input type="url" name="u" value="http://${T()}/a"><input name=v value=http://${T()}/b>` +
+      `<a href="http://${T()}/c">c</a><textarea>http://${T()}/d</textarea></form></body></html>`,
+  )
   serve('/fragment', () => `<div class="partial"><a href="http://${T()}/p">partial</a></div>`)
   const assetBody = () => `<html><body><a href="http://${T()}/x">an asset that looks like a page</a></body></html>`
   serve('/static/app.js', assetBody, { 'content-type': 'application/javascript' })
@@ -592,6 +597,16 @@ describe('deliberate differences from browser-sync 3 (stated and checked)', () =
         assert.ok(r.bs.body.includes(`http://${up.host}/`), `${p}: browser-sync leaves the origin`)
         assert.equal(r.dp.body, r.bs.body.replaceAll(`http://${up.host}`, 'http://<PROXY-HOST>'), `${p}: the origin, and only it, is the proxy's`)
       }
+    })
+  })
+
+  test("a form field's value keeps a scheme (the proxy's); browser-sync writes //proxy there too, which <input type=url> refuses", async () => {
+    await withBoth(proxyOnly, async (pair) => {
+      const r = await both(pair, '/form', { headers: BROWSER })
+      assertEquivalent({ ...r, dp: { ...r.dp, body: r.bs.body } }, '/form', { compressed: 'gzip' })
+      assert.ok(r.bs.body.includes('value="//<PROXY-HOST>/a"'), 'browser-sync: //proxy in the value')
+      const wanted = r.bs.body.replace('value="//', 'value="http://').replace('value=//', 'value=http://')
+      assert.equal(r.dp.body, wanted, 'only the values differ: href and text stay //proxy as in browser-sync')
     })
   })
 

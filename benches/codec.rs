@@ -86,7 +86,7 @@ fn benches(c: &mut Criterion) {
     let upstream = zlib_rs_gzip(&page, 6);
     let rules = [
         Rule::snippet("<script async src=\"/browser-sync/browser-sync-client.js\"></script>"),
-        Rule::links("127.0.0.1:8080"),
+        Rule::links("127.0.0.1:8080", "http"),
     ];
     let run = |decode: Encoding, encode: Encoding, rewrite: bool| {
         let rules: &[Rule] = if rewrite { &rules } else { &[] };
@@ -128,7 +128,7 @@ fn main() {
         let upstream = zlib_rs_gzip(&page, 6);
         let rules = [
             Rule::snippet("<script async src=\"/browser-sync/browser-sync-client.js\"></script>"),
-            Rule::links("127.0.0.1:8080"),
+            Rule::links("127.0.0.1:8080", "http"),
         ];
         let case = std::env::var("CODEC_CASE").unwrap_or_else(|_| "gzip".into());
         let mut bytes = 0;

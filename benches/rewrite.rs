@@ -27,7 +27,7 @@ const CHUNK: usize = 4 * 1024;
 
 fn link_and_snippet_rules() -> Vec<Rule> {
     // Browsersync's order: the snippet first, then the link rewrite.
-    vec![Rule::snippet(SNIPPET), Rule::links(TARGET_HOST)]
+    vec![Rule::snippet(SNIPPET), Rule::links(TARGET_HOST, "http")]
 }
 
 fn whole(body: &[u8], rules: &[Rule]) -> Vec<u8> {
@@ -110,7 +110,7 @@ fn benches(c: &mut Criterion) {
         b.iter(|| chunked(black_box(&body), lines, CHUNK, &mut out))
     });
     group.throughput(Throughput::Bytes(foreign.len() as u64));
-    let link_only = vec![Rule::links(TARGET_HOST)];
+    let link_only = vec![Rule::links(TARGET_HOST, "http")];
     group.bench_function("d_links_no_host_whole", |b| b.iter(|| whole(black_box(&foreign), &link_only)));
     group.bench_function("d2_links_no_host_4k_chunks", |b| {
         b.iter(|| chunked(black_box(&foreign), &link_only, CHUNK, &mut out))

@@ -103,7 +103,7 @@ fn independent_rules(n: usize) -> Vec<Rule> {
 fn pipeline_alone(user: &[Rule]) -> Vec<Rule> {
     let mut rules = vec![Rule::snippet(SNIPPET)];
     rules.extend_from_slice(user);
-    rules.push(Rule::links(TARGET_HOST));
+    rules.push(Rule::links(TARGET_HOST, "http"));
     rules
 }
 
@@ -112,7 +112,7 @@ fn pipeline(user: &[Rule]) -> Vec<Rule> {
     let mut rules = Vec::with_capacity(user.len() + 2);
     rules.push(Rule::snippet(SNIPPET));
     rules.extend_from_slice(user);
-    rules.push(Rule::links(TARGET_HOST));
+    rules.push(Rule::links(TARGET_HOST, "http"));
     Rule::grouped(&rules)
 }
 
@@ -132,7 +132,8 @@ fn reference(page: &[u8], literals: &[(String, String)]) -> Vec<u8> {
     for (needle, replace) in literals {
         text = text.replace(needle.as_str(), replace);
     }
-    rewrite_bytes(text.as_bytes(), &[Rule::links(TARGET_HOST)], LOCAL_HOST, DEFAULT_MAX_MATCH_BYTES).expect("links")
+    rewrite_bytes(text.as_bytes(), &[Rule::links(TARGET_HOST, "http")], LOCAL_HOST, DEFAULT_MAX_MATCH_BYTES)
+        .expect("links")
 }
 
 fn count(hay: &[u8], needle: &[u8]) -> usize {

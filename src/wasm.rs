@@ -77,7 +77,7 @@ impl Rules {
             "https" => "https",
             other => return Err(JsError::new(&format!("options.to must be an http: or https: origin, got {other}:"))),
         };
-        self.links = vec![Rule::links(from_host), Rule::encoded_origin(from_host, scheme)];
+        self.links = vec![Rule::links(from_host, scheme), Rule::encoded_origin(from_host, scheme)];
         Ok(())
     }
 

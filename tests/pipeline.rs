@@ -12,7 +12,7 @@ use devproxy_native::rewrite::{rewrite_bytes, Rewriter, Rule};
 use proptest::prelude::*;
 
 fn rules() -> Vec<Rule> {
-    vec![Rule::snippet("<s>"), common::global_rule("a+b|b", "[$&]"), Rule::links("h.st:1")]
+    vec![Rule::snippet("<s>"), common::global_rule("a+b|b", "[$&]"), Rule::links("h.st:1", "http")]
 }
 
 fn run(compressed: &[u8], input: Encoding, output: Encoding, step: usize, rules: &[Rule]) -> Result<Vec<u8>, String> {

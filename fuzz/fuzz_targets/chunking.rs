@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
         .map(|(_, (source, flags, replace))| Rule::regex(source, flags, RuleReplacement::Text(replace.to_string())).unwrap())
         .collect();
     if selector & 1 != 0 {
-        rules.push(Rule::links("ab.c"));
+        rules.push(Rule::links("ab.c", "http"));
     }
     let max_match = 1 + (cut_seed as usize % 64);
     let whole = rewrite_bytes(body, &rules, "l:1", max_match).unwrap();

@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
     let rules = vec![
         Rule::snippet("<s>"),
         Rule::regex("a+b|b", "g", RuleReplacement::Text("[$&]".into())).unwrap(),
-        Rule::links("h.st:1"),
+        Rule::links("h.st:1", "http"),
     ];
     let compressed = if corrupt { body.to_vec() } else { encode_all(input_coding, body) };
     let mut pipeline = Pipeline::new(input_coding, output_coding, Rewriter::new(&rules, "me:2", 64));

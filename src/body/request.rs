@@ -5,13 +5,14 @@
 //! Every written form of the origin is undone, the scheme restored (`crate::rewrite::OriginSwap`).
 //!
 //! Nothing is lost on the way: a body with nothing to rewrite reaches the target byte for byte, in
-//! its own framing. A body of at most [`WHOLE_BODY_LIMIT`] as sent (any framing) is read whole and,
-//! when rewritten, sent with its new, exact length: some dev servers refuse chunked request bodies
-//! (Django's runserver, PHP's built-in server). A longer uncompressed text body is rewritten as it
-//! streams and sent chunked; a longer compressed one, a body that decodes to more than
-//! [`DECODED_LIMIT`], and a longer multipart body (an upload) go as they came. File parts (any part
-//! with a file name) are never touched. A body the proxy reads that stalls for [`BODY_IDLE_TIMEOUT`]
-//! is given up on, as a head is.
+//! its own framing. A body of at most [`WHOLE_BODY_LIMIT`] with a `Content-Length`, and a compressed or
+//! multipart one of at most that sent chunked, is read whole and, when rewritten, sent with its new,
+//! exact length: some dev servers refuse chunked request bodies (Django's runserver, PHP's built-in
+//! server). Uncompressed text sent chunked or longer is rewritten as it streams and sent chunked (a
+//! chunked body may be a stream the client feeds while it reads the answer). A longer compressed body,
+//! one that decodes to more than [`DECODED_LIMIT`], and a longer multipart body (an upload) go as they
+//! came. File parts (any part with a file name) are never touched. A body the proxy holds (reading it
+//! whole) that stalls for [`BODY_IDLE_TIMEOUT`] is given up on, as a head is.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -114,31 +115,28 @@ pub(crate) async fn reverse(
     }
     let Some((kind, encoding)) = what_to_rewrite(headers) else { return Ok(as_it_came(body)) };
     let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let long = declared.is_some_and(|length| length > WHOLE_BODY_LIMIT as u64);
     let mut body = Stalling::new(body);
-    let (prefix, ended) = if declared.is_some_and(|length| length > WHOLE_BODY_LIMIT as u64) {
-        (Bytes::new(), false)
-    } else {
-        read_up_to(&mut body, WHOLE_BODY_LIMIT).await?
-    };
+    // Uncompressed text, chunked or long: rewritten as it streams, byte for byte where nothing matches
+    // (a chunked body may be a stream the client feeds as the answer comes).
+    if matches!(kind, Kind::Text) && encoding == Encoding::Identity && (declared.is_none() || long) {
+        changed(headers);
+        headers.remove(header::CONTENT_LENGTH);
+        let pipeline = Pipeline::new(encoding, encoding, Rewriter::new(rules, "", DEFAULT_MAX_MATCH_BYTES));
+        let rest = Some(body.streaming());
+        return Ok(Streamed { prefix: None, rest, pipeline: Some(pipeline), exact: None, ended: false }.boxed());
+    }
+    let (prefix, ended) = if long { (Bytes::new(), false) } else { read_up_to(&mut body, WHOLE_BODY_LIMIT).await? };
     if ended {
         return whole(headers, prefix, encoding, &kind, rules, warn);
     }
-    let rest = Streamed { prefix: Some(prefix), rest: Some(body), pipeline: None, exact: declared, ended: false };
-    match (kind, encoding) {
-        (Kind::Text, Encoding::Identity) => {
-            changed(headers);
-            headers.remove(header::CONTENT_LENGTH);
-            let pipeline = Pipeline::new(encoding, encoding, Rewriter::new(rules, "", DEFAULT_MAX_MATCH_BYTES));
-            Ok(Streamed { pipeline: Some(pipeline), exact: None, ..rest }.boxed())
-        }
-        (Kind::Text, _) => {
-            let limit = WHOLE_BODY_LIMIT >> 20;
-            warn(format!("a {} request body over {limit} MiB was sent as it came, not rewritten", encoding.token()));
-            Ok(rest.boxed())
-        }
-        // An upload: its form fields are small, its files never rewritten.
-        (Kind::Multipart(_), _) => Ok(rest.boxed()),
+    if matches!(kind, Kind::Text) {
+        let limit = WHOLE_BODY_LIMIT >> 20;
+        warn(format!("a {} request body over {limit} MiB was sent as it came, not rewritten", encoding.token()));
     }
+    // An upload goes as it came: its form fields are small, its files never rewritten.
+    Ok(Streamed { prefix: Some(prefix), rest: Some(body.streaming()), pipeline: None, exact: declared, ended: false }
+        .boxed())
 }
 
 fn as_it_came(body: Incoming) -> OutgoingBody {
@@ -309,10 +307,12 @@ fn form_field(head: &[u8]) -> bool {
     field("content-type").is_none_or(|value| is_text(value.split(';').next().unwrap_or("").trim()))
 }
 
-/// The client's body, failing with [`Stalled`] when nothing arrives for [`BODY_IDLE_TIMEOUT`].
+/// The client's body, failing with [`Stalled`] when nothing arrives for [`BODY_IDLE_TIMEOUT`] while
+/// the proxy holds what came of it. A body that streams on holds nothing here: the target's own
+/// timeouts apply, and a client may feed a stream slowly on purpose.
 struct Stalling {
     body: Incoming,
-    deadline: Pin<Box<tokio::time::Sleep>>,
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 /// The error of a body that stalled.
@@ -329,7 +329,12 @@ impl std::error::Error for Stalled {}
 
 impl Stalling {
     fn new(body: Incoming) -> Stalling {
-        Stalling { body, deadline: Box::pin(tokio::time::sleep(BODY_IDLE_TIMEOUT)) }
+        Stalling { body, deadline: Some(Box::pin(tokio::time::sleep(BODY_IDLE_TIMEOUT))) }
+    }
+
+    /// The rest of the body, streamed on: no deadline.
+    fn streaming(self) -> Stalling {
+        Stalling { deadline: None, ..self }
     }
 }
 
@@ -341,12 +346,14 @@ impl Body for Stalling {
         let this = &mut *self;
         match Pin::new(&mut this.body).poll_frame(cx) {
             Poll::Ready(frame) => {
-                this.deadline.as_mut().reset(tokio::time::Instant::now() + BODY_IDLE_TIMEOUT);
+                if let Some(deadline) = &mut this.deadline {
+                    deadline.as_mut().reset(tokio::time::Instant::now() + BODY_IDLE_TIMEOUT);
+                }
                 Poll::Ready(frame.map(|frame| frame.map_err(BodyError::from)))
             }
-            Poll::Pending => match this.deadline.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(Stalled)))),
-                Poll::Pending => Poll::Pending,
+            Poll::Pending => match this.deadline.as_mut().map(|deadline| deadline.as_mut().poll(cx)) {
+                Some(Poll::Ready(())) => Poll::Ready(Some(Err(Box::new(Stalled)))),
+                _ => Poll::Pending,
             },
         }
     }
@@ -517,6 +524,80 @@ mod tests {
             Some("q=http%3A%2F%2F127.0.0.1%3A8000%2Fsomewhere&u=http://127.0.0.1:8000/x&o=//localhost:31020/")
         );
         assert_eq!(reverse_query("q=nothing", "localhost:3102", &target), None);
+    }
+
+    mod round_trip {
+        use super::*;
+        use crate::rewrite::rewrite_bytes;
+        use proptest::prelude::*;
+
+        fn authority() -> impl Strategy<Value = String> {
+            let host = prop::sample::select(vec!["localhost", "a.localhost", "127.0.0.1", "[::1]", "wp.test"]);
+            (host, prop::option::of(1u16..=65535)).prop_map(|(host, port)| match port {
+                Some(port) => format!("{host}:{port}"),
+                None => host.to_string(),
+            })
+        }
+
+        /// What the site stored: its own URLs (with its scheme), words, and strings that only look like
+        /// the proxy's origin (which nothing may touch).
+        fn site_value(target: String, local: String) -> impl Strategy<Value = String> {
+            let piece = prop_oneof![
+                prop::sample::select(vec!["", "/", "/a/b?c=1&d=%2F#top", "/page-a"])
+                    .prop_map(move |path| format!("{target}{path}")),
+                prop::sample::select(vec![".evil.test/", "@evil.test/", "-x/", "0/", ":1/"])
+                    .prop_map(move |tail| format!("http://{local}{tail}")),
+                prop::sample::select(vec!["see", "café", "a+b=c", "x&y"]).prop_map(str::to_string),
+            ];
+            prop::collection::vec(piece, 1..6).prop_map(|pieces| pieces.join(" "))
+        }
+
+        /// The page's text as the response side writes it, in a `<textarea>` and in a `value`.
+        fn shown(value: &str, target: &Target, local: &str) -> [String; 2] {
+            let rules = [Rule::links(&target.link_host(), "http"), Rule::encoded_origin(&target.link_host(), "http")];
+            let page = format!("<textarea>{value}</textarea><input value=\"{value}\">");
+            let out =
+                String::from_utf8(rewrite_bytes(page.as_bytes(), &rules, local, DEFAULT_MAX_MATCH_BYTES).unwrap())
+                    .unwrap();
+            let text = out.split("<textarea>").nth(1).unwrap().split("</textarea>").next().unwrap().to_string();
+            let attribute = out.split("value=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
+            [text, attribute]
+        }
+
+        /// `shown` as a browser sends it back, through the request side, decoded as the site reads it.
+        fn sent_back(shown: &str, rules: &[Rule]) -> [String; 4] {
+            let through = |body: String| {
+                apply(body.as_bytes(), rules).unwrap().map_or(body, |out| String::from_utf8(out).unwrap())
+            };
+            let form: String = url::form_urlencoded::byte_serialize(shown.as_bytes()).collect();
+            let form = through(format!("v={form}"));
+            let from_form = url::form_urlencoded::parse(form.as_bytes()).next().unwrap().1.into_owned();
+            let json = serde_json::to_string(shown).unwrap();
+            let from_json: String = serde_json::from_str(&through(json.clone())).unwrap();
+            let from_slashed: String = serde_json::from_str(&through(json.replace('/', r"\/"))).unwrap();
+            [through(shown.to_string()), from_form, from_json, from_slashed]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+            #[test]
+            fn what_the_site_wrote_comes_back_unchanged(
+                (target, local, value) in (prop::sample::select(vec!["http", "https"]), authority(), authority())
+                    .prop_filter("two places", |(_, t, l)| t != l)
+                    .prop_flat_map(|(scheme, target, local)| {
+                        let origin = Target::parse(&format!("{scheme}://{target}")).unwrap().origin();
+                        (Just(origin.clone()), Just(local.clone()), site_value(origin, local))
+                    })
+            ) {
+                let target = Target::parse(&target).unwrap();
+                let rules = reverse_rules(&local, &target);
+                for shown in shown(&value, &target, &local) {
+                    for (encoding, back) in ["text or multipart", "urlencoded", "JSON", "JSON with \\/"].iter().zip(sent_back(&shown, &rules)) {
+                        prop_assert_eq!(&back, &value, "shown as {:?}, sent back as {}", shown, encoding);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -75,8 +75,11 @@ impl Routes {
             }
         }
         let scheme = config.local_scheme();
-        let links =
-            hosts.iter().skip(1).flat_map(|host| [Rule::links(host), Rule::encoded_origin(host, scheme)]).collect();
+        let links = hosts
+            .iter()
+            .skip(1)
+            .flat_map(|host| [Rule::links(host, scheme), Rule::encoded_origin(host, scheme)])
+            .collect();
         Routes { targets, links }
     }
 

@@ -34,13 +34,16 @@ enum Verdict {
 pub(super) struct LinkMatcher {
     host: Vec<u8>,
     finder: memmem::Finder<'static>,
+    /// The proxy's scheme, kept in form fields' values (see [`LinkMatcher::write_replacement`]).
+    local_scheme: &'static str,
 }
 
 impl LinkMatcher {
-    pub(super) fn new(target_host: &str) -> LinkMatcher {
+    pub(super) fn new(target_host: &str, local_scheme: &'static str) -> LinkMatcher {
         LinkMatcher {
             host: target_host.as_bytes().to_vec(),
             finder: memmem::Finder::new(target_host.as_bytes()).into_owned(),
+            local_scheme,
         }
     }
 
@@ -190,12 +193,21 @@ impl LinkMatcher {
     }
 
     /// Writes Browsersync's replacement for a (logical) match, with the request's Host as `local_host`.
-    pub(super) fn write_replacement(&self, matched: &[u8], local_host: &str, out: &mut Vec<u8>) {
+    /// `in_value`: the match is the text of a `value` attribute (a form field). There a URL that had a
+    /// scheme keeps one, the proxy's, where Browsersync writes `//local/x`: an `<input type="url">`
+    /// holding `//local/x` is invalid and its form is not sent, and what a form sends back is data.
+    pub(super) fn write_replacement(&self, matched: &[u8], local_host: &str, in_value: bool, out: &mut Vec<u8>) {
         let quote = matches!(matched.first(), Some(b'\'' | b'"'));
         let (captured, url) = matched.split_at(usize::from(quote));
         out.extend_from_slice(captured);
+        let written = out.len();
         if !self.write_plain_url(url, local_host, out) {
             self.write_parsed_url(url, local_host, out);
+        }
+        let had_scheme = url.starts_with(b"http://") || url.starts_with(b"https://");
+        if in_value && had_scheme && out[written..].starts_with(b"//") {
+            let scheme = [self.local_scheme.as_bytes(), b":"].concat();
+            out.splice(written..written, scheme);
         }
     }
 
@@ -250,6 +262,15 @@ impl LinkMatcher {
 }
 
 /// Bytes that make a URL path differ after url.parse: it escapes them, or turns `\\` into `/`.
+/// Whether `before` (the bytes before a match) ends with ` value=` (any case, spaces around `=`): the
+/// match is a form field's value.
+pub(super) fn opens_value_attribute(before: &[u8]) -> bool {
+    let trimmed = before.trim_ascii_end();
+    let Some(name) = trimmed.strip_suffix(b"=").map(<[u8]>::trim_ascii_end) else { return false };
+    let Some(at) = name.len().checked_sub(b"value".len()) else { return false };
+    name[at..].eq_ignore_ascii_case(b"value") && name[..at].last().is_some_and(u8::is_ascii_whitespace)
+}
+
 const NEEDS_URL_PARSE: [bool; 128] = {
     let mut table = [false; 128];
     let special = b"\\'{}|^`<>\" \r\n\t";
@@ -344,7 +365,7 @@ mod tests {
     #[test]
     fn plain_urls_are_written_as_url_parse_would() {
         for host in ["example.com", "127.0.0.1:8080"] {
-            let matcher = LinkMatcher::new(host);
+            let matcher = LinkMatcher::new(host, "http");
             let mut answered = 0;
             for prefix in ["http://", "https://", "http:\\/\\/", "https:\\/\\/", "//", "/", ""] {
                 for path in [

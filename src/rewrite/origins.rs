@@ -258,7 +258,7 @@ impl OriginSwap {
             }
             let written = if form == Form::Encoded { &wanted.encoded } else { &wanted.plain };
             match expect(hay, at, written) {
-                Some(true) => match origin_ends(hay, at + written.len(), form, last) {
+                Some(true) => match origin_ends(hay, at + written.len(), last) {
                     Verdict::Match(end) => return Verdict::Match(end),
                     Verdict::Alive => alive = true,
                     Verdict::NoMatch => {}
@@ -308,7 +308,7 @@ fn after_a_scheme(hay: &[u8], before: Option<u8>, start: usize, form: Form) -> b
 }
 
 /// Whether an origin ends at `end`: what follows cannot continue its host or port.
-fn origin_ends(hay: &[u8], end: usize, form: Form, last: bool) -> Verdict {
+fn origin_ends(hay: &[u8], end: usize, last: bool) -> Verdict {
     match hay.get(end) {
         None => {
             if last {
@@ -318,8 +318,8 @@ fn origin_ends(hay: &[u8], end: usize, form: Form, last: bool) -> Verdict {
             }
         }
         Some(&byte) if byte.is_ascii_alphanumeric() || b"_.:@-".contains(&byte) => Verdict::NoMatch,
-        // `%3A` starts a port, `%40` ends user information: another origin.
-        Some(b'%') if form == Form::Encoded => match hay.get(end + 1..end + 3) {
+        // `%3A` starts a port, `%40` ends user information: another origin (in any form).
+        Some(b'%') => match hay.get(end + 1..end + 3) {
             Some(code) if code.eq_ignore_ascii_case(b"3a") || code == b"40" => Verdict::NoMatch,
             Some(_) => Verdict::Match(end),
             None if last => Verdict::Match(end),

@@ -250,9 +250,12 @@ impl Rule {
         }
     }
 
-    /// Browsersync's snippet rule: `snippet` right after the first `<body ...>` tag.
+    /// Browsersync's snippet rule: `snippet` right after the first `<body ...>` tag, without the
+    /// whitespace around it. Browsersync's own snippet ends with a newline, and that text node before
+    /// the page's first element is what React 19 cannot hydrate past (`hydrateRoot(document)`, as
+    /// Next.js does); an extra `<script>` element alone it skips.
     pub fn snippet(snippet: &str) -> Rule {
-        let replacement = Replacement::Snippet(snippet.to_string());
+        let replacement = Replacement::Snippet(snippet.trim().to_string());
         Rule::build("snippet".into(), r"(?i:<body[^>]*>)", false, Units::No, replacement)
             .expect("the snippet rule compiles")
     }
@@ -296,13 +299,14 @@ impl Rule {
         self.paths.as_deref()
     }
 
-    /// Browsersync's link rewrite for a target `host` (`hostname` or `hostname:port`).
-    pub fn links(target_host: &str) -> Rule {
+    /// Browsersync's link rewrite for a target `host` (`hostname` or `hostname:port`), on a proxy
+    /// served with `local_scheme`.
+    pub fn links(target_host: &str, local_scheme: &'static str) -> Rule {
         Rule {
             inner: Arc::new(CompiledRule {
                 label: "link rewrite".into(),
                 global: true,
-                engine: Engine::Links(Box::new(links::LinkMatcher::new(target_host))),
+                engine: Engine::Links(Box::new(links::LinkMatcher::new(target_host, local_scheme))),
             }),
             paths: None,
         }

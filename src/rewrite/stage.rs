@@ -15,13 +15,16 @@ use super::hay::{
 };
 use std::sync::Arc;
 
-use super::lines;
 use super::literals::MemberStates;
 use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
 use super::rule::{Engine, GroupFinder, Rule};
 use super::search::RegexSearch;
+use super::{lines, links};
 use crate::csp::PagePolicy;
 use crate::error::ReplaceError;
+
+/// How far back the link rewrite looks for a `value=` before a match.
+const LINK_LOOK_BEHIND: usize = 32;
 
 /// One rule's streaming state.
 pub(super) struct Stage {
@@ -32,6 +35,9 @@ pub(super) struct Stage {
     held: Vec<u8>,
     /// The byte before `held` (or before the next chunk when nothing is held).
     before: Option<u8>,
+    /// The link rewrite's look-behind: the last [`LINK_LOOK_BEHIND`] bytes before `held`, where a
+    /// match may learn that it is a `value` attribute's.
+    tail: Vec<u8>,
     /// During a scan: how much of the hay is already written out.
     emitted: usize,
     /// Bytes at the start of the held data that are already written out: a rule that works on UTF-16 units
@@ -98,6 +104,7 @@ impl Stage {
             max_match,
             held: Vec::new(),
             before: None,
+            tail: Vec::new(),
             emitted: 0,
             carried: 0,
             surrogates: false,
@@ -275,6 +282,12 @@ impl Stage {
         }
         self.carried = self.emitted.saturating_sub(held_from);
         self.before = hay.look_behind(held_from);
+        if matches!(&self.rule.inner.engine, Engine::Links(_)) {
+            let settled = &hay.bytes[..held_from];
+            let keep = LINK_LOOK_BEHIND.saturating_sub(settled.len()).min(self.tail.len());
+            self.tail.drain(..self.tail.len() - keep);
+            self.tail.extend_from_slice(&settled[settled.len().saturating_sub(LINK_LOOK_BEHIND)..]);
+        }
         if let Some(counter) = &mut self.utf16 {
             if self.counted < held_from {
                 counter.feed(&hay.bytes[self.counted..held_from]);
@@ -405,12 +418,28 @@ impl Stage {
     /// Writes the replacement of `hay.bytes[start..end]`.
     fn replace(&mut self, hay: Hay, start: usize, end: usize, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
         let units = self.units();
-        let Stage { rule, captures, local_host, max_match, utf16, counted, exchange, surrogates, page_policy, .. } =
-            self;
+        let Stage {
+            rule,
+            captures,
+            local_host,
+            max_match,
+            utf16,
+            counted,
+            exchange,
+            surrogates,
+            page_policy,
+            tail,
+            ..
+        } = self;
         let whole = &hay.bytes[start..end];
         let re = match &rule.inner.engine {
             Engine::Links(matcher) => {
-                matcher.write_replacement(whole, local_host, out);
+                let in_value = if start >= LINK_LOOK_BEHIND {
+                    links::opens_value_attribute(&hay.bytes[start - LINK_LOOK_BEHIND..start])
+                } else {
+                    links::opens_value_attribute(&[&tail[..], &hay.bytes[..start]].concat())
+                };
+                matcher.write_replacement(whole, local_host, in_value, out);
                 return Ok(());
             }
             Engine::Origins(swap) => {

@@ -143,7 +143,7 @@ fn a_meta_policy_gets_the_snippet_nonce_in_any_chunking() {
 // its link rewrite; any case, whole and in one-byte chunks, other hosts and schemes left alone.
 #[test]
 fn encoded_origins_of_the_target_point_at_the_proxy() {
-    let rules = [Rule::links("wp.test:8088"), Rule::encoded_origin("wp.test:8088", "http")];
+    let rules = [Rule::links("wp.test:8088", "http"), Rule::encoded_origin("wp.test:8088", "http")];
     let page = r#"<a href="/wp-login.php?redirect_to=http%3A%2F%2Fwp.test%3A8088%2Fwp-admin%2F">in</a> HTTPS%3a%2f%2fWP.TEST%3a8088 ftp%3A%2F%2Fwp.test%3A8088 http%3A%2F%2Fwp.test%3A9999"#;
     let expected = r#"<a href="/wp-login.php?redirect_to=http%3A%2F%2Flocalhost%3A3102%2Fwp-admin%2F">in</a> http%3A%2F%2Flocalhost%3A3102 ftp%3A%2F%2Fwp.test%3A8088 http%3A%2F%2Fwp.test%3A9999"#;
     let out = rewrite_bytes(page.as_bytes(), &rules, "localhost:3102", DEFAULT_MAX_MATCH_BYTES).unwrap();
@@ -161,11 +161,39 @@ fn encoded_origins_of_the_target_point_at_the_proxy() {
     assert_eq!(out, b"r=https%3A%2F%2F%5B%3A%3A1%5D%3A3000%2F");
 }
 
+// A form field's value keeps a scheme (the proxy's): `<input type="url" value="//x">` is invalid and its
+// form is not sent. Everywhere else Browsersync's `//local` form; in every chunking the same.
+#[test]
+fn link_rewrite_keeps_a_scheme_in_value_attributes_only() {
+    let rule = Rule::links("example.com", "https");
+    let input = concat!(
+        r#"<input type="url" name="u" value="http://example.com/a"><input VALUE = 'https://example.com'>"#,
+        r#"<input value=http://example.com/b><a href="http://example.com/c" data-value="http://example.com/d">"#,
+        r#"<input value="//example.com/e"><textarea>http://example.com/f</textarea>"#
+    );
+    let wanted = concat!(
+        r#"<input type="url" name="u" value="https://me:1/a"><input VALUE = 'https://me:1'>"#,
+        r#"<input value=https://me:1/b><a href="//me:1/c" data-value="//me:1/d">"#,
+        r#"<input value="//me:1/e"><textarea>//me:1/f</textarea>"#
+    );
+    let whole = rewrite_bytes(input.as_bytes(), std::slice::from_ref(&rule), "me:1", DEFAULT_MAX_MATCH_BYTES).unwrap();
+    assert_eq!(String::from_utf8(whole).unwrap(), wanted);
+    for piece in [1, 2, 5, 13] {
+        let mut rewriter = Rewriter::new(std::slice::from_ref(&rule), "me:1", DEFAULT_MAX_MATCH_BYTES);
+        let mut out = Vec::new();
+        for chunk in input.as_bytes().chunks(piece) {
+            rewriter.push(chunk, &mut out).unwrap();
+        }
+        rewriter.finish(&mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), wanted, "in pieces of {piece}");
+    }
+}
+
 // The reference table of ../shared/reference/browsersync-proxy.md (target example.com,
 // proxy host 192.168.0.4:3002); the Node tests compare more cases with browser-sync's own function.
 #[test]
 fn link_rewrite_matches_browsersync_table() {
-    let rule = Rule::links("example.com");
+    let rule = Rule::links("example.com", "http");
     let rewrite = |input: &str| {
         let out =
             rewrite_bytes(input.as_bytes(), std::slice::from_ref(&rule), "192.168.0.4:3002", DEFAULT_MAX_MATCH_BYTES)
@@ -194,7 +222,7 @@ fn link_rewrite_matches_browsersync_table() {
     assert_eq!(rewrite("<a href=\"https://example.com/a?b=1#top\">"), "<a href=\"//192.168.0.4:3002/a?b=1#top\">");
     assert_eq!(rewrite("examplexcom"), "examplexcom");
     // Node's url.parse reads `host:port/x` as scheme `host:` and host `port`.
-    let rule = Rule::links("127.0.0.1:8080");
+    let rule = Rule::links("127.0.0.1:8080", "http");
     let out = rewrite_bytes(b"'127.0.0.1:8080/sub/dir' \"127.0.0.1:8080\"", &[rule], "me:1", DEFAULT_MAX_MATCH_BYTES)
         .unwrap();
     assert_eq!(String::from_utf8(out).unwrap(), "'//me:1/sub/dir' \"//me:1\"");
@@ -669,7 +697,7 @@ proptest! {
         cuts in prop::collection::vec(0usize..80, 0..10),
     ) {
         let input = parts.concat();
-        let rules = [Rule::links("ex.com")];
+        let rules = [Rule::links("ex.com", "http")];
         let mut cuts = cuts;
         cuts.sort_unstable();
         let whole_out = rewrite_bytes(input.as_bytes(), &rules, "local:3000", DEFAULT_MAX_MATCH_BYTES).unwrap();

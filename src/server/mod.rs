@@ -139,7 +139,7 @@ impl ProxyServer {
             snippet: config.snippet.as_deref().map(|s| config.snippet_rule.clone().unwrap_or_else(|| Rule::snippet(s))),
             csp_meta: Rule::csp_meta(),
             links: [
-                Rule::links(&config.target.link_host()),
+                Rule::links(&config.target.link_host(), config.local_scheme()),
                 Rule::encoded_origin(&config.target.link_host(), config.local_scheme()),
             ],
             rules,
