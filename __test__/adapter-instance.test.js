@@ -113,7 +113,7 @@ for (const [name, api] of Object.entries(contenders)) {
       assert.equal(bs.server.address().port, port)
       let res = await page(bs.server)
       assert.equal(res.status, 200)
-      assert.ok(res.text.includes(bs.options.get('snippet')), res.text)
+      assert.ok(res.text.includes(bs.options.get('snippet').trim()), res.text)
       assert.ok(res.text.includes(`<a href="//127.0.0.1:${port}/my-link">BROWSERSYNC</a>`), res.text)
       assert.equal(res.headers['cache-control'], 'private', 'proxyRes functions edit the answer')
       assert.equal(seen.at(-1).headers['x-from-function'], 'yes')
@@ -241,7 +241,7 @@ test('through the adapter, an https target on this machine with a self-signed X.
       req.on('error', reject)
     })
     assert.equal(res.status, 200, res.body)
-    assert.equal(res.body, `<html><body>${bs.options.get('snippet')}BS</body></html>`)
+    assert.equal(res.body, `<html><body>${bs.options.get('snippet').trim()}BS</body></html>`)
     assert.equal(headers['is-dev'], 'true')
     assert.ok(headers['x-forwarded-for'] && headers['x-forwarded-port'] && headers['x-forwarded-proto'])
   } finally {
