@@ -62,7 +62,7 @@ impl Drop for ObservedBody {
     /// drops one whose client went away.
     fn drop(&mut self) {
         if self.watcher.is_some() {
-            let error = (!self.inner.is_end_stream()).then(|| "the client went away before the body's end".to_string());
+            let error = (!self.inner.is_complete()).then(|| "the client went away before the body's end".to_string());
             self.end(error);
         }
     }

@@ -153,6 +153,18 @@ fn join_failure(error: tokio::task::JoinError) -> String {
 }
 
 impl ProxyBody {
+    /// Whether nothing more is to come from the source: a passthrough body's end whether or not its
+    /// recording has seen it yet (what a body dropped by hyper after its `Content-Length` tells).
+    pub(crate) fn is_complete(&self) -> bool {
+        match self {
+            ProxyBody::Full(bytes) => bytes.is_none(),
+            ProxyBody::Passthrough { prefix, upstream } => prefix.is_none() && upstream.is_complete(),
+            ProxyBody::Rewrite(_) | ProxyBody::Events(_) => false,
+            ProxyBody::Tee(tee) => tee.inner.is_end_stream(),
+            ProxyBody::Observed(observed) => observed.inner().is_complete(),
+        }
+    }
+
     pub(crate) fn full(bytes: impl Into<Bytes>) -> ProxyBody {
         ProxyBody::Full(Some(bytes.into()))
     }
@@ -393,11 +405,10 @@ impl Body for ProxyBody {
 
     fn is_end_stream(&self) -> bool {
         match self {
-            ProxyBody::Full(bytes) => bytes.is_none(),
+            // Not before the recording has seen the end: polled once more for it.
             ProxyBody::Passthrough { prefix, upstream } => prefix.is_none() && upstream.is_end_stream(),
-            ProxyBody::Rewrite(_) | ProxyBody::Events(_) => false,
-            ProxyBody::Tee(tee) => tee.inner.is_end_stream(),
             ProxyBody::Observed(observed) => observed.inner().is_end_stream(),
+            other => other.is_complete(),
         }
     }
 

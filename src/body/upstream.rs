@@ -44,6 +44,8 @@ pub(crate) struct UpstreamBody {
     url: String,
     /// `record`: each chunk read is also sent to the cassette's writer.
     tee: Option<Box<dyn UpstreamTee>>,
+    /// Whether the recording reads on when the client leaves before the end (an error answer).
+    read_on: bool,
     /// Bytes received so far, as they came (the exchange record's `bytesIn`).
     pub(super) bytes_in: u64,
 }
@@ -57,6 +59,8 @@ enum Source {
     /// A recorded body played at its recorded times (cassette replay); no idle timeout: its pauses
     /// are the recording's.
     Replay(Box<dyn RecordedChunks>),
+    /// Handed on to the recording's reader (see [`UpstreamBody::reading_on_for`]) as the body is dropped.
+    Taken,
 }
 
 /// How much of a local file is read at once: one read per chunk, each a trip to the blocking pool.
@@ -70,13 +74,13 @@ impl UpstreamBody {
         url: String,
     ) -> UpstreamBody {
         let idle = idle.map(|idle| (idle, Box::pin(tokio::time::sleep(idle))));
-        UpstreamBody { inner: Source::Http(inner), idle, stats, url, bytes_in: 0, tee: None }
+        UpstreamBody { inner: Source::Http(inner), idle, stats, url, bytes_in: 0, tee: None, read_on: false }
     }
 
     /// A recorded body played back; `url` names it in errors.
     pub(crate) fn replay(stream: impl RecordedChunks + 'static, stats: Arc<Stats>, url: String) -> UpstreamBody {
         let inner = Source::Replay(Box::new(stream));
-        UpstreamBody { inner, idle: None, stats, url, bytes_in: 0, tee: None }
+        UpstreamBody { inner, idle: None, stats, url, bytes_in: 0, tee: None, read_on: false }
     }
 
     /// Records what this body reads (see `crate::cassette::record`).
@@ -85,12 +89,22 @@ impl UpstreamBody {
         self
     }
 
+    /// When the client leaves before the end of an error answer (`status` 400 or more: an SDK that
+    /// will retry drops the body of a 429 or a 500), the recording reads on, up to [`READ_ON_BYTES`]
+    /// and [`READ_ON_TIME`], so that the cassette holds what the upstream said and replays it whole.
+    /// A success the client leaves (an aborted stream) ends there: reading on would keep the upstream
+    /// working (generating tokens) for nobody.
+    pub(crate) fn reading_on_for(mut self, status: http::StatusCode) -> UpstreamBody {
+        self.read_on = self.tee.is_some() && (status.is_client_error() || status.is_server_error());
+        self
+    }
+
     /// `len` bytes of `file` from its current position, streamed; `path` names it in errors.
     pub(crate) fn file(file: std::fs::File, len: u64, stats: Arc<Stats>, path: String) -> UpstreamBody {
         use tokio::io::AsyncReadExt;
         let reader = tokio::fs::File::from_std(file).take(len);
         let inner = Source::File(Box::new(tokio_util::io::ReaderStream::with_capacity(reader, FILE_CHUNK)));
-        UpstreamBody { inner, idle: None, stats, url: path, bytes_in: 0, tee: None }
+        UpstreamBody { inner, idle: None, stats, url: path, bytes_in: 0, tee: None, read_on: false }
     }
 
     pub(super) fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
@@ -123,6 +137,7 @@ impl UpstreamBody {
                 };
             }
             Source::Replay(stream) => return stream.poll_chunk(cx),
+            Source::Taken => return Poll::Ready(None),
         };
         loop {
             match Pin::new(&mut *inner).poll_frame(cx) {
@@ -157,7 +172,17 @@ impl UpstreamBody {
     pub(super) fn size_hint(&self) -> SizeHint {
         match &self.inner {
             Source::Http(inner) => inner.size_hint(),
-            Source::File(_) | Source::Replay(_) => SizeHint::default(),
+            Source::File(_) | Source::Replay(_) | Source::Taken => SizeHint::default(),
+        }
+    }
+
+    /// Whether the source has nothing more to give, whether or not a recording has seen its end yet
+    /// (hyper stops polling a body once its `Content-Length` is written).
+    pub(super) fn is_complete(&self) -> bool {
+        match &self.inner {
+            Source::Http(inner) => inner.is_end_stream(),
+            Source::Taken => true,
+            Source::File(_) | Source::Replay(_) => false,
         }
     }
 
@@ -168,15 +193,50 @@ impl UpstreamBody {
         match &self.inner {
             Source::Http(inner) => inner.is_end_stream(),
             Source::File(_) | Source::Replay(_) => false,
+            Source::Taken => true,
         }
     }
 }
 
+/// How much more of an error answer a recording reads once its client has left.
+pub(crate) const READ_ON_BYTES: u64 = 1 << 20;
+/// For how long.
+pub(crate) const READ_ON_TIME: Duration = Duration::from_secs(10);
+
 impl Drop for UpstreamBody {
     fn drop(&mut self) {
-        if let Some(tee) = &mut self.tee {
-            let complete = matches!(&self.inner, Source::Http(inner) if inner.is_end_stream());
-            tee.dropped(complete);
+        let Some(mut tee) = self.tee.take() else { return };
+        let complete = matches!(&self.inner, Source::Http(inner) if inner.is_end_stream());
+        let handle = tokio::runtime::Handle::try_current();
+        if self.read_on && !complete && !tee.ended() && matches!(self.inner, Source::Http(_)) {
+            if let Ok(handle) = handle {
+                let inner = std::mem::replace(&mut self.inner, Source::Taken);
+                let rest = UpstreamBody {
+                    inner,
+                    idle: None,
+                    stats: self.stats.clone(),
+                    url: self.url.clone(),
+                    tee: Some(tee),
+                    read_on: false,
+                    bytes_in: 0,
+                };
+                handle.spawn(read_on(rest));
+                return;
+            }
         }
+        tee.dropped(complete);
     }
+}
+
+/// Reads the rest of an error answer for its recording, within the bounds; dropping `rest` then
+/// ends the recording (as the client leaving would have, if the bounds ran out first).
+async fn read_on(mut rest: UpstreamBody) {
+    let read = async {
+        while let Some(Ok(_)) = rest.next_data().await {
+            if rest.bytes_in > READ_ON_BYTES {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(READ_ON_TIME, read).await;
 }

@@ -456,6 +456,11 @@ impl<B> Drop for RequestTee<B> {
     }
 }
 
+/// How a recording ends when its client went away before the body's end and the rest of the upstream's
+/// body could not be read on (see `crate::body::UpstreamBody`'s drop): the end the client caused, not
+/// the upstream, which replay ends cleanly.
+pub(crate) const CLIENT_LEFT: &str = "the client went away before the body's end";
+
 /// The response body's tee: told of each chunk the proxy reads from the upstream, and of its end.
 pub(crate) struct BodyTee {
     id: u64,
@@ -502,7 +507,7 @@ impl UpstreamTee for BodyTee {
             return;
         }
         self.ended = true;
-        let error = (!complete).then(|| "the client went away before the body's end".to_string());
+        let error = (!complete).then(|| CLIENT_LEFT.to_string());
         let end = Msg::End { id: self.id, at: ms_since(self.started), error };
         self.out.flush_detached(Some(end));
     }

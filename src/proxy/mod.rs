@@ -202,7 +202,8 @@ async fn upstream_phase(
         Ok(Answered::Target(response, tee)) => {
             let (head, body) = response.into_parts();
             ctx.record.recorded |= tee.is_some();
-            (head, UpstreamBody::new(body, timeout, stats, url).with_tee(tee))
+            let status = head.status;
+            (head, UpstreamBody::new(body, timeout, stats, url).with_tee(tee).reading_on_for(status))
         }
         Err(reason) => return Err(ProxyError::Upstream { url: ctx.url.clone(), reason }),
     };
@@ -272,6 +273,9 @@ async fn respond(
         hooks::response(hook.as_ref(), &mut head, client, &ctx.url).await?;
     }
     headers::to_client(&mut head.headers, head.status, config, &ctx.local_host);
+    // The client gets HTTP/1.1 (keep-alive, chunked) whatever the target speaks: an HTTP/1.0 origin
+    // (`python3 -m http.server`) would otherwise close every connection after one answer.
+    head.version = http::Version::HTTP_11;
     Ok((head, body))
 }
 

@@ -16,6 +16,7 @@ use tokio::time::{Instant, Sleep};
 
 use super::{error_body, FaultAction, Lookup, OnMiss, Player, Recorded, RecordedChunk};
 use crate::body::{ArrivesDecoded, BodyError, RecordedChunks};
+use crate::cassette::record::CLIENT_LEFT;
 use crate::codec::Encoding;
 
 /// The most request body read for matching; a larger one is a miss answered with 413.
@@ -130,7 +131,12 @@ fn answer(
     cut: Option<usize>,
 ) -> Replayed {
     let mut builder = http::Response::builder().status(recorded.status);
-    for (name, value) in &recorded.headers {
+    // A body whose client left before its end was recorded in part: its length is not what the
+    // head says, so it goes chunked.
+    let part = recorded.error.as_deref() == Some(CLIENT_LEFT);
+    for (name, value) in
+        recorded.headers.iter().filter(|(name, _)| !(part && name.eq_ignore_ascii_case("content-length")))
+    {
         // Checked when the cassette was read.
         if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
             builder = builder.header(name, value);
@@ -225,13 +231,21 @@ impl RecordedChunks for ReplayStream {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
-        self.paused = false;
         let Some(chunk) = self.recorded.chunks.get(self.next) else {
+            // The end as recorded. Where the client had left, that is all that is known: the body
+            // ends there, cleanly (the upstream did not fail). A recorded failure fails the body,
+            // after one pause, so that hyper writes out the head and the chunks first (on an error
+            // it drops the connection with what it still buffers).
+            let failure = self.recorded.error.as_deref().filter(|e| *e != CLIENT_LEFT);
+            if failure.is_some() && !self.paused {
+                self.paused = true;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             self.done = true;
-            return Poll::Ready(
-                self.recorded.error.as_ref().map(|e| Err(format!("replayed upstream body failed: {e}").into())),
-            );
+            return Poll::Ready(failure.map(|e| Err(format!("replayed upstream body failed: {e}").into())));
         };
+        self.paused = false;
         self.next += 1;
         Poll::Ready(Some(Ok(chunk.bytes.clone())))
     }
@@ -274,6 +288,18 @@ mod tests {
         let (chunks, error) = drain(ReplayStream::new(recorded(None), Instant::now(), 0.0, Vec::new(), Some(1))).await;
         assert_eq!(chunks, vec![Bytes::from("a"), Bytes::from("b")]);
         assert_eq!(error.as_deref(), Some("replay fault: the body is cut after chunk 1"));
+        let (chunks, error) =
+            drain(ReplayStream::new(recorded(Some(CLIENT_LEFT)), Instant::now(), 0.0, Vec::new(), None)).await;
+        assert_eq!((chunks.len(), error), (3, None), "a client that left ended nothing the upstream sent: a clean end");
+    }
+
+    #[test]
+    fn a_body_recorded_in_part_loses_its_length() {
+        let mut part = (*recorded(Some(CLIENT_LEFT))).clone();
+        part.headers = vec![("content-length".into(), "99".into()), ("retry-after-ms".into(), "10".into())];
+        let Replayed::Answer(head, _) = answer(Arc::new(part), Instant::now(), 0.0, Vec::new(), None) else { panic!() };
+        assert_eq!(head.headers.get("content-length"), None);
+        assert_eq!(head.headers["retry-after-ms"], "10");
     }
 
     #[tokio::test]

@@ -189,7 +189,11 @@ impl Player {
     }
 
     /// A player for exchanges already read.
-    pub fn new(options: ReplayOptions, exchanges: Vec<Recorded>) -> Player {
+    pub fn new(options: ReplayOptions, mut exchanges: Vec<Recorded>) -> Player {
+        // An exchange's lines are written when it ends: a 429 whose body the recorder read on after
+        // the client left ends after the retry that followed it. Requests are answered in the order
+        // they arrived (ids count arrivals).
+        exchanges.sort_by_key(|exchange| exchange.id);
         let mut groups: HashMap<String, Group> = HashMap::new();
         let views: Vec<RequestView> =
             exchanges.iter().map(|e| RequestView::new(&e.method, &e.url, &e.body, &options.matching)).collect();
@@ -239,9 +243,14 @@ impl Player {
         self.exchanges.iter().map(|e| e.id).max().unwrap_or(0)
     }
 
-    /// The recording for a request, the next one of its group; or why there is none.
+    /// The recording for a request, the next one of its group; or why there is none. The request is
+    /// compared as the recorder wrote it, its secrets redacted by the same policy (a key in the query,
+    /// `redact.json` fields), so a client that sends its key in the URL matches, and a miss's
+    /// explanation never holds the live secret.
     pub fn lookup(&self, method: &str, path_and_query: &str, body: &[u8]) -> Lookup {
-        let view = RequestView::new(method, path_and_query, body, &self.options.matching);
+        let url = self.options.redact.url(path_and_query);
+        let body = self.redacted_body(body);
+        let view = RequestView::new(method, &url, &body, &self.options.matching);
         if let Some(group) = self.groups.get(&view.key()) {
             let turn = group.next.fetch_add(1, Ordering::Relaxed).min(group.exchanges.len() - 1);
             return Lookup::Hit(self.exchanges[group.exchanges[turn]].clone());
@@ -254,6 +263,20 @@ impl Player {
         }
         drop(learned);
         Lookup::Miss(self.explain_miss(&view))
+    }
+
+    /// A JSON body with the `redact.json` fields redacted, as the recorder wrote it; others as they are.
+    fn redacted_body<'a>(&self, body: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+        if self.options.redact.json.is_empty() {
+            return std::borrow::Cow::Borrowed(body);
+        }
+        let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(body) else {
+            return std::borrow::Cow::Borrowed(body);
+        };
+        if !self.options.redact.json(&mut value) {
+            return std::borrow::Cow::Borrowed(body);
+        }
+        serde_json::to_vec(&value).map_or(std::borrow::Cow::Borrowed(body), std::borrow::Cow::Owned)
     }
 
     /// "no recorded exchange matches POST /v1/x: the nearest (line 2) differs in body field `temperature` (...)".
@@ -348,6 +371,23 @@ mod tests {
             other.contains("nothing was recorded for that method and path (recorded: POST /v1/chat/completions)"),
             "{other}"
         );
+    }
+
+    #[test]
+    fn a_secret_in_the_query_matches_its_redacted_recording_and_no_miss_names_it() {
+        let mut exchange = recorded(2, "", "streamed");
+        exchange.method = "GET".into();
+        exchange.url = "/v1beta/models/g:streamGenerateContent?alt=sse&key=[redacted]".into();
+        let player = Player::new(options(), vec![exchange]);
+        let key = "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW";
+        let hit = player.lookup("GET", &format!("/v1beta/models/g:streamGenerateContent?alt=sse&key={key}"), b"");
+        assert!(matches!(hit, Lookup::Hit(_)), "the live key is compared as the recorder wrote it");
+        for token in ["api_key", "token", "access_token"] {
+            let url = format!("/v1beta/models/g:streamGenerateContent?alt=json&{token}={key}");
+            let Lookup::Miss(why) = player.lookup("GET", &url, b"") else { panic!("a hit for {url}") };
+            assert!(!why.contains(key), "a miss names no secret: {why}");
+            assert!(why.contains("query parameter `alt` (recorded 'sse', got 'json')"), "{why}");
+        }
     }
 
     #[test]
