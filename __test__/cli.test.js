@@ -277,6 +277,40 @@ test('options from flags: repeatable --serve-static and --rule, in order, added 
   }
 })
 
+test('a config file read without a flag is named in the banner, and options that turn a protection off are warned about', async () => {
+  const dir = tempDir()
+  try {
+    const config = { snippet: '<script src="/x.js"></script>', allowedHosts: 'all', inspector: { remote: true } }
+    fs.writeFileSync(path.join(dir, 'devproxy.config.json'), JSON.stringify(config))
+    const cli = runCli([upstream.url, '--port', '0'], { cwd: dir })
+    try {
+      await cli.url()
+      assert.match(cli.out.stdout, new RegExp(`\n {2}Config: {3}${path.join(dir, 'devproxy.config.json').replace(/[.\\]/g, '\\$&')}\n`))
+      await cli.waitErr(/inspector\.remote/)
+      const warned = cli.out.stderr.split('\n').filter(Boolean)
+      assert.deepEqual(warned, [
+        "[devproxy] allowedHosts: 'all' answers any Host: a page of any site whose name resolves to this machine can read the proxied site (DNS rebinding)",
+        '[devproxy] inspector.remote: the inspector at /__devproxy/ (URLs, headers, body previews) answers other machines too',
+      ])
+      cli.child.kill('SIGINT')
+      assert.equal((await cli.exited()).code, 0)
+    } finally {
+      cli.kill()
+    }
+    // Without a config file: no Config line.
+    fs.rmSync(path.join(dir, 'devproxy.config.json'))
+    const plain = runCli([upstream.url, '--port', '0'], { cwd: dir })
+    try {
+      await plain.url()
+      assert.doesNotMatch(plain.out.stdout, /Config:/)
+    } finally {
+      plain.kill()
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
 test('devproxy.config.{js,mjs,cjs,json} in the working directory is read without --config; two of them, or a TypeScript one on this Node, are refused naming them', async () => {
   const dir = tempDir()
   try {

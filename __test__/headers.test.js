@@ -144,6 +144,52 @@ test('a chunked request body reaches the upstream before the client has finished
   })
 })
 
+test('request trailers reach the target where the body goes as it came (any type, and text nothing was replaced in); a rewritten body leaves them out', async () => {
+  routes['/trailers'] = (req, res) => {
+    const chunks = []
+    req.on('data', (c) => chunks.push(c))
+    req.on('end', () => {
+      // Not JSON: rewriteJson would turn the target's origin in the echo back into the proxy's.
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      res.end(JSON.stringify({ body: Buffer.concat(chunks).toString('latin1'), trailers: req.trailers }))
+    })
+  }
+  const net = require('node:net')
+  await withProxy({ proxy: up.url, port: 0, quiet: true }, async (server) => {
+    const local = `127.0.0.1:${server.port}`
+    // A chunked POST over a raw socket, ending with `x-checksum`; the JSON the target answered with.
+    const send = (type, pieces) =>
+      withTimeout(new Promise((resolve, reject) => {
+        const socket = net.connect(server.port, '127.0.0.1')
+        const chunks = pieces.map((p) => `${Buffer.byteLength(p, 'latin1').toString(16)}\r\n${p}\r\n`).join('')
+        // write, not end: a client that half-closes is one that went away (hyper's default).
+        socket.write(`POST /trailers HTTP/1.1\r\nHost: ${local}\r\nContent-Type: ${type}\r\nTransfer-Encoding: chunked\r\nTrailer: x-checksum\r\nConnection: close\r\n\r\n${chunks}0\r\nx-checksum: abc123\r\n\r\n`, 'latin1')
+        const got = []
+        socket.on('data', (d) => got.push(d))
+        socket.on('error', reject)
+        socket.on('end', () => {
+          const text = Buffer.concat(got).toString('latin1')
+          const [head, body] = text.split('\r\n\r\n')
+          if (!head.startsWith('HTTP/1.1 200')) return reject(new Error(head))
+          // The proxy answers chunked or with a length: take the JSON either way.
+          resolve(JSON.parse(body.slice(body.indexOf('{'), body.lastIndexOf('}') + 1)))
+        })
+      }), 10000, `the ${type} upload`)
+    for (const [type, pieces] of [
+      ['application/octet-stream', ['\x01binary', ` http://${local}/x`]],
+      ['text/plain', ['nothing of ', 'the proxy here']],
+      ['application/json', ['{"a":', '1}']],
+    ]) {
+      const seen = await send(type, pieces)
+      assert.equal(seen.body, pieces.join(''), `${type}: the body as it came`)
+      assert.deepEqual(seen.trailers, { 'x-checksum': 'abc123' }, `${type}: its trailers too`)
+    }
+    const rewritten = await send('text/plain', ['see ', `http://${local}/x`])
+    assert.equal(rewritten.body, `see ${up.url}/x`, 'the text rewritten')
+    assert.deepEqual(rewritten.trailers, {}, 'the trailers of a rewritten body are left out')
+  })
+})
+
 test('Location on redirects pointing at the target is rewritten to the local origin; others are kept', async () => {
   routes['/redir'] = (req, res) => {
     const q = new URL(req.url, 'http://x').searchParams

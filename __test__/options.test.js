@@ -275,6 +275,23 @@ test('options of Browsersync\'s other features and unknown ones: one warning lin
   }
 })
 
+test('serveStatic naming no directory is warned about with its path (a build may make it later, as Browsersync allows)', async () => {
+  const up = await site()
+  const child = spawnNode(path.join(__dirname, 'fixtures/proxy-child.js'))
+  try {
+    child.send({ type: 'start', options: { proxy: up.url, port: 0, serveStatic: ['no-such-dir', __dirname, __filename] } })
+    await child.next('started')
+    const lines = (await stderrUpTo(child, 1)).trim().split('\n')
+    assert.deepStrictEqual(lines, [
+      `[devproxy] serveStatic: '${path.resolve('no-such-dir')}' does not exist (yet): nothing is served from it until it is a directory`,
+      `[devproxy] serveStatic: '${__filename}' is not a directory: nothing is served from it until it is a directory`,
+    ])
+  } finally {
+    await child.kill()
+    await up.close()
+  }
+})
+
 test('logLevel: silent writes nothing but warnings about the options, debug a line per request; quiet stays an alias of silent', async () => {
   const up = await site()
   try {

@@ -21,8 +21,9 @@ function tempDir() {
 }
 
 /** The cassette's lines, parsed. */
+/** The cassette's complete lines: a line the writer is still appending (no newline yet) is not one. */
 function lines(file) {
-  return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+  return fs.readFileSync(file, 'utf8').split('\n').slice(0, -1).filter(Boolean).map((l) => JSON.parse(l))
 }
 
 /** Waits until the recording has written `n` exchanges (the writer runs off the request path). */

@@ -25,7 +25,6 @@ const {
   InternalServerError: AnthropicInternalServerError,
   APIConnectionError: AnthropicConnectionError,
 } = require('@anthropic-ai/sdk')
-const { GoogleGenAI } = require('@google/genai')
 const { HOST, startUpstream, deadPort, connectRefused, withTimeout, until, spawnNode } = require('./helpers')
 
 const CHILD = path.join(__dirname, 'fixtures', 'cassette-child.js')
@@ -730,6 +729,7 @@ function keyInQuery(param) {
 
 /** The real SDK's stream; `param`: put the key in the query instead of its header. */
 async function geminiSdk(baseUrl, { param }, key, prompt) {
+  const { GoogleGenAI } = require('@google/genai')
   const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl, ...(param ? { fetch: keyInQuery(param) } : {}) } })
   return withTimeout(
     (async () => {
@@ -766,9 +766,16 @@ async function geminiFetch(baseUrl, { param, keyFirst }, key, prompt) {
   return text
 }
 
+// @google/genai supports Node 20 and later (its `engines`): on Node 18 (the release workflow's oldest) the
+// fetch clients alone.
+const GENAI_RUNS = Number(process.versions.node.split('.')[0]) >= 20
 const GEMINI_CLIENTS = [
-  { id: 'sdk-header', label: '@google/genai, key in x-goog-api-key (its default)', call: geminiSdk },
-  { id: 'sdk-key', label: '@google/genai, key moved to ?alt=sse&key=', call: geminiSdk, param: 'key' },
+  ...(GENAI_RUNS
+    ? [
+        { id: 'sdk-header', label: '@google/genai, key in x-goog-api-key (its default)', call: geminiSdk },
+        { id: 'sdk-key', label: '@google/genai, key moved to ?alt=sse&key=', call: geminiSdk, param: 'key' },
+      ]
+    : []),
   { id: 'fetch-key', label: 'fetch, ?alt=sse&key=', call: geminiFetch, param: 'key' },
   { id: 'fetch-api_key', label: 'fetch, ?api_key=...&alt=sse', call: geminiFetch, param: 'api_key', keyFirst: true },
   { id: 'fetch-token', label: 'fetch, ?alt=sse&token=', call: geminiFetch, param: 'token' },

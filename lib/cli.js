@@ -311,7 +311,8 @@ async function buildOptions(argv, cwd = process.cwd()) {
   if (options.proxy === undefined) {
     throw new UsageError('no target: give one, as in `devproxy http://localhost:8000` (devproxy --help for more)')
   }
-  return { options }
+  // The banner names the file: one read without a flag must not change the proxy in silence.
+  return { options, configFile: found ? path.resolve(cwd, found.file) : undefined }
 }
 
 /** The URLs at which the proxy can be reached: this machine's, and the network's when exposed. */
@@ -336,10 +337,12 @@ function bannerUrls(server, host) {
   return { local, network }
 }
 
-function banner(server, options, version) {
+function banner(server, options, version, configFile) {
   const target = typeof options.proxy === 'object' && options.proxy !== null ? options.proxy.target : options.proxy
   const { local, network } = bannerUrls(server, options.listen || options.host || '127.0.0.1')
-  const lines = [`devproxy ${version}: proxying ${target}`, `  Local:    ${local}`]
+  const lines = [`devproxy ${version}: proxying ${target}`]
+  if (configFile) lines.push(`  Config:   ${configFile}`)
+  lines.push(`  Local:    ${local}`)
   if (network.length === 0) lines.push('  Network:  not exposed (use --host 0.0.0.0 to reach it from other devices)')
   for (const [i, u] of network.entries()) lines.push(`  ${i === 0 ? 'Network: ' : '         '} ${u}`)
   if (server.startPath) lines.push(`  Start at: ${local}${server.startPath}`)
@@ -423,7 +426,7 @@ async function main(argv, { stdout = process.stdout, stderr = process.stderr, cw
   process.on('SIGTERM', onSignal)
   // Only now: whoever reads the banner may signal at once, and the proxy (native threads) answers
   // requests while this thread has not run a line more.
-  if (!silent) stdout.write(banner(server, options, version))
+  if (!silent) stdout.write(banner(server, options, version, built.configFile))
   return null
 }
 

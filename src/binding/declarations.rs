@@ -37,13 +37,14 @@ pub struct ProxyOptions {
     pub rewrite_text_types: Option<bool>,
     /// JSON responses (`application/json`, `+json`) get the target's exact origin, written plainly
     /// (`http://wp.test`), slash-escaped (`http:\/\/wp.test`) or percent-encoded, turned into the
-    /// proxy's, and nothing else (default true; Browsersync leaves JSON alone). `/.well-known/`
-    /// documents are left as they are.
+    /// proxy's, and nothing else (default true; Browsersync leaves JSON alone). `.well-known`
+    /// documents, wherever they live (an OpenID issuer's path), are left as they are.
     pub rewrite_json: Option<bool>,
     /// The proxy's own origins (every form the link rewrite writes: `http://localhost:3000`,
     /// `//localhost:3000`, `http:\/\/localhost:3000`, `http%3A%2F%2Flocalhost%3A3000`) go back to the
-    /// target's in query strings and in form, JSON, text and multipart text bodies the browser sends
-    /// (default true), so that saving a page does not write the proxy's URLs into the site.
+    /// target's, scheme included, in query strings and in form, JSON, text and multipart form fields the
+    /// browser sends (default true), so that saving a page does not write the proxy's URLs into the
+    /// site. A body with nothing to rewrite goes byte for byte; files are never rewritten.
     pub rewrite_request_bodies: Option<bool>,
     /// Longest text one pending match may hold back (default 65536).
     pub max_match_bytes: Option<u32>,

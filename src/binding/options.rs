@@ -195,6 +195,15 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     };
     if let Some(dirs) = options.get("serveStatic")? {
         config.serve_static = super::local::parse_serve_static(dirs, static_options.as_ref())?;
+        // Browsersync serves what a directory holds when a request comes, so one that a build has
+        // not made yet is no error; but a typo would serve nothing in silence.
+        for mount in config.serve_static.iter().filter(|mount| !mount.dir.is_dir()) {
+            let what = if mount.dir.exists() { "is not a directory" } else { "does not exist (yet)" };
+            warnings.push(format!(
+                "serveStatic: '{}' {what}: nothing is served from it until it is a directory",
+                mount.dir.display()
+            ));
+        }
     }
     if let Some(routes) = options.get("routes")? {
         config.routes = super::local::parse_routes(env, routes)?;
@@ -229,6 +238,7 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
         &[],
     );
     all.extend(warnings);
+    all.extend(config.protections_off());
     all.append(&mut config.warnings);
     config.warnings = all;
     Ok((config, specs))

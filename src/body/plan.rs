@@ -101,9 +101,19 @@ pub(crate) fn is_page_request(accept: Option<&str>, path_and_query: &str) -> boo
     accept.is_some_and(|a| a.contains("html")) && !ignored_url(path_and_query)
 }
 
+/// Whether a URL is a `.well-known` document, wherever it lives: an OpenID issuer's discovery document
+/// sits under the issuer's path (`/realms/demo/.well-known/openid-configuration` on Keycloak,
+/// `/oauth2/default/.well-known/...` on Okta), and its `issuer` must stay the issuer. The path is read
+/// as a server decodes it (`/%2Ewell-known/`, any case).
+fn names_an_identity(path_and_query: &str) -> bool {
+    let path = path_and_query.split(['?', '#']).next().unwrap_or("");
+    let decoded = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
+    decoded.split('/').any(|segment| segment.eq_ignore_ascii_case(".well-known"))
+}
+
 /// Browsersync's choice (Accept mentions html, URL not an asset, body looks like HTML), plus the
-/// text types with `rewriteTextTypes`, and JSON's origins with `rewriteJson` (but for `/.well-known/`
-/// documents, whose URLs name an identity: an OpenID issuer must stay the issuer).
+/// text types with `rewriteTextTypes`, and JSON's origins with `rewriteJson` (but for `.well-known`
+/// documents, whose URLs name an identity: see [`names_an_identity`]).
 pub(crate) fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, beyond: BeyondPages) -> Plan {
     // No body, or a byte range of one: rewriting a range would corrupt the whole. An empty body (a
     // redirect's `Content-Length: 0`) goes out as it is, with its length, so a client that follows the
@@ -124,8 +134,7 @@ pub(crate) fn plan(req: &RequestFacts, status: StatusCode, headers: &HeaderMap, 
     let html_request = is_page_request(req.accept, req.path_and_query);
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
     let text_type = beyond.text_types && content_type.is_some_and(is_text_type);
-    let json =
-        beyond.json_origins && content_type.is_some_and(is_json) && !req.path_and_query.starts_with("/.well-known/");
+    let json = beyond.json_origins && content_type.is_some_and(is_json) && !names_an_identity(req.path_and_query);
     let rules = RuleSet::Page;
     if text_type || req.mode == PageMode::Forced {
         Plan::Rewrite { sniff: false, decode, encode, rules }
@@ -370,6 +379,18 @@ mod tests {
             json("application/json", "/.well-known/openid-configuration"),
             Plan::Rewrite { sniff: true, rules: RuleSet::Page, .. }
         ));
+        for issuer in [
+            "/realms/demo/.well-known/openid-configuration",
+            "/oauth2/default/.well-known/oauth-authorization-server?x=1",
+            "/%2Ewell-known/openid-configuration",
+            "/a/%2ewell-KNOWN/jwks.json",
+        ] {
+            assert!(
+                !matches!(json("application/json", issuer), Plan::Rewrite { rules: RuleSet::JsonOrigins, .. }),
+                "{issuer}"
+            );
+        }
+        assert_eq!(json("application/json", "/api/well-known/x"), origins, "only a whole `.well-known` segment");
         assert!(matches!(json("text/html", "/"), Plan::Rewrite { sniff: true, rules: RuleSet::Page, .. }));
         assert_eq!(json("text/json-ish", "/a.json"), Plan::Passthrough);
     }

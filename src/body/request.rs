@@ -124,19 +124,31 @@ pub(crate) async fn reverse(
         headers.remove(header::CONTENT_LENGTH);
         let pipeline = Pipeline::new(encoding, encoding, Rewriter::new(rules, "", DEFAULT_MAX_MATCH_BYTES));
         let rest = Some(body.streaming());
-        return Ok(Streamed { prefix: None, rest, pipeline: Some(pipeline), exact: None, ended: false }.boxed());
+        return Ok(Streamed {
+            prefix: None,
+            rest,
+            pipeline: Some(pipeline),
+            exact: None,
+            trailers: None,
+            ended: false,
+        }
+        .boxed());
     }
-    let (prefix, ended) = if long { (Bytes::new(), false) } else { read_up_to(&mut body, WHOLE_BODY_LIMIT).await? };
-    if ended {
-        return whole(headers, prefix, encoding, &kind, rules, warn);
+    let read = if long {
+        Read { bytes: Bytes::new(), trailers: None, ended: false }
+    } else {
+        read_up_to(&mut body, WHOLE_BODY_LIMIT).await?
+    };
+    if read.ended {
+        return whole(headers, read, encoding, &kind, rules, warn);
     }
     if matches!(kind, Kind::Text) {
         let limit = WHOLE_BODY_LIMIT >> 20;
         warn(format!("a {} request body over {limit} MiB was sent as it came, not rewritten", encoding.token()));
     }
     // An upload goes as it came: its form fields are small, its files never rewritten.
-    Ok(Streamed { prefix: Some(prefix), rest: Some(body.streaming()), pipeline: None, exact: declared, ended: false }
-        .boxed())
+    let (prefix, rest) = (Some(read.bytes), Some(body.streaming()));
+    Ok(Streamed { prefix, rest, pipeline: None, exact: declared, trailers: read.trailers, ended: false }.boxed())
 }
 
 fn as_it_came(body: Incoming) -> OutgoingBody {
@@ -150,39 +162,46 @@ fn what_to_rewrite(headers: &HeaderMap) -> Option<(Kind, Encoding)> {
     Some((kind, Encoding::from_content_encoding(coding)?))
 }
 
-/// Headers that describe the body's bytes no longer hold once it is rewritten.
+/// Headers that describe the body's bytes no longer hold once it is rewritten. (Its trailers are left
+/// out then; `Trailer` may stay: it announces, it does not promise.)
 fn changed(headers: &mut HeaderMap) {
     headers.remove("content-md5");
     headers.remove("digest");
     headers.remove("content-digest");
 }
 
-/// Reads `body` until it ends or more than `limit` bytes came; whether it ended.
-async fn read_up_to(body: &mut Stalling, limit: usize) -> Result<(Bytes, bool), RequestBodyError> {
+/// What was read of a body: its bytes, its trailers, and whether it ended.
+struct Read {
+    bytes: Bytes,
+    trailers: Option<HeaderMap>,
+    ended: bool,
+}
+
+/// Reads `body` until it ends or more than `limit` bytes came.
+async fn read_up_to(body: &mut Stalling, limit: usize) -> Result<Read, RequestBodyError> {
     let mut read = BytesMut::new();
+    let mut trailers = None;
     while read.len() <= limit {
         match body.frame().await {
-            // Trailers of a chunked request carry nothing the target needs here.
-            Some(Ok(frame)) => {
-                if let Ok(data) = frame.into_data() {
-                    read.extend_from_slice(&data);
-                }
-            }
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => read.extend_from_slice(&data),
+                Err(frame) => trailers = frame.into_trailers().ok(),
+            },
             Some(Err(e)) if e.is::<Stalled>() => return Err(RequestBodyError::Stalled),
             Some(Err(e)) => {
                 return Err(RequestBodyError::Unreadable(format!("the request body could not be read: {e}")))
             }
-            None => return Ok((read.freeze(), true)),
+            None => return Ok(Read { bytes: read.freeze(), trailers, ended: true }),
         }
     }
-    Ok((read.freeze(), false))
+    Ok(Read { bytes: read.freeze(), trailers, ended: false })
 }
 
 /// A body read whole: rewritten and sent with its new length, or, when nothing in it changes or it
 /// decodes to more than [`DECODED_LIMIT`], sent as it came in its own framing.
 fn whole(
     headers: &mut HeaderMap,
-    raw: Bytes,
+    Read { bytes: raw, trailers, .. }: Read,
     encoding: Encoding,
     kind: &Kind,
     rules: &[Rule],
@@ -191,7 +210,7 @@ fn whole(
     let chunked = !headers.contains_key(header::CONTENT_LENGTH);
     let exactly = |raw: Bytes| -> OutgoingBody {
         if chunked {
-            Streamed { prefix: Some(raw), rest: None, pipeline: None, exact: None, ended: false }.boxed()
+            Streamed { prefix: Some(raw), rest: None, pipeline: None, exact: None, trailers, ended: false }.boxed()
         } else {
             Full::new(raw).map_err(|never| match never {}).boxed()
         }
@@ -371,10 +390,17 @@ struct Streamed {
     pipeline: Option<Pipeline>,
     /// The body's length, when it goes as it came with a `Content-Length`.
     exact: Option<u64>,
+    /// Trailers already read (with `prefix`), sent after the body.
+    trailers: Option<HeaderMap>,
     ended: bool,
 }
 
 impl Streamed {
+    /// Whether every byte so far went as it came.
+    fn unchanged(&self) -> bool {
+        self.pipeline.as_ref().is_none_or(|pipeline| pipeline.match_counts().all(|(_, matches)| matches == 0))
+    }
+
     /// `data` through the pipeline, if any.
     fn through(&mut self, data: &[u8], last: bool) -> Result<Bytes, BodyError> {
         let Some(pipeline) = &mut self.pipeline else { return Ok(Bytes::copy_from_slice(data)) };
@@ -395,22 +421,26 @@ impl Body for Streamed {
         let this = &mut *self;
         loop {
             if this.ended {
-                return Poll::Ready(None);
+                // Trailers go on after a body that went as it came, or that nothing was replaced in;
+                // a rewritten body leaves them out.
+                let trailers = this.trailers.take().filter(|_| this.unchanged());
+                return Poll::Ready(trailers.map(|trailers| Ok(Frame::trailers(trailers))));
             }
             let (data, last) = if let Some(prefix) = this.prefix.take().filter(|p| !p.is_empty()) {
-                let last = this.rest.is_none();
                 if this.pipeline.is_none() {
-                    this.ended = last;
                     return Poll::Ready(Some(Ok(Frame::data(prefix))));
                 }
-                (prefix, last)
+                (prefix, this.rest.is_none())
             } else {
                 match this.rest.as_mut() {
                     None => (Bytes::new(), true),
                     Some(rest) => match ready!(Pin::new(rest).poll_frame(cx)) {
                         Some(Ok(frame)) => match frame.into_data() {
                             Ok(data) => (data, false),
-                            Err(_) => continue,
+                            Err(frame) => {
+                                this.trailers = frame.into_trailers().ok();
+                                continue;
+                            }
                         },
                         Some(Err(e)) => return Poll::Ready(Some(Err(e))),
                         None => (Bytes::new(), true),

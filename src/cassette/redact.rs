@@ -62,27 +62,54 @@ pub fn parse_json_path(path: &str) -> Option<Vec<Segment>> {
 }
 
 impl Redaction {
-    /// Whether a header's value is redacted.
+    /// Whether a header's value is redacted by its name.
     pub fn is_secret_header(&self, name: &str) -> bool {
-        SECRET_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name))
-            || self.headers.iter().any(|h| h.eq_ignore_ascii_case(name))
+        crate::observe::mask::is_secret(name) || self.headers.iter().any(|h| h.eq_ignore_ascii_case(name))
     }
 
-    /// Headers with secret values (and values holding key-shaped strings) redacted.
+    /// Headers with secret values (and values holding key-shaped strings, or a WebSocket subprotocol
+    /// carrying a token) redacted, and the secret parameters of URLs in the others (`Location`,
+    /// `Link`, `Referer`...).
     pub fn headers(&self, headers: &[(String, String)]) -> Vec<(String, String)> {
         headers
             .iter()
             .map(|(name, value)| {
-                let secret =
-                    self.is_secret_header(name) || (find_key(value.as_bytes()).is_some() && !self.allows(name, value));
-                (name.clone(), if secret { REDACTED.to_string() } else { value.clone() })
+                let by_name = self.is_secret_header(name);
+                let by_value =
+                    crate::observe::mask::is_secret_header(name, value.as_bytes()) && !self.allows(name, value);
+                let value = if by_name || by_value { REDACTED.to_string() } else { self.url(value) };
+                (name.clone(), value)
             })
             .collect()
     }
 
-    /// Path and query with secret parameters' values (and key-shaped ones) redacted.
+    /// Path and query with secret parameters' values (and key-shaped ones) redacted; also the URLs
+    /// a header value holds (`Link: <...?sig=...>`).
     pub fn url(&self, url: &str) -> String {
-        crate::observe::mask::mask_url_with(url, |name, value| self.allows(name, value)).into_owned()
+        let masked = crate::observe::mask::mask_url_with(url, |name, value| self.allows(name, value));
+        match crate::observe::mask::mask_params_in_text(&masked) {
+            std::borrow::Cow::Owned(text) => text,
+            std::borrow::Cow::Borrowed(_) => masked.into_owned(),
+        }
+    }
+
+    /// A form (`application/x-www-form-urlencoded`) or JSON request body with the values of secret
+    /// fields redacted (`password=`, `"client_secret":`), by the policy's names; `None` when none is there.
+    pub fn body_fields(&self, body: &[u8]) -> Option<Vec<u8>> {
+        if let Ok(mut value) = serde_json::from_slice::<Value>(body) {
+            let changed = redact_secret_keys(&mut value);
+            return changed.then(|| serde_json::to_vec(&value).ok()).flatten();
+        }
+        let text = std::str::from_utf8(body).ok()?;
+        let looks_like_form = !text.is_empty() && text.bytes().all(|b| b.is_ascii_graphic()) && text.contains('=');
+        if !looks_like_form {
+            return None;
+        }
+        let query = format!("?{text}");
+        match crate::observe::mask::mask_url_with(&query, |name, value| self.allows(name, value)) {
+            std::borrow::Cow::Owned(masked) => Some(masked.trim_start_matches('?').as_bytes().to_vec()),
+            std::borrow::Cow::Borrowed(_) => None,
+        }
     }
 
     /// Redacts the `json` paths in `value`; true when something was redacted.
@@ -121,6 +148,30 @@ impl Redaction {
             return Ok(());
         }
         Err(format!("{what} holds a string shaped like {kind}"))
+    }
+}
+
+/// Redacts, in place, the string and number values of object keys the policy names as secret
+/// (`password`, `client_secret`, `refresh_token`...); true when something was redacted.
+fn redact_secret_keys(value: &mut Value) -> bool {
+    match value {
+        Value::Object(map) => {
+            let mut changed = false;
+            for (key, field) in map.iter_mut() {
+                let secret_value = matches!(field, Value::String(_) | Value::Number(_));
+                if secret_value && crate::observe::mask::is_secret_field(key) {
+                    if *field != Value::String(REDACTED.into()) {
+                        *field = Value::String(REDACTED.into());
+                        changed = true;
+                    }
+                } else {
+                    changed |= redact_secret_keys(field);
+                }
+            }
+            changed
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |changed, item| redact_secret_keys(item) | changed),
+        _ => false,
     }
 }
 

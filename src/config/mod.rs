@@ -398,6 +398,37 @@ impl ProxyConfig {
         }
     }
 
+    /// One line for each option that turns a protection off, said at every start whatever set it (a
+    /// config file read without a flag cannot turn one off in silence).
+    pub fn protections_off(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if matches!(self.allowed_hosts, AllowedHosts::All) {
+            lines.push(
+                "allowedHosts: 'all' answers any Host: a page of any site whose name resolves to this machine \
+                 can read the proxied site (DNS rebinding)"
+                    .to_string(),
+            );
+        }
+        if let Some(inspector) = self.inspector.as_ref().filter(|inspector| inspector.remote) {
+            lines.push(format!(
+                "inspector.remote: the inspector at {} (URLs, headers, body previews) answers other machines too",
+                inspector.path
+            ));
+        }
+        let unchecked = std::iter::once((&self.target, self.verify_tls))
+            .chain(self.routes.iter().map(|route| (&route.target, route.verify_tls)));
+        for (target, verify) in unchecked {
+            if verify == VerifyTls::Never && target.scheme == Scheme::Https && !target.is_loopback() {
+                lines.push(format!(
+                    "secure: false: the TLS certificate of {} is not checked; anyone on the way can read and \
+                     change the traffic",
+                    target.origin()
+                ));
+            }
+        }
+        lines
+    }
+
     /// `http` or `https`: the scheme of the proxy's own URLs (redirects, CORS origins).
     pub fn local_scheme(&self) -> &'static str {
         if self.serves_https() {

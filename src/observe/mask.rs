@@ -13,7 +13,9 @@ pub const REDACTED: &str = "[redacted]";
 
 /// Headers whose values are secrets: credentials, session cookies, CSRF and session tokens, and the
 /// API keys and account ids of the common AI, cloud and forge APIs (OpenAI, Anthropic-style
-/// `x-api-key`, Azure's `api-key`, Google's, AWS's session token, GitLab's `private-token`).
+/// `x-api-key`, Azure's `api-key`, Google's, AWS's session token, GitLab's `private-token`). Any name
+/// with a secret word in it counts too (see [`SECRET_NAME_WORDS`]): as mitmproxy's and vcrpy's users
+/// list them by hand, the list cannot be complete.
 pub const SECRET_HEADERS: &[&str] = &[
     "authorization",
     "proxy-authorization",
@@ -29,23 +31,111 @@ pub const SECRET_HEADERS: &[&str] = &[
     "x-refresh-token",
     "x-session-token",
     "x-csrf-token",
+    "x-csrftoken",
     "x-xsrf-token",
     "csrf-token",
     "private-token",
     "x-amz-security-token",
+    "x-auth",
+    "x-session-id",
 ];
 
-/// Query parameter names whose values are always redacted.
-pub const SECRET_PARAMS: &[&str] = &["key", "api_key", "apikey", "token", "access_token"];
+/// Words that make a header, parameter, form field or JSON key name a secret's, as one of its words
+/// (split at `-`, `_`, `.` and camelCase): `X-Vault-Token`, `client_secret`, `db_password`,
+/// `X-Amz-Signature`, `X-CSRFToken`, `refreshToken`, `X-Auth`, `auth_code`; not `max_tokens`,
+/// `author` or `tokenizer`. As mitmproxy's and vcrpy's users list names by hand, a list alone cannot be
+/// complete.
+pub const SECRET_NAME_WORDS: &[&str] = &[
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "passphrase",
+    "signature",
+    "session",
+    "sessionid",
+    "csrf",
+    "xsrf",
+    "csrftoken",
+    "apikey",
+    "credential",
+    "credentials",
+    "auth",
+    "authorization",
+];
+
+/// Query parameter and form field names whose values are always redacted (besides those with a word
+/// of [`SECRET_NAME_WORDS`]): API keys, passwords, and signed URLs' signatures (Azure SAS `sig`).
+pub const SECRET_PARAMS: &[&str] =
+    &["key", "api_key", "apikey", "token", "access_token", "pwd", "sig", "csrfmiddlewaretoken"];
+
+/// Parameters that are secrets only when the value looks like a credential (OAuth's `code`: a
+/// language or country `code` is not one).
+const CREDENTIAL_PARAMS: &[&str] = &["code"];
+
+/// The words of a name: split at `-`, `_`, `.`, and where camelCase starts a word, lower-cased.
+fn words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let chars: Vec<char> = name.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if matches!(c, '-' | '_' | '.' | ' ') {
+            words.push(std::mem::take(&mut word));
+            continue;
+        }
+        let starts_word = c.is_ascii_uppercase()
+            && i > 0
+            && (chars[i - 1].is_ascii_lowercase()
+                || chars.get(i + 1).is_some_and(char::is_ascii_lowercase) && chars[i - 1].is_ascii_uppercase());
+        if starts_word {
+            words.push(std::mem::take(&mut word));
+        }
+        word.push(c.to_ascii_lowercase());
+    }
+    words.push(word);
+    words.retain(|w| !w.is_empty());
+    words
+}
+
+/// Whether a name holds a secret word (see [`SECRET_NAME_WORDS`]).
+pub fn secret_name(name: &str) -> bool {
+    words(name).iter().any(|word| SECRET_NAME_WORDS.contains(&word.as_str()))
+}
 
 /// Whether a header's value is a secret (the name in any case).
 pub fn is_secret(name: &str) -> bool {
-    SECRET_HEADERS.iter().any(|secret| secret.eq_ignore_ascii_case(name))
+    SECRET_HEADERS.iter().any(|secret| secret.eq_ignore_ascii_case(name)) || secret_name(name)
 }
 
-/// Whether a header carries a secret: a secret name, or a key-shaped value.
+/// Whether a JSON key names a secret: a secret word in it, or an API or private key (a bare `key` is
+/// too common a JSON key to count).
+pub fn is_secret_field(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    secret_name(name) || ["api_key", "api-key", "apikey", "pwd", "access_key", "private_key"].contains(&lower.as_str())
+}
+
+/// Whether a query parameter's or form field's value is a secret (the name decoded, any case).
+pub fn is_secret_param(name: &str, value: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SECRET_PARAMS.contains(&lower.as_str())
+        || is_secret_field(name)
+        || (CREDENTIAL_PARAMS.contains(&lower.as_str()) && looks_like_credential(value))
+}
+
+/// 16 characters or more, letters and digits: a generated code, not a word.
+fn looks_like_credential(value: &str) -> bool {
+    value.len() >= 16 && value.bytes().any(|b| b.is_ascii_digit()) && value.bytes().any(|b| b.is_ascii_alphabetic())
+}
+
+/// Whether a header carries a secret: a secret name, a key-shaped value, or a WebSocket subprotocol
+/// that carries a token (Kubernetes: `base64url.bearer.authorization.k8s.io.<token>`).
 pub fn is_secret_header(name: &str, value: &[u8]) -> bool {
-    is_secret(name) || find_key(value).is_some()
+    is_secret(name)
+        || find_key(value).is_some()
+        || (name.eq_ignore_ascii_case("sec-websocket-protocol") && {
+            let lower = value.to_ascii_lowercase();
+            memchr::memmem::find(&lower, b"bearer").is_some() || memchr::memmem::find(&lower, b"token").is_some()
+        })
 }
 
 /// The value as it may be shown: [`REDACTED`] for a secret header or a key-shaped value, else unchanged.
@@ -57,11 +147,15 @@ pub fn mask<'a>(name: &str, value: &'a str) -> Cow<'a, str> {
     }
 }
 
-/// Masks the secret values of (name, value) pairs in place: secret names, key-shaped values.
+/// Masks the secret values of (name, value) pairs in place: secret names, key-shaped values, and
+/// the secret parameters of URLs inside values (`Location`, `Refresh`, `Link`, `Content-Location`,
+/// `Referer`).
 pub fn mask_headers(headers: &mut [(String, String)]) {
     for (name, value) in headers.iter_mut() {
         if value != REDACTED && is_secret_header(name, value.as_bytes()) {
             *value = REDACTED.to_string();
+        } else if let Cow::Owned(masked) = mask_text(value) {
+            *value = masked;
         }
     }
 }
@@ -77,7 +171,7 @@ pub fn mask_url_with(url: &str, allowed: impl Fn(&str, &str) -> bool) -> Cow<'_,
             let Some((name, value)) = pair.split_once('=') else { return Cow::Borrowed(pair) };
             let decoded = percent_encoding::percent_decode_str(name).decode_utf8_lossy().to_ascii_lowercase();
             let decoded_value = percent_encoding::percent_decode_str(value).decode_utf8_lossy();
-            let secret = SECRET_PARAMS.contains(&decoded.as_str())
+            let secret = is_secret_param(&decoded, &decoded_value)
                 || (find_key(decoded_value.as_bytes()).is_some() && !allowed(&decoded, &decoded_value));
             if secret && value != REDACTED {
                 changed = true;
@@ -96,6 +190,11 @@ pub fn mask_url_with(url: &str, allowed: impl Fn(&str, &str) -> bool) -> Cow<'_,
 /// A line of text (a log line) with what [`mask_url`] masks in any URL it holds, and any key-shaped
 /// string, replaced by [`REDACTED`]: error messages name URLs with their queries.
 pub fn mask_text(text: &str) -> Cow<'_, str> {
+    mask_text_with(text, true)
+}
+
+/// [`mask_text`], the key-shape scan only when `keys`.
+fn mask_text_with(text: &str, keys: bool) -> Cow<'_, str> {
     let bytes = text.as_bytes();
     // (start, end) of each value to replace, in order, not overlapping.
     let mut spans: Vec<(usize, usize)> = Vec::new();
@@ -116,11 +215,13 @@ pub fn mask_text(text: &str) -> Cow<'_, str> {
             .iter()
             .position(|&b| matches!(b, b'&' | b'#' | b')' | b'"' | b'\'' | b'>' | b'<') || b.is_ascii_whitespace())
             .unwrap_or(bytes.len() - value_start);
-        if SECRET_PARAMS.iter().any(|p| p.eq_ignore_ascii_case(name)) && value_len > 0 {
+        let value = &text[value_start..value_start + value_len];
+        let decoded = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
+        if value_len > 0 && value != REDACTED && is_secret_param(&decoded, value) {
             spans.push((value_start, value_start + value_len));
         }
     }
-    if find_key(bytes).is_some() {
+    if keys && find_key(bytes).is_some() {
         for m in scanner().find_iter(bytes) {
             if looks_random(m.pattern().as_usize(), &bytes[m.range()]) {
                 spans.push((m.start(), m.end()));
@@ -145,6 +246,12 @@ pub fn mask_text(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The secret parameters of URLs inside a text (a header value such as `Link: <https://x/a?sig=...>`),
+/// without the key-shape scan [`mask_text`] adds.
+pub fn mask_params_in_text(text: &str) -> Cow<'_, str> {
+    mask_text_with(text, false)
+}
+
 /// [`mask_url_with`] without exceptions: what the log, `onRequest` and the inspector show.
 pub fn mask_url(url: &str) -> Cow<'_, str> {
     mask_url_with(url, |_, _| false)
@@ -154,12 +261,20 @@ pub fn mask_url(url: &str) -> Cow<'_, str> {
 /// Each starts at a word boundary (`task-...` is no `sk-` key). Keys and tokens are random: those
 /// whose shape is only a prefix and a length must also hold a digit ([`looks_random`]), so that
 /// CSS classes such as `sk-folding-cube-animation-delay` are not taken for keys.
+/// After GitHub's secret scanning patterns for the providers' fixed prefixes (GitHub, Google, Slack,
+/// Stripe, GitLab, npm).
 pub(crate) const KINDS: &[(&str, &str)] = &[
     (r"\bsk-ant-[A-Za-z0-9_\-]{16,}", "an Anthropic key (sk-ant-...)"),
     (r"\bsk-[A-Za-z0-9_\-]{20,}", "an OpenAI key (sk-...)"),
-    (r"\bAKIA[0-9A-Z]{16}\b", "an AWS access key id (AKIA...)"),
+    (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "an AWS access key id (AKIA...)"),
     (r"\b(?i:bearer) [A-Za-z0-9._~+/\-]{16,}=*", "a bearer token (Bearer ...)"),
     (r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", "a JWT (eyJ...)"),
+    (r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}\b|\bgithub_pat_[A-Za-z0-9_]{22,}", "a GitHub token (ghp_...)"),
+    (r"\bAIza[0-9A-Za-z_\-]{35}", "a Google API key (AIza...)"),
+    (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", "a Slack token (xox...)"),
+    (r"\b(?:sk|rk)_live_[A-Za-z0-9]{16,}", "a Stripe live key (sk_live_...)"),
+    (r"\bglpat-[A-Za-z0-9_\-]{20,}", "a GitLab token (glpat-...)"),
+    (r"\bnpm_[A-Za-z0-9]{36}\b", "an npm token (npm_...)"),
 ];
 
 /// Whether a match of pattern `kind` is random enough to be a key.
@@ -184,7 +299,10 @@ pub(crate) fn scanner() -> &'static Regex {
 /// The kind of the first key-shaped string in `bytes`, if any.
 pub fn find_key(bytes: &[u8]) -> Option<&'static str> {
     // Every pattern starts with one of these bytes: most text is skipped by memchr.
-    if memchr::memchr3(b's', b'A', b'e', bytes).is_none() && memchr::memchr2(b'B', b'b', bytes).is_none() {
+    if memchr::memchr3(b's', b'A', b'e', bytes).is_none()
+        && memchr::memchr3(b'B', b'b', b'g', bytes).is_none()
+        && memchr::memchr3(b'x', b'r', b'n', bytes).is_none()
+    {
         return None;
     }
     scanner()
@@ -225,6 +343,56 @@ mod tests {
         assert_eq!(mask("COOKIE", "a=b"), REDACTED);
         assert_eq!(mask("x-custom", "Bearer abcdefghij0123456789"), REDACTED, "a key-shaped value");
         assert_eq!(mask("etag", "\"x\""), "\"x\"");
+    }
+
+    #[test]
+    fn names_are_secret_by_their_words_values_by_their_shapes() {
+        for name in
+            ["X-CSRFToken", "X-Auth", "X-Session-Id", "X-Vault-Token", "x-client-secret", "refreshToken", "db_password"]
+        {
+            assert!(is_secret(name), "{name}");
+        }
+        for name in ["x-authority", "author", "x-max-tokens", "tokenizer", "accept", "x-request-id", "x-api-keys"] {
+            assert!(!is_secret(name), "{name}");
+        }
+        for (param, value) in [
+            ("code", "4/0AbCdEf1234567890xyz"),
+            ("password", "a"),
+            ("client_secret", "b"),
+            ("refresh_token", "c"),
+            ("sig", "d"),
+            ("X-Amz-Signature", "e"),
+            ("X-Amz-Credential", "f"),
+            ("csrfmiddlewaretoken", "g"),
+        ] {
+            assert!(is_secret_param(param, value), "{param}");
+        }
+        for (param, value) in [("code", "en"), ("max_tokens", "100"), ("q", "token"), ("key_words", "x")] {
+            assert!(!is_secret_param(param, value), "{param}");
+        }
+        assert!(is_secret_field("clientSecret") && is_secret_field("api_key") && !is_secret_field("key"));
+        let k8s = b"base64url.bearer.authorization.k8s.io.ZXlKaGJHY2lPaUpTVXpJMU5pSjkx, base64.binary.k8s.io";
+        assert!(is_secret_header("Sec-WebSocket-Protocol", k8s));
+        assert!(!is_secret_header("Sec-WebSocket-Protocol", b"graphql-ws"));
+        for key in [
+            "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+            "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+            "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW",
+            "xoxb-123456789012-abcdefABCDEF",
+            "sk_live_0123456789abcdefABCD",
+            "glpat-0123456789abcdefABCD",
+            "npm_0123456789abcdefghijABCDEFGHIJ012345",
+            "ASIA0123456789ABCDEF",
+        ] {
+            assert!(find_key(format!("x {key} y").as_bytes()).is_some(), "{key}");
+        }
+        let mut headers = vec![
+            ("Location".to_string(), "https://t/cb?token=abc&access_token=def&state=ok".to_string()),
+            ("Link".to_string(), "<https://cdn/a.js?sig=xyz&v=2>; rel=preload".to_string()),
+        ];
+        mask_headers(&mut headers);
+        assert_eq!(headers[0].1, "https://t/cb?token=[redacted]&access_token=[redacted]&state=ok");
+        assert_eq!(headers[1].1, "<https://cdn/a.js?sig=[redacted]&v=2>; rel=preload");
     }
 
     #[test]

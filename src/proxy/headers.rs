@@ -55,7 +55,13 @@ pub(crate) fn to_upstream(
     cross_site: bool,
     client_ip: Option<IpAddr>,
 ) {
+    // `Trailer` names the fields a chunked body ends with, and hyper sends only those: a request body
+    // that goes on as it came keeps its trailers (RFC 9110 does not make it hop-by-hop).
+    let trailer: Vec<HeaderValue> = headers.get_all(header::TRAILER).iter().cloned().collect();
     remove_hop_by_hop(headers, websocket);
+    for value in trailer {
+        headers.append(header::TRAILER, value);
+    }
     let target = &config.target;
     // `proxyOptions.changeOrigin: false` keeps the client's Host, as http-proxy does.
     if config.change_origin {

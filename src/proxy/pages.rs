@@ -262,7 +262,10 @@ fn bad_gateway(url: &str, target: &str, reason: &str) -> Response<ProxyBody> {
     html_page(StatusCode::BAD_GATEWAY, html, true)
 }
 
+/// `text` as it may be quoted in a page: HTML-escaped, and with secrets masked as everywhere else (the
+/// URLs and reasons a page names may carry a query's `token=` or a key; `crate::observe::mask`).
 pub(crate) fn escape_html(text: &str) -> String {
+    let text = crate::observe::mask::mask_text(text);
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 

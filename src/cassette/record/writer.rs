@@ -284,7 +284,9 @@ fn request_body(open: &Open, redact: &Redaction) -> (Option<Data>, Option<String
         // What was kept is still scanned: a key in the first MiB refuses the exchange.
         return (Some(Data::Text(text)), redact.scan(&open.body, "request body", None).err());
     }
-    let mut bytes = open.body.clone();
+    // The policy's secret fields (a login form's `password=`, JSON's `client_secret`) redacted, then
+    // the user's JSON paths.
+    let mut bytes = redact.body_fields(&open.body).unwrap_or_else(|| open.body.clone());
     let mut json = serde_json::from_slice::<Value>(&bytes).ok();
     if let Some(value) = &mut json {
         if redact.json(value) {

@@ -265,18 +265,20 @@ impl Player {
         Lookup::Miss(self.explain_miss(&view))
     }
 
-    /// A JSON body with the `redact.json` fields redacted, as the recorder wrote it; others as they are.
+    /// A body as the recorder wrote it: the policy's secret fields and the `redact.json` ones redacted.
     fn redacted_body<'a>(&self, body: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
-        if self.options.redact.json.is_empty() {
-            return std::borrow::Cow::Borrowed(body);
-        }
-        let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(body) else {
-            return std::borrow::Cow::Borrowed(body);
+        let body = match self.options.redact.body_fields(body) {
+            Some(redacted) => std::borrow::Cow::Owned(redacted),
+            None => std::borrow::Cow::Borrowed(body),
         };
-        if !self.options.redact.json(&mut value) {
-            return std::borrow::Cow::Borrowed(body);
+        if self.options.redact.json.is_empty() {
+            return body;
         }
-        serde_json::to_vec(&value).map_or(std::borrow::Cow::Borrowed(body), std::borrow::Cow::Owned)
+        let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&body) else { return body };
+        if !self.options.redact.json(&mut value) {
+            return body;
+        }
+        serde_json::to_vec(&value).map_or(body, std::borrow::Cow::Owned)
     }
 
     /// "no recorded exchange matches POST /v1/x: the nearest (line 2) differs in body field `temperature` (...)".
