@@ -19,8 +19,8 @@ const PAGE = '<!doctype html><html><head><title>t</title></head><body><p>hi</p><
 
 function site(routes) {
   const handlers = {}
-  for (const [path, { csp = [], reportOnly = [], body = PAGE, gzip = false }] of Object.entries(routes)) {
-    handlers[path] = (req, res) => {
+  for (const [path, { csp = [], reportOnly = [], body = PAGE, gzip = false, handler }] of Object.entries(routes)) {
+    handlers[path] = handler ?? ((req, res) => {
       res.setHeader('content-type', 'text/html; charset=utf-8')
       if (csp.length) res.setHeader('content-security-policy', csp)
       if (reportOnly.length) res.setHeader('content-security-policy-report-only', reportOnly)
@@ -30,7 +30,7 @@ function site(routes) {
       } else {
         res.end(body)
       }
-    }
+    })
   }
   return startUpstream(handlers)
 }
@@ -155,6 +155,49 @@ async function newWatchedPage(context) {
 }
 
 const violations = (page) => page.evaluate(() => window.__violations)
+
+test('a policy is amended when, and only when, the snippet is written: a page without <body>, or whose <body> comes past the look-ahead, keeps its policy (header and meta) and gets no snippet', async () => {
+  const strict = ["default-src 'self'; connect-src 'none'"]
+  const meta = `<meta http-equiv="Content-Security-Policy" content="connect-src 'none'">`
+  const bigHead = `<!doctype html><html><head>${meta}<style>${'x'.repeat(300 * 1024)}</style></head><body><p>late</p></body></html>`
+  const up = await site({
+    '/nobody': { csp: strict, body: '<!doctype html><html><head><title>no body</title></head></html>' },
+    '/nobody-meta': { body: `<!doctype html><html><head>${meta}<title>t</title></head></html>` },
+    '/with-body': { csp: strict, body: `<!doctype html><html><head>${meta}</head><body><p>hi</p></body></html>` },
+    // A head longer than the look-ahead, then (once the proxy had to decide) the <body>.
+    '/late-body': {
+      handler: (req, res) => {
+        res.setHeader('content-type', 'text/html; charset=utf-8')
+        res.setHeader('content-security-policy', strict)
+        const cut = bigHead.indexOf('<body>')
+        res.write(bigHead.slice(0, cut))
+        setTimeout(() => res.end(bigHead.slice(cut)), 300)
+      },
+    },
+  })
+  try {
+    await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET, quiet: true }, async (server) => {
+      for (const path of ['/nobody', '/nobody-meta', '/late-body']) {
+        const res = await get(server.url + path)
+        const html = text(res)
+        const sent = path === '/nobody' ? strict[0] : undefined
+        assert.equal(res.headers['content-security-policy'], path === '/late-body' ? strict[0] : sent, `${path}: the header as the site sent it`)
+        assert.ok(!html.includes('reload.js'), `${path}: no snippet`)
+        assert.ok(!html.includes('nonce-'), `${path}: no nonce anywhere`)
+        if (path !== '/nobody') assert.ok(html.includes(meta), `${path}: the meta policy as the site wrote it`)
+      }
+      // The same policies where the snippet is written: both amended, the snippet with the nonce.
+      const res = await get(server.url + '/with-body')
+      const html = text(res)
+      const nonce = nonceIn(html)
+      assert.ok(nonce, 'the snippet carries a nonce')
+      assert.match(res.headers['content-security-policy'], new RegExp(`'nonce-${nonce.replace(/[+/=]/g, '\\$&')}'`))
+      assert.ok(!html.includes(meta), 'the meta policy amended too')
+    })
+  } finally {
+    await up.close()
+  }
+})
 
 test('a strict-CSP page gets a working live-reload client through the adapter; browser-sync 3 alone gets it blocked', { timeout: 180000 }, async () => {
   const upstream = await strictSite()

@@ -14,6 +14,9 @@ pub struct PagePolicy {
     origins: Option<[String; 2]>,
     /// Some policy of the page needs the snippet's scripts to carry the nonce.
     nonce_needed: AtomicBool,
+    /// The snippet's place was not found before the headers had to go out: neither the snippet nor
+    /// the policies' amendment (header or `<meta>`) is written.
+    withheld: AtomicBool,
 }
 
 impl PagePolicy {
@@ -29,11 +32,28 @@ impl PagePolicy {
             nonce: new_nonce(),
             origins: plain.then(|| [format!("{local_scheme}://{local_host}"), format!("{ws}://{local_host}")]),
             nonce_needed: AtomicBool::new(false),
+            withheld: AtomicBool::new(false),
         }
     }
 
-    /// A header's or meta tag's policies amended; `None` when they allow the snippet as they are.
+    /// Neither the snippet nor any amendment is written on this page from now on: the snippet's place
+    /// did not come while the policies still could be amended (a page without `<body>`, or one that
+    /// ends, or holds more than the look-ahead, before it).
+    pub fn withhold(&self) {
+        self.withheld.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`PagePolicy::withhold`] was called.
+    pub fn withheld(&self) -> bool {
+        self.withheld.load(Ordering::Relaxed)
+    }
+
+    /// A header's or meta tag's policies amended; `None` when they allow the snippet as they are (or the
+    /// snippet is withheld).
     pub fn amend(&self, policies: &str) -> Option<String> {
+        if self.withheld() {
+            return None;
+        }
         let (text, nonce_needed) = amend(policies, &self.nonce, self.origins.as_ref())?;
         if nonce_needed {
             self.nonce_needed.store(true, Ordering::Relaxed);

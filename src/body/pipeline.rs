@@ -232,3 +232,50 @@ pub(crate) async fn sniff_html(
         });
     }
 }
+
+/// How far a page is read ahead for the place of its snippet, when a Content-Security-Policy would be
+/// amended for it (see [`read_to_snippet`]).
+pub(crate) const SNIPPET_LOOKAHEAD: usize = 256 * 1024;
+
+/// How long: a page whose `<body>` never comes still gets its headers.
+pub(crate) const SNIPPET_WAIT: Duration = Duration::from_secs(10);
+
+/// Reads on, decoding into `decoded` (the page's start, already decoded), until `snippet` (the snippet
+/// rule) has a match in it, `limit` bytes are held, or the body ends; whether it matched. A page's
+/// policy is amended when, and only when, its snippet is injected: this tells which, before the headers
+/// and the `<meta>` tags before the snippet go out.
+pub(crate) async fn read_to_snippet(
+    upstream: &mut UpstreamBody,
+    pipeline: &mut Pipeline,
+    decoded: &mut Vec<u8>,
+    snippet: &[crate::rewrite::Rule],
+    local_host: &str,
+    limit: usize,
+) -> Result<bool, SniffError> {
+    let mut finder = Rewriter::new(snippet, local_host, limit);
+    let mut scratch = Vec::new();
+    let mut found = |finder: &mut Rewriter, piece: &[u8]| {
+        scratch.clear();
+        // A snippet rule's replacement is text (a function-placed snippet is no snippet here).
+        let _ = finder.push(piece, &mut scratch);
+        finder.match_counts().any(|(_, matches)| matches > 0)
+    };
+    if found(&mut finder, decoded) {
+        return Ok(true);
+    }
+    let read_on = async {
+        while decoded.len() < limit {
+            let Some(data) = upstream.next_data().await.transpose().map_err(SniffError::Upstream)? else {
+                return Ok(false);
+            };
+            let start = decoded.len();
+            pipeline.decode(&data, decoded).map_err(SniffError::Decode)?;
+            if found(&mut finder, &decoded[start..]) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    };
+    // A read cut by the deadline loses nothing: a chunk is only taken when it is ready.
+    tokio::time::timeout(SNIPPET_WAIT, read_on).await.unwrap_or(Ok(false))
+}

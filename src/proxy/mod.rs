@@ -301,6 +301,11 @@ async fn local_file_phase(
     Ok(response.map(|body| shared.compressed_files.keep(version, encode, body)))
 }
 
+/// Whether a page's start holds a `<meta http-equiv="Content-Security-Policy">` (any case).
+fn names_a_policy(decoded: &[u8]) -> bool {
+    decoded.windows(23).any(|window| window.eq_ignore_ascii_case(b"content-security-policy"))
+}
+
 /// The answer to a failed request: counted, logged once, rendered (pages.rs).
 pub(crate) fn fail(shared: &Shared, error: ProxyError) -> Response<ProxyBody> {
     if error.is_upstream_error() {
@@ -399,8 +404,30 @@ async fn body_phase(
             Err(SniffError::Decode(e)) => return Err(ProxyError::Upstream { url: url(), reason: e.to_string() }),
         }
     }
-    // Before the snippet is written: whether it needs the nonce is known from the headers.
+    // A policy (header or `<meta>`) is amended when, and only when, the snippet is written: where the
+    // page has one, it is read ahead (bounded) to the snippet's place before its headers go out.
     if let Some(page_policy) = page_policy.as_ref().filter(|_| rewritten) {
+        let has_policy = head.headers.contains_key(http::header::CONTENT_SECURITY_POLICY)
+            || head.headers.contains_key(http::header::CONTENT_SECURITY_POLICY_REPORT_ONLY)
+            || decoded_prefix.as_deref().is_some_and(names_a_policy);
+        if has_policy {
+            let snippet: Vec<Rule> = rules.iter().filter(|rule| rule.injects_snippet()).cloned().collect();
+            let decoded = decoded_prefix.get_or_insert_with(Vec::new);
+            let lookahead = body::SNIPPET_LOOKAHEAD.max(config.max_match_bytes);
+            let placed =
+                body::read_to_snippet(&mut upstream, &mut pipeline, decoded, &snippet, &ctx.local_host, lookahead)
+                    .await
+                    .map_err(|e| match e {
+                        SniffError::Upstream(e) => {
+                            ProxyError::UpstreamBody { url: ctx.url.clone(), reason: e.to_string() }
+                        }
+                        SniffError::Decode(e) => ProxyError::Upstream { url: ctx.url.clone(), reason: e.to_string() },
+                    })?;
+            if !placed {
+                page_policy.withhold();
+            }
+        }
+        // Before the snippet is written: whether it needs the nonce is known from the headers.
         headers::amend_csp(&mut head.headers, page_policy);
     }
     let mut out = Vec::new();

@@ -476,6 +476,9 @@ impl Stage {
                 }
                 Replacement::Snippet(snippet) => {
                     out.extend_from_slice(whole);
+                    if page_policy.as_ref().is_some_and(|page| page.withheld()) {
+                        return Ok(());
+                    }
                     match page_policy.as_ref().and_then(|page| page.snippet(snippet)) {
                         Some(nonced) => out.extend_from_slice(nonced.as_bytes()),
                         None => out.extend_from_slice(snippet.as_bytes()),
