@@ -8,9 +8,9 @@ const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const http = require('node:http')
-const net = require('node:net')
 const { execFile } = require('node:child_process')
-const { ROOT, HOST, lib, withTimeout, startUpstream, request, withProxy, ACCEPT_HTML, stopIfStarted } = require('./helpers')
+const helpers = require('./helpers')
+const { ROOT, HOST, lib, withTimeout, startUpstream, request, withProxy, ACCEPT_HTML, stopIfStarted } = helpers
 const { runSlowClient, spawnProxyChild } = require('./fixtures/runners')
 
 let up
@@ -38,53 +38,10 @@ after(async () => {
  * Writes raw bytes to 127.0.0.1:port and reads one response: resolves {status, head, body, closed} when the
  * response is complete (Content-Length or chunked) or the connection closes.
  */
-function rawExchange(port, bytes, { timeout = 5000 } = {}) {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, HOST)
-    let buf = Buffer.alloc(0)
-    let settled = false
-    const finish = (closed) => {
-      if (settled) return
-      const end = buf.indexOf('\r\n\r\n')
-      const head = end < 0 ? buf.toString('latin1') : buf.subarray(0, end).toString('latin1')
-      const m = /^HTTP\/1\.[01] (\d{3})/.exec(head)
-      const body = end < 0 ? Buffer.alloc(0) : buf.subarray(end + 4)
-      const len = /\r\ncontent-length:\s*(\d+)/i.exec(head)
-      const chunked = /\r\ntransfer-encoding:\s*chunked/i.test(head)
-      const complete = end >= 0 && (len ? body.length >= Number(len[1]) : chunked ? body.includes('0\r\n\r\n') : false)
-      if (!closed && !complete) return
-      settled = true
-      clearTimeout(timer)
-      socket.destroy()
-      resolve({ status: m ? Number(m[1]) : null, head, body: (chunked ? dechunk(body) : body).toString('latin1'), closed })
-    }
-    const timer = setTimeout(() => {
-      settled = true
-      socket.destroy()
-      reject(new Error(`no complete response within ${timeout} ms; got ${JSON.stringify(buf.toString('latin1').slice(0, 200))}`))
-    }, timeout)
-    socket.on('data', (d) => {
-      buf = Buffer.concat([buf, d])
-      finish(false)
-    })
-    socket.on('close', () => finish(true))
-    socket.on('error', () => {})
-    socket.on('connect', () => socket.write(bytes))
-  })
-}
-
-/** The payload of a complete chunked body. */
-function dechunk(buf) {
-  const out = []
-  let i = 0
-  for (;;) {
-    const eol = buf.indexOf('\r\n', i)
-    if (eol < 0) return Buffer.concat(out)
-    const size = parseInt(buf.subarray(i, eol).toString('latin1'), 16)
-    if (!size) return Buffer.concat(out)
-    out.push(buf.subarray(eol + 2, eol + 2 + size))
-    i = eol + 2 + size + 2
-  }
+/** One raw exchange (helpers.js), its body as latin1 text. */
+async function rawExchange(port, bytes, { timeout = 5000 } = {}) {
+  const res = await helpers.rawExchange(port, bytes, { timeout })
+  return { ...res, body: res.body.toString('latin1') }
 }
 
 /** A keep-alive connection opened before the hostile input, reused after it: other clients are unaffected. */

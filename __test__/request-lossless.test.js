@@ -20,7 +20,7 @@ const fs = require('node:fs')
 const net = require('node:net')
 const path = require('node:path')
 const zlib = require('node:zlib')
-const { HOST, lib, withTimeout, request, spawnNode } = require('./helpers')
+const { HOST, lib, withTimeout, request, spawnNode, rawExchange: exchange } = require('./helpers')
 
 const PROXY_CHILD = path.join(__dirname, 'fixtures/proxy-child.js')
 const MiB = 1024 * 1024
@@ -127,67 +127,6 @@ async function recordingUpstream() {
   }
 }
 
-/** The payload of a complete chunked body. */
-function dechunk(buf) {
-  const out = []
-  let i = 0
-  for (;;) {
-    const eol = buf.indexOf('\r\n', i)
-    if (eol < 0) return Buffer.concat(out)
-    const size = parseInt(buf.subarray(i, eol).toString('latin1'), 16)
-    if (!size) return Buffer.concat(out)
-    out.push(buf.subarray(eol + 2, eol + 2 + size))
-    i = eol + 2 + size + 2
-  }
-}
-
-/**
- * Writes `bytes` on a new connection to the proxy and reads one response: {status, head, headers, body,
- * closed, ms}, when it is complete (Content-Length or chunked) or the connection closes. Rejects after
- * `timeout` ms (a failure guard; the socket is destroyed).
- */
-function exchange(port, bytes, { timeout = 10000 } = {}) {
-  return new Promise((resolve, reject) => {
-    const t0 = Date.now()
-    const socket = net.connect(port, HOST)
-    let buf = Buffer.alloc(0)
-    let settled = false
-    const finish = (closed) => {
-      if (settled) return
-      const end = buf.indexOf('\r\n\r\n')
-      const head = end < 0 ? buf.toString('latin1') : buf.subarray(0, end).toString('latin1')
-      const body = end < 0 ? Buffer.alloc(0) : buf.subarray(end + 4)
-      const len = /\r\ncontent-length:\s*(\d+)/i.exec(head)
-      const chunked = /\r\ntransfer-encoding:\s*chunked/i.test(head)
-      const complete = end >= 0 && (len ? body.length >= Number(len[1]) : chunked ? body.includes('0\r\n\r\n') : false)
-      if (!closed && !complete) return
-      settled = true
-      clearTimeout(timer)
-      socket.destroy()
-      const m = /^HTTP\/1\.[01] (\d{3})/.exec(head)
-      const headers = {}
-      for (const line of head.split('\r\n').slice(1)) {
-        const i = line.indexOf(':')
-        if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim()
-      }
-      resolve({ status: m ? Number(m[1]) : null, head, headers, body: chunked ? dechunk(body) : body, closed, ms: Date.now() - t0 })
-    }
-    const timer = setTimeout(() => {
-      settled = true
-      socket.destroy()
-      const err = new Error(`no complete response within ${timeout} ms; got ${JSON.stringify(buf.toString('latin1').slice(0, 200))}`)
-      err.timeout = true
-      reject(err)
-    }, timeout)
-    socket.on('data', (d) => {
-      buf = Buffer.concat([buf, d])
-      finish(false)
-    })
-    socket.on('close', () => finish(true))
-    socket.on('error', () => {})
-    socket.on('connect', () => socket.write(bytes))
-  })
-}
 
 /** `body` as a chunked payload, cut at `cuts` (offsets), ended by the last chunk. */
 function chunked(body, cuts = []) {

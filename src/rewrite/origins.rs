@@ -182,96 +182,59 @@ impl OriginSwap {
     }
 
     fn verdict(&self, hay: &[u8], before: Option<u8>, start: usize, last: bool) -> Verdict {
-        let undecided = if last { Verdict::NoMatch } else { Verdict::Alive };
-        let mut alive = false;
-        for &form in self.forms.written {
-            let outcome = match hay[start].to_ascii_lowercase() {
-                b'h' => self.with_scheme(hay, start, form, last),
-                _ if self.forms.relative && !after_a_scheme(hay, before, start, form) => {
-                    match expect(hay, start, form.slashes()) {
-                        Some(true) => self.authority(hay, start + form.slashes().len(), None, form, last),
-                        Some(false) => Verdict::NoMatch,
-                        None => undecided_of(last),
-                    }
+        let outcomes = self.forms.written.iter().map(|&form| match hay[start].to_ascii_lowercase() {
+            b'h' => self.with_scheme(hay, start, form, last),
+            _ if self.forms.relative && !after_a_scheme(hay, before, start, form) => {
+                match expect(hay, start, form.slashes()) {
+                    Some(true) => self.authority(hay, start + form.slashes().len(), None, form, last),
+                    Some(false) => Verdict::NoMatch,
+                    None => Verdict::Alive,
                 }
-                _ => Verdict::NoMatch,
-            };
-            match outcome {
-                Verdict::Match(end) => return Verdict::Match(end),
-                Verdict::Alive => alive = true,
-                Verdict::NoMatch => {}
             }
-        }
-        if alive {
-            undecided
-        } else {
-            Verdict::NoMatch
-        }
+            _ => Verdict::NoMatch,
+        });
+        settle(outcomes, last)
     }
 
     /// `http(s)` then the form's `://` and a wanted authority, at `start`.
     fn with_scheme(&self, hay: &[u8], start: usize, form: Form, last: bool) -> Verdict {
-        let mut alive = false;
-        for scheme in ["https", "http"] {
+        let outcomes = ["https", "http"].into_iter().map(|scheme| {
             let at = start + scheme.len();
             let separator = match expect(hay, start, scheme.as_bytes()) {
-                Some(true) => expect(hay, at, form.colon()).and_then(|colon| {
-                    if colon {
-                        expect(hay, at + form.colon().len(), form.slashes())
-                    } else {
-                        Some(false)
-                    }
-                }),
+                Some(true) => match expect(hay, at, form.colon()) {
+                    Some(true) => expect(hay, at + form.colon().len(), form.slashes()),
+                    other => other,
+                },
                 other => other,
             };
             match separator {
                 Some(true) => {
                     let authority_at = at + form.colon().len() + form.slashes().len();
-                    match self.authority(hay, authority_at, Some(scheme), form, last) {
-                        Verdict::Match(end) => return Verdict::Match(end),
-                        Verdict::Alive => alive = true,
-                        Verdict::NoMatch => {}
-                    }
+                    self.authority(hay, authority_at, Some(scheme), form, last)
                 }
-                Some(false) => {}
-                None => alive = true,
+                Some(false) => Verdict::NoMatch,
+                None => Verdict::Alive,
             }
-        }
-        if alive {
-            undecided_of(last)
-        } else {
-            Verdict::NoMatch
-        }
+        });
+        settle(outcomes, last)
     }
 
     /// A wanted authority (of `scheme`, when written with one) at `at`, ending an origin.
     fn authority(&self, hay: &[u8], at: usize, scheme: Option<&str>, form: Form, last: bool) -> Verdict {
-        let mut alive = false;
-        for wanted in &self.wanted {
-            let scheme_fits = match (&wanted.scheme, scheme) {
-                (Some(needed), Some(scheme)) => needed == scheme,
-                (Some(_), None) => false,
-                (None, _) => true,
-            };
-            if !scheme_fits {
-                continue;
-            }
+        let fitting = self.wanted.iter().filter(|wanted| match (&wanted.scheme, scheme) {
+            (Some(needed), Some(scheme)) => needed == scheme,
+            (Some(_), None) => false,
+            (None, _) => true,
+        });
+        let outcomes = fitting.map(|wanted| {
             let written = if form == Form::Encoded { &wanted.encoded } else { &wanted.plain };
             match expect(hay, at, written) {
-                Some(true) => match origin_ends(hay, at + written.len(), last) {
-                    Verdict::Match(end) => return Verdict::Match(end),
-                    Verdict::Alive => alive = true,
-                    Verdict::NoMatch => {}
-                },
-                Some(false) => {}
-                None => alive = true,
+                Some(true) => origin_ends(hay, at + written.len(), last),
+                Some(false) => Verdict::NoMatch,
+                None => Verdict::Alive,
             }
-        }
-        if alive {
-            undecided_of(last)
-        } else {
-            Verdict::NoMatch
-        }
+        });
+        settle(outcomes, last)
     }
 
     /// Writes the swapped origin in the form of `matched` (a match of [`OriginSwap::next_match`]).
@@ -288,11 +251,21 @@ impl OriginSwap {
     }
 }
 
-fn undecided_of(last: bool) -> Verdict {
-    if last {
-        Verdict::NoMatch
-    } else {
+/// The first match among `outcomes` (tried in order, lazily); else "alive" when one was and more data
+/// may come; else no match.
+fn settle(outcomes: impl IntoIterator<Item = Verdict>, last: bool) -> Verdict {
+    let mut alive = false;
+    for outcome in outcomes {
+        match outcome {
+            Verdict::Match(end) => return Verdict::Match(end),
+            Verdict::Alive => alive = true,
+            Verdict::NoMatch => {}
+        }
+    }
+    if alive && !last {
         Verdict::Alive
+    } else {
+        Verdict::NoMatch
     }
 }
 
