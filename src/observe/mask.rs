@@ -61,6 +61,7 @@ pub const SECRET_NAME_WORDS: &[&str] = &[
     "credential",
     "credentials",
     "auth",
+    "oauth",
     "authorization",
 ];
 
@@ -97,9 +98,16 @@ fn words(name: &str) -> Vec<String> {
     words
 }
 
-/// Whether a name holds a secret word (see [`SECRET_NAME_WORDS`]).
+/// Two words that name a secret together (`X-Partner-Api-Key`, `access_key`, `privateKey`).
+const SECRET_WORD_PAIRS: &[[&str; 2]] = &[["api", "key"], ["access", "key"], ["private", "key"], ["secret", "key"]];
+
+/// Whether a name holds a secret word (see [`SECRET_NAME_WORDS`]) or pair of words.
 pub fn secret_name(name: &str) -> bool {
-    words(name).iter().any(|word| SECRET_NAME_WORDS.contains(&word.as_str()))
+    let words = words(name);
+    words.iter().any(|word| SECRET_NAME_WORDS.contains(&word.as_str()))
+        || words
+            .windows(2)
+            .any(|pair| SECRET_WORD_PAIRS.iter().any(|secret| pair[0] == secret[0] && pair[1] == secret[1]))
 }
 
 /// Whether a header's value is a secret (the name in any case).

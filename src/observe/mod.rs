@@ -288,8 +288,11 @@ impl Observer {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
             started_at: begun.started_at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
             method: begun.method.to_string(),
-            url: mask_url(&begun.uri.path_and_query().map_or_else(|| begun.uri.to_string(), |p| p.to_string()))
-                .into_owned(),
+            // The query's secrets, and a key anywhere in the path (`/v1/keys/ghp_...`).
+            url: mask::mask_text(&mask_url(
+                &begun.uri.path_and_query().map_or_else(|| begun.uri.to_string(), |p| p.to_string()),
+            ))
+            .into_owned(),
             status,
             source: facts.source.unwrap_or("proxy"),
             coding_in: coding(facts.coding_in),
@@ -307,7 +310,7 @@ impl Observer {
             request_headers: masked(begun.request_headers.unwrap_or_default(), &self.config.secret_headers),
             response_headers: masked(response_headers.unwrap_or_default(), &self.config.secret_headers),
             error: facts.error.or(error).map(|e| mask::mask_text(&e).into_owned()),
-            preview: report.preview,
+            preview: report.preview.map(masked_preview),
         };
         self.finish(record);
     }
@@ -353,6 +356,18 @@ fn server_timing(begun: &Begun, facts: &Facts) -> HeaderValue {
     };
     // Digits, dots and names only: always a valid value; taken without a copy.
     HeaderValue::from_maybe_shared(bytes::Bytes::from(value)).unwrap_or(HeaderValue::from_static("proxy"))
+}
+
+/// A body preview as it may be shown: key-shaped strings masked, and where the preview was cut, its
+/// last word dropped (the start of a key the cut left too short to look like one).
+fn masked_preview(preview: crate::body::Preview) -> crate::body::Preview {
+    let clean = |text: String| {
+        let cut = text.len() + 4 >= crate::body::PREVIEW_BYTES;
+        let kept =
+            if cut { text.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || "_-".contains(c)) } else { &text };
+        mask::mask_text(kept).into_owned()
+    };
+    crate::body::Preview { before: clean(preview.before), after: clean(preview.after) }
 }
 
 /// The policy's masking, plus the header names of the server's `record.redact.headers`.

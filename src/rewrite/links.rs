@@ -262,9 +262,17 @@ impl LinkMatcher {
 }
 
 /// Bytes that make a URL path differ after url.parse: it escapes them, or turns `\\` into `/`.
-/// Whether `before` (the bytes before a match) ends with ` value=` (any case, spaces around `=`): the
-/// match is a form field's value.
-pub(super) fn opens_value_attribute(before: &[u8]) -> bool {
+/// Whether the bytes before a match (`tail`, the stage's last bytes before this chunk, then
+/// `before`, this chunk's up to the match; `look_behind` of them at most) end with ` value=` (any case,
+/// spaces around `=`): the match is a form field's value.
+pub(super) fn opens_value_attribute(tail: &[u8], before: &[u8], look_behind: usize) -> bool {
+    let joined;
+    let before = if before.len() >= look_behind {
+        &before[before.len() - look_behind..]
+    } else {
+        joined = [tail, before].concat();
+        &joined[..]
+    };
     let trimmed = before.trim_ascii_end();
     let Some(name) = trimmed.strip_suffix(b"=").map(<[u8]>::trim_ascii_end) else { return false };
     let Some(at) = name.len().checked_sub(b"value".len()) else { return false };

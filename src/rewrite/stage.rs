@@ -434,11 +434,7 @@ impl Stage {
         let whole = &hay.bytes[start..end];
         let re = match &rule.inner.engine {
             Engine::Links(matcher) => {
-                let in_value = if start >= LINK_LOOK_BEHIND {
-                    links::opens_value_attribute(&hay.bytes[start - LINK_LOOK_BEHIND..start])
-                } else {
-                    links::opens_value_attribute(&[&tail[..], &hay.bytes[..start]].concat())
-                };
+                let in_value = links::opens_value_attribute(tail, &hay.bytes[..start], LINK_LOOK_BEHIND);
                 matcher.write_replacement(whole, local_host, in_value, out);
                 return Ok(());
             }
