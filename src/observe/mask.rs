@@ -404,6 +404,37 @@ mod tests {
     }
 
     #[test]
+    fn camel_case_and_capital_runs_split_into_words() {
+        // A capital run before a capitalized word ends there; a lower-case letter before a capital ends a word.
+        for secret in ["XSessionID", "privateKEY", "X-APIKey", "myAccessKey"] {
+            assert!(is_secret(secret), "{secret}");
+        }
+        // Words, not substrings: `partner key` and `keyring` are no pair.
+        for plain in ["x-partner-key", "x-keyring", "apiVersion", "X-Request-ID"] {
+            assert!(!is_secret(plain), "{plain}");
+        }
+        assert!(!is_secret_param("code", "ab12"), "a short code is no credential");
+        assert!(!is_secret_param("code", "abcdefghijklmnopq"), "letters only: a word");
+        assert!(!is_secret_param("code", "12345678901234567"), "digits only: a number");
+    }
+
+    #[test]
+    fn urls_in_text_lose_their_secret_parameters_but_keys_are_left_to_the_caller() {
+        let text = "<https://cdn.test/a.js?sig=abc123&v=2>; rel=preload, sk-abcdefghij0123456789xyz";
+        assert_eq!(
+            mask_params_in_text(text),
+            "<https://cdn.test/a.js?sig=[redacted]&v=2>; rel=preload, sk-abcdefghij0123456789xyz"
+        );
+        assert!(matches!(mask_params_in_text("no query here"), Cow::Borrowed(_)));
+        // Keys starting with each byte the pre-check looks for.
+        for key in
+            ["xoxp-1234567890-123456789012", "rk_live_0123456789ABCDEFGH", "npm_0123456789012345678901234567890123ZZ"]
+        {
+            assert!(find_key(key.as_bytes()).is_some(), "{key}");
+        }
+    }
+
+    #[test]
     fn urls_and_log_lines_lose_secret_parameters_and_keys() {
         assert_eq!(mask_url("/a?x=1&API_KEY=s3&token=t&y=2"), "/a?x=1&API_KEY=[redacted]&token=[redacted]&y=2");
         assert_eq!(mask_url("/a?q=sk-abcdefghij0123456789xyz"), "/a?q=[redacted]");
