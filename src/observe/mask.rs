@@ -84,10 +84,10 @@ fn words(name: &str) -> Vec<String> {
             words.push(std::mem::take(&mut word));
             continue;
         }
+        // A capital starts a word, unless it goes on a run of capitals that no lower-case letter ends.
         let starts_word = c.is_ascii_uppercase()
             && i > 0
-            && (chars[i - 1].is_ascii_lowercase()
-                || chars.get(i + 1).is_some_and(char::is_ascii_lowercase) && chars[i - 1].is_ascii_uppercase());
+            && (!chars[i - 1].is_ascii_uppercase() || chars.get(i + 1).is_some_and(char::is_ascii_lowercase));
         if starts_word {
             words.push(std::mem::take(&mut word));
         }
@@ -406,7 +406,7 @@ mod tests {
     #[test]
     fn camel_case_and_capital_runs_split_into_words() {
         // A capital run before a capitalized word ends there; a lower-case letter before a capital ends a word.
-        for secret in ["XSessionID", "privateKEY", "X-APIKey", "myAccessKey"] {
+        for secret in ["XSessionID", "privateKEY", "X-APIKey", "myAccessKey", "x2Token"] {
             assert!(is_secret(secret), "{secret}");
         }
         // Words, not substrings: `partner key` and `keyring` are no pair.
