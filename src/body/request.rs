@@ -27,7 +27,7 @@ use hyper::body::Incoming;
 use memchr::memmem;
 
 use super::{BodyError, Pipeline};
-use crate::codec::{Decoder, Encoding, DECODED_PIECE};
+use crate::codec::Encoding;
 use crate::config::target::Target;
 use crate::rewrite::{rewrite_bytes, Forms, OriginSwap, Rewriter, Rule, DEFAULT_MAX_MATCH_BYTES};
 
@@ -228,7 +228,7 @@ fn whole(
         Kind::Multipart(boundary) => multipart(&decoded, boundary, rules)?,
     };
     let Some(rewritten) = rewritten else { return Ok(exactly(raw)) };
-    let bytes = encode(&rewritten, encoding)?;
+    let bytes = if encoding == Encoding::Identity { rewritten } else { crate::codec::encode_all(encoding, &rewritten) };
     changed(headers);
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
     Ok(Full::new(Bytes::from(bytes)).map_err(|never| match never {}).boxed())
@@ -243,42 +243,8 @@ fn apply(text: &[u8], rules: &[Rule]) -> Result<Option<Vec<u8>>, RequestBodyErro
 
 /// `raw` decoded whole, every gzip member; `None` when it decodes to more than `limit`.
 fn decode(raw: &[u8], encoding: Encoding, limit: usize) -> Result<Option<Vec<u8>>, RequestBodyError> {
-    let undecodable = |e: crate::codec::CodecError| {
-        RequestBodyError::Unreadable(format!("the request body could not be decoded: {e}"))
-    };
-    let mut decoder = Decoder::new(encoding);
-    let mut out = Vec::with_capacity(raw.len().min(limit));
-    let mut input = raw;
-    loop {
-        let before = out.len();
-        let consumed = decoder.decode(input, &mut out).map_err(undecodable)?;
-        input = &input[consumed..];
-        if out.len() > limit {
-            return Ok(None);
-        }
-        let produced = out.len() - before;
-        if consumed == 0 && produced == 0 && !input.is_empty() {
-            return Err(RequestBodyError::Unreadable("the request body could not be decoded: no progress".into()));
-        }
-        if input.is_empty() && produced < DECODED_PIECE {
-            break;
-        }
-    }
-    decoder.finish().map_err(undecodable)?;
-    Ok(Some(out))
-}
-
-/// `text` in `encoding`, through the response pipeline's encoders.
-fn encode(text: &[u8], encoding: Encoding) -> Result<Vec<u8>, RequestBodyError> {
-    if encoding == Encoding::Identity {
-        return Ok(text.to_vec());
-    }
-    let failed = |e: BodyError| RequestBodyError::Unreadable(format!("the request body could not be encoded: {e}"));
-    let mut pipeline = Pipeline::new(Encoding::Identity, encoding, Rewriter::new(&[], "", DEFAULT_MAX_MATCH_BYTES));
-    let mut out = Vec::with_capacity(text.len() / 2);
-    pipeline.push(text, &mut out).map_err(|e| failed(Box::new(e)))?;
-    pipeline.finish(&mut out).map_err(|e| failed(Box::new(e)))?;
-    Ok(out)
+    crate::codec::decode_up_to(encoding, raw, limit)
+        .map_err(|e| RequestBodyError::Unreadable(format!("the request body could not be decoded: {e}")))
 }
 
 /// A `multipart/form-data` body with its form fields rewritten; `None` when nothing changed. A part

@@ -160,13 +160,22 @@ impl Decoder {
 }
 
 /// Decodes a whole buffer (tests and fixtures).
-pub fn decode_all(encoding: Encoding, mut input: &[u8]) -> Result<Vec<u8>, CodecError> {
+pub fn decode_all(encoding: Encoding, input: &[u8]) -> Result<Vec<u8>, CodecError> {
+    Ok(decode_up_to(encoding, input, usize::MAX)?.unwrap_or_default())
+}
+
+/// Decodes a whole buffer, giving up (`None`) once it has decoded more than `limit` bytes: a few
+/// hundred bytes of brotli can claim gigabytes.
+pub fn decode_up_to(encoding: Encoding, mut input: &[u8], limit: usize) -> Result<Option<Vec<u8>>, CodecError> {
     let mut decoder = Decoder::new(encoding);
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(input.len().min(limit));
     loop {
         let before = out.len();
         let consumed = decoder.decode(input, &mut out)?;
         input = &input[consumed..];
+        if out.len() > limit {
+            return Ok(None);
+        }
         let produced = out.len() - before;
         if consumed == 0 && produced == 0 && !input.is_empty() {
             return Err(CodecError::Corrupt(encoding.token(), "decoder made no progress".into()));
@@ -176,7 +185,7 @@ pub fn decode_all(encoding: Encoding, mut input: &[u8]) -> Result<Vec<u8>, Codec
         }
     }
     decoder.finish()?;
-    Ok(out)
+    Ok(Some(out))
 }
 
 #[cfg(test)]

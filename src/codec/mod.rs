@@ -15,7 +15,7 @@ mod pool;
 #[cfg(test)]
 mod tests;
 
-pub use decode::{decode_all, Decoder, DECODED_PIECE};
+pub use decode::{decode_all, decode_up_to, Decoder, DECODED_PIECE};
 pub use encode::{encode_all, Encoder};
 pub use error::CodecError;
 pub use negotiate::Encoding;
