@@ -86,19 +86,13 @@ fn is_text(essence: &str) -> bool {
 /// `target`'s in every form the response side writes it (see `crate::rewrite::OriginSwap`). A literal
 /// matcher: a new `Host` compiles nothing.
 pub(crate) fn reverse_rules(local_host: &str, target: &Target) -> Vec<Rule> {
-    vec![Rule::origins("rewriteRequestBodies", reverse_swap(local_host, target))]
+    vec![Rule::origins("rewriteRequestBodies", OriginSwap::new([local_host], &target.origin(), Forms::ALL))]
 }
 
-fn reverse_swap(local_host: &str, target: &Target) -> OriginSwap {
-    OriginSwap::new([local_host], &target.origin(), Forms::ALL)
-}
-
-/// A request URL's query with the proxy's origin turned back into the target's, as in bodies; `None`
-/// when it names none.
-pub(crate) fn reverse_query(query: &str, local_host: &str, target: &Target) -> Option<String> {
-    let swapped = reverse_swap(local_host, target).swap_all(query.as_bytes())?;
-    // The swap writes ASCII over ASCII: the query stays the valid text it was.
-    String::from_utf8(swapped).ok()
+/// A request URL's query with the proxy's origin turned back into the target's by `rules` (those of
+/// [`reverse_rules`]), as in bodies; `None` when it names none.
+pub(crate) fn reverse_query(query: &str, rules: &[Rule]) -> Option<String> {
+    apply(query.as_bytes(), rules).ok().flatten().and_then(|swapped| String::from_utf8(swapped).ok())
 }
 
 /// The request's body as it goes upstream, with the proxy's origins turned back into the target's by
@@ -516,10 +510,10 @@ mod tests {
         let target = Target::parse("http://127.0.0.1:8000").unwrap();
         let query = "q=%2F%2Flocalhost%3A3102%2Fsomewhere&u=http://localhost:3102/x&o=//localhost:31020/";
         assert_eq!(
-            reverse_query(query, "localhost:3102", &target).as_deref(),
+            reverse_query(query, &reverse_rules("localhost:3102", &target)).as_deref(),
             Some("q=http%3A%2F%2F127.0.0.1%3A8000%2Fsomewhere&u=http://127.0.0.1:8000/x&o=//localhost:31020/")
         );
-        assert_eq!(reverse_query("q=nothing", "localhost:3102", &target), None);
+        assert_eq!(reverse_query("q=nothing", &reverse_rules("localhost:3102", &target)), None);
     }
 
     mod round_trip {

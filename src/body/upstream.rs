@@ -207,9 +207,8 @@ impl Drop for UpstreamBody {
     fn drop(&mut self) {
         let Some(mut tee) = self.tee.take() else { return };
         let complete = matches!(&self.inner, Source::Http(inner) if inner.is_end_stream());
-        let handle = tokio::runtime::Handle::try_current();
         if self.read_on && !complete && !tee.ended() && matches!(self.inner, Source::Http(_)) {
-            if let Ok(handle) = handle {
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
                 let inner = std::mem::replace(&mut self.inner, Source::Taken);
                 let rest = UpstreamBody {
                     inner,

@@ -2,6 +2,8 @@
 //! user-listed JSON fields (redacted), and key-shaped strings in bodies (the exchange is refused,
 //! naming where the string was, unless the user allows it). The scan is one linear-time automaton.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 // One policy for cassettes and for what the proxy shows (log, `onRequest`, inspector): secret header
@@ -88,27 +90,32 @@ impl Redaction {
     pub fn url(&self, url: &str) -> String {
         let masked = crate::observe::mask::mask_url_with(url, |name, value| self.allows(name, value));
         match crate::observe::mask::mask_params_in_text(&masked) {
-            std::borrow::Cow::Owned(text) => text,
-            std::borrow::Cow::Borrowed(_) => masked.into_owned(),
+            Cow::Owned(text) => text,
+            Cow::Borrowed(_) => masked.into_owned(),
         }
     }
 
-    /// A form (`application/x-www-form-urlencoded`) or JSON request body with the values of secret
-    /// fields redacted (`password=`, `"client_secret":`), by the policy's names; `None` when none is there.
-    pub fn body_fields(&self, body: &[u8]) -> Option<Vec<u8>> {
+    /// A request body as a cassette holds it: a form's (`application/x-www-form-urlencoded`) or a JSON
+    /// body's secret fields redacted by the policy's names (`password=`, `"client_secret":`), then the
+    /// JSON body's `redact.json` paths; with the JSON as parsed, when it is JSON. The recorder writes
+    /// this, and replay matches a live request by it.
+    pub fn request_body<'a>(&self, body: &'a [u8]) -> (Cow<'a, [u8]>, Option<Value>) {
         if let Ok(mut value) = serde_json::from_slice::<Value>(body) {
-            let changed = redact_secret_keys(&mut value);
-            return changed.then(|| serde_json::to_vec(&value).ok()).flatten();
+            let changed = redact_secret_keys(&mut value) | self.json(&mut value);
+            let bytes = match changed.then(|| serde_json::to_vec(&value).ok()).flatten() {
+                Some(bytes) => Cow::Owned(bytes),
+                None => Cow::Borrowed(body),
+            };
+            return (bytes, Some(value));
         }
-        let text = std::str::from_utf8(body).ok()?;
-        let looks_like_form = !text.is_empty() && text.bytes().all(|b| b.is_ascii_graphic()) && text.contains('=');
-        if !looks_like_form {
-            return None;
-        }
-        let query = format!("?{text}");
+        let form = std::str::from_utf8(body)
+            .ok()
+            .filter(|text| !text.is_empty() && text.bytes().all(|b| b.is_ascii_graphic()) && text.contains('='));
+        let Some(form) = form else { return (Cow::Borrowed(body), None) };
+        let query = format!("?{form}");
         match crate::observe::mask::mask_url_with(&query, |name, value| self.allows(name, value)) {
-            std::borrow::Cow::Owned(masked) => Some(masked.trim_start_matches('?').as_bytes().to_vec()),
-            std::borrow::Cow::Borrowed(_) => None,
+            Cow::Owned(masked) => (Cow::Owned(masked.trim_start_matches('?').as_bytes().to_vec()), None),
+            Cow::Borrowed(_) => (Cow::Borrowed(body), None),
         }
     }
 

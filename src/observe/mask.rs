@@ -162,7 +162,7 @@ pub fn mask_headers(headers: &mut [(String, String)]) {
     for (name, value) in headers.iter_mut() {
         if value != REDACTED && is_secret_header(name, value.as_bytes()) {
             *value = REDACTED.to_string();
-        } else if let Cow::Owned(masked) = mask_text(value) {
+        } else if let Cow::Owned(masked) = mask_params_in_text(value) {
             *value = masked;
         }
     }

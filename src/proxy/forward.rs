@@ -65,17 +65,19 @@ pub(crate) fn client(verifier: Option<Arc<dyn ServerCertVerifier>>) -> UpstreamC
 
 /// Phase "upstream request": the client's request as the target gets it at the request's URL (URI,
 /// version, headers; a page asked for uncompressed when the context says so).
+/// `reverse`: `rewriteRequestBodies`' rules, when it is on.
 pub(crate) fn upstream_request(
     mut parts: http::request::Parts,
     ctx: &RequestCtx,
     config: &ProxyConfig,
+    reverse: Option<&[crate::rewrite::Rule]>,
 ) -> Result<http::request::Parts, ProxyError> {
     let (url, local_host) = (ctx.url.as_str(), ctx.local_host.as_str());
     // `rewriteRequestBodies`: the proxy's own origin in the query (a `redirect_to` the link rewrite
     // pointed at the proxy) goes back to the target's, as in bodies.
-    let swapped = match url.split_once('?') {
-        Some((head, query)) if config.rewrite_request_bodies => {
-            crate::body::reverse_query(query, local_host, &config.target).map(|query| format!("{head}?{query}"))
+    let swapped = match (url.split_once('?'), reverse) {
+        (Some((head, query)), Some(rules)) => {
+            crate::body::reverse_query(query, rules).map(|query| format!("{head}?{query}"))
         }
         _ => None,
     };

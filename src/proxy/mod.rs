@@ -182,8 +182,13 @@ async fn upstream_phase(
     let (parts, body) = req.into_parts();
     let hooked = shared.hooks.proxy_req.is_some() || shared.hooks.proxy_res.is_some();
     let client = hooked.then(|| hooks::client_request(&parts));
-    let mut parts = forward::upstream_request(parts, ctx, config)?;
-    let body = request_body_phase(shared, config, ctx, &mut parts.headers, body).await?;
+    // `rewriteRequestBodies`' rules, built once per `Host` (state.rs), for the query and the body.
+    let reverse = config.rewrite_request_bodies.then(|| {
+        let build = || crate::body::reverse_rules(&ctx.local_host, &config.target);
+        shared.reverse_rules.get(&ctx.local_host, &config.target.origin(), build)
+    });
+    let mut parts = forward::upstream_request(parts, ctx, config, reverse.as_deref())?;
+    let body = request_body_phase(shared, ctx, reverse.as_deref(), &mut parts.headers, body).await?;
     if let (Some(hook), Some(client)) = (&shared.hooks.proxy_req, &client) {
         let cross_site = ctx.cross_site;
         hooks::request(hook.as_ref(), "proxy.proxyReq", &mut parts, client.clone(), config, &ctx.url, cross_site)
@@ -220,19 +225,15 @@ async fn upstream_phase(
 /// Request body: the proxy's own origins back to the target's (`rewriteRequestBodies`, body/request.rs).
 async fn request_body_phase(
     shared: &Shared,
-    config: &crate::config::ProxyConfig,
     ctx: &RequestCtx,
+    reverse: Option<&[Rule]>,
     headers: &mut http::HeaderMap,
     body: Incoming,
 ) -> Result<crate::proxy::forward::RequestBody, ProxyError> {
     use http_body_util::BodyExt;
-    if !config.rewrite_request_bodies {
-        return Ok(body.map_err(crate::body::BodyError::from).boxed());
-    }
-    let build = || crate::body::reverse_rules(&ctx.local_host, &config.target);
-    let rules = shared.reverse_rules.get(&ctx.local_host, &config.target.origin(), build);
+    let Some(rules) = reverse else { return Ok(body.map_err(crate::body::BodyError::from).boxed()) };
     let warn = |line: String| shared.stats.log_error(&format!("{}: {line}", ctx.url));
-    match crate::body::reverse(headers, body, &rules, warn).await {
+    match crate::body::reverse(headers, body, rules, warn).await {
         Ok(body) => Ok(body),
         Err(crate::body::RequestBodyError::Unreadable(reason)) => {
             Err(ProxyError::RequestBody { url: ctx.url.clone(), reason })
@@ -301,9 +302,25 @@ async fn local_file_phase(
     Ok(response.map(|body| shared.compressed_files.keep(version, encode, body)))
 }
 
+/// A page's start that could not be read (sniffing, the read-ahead to the snippet): nothing has been
+/// sent yet. The upstream body's own failure is logged where it happens.
+fn start_failed(url: &str, error: SniffError) -> ProxyError {
+    match error {
+        SniffError::Upstream(e) => ProxyError::UpstreamBody { url: url.to_string(), reason: e.to_string() },
+        SniffError::Decode(e) => ProxyError::Upstream { url: url.to_string(), reason: e.to_string() },
+    }
+}
+
 /// Whether a page's start holds a `<meta http-equiv="Content-Security-Policy">` (any case).
 fn names_a_policy(decoded: &[u8]) -> bool {
-    decoded.windows(23).any(|window| window.eq_ignore_ascii_case(b"content-security-policy"))
+    static FINDER: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
+    let finder = FINDER.get_or_init(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(["content-security-policy"])
+            .expect("one literal builds")
+    });
+    finder.is_match(decoded)
 }
 
 /// The answer to a failed request: counted, logged once, rendered (pages.rs).
@@ -381,7 +398,6 @@ async fn body_phase(
     }
     let mut decoded_prefix = None;
     if sniff {
-        let url = || ctx.url.clone();
         match body::sniff_html(&mut upstream, &mut pipeline, config.max_match_bytes).await {
             Ok(Sniffed::Html(decoded)) => decoded_prefix = Some(decoded),
             // Asked for uncompressed on the client's behalf: text still goes out compressed, unchanged.
@@ -399,9 +415,7 @@ async fn body_phase(
                 let prefix = Some(raw.into());
                 return Ok(Response::from_parts(head, ProxyBody::Passthrough { prefix, upstream }));
             }
-            // The upstream body's own failure is logged where it happens.
-            Err(SniffError::Upstream(e)) => return Err(ProxyError::UpstreamBody { url: url(), reason: e.to_string() }),
-            Err(SniffError::Decode(e)) => return Err(ProxyError::Upstream { url: url(), reason: e.to_string() }),
+            Err(e) => return Err(start_failed(&ctx.url, e)),
         }
     }
     // A policy (header or `<meta>`) is amended when, and only when, the snippet is written: where the
@@ -417,12 +431,7 @@ async fn body_phase(
             let placed =
                 body::read_to_snippet(&mut upstream, &mut pipeline, decoded, &snippet, &ctx.local_host, lookahead)
                     .await
-                    .map_err(|e| match e {
-                        SniffError::Upstream(e) => {
-                            ProxyError::UpstreamBody { url: ctx.url.clone(), reason: e.to_string() }
-                        }
-                        SniffError::Decode(e) => ProxyError::Upstream { url: ctx.url.clone(), reason: e.to_string() },
-                    })?;
+                    .map_err(|e| start_failed(&ctx.url, e))?;
             if !placed {
                 page_policy.withhold();
             }

@@ -284,15 +284,7 @@ fn request_body(open: &Open, redact: &Redaction) -> (Option<Data>, Option<String
         // What was kept is still scanned: a key in the first MiB refuses the exchange.
         return (Some(Data::Text(text)), redact.scan(&open.body, "request body", None).err());
     }
-    // The policy's secret fields (a login form's `password=`, JSON's `client_secret`) redacted, then
-    // the user's JSON paths.
-    let mut bytes = redact.body_fields(&open.body).unwrap_or_else(|| open.body.clone());
-    let mut json = serde_json::from_slice::<Value>(&bytes).ok();
-    if let Some(value) = &mut json {
-        if redact.json(value) {
-            bytes = serde_json::to_vec(value).unwrap_or(bytes);
-        }
-    }
+    let (bytes, json) = redact.request_body(&open.body);
     let refused = redact.scan(&bytes, "request body", json.as_ref()).err();
     (Some(Data::of(&bytes)), refused)
 }

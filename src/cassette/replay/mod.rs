@@ -249,7 +249,7 @@ impl Player {
     /// explanation never holds the live secret.
     pub fn lookup(&self, method: &str, path_and_query: &str, body: &[u8]) -> Lookup {
         let url = self.options.redact.url(path_and_query);
-        let body = self.redacted_body(body);
+        let (body, _) = self.options.redact.request_body(body);
         let view = RequestView::new(method, &url, &body, &self.options.matching);
         if let Some(group) = self.groups.get(&view.key()) {
             let turn = group.next.fetch_add(1, Ordering::Relaxed).min(group.exchanges.len() - 1);
@@ -263,22 +263,6 @@ impl Player {
         }
         drop(learned);
         Lookup::Miss(self.explain_miss(&view))
-    }
-
-    /// A body as the recorder wrote it: the policy's secret fields and the `redact.json` ones redacted.
-    fn redacted_body<'a>(&self, body: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
-        let body = match self.options.redact.body_fields(body) {
-            Some(redacted) => std::borrow::Cow::Owned(redacted),
-            None => std::borrow::Cow::Borrowed(body),
-        };
-        if self.options.redact.json.is_empty() {
-            return body;
-        }
-        let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&body) else { return body };
-        if !self.options.redact.json(&mut value) {
-            return body;
-        }
-        serde_json::to_vec(&value).map_or(body, std::borrow::Cow::Owned)
     }
 
     /// "no recorded exchange matches POST /v1/x: the nearest (line 2) differs in body field `temperature` (...)".
