@@ -64,6 +64,9 @@ impl PagePolicy {
     /// A `<meta http-equiv="Content-Security-Policy" content="...">` tag with its policies amended;
     /// `None` when it stays as it is.
     pub fn amend_meta(&self, tag: &[u8]) -> Option<Vec<u8>> {
+        if !sets_policy(tag) {
+            return None;
+        }
         let (start, end) = content_attribute(tag)?;
         let raw = std::str::from_utf8(&tag[start..end]).ok()?;
         let value = match raw.as_bytes() {
@@ -220,6 +223,37 @@ fn find_ascii_case_insensitive(haystack: &str, needle: &str) -> Option<usize> {
     haystack.as_bytes().windows(needle.len()).position(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
+/// Whether a `<meta>` tag says `http-equiv=content-security-policy` (quoted or not, any case): not
+/// `content-security-policy-report-only`, which a meta tag cannot set.
+fn sets_policy(tag: &[u8]) -> bool {
+    const NAME: &[u8] = b"http-equiv";
+    const VALUE: &[u8] = b"content-security-policy";
+    let skip_spaces = |mut i: usize| {
+        while tag.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        i
+    };
+    let has_value_at = |i: usize| tag.get(i..i + VALUE.len()).is_some_and(|v| v.eq_ignore_ascii_case(VALUE));
+    (0..tag.len().saturating_sub(NAME.len() - 1)).any(|at| {
+        if !tag[at..at + NAME.len()].eq_ignore_ascii_case(NAME) {
+            return false;
+        }
+        let i = skip_spaces(at + NAME.len());
+        if tag.get(i) != Some(&b'=') {
+            return false;
+        }
+        let i = skip_spaces(i + 1);
+        match tag.get(i) {
+            Some(&quote @ (b'"' | b'\'')) => has_value_at(i + 1) && tag.get(i + 1 + VALUE.len()) == Some(&quote),
+            _ => {
+                has_value_at(i)
+                    && tag.get(i + VALUE.len()).is_some_and(|b| b.is_ascii_whitespace() || b"/>".contains(b))
+            }
+        }
+    })
+}
+
 /// Where the `content` attribute's value is in a tag (quotes included): the bytes after `content`,
 /// `=` and any spaces, up to its closing quote, or the next space or `>` when unquoted.
 fn content_attribute(tag: &[u8]) -> Option<(usize, usize)> {
@@ -357,5 +391,21 @@ mod tests {
         assert_eq!(out, format!("<META CONTENT=\"script-src 'nonce-{nonce}'\"\thttp-equiv=content-security-policy>"));
         assert_eq!(page.amend_meta(b"<meta http-equiv=content-security-policy content=\"img-src *\">"), None);
         assert_eq!(page.amend_meta(b"<meta http-equiv=content-security-policy>"), None);
+        // Other meta tags, and the report-only policy a meta tag cannot set, stay as they are.
+        for tag in [
+            &b"<meta name=viewport content=\"script-src 'none'\">"[..],
+            b"<meta http-equiv=content-security-policy-report-only content=\"script-src 'none'\">",
+            b"<meta http-equiv=\"content-security-policy-x\" content=\"script-src 'none'\">",
+            b"<meta http-equiv=refresh content=\"script-src 'none'\">",
+        ] {
+            assert_eq!(page.amend_meta(tag), None, "{}", String::from_utf8_lossy(tag));
+        }
+        for tag in [
+            &b"<meta HTTP-EQUIV = 'Content-Security-Policy' content=\"script-src 'none'\">"[..],
+            b"<meta content=\"script-src 'none'\" http-equiv=content-security-policy/>",
+            b"<meta\thttp-equiv=content-security-policy\ncontent=\"script-src 'none'\">",
+        ] {
+            assert!(page.amend_meta(tag).is_some(), "{}", String::from_utf8_lossy(tag));
+        }
     }
 }

@@ -42,6 +42,10 @@ pub(super) fn check_memory_within<'a>(
 
 const NFA_SIZE_LIMIT: usize = 8 << 20;
 const DFA_SIZE_LIMIT: usize = 16 << 20;
+/// What building one DFA may cost, in bytes of NFA state sets times byte classes. The determinizer's
+/// time is about 4 ms per MiB of the sets it keeps per byte class (on the 2-core development machine):
+/// its work is each set stepped over each class. Measured in docs/rewrite-rules.md.
+const DETERMINIZE_WORK_LIMIT: usize = 160 << 20;
 
 pub(super) type Dfa = dense::DFA<Vec<u32>>;
 
@@ -264,13 +268,16 @@ impl Rule {
     /// (see `crate::csp`). It runs before the snippet rule, which then knows whether to add the nonce.
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub(crate) fn csp_meta() -> Rule {
-        // The value whole: not `content-security-policy-report-only`, which a meta tag cannot set.
-        let value = r#"(?:"content-security-policy"|'content-security-policy'|content-security-policy[\s/])"#;
-        let pattern = format!(
-            r"(?i:<meta\s[^>]*http-equiv\s*=\s*{value}[^>]*>|<meta\s[^>]*http-equiv\s*=\s*content-security-policy>)"
-        );
-        Rule::build("content-security-policy meta".into(), &pattern, true, Units::No, Replacement::MetaPolicy)
-            .expect("the meta rule compiles")
+        // Every `<meta>` tag: `PagePolicy::amend_meta` leaves all but `http-equiv` policies as they are. A
+        // pattern that named `http-equiv` after `[^>]*` cost ~150 ms of CPU to compile, on every start.
+        Rule::build(
+            "content-security-policy meta".into(),
+            r"(?i-u:<meta\s[^>]*>)",
+            true,
+            Units::No,
+            Replacement::MetaPolicy,
+        )
+        .expect("the meta rule compiles")
     }
 
     /// Whether this is the snippet rule (a plain snippet or one placed by `snippetOptions.rule.match`).
@@ -485,8 +492,11 @@ pub(super) fn build_dfas(hirs: &[&Hir], skip_from_start_states: bool) -> Result<
             )
             .build_many_from_hir(hirs)
             .map_err(|e| RuleError::TooComplex(e.to_string()))?;
-        let config =
-            dense::Config::new().dfa_size_limit(Some(DFA_SIZE_LIMIT)).determinize_size_limit(Some(DFA_SIZE_LIMIT));
+        // Bounded by work, not only by size: a pattern such as `/\b(?:\w+\s+){1000}/` has a small DFA whose
+        // states each hold a set that grows with the repetition, so its time grows as the square.
+        let classes = nfa.byte_classes().alphabet_len();
+        let work_limit = (DETERMINIZE_WORK_LIMIT / classes).min(DFA_SIZE_LIMIT);
+        let config = dense::Config::new().dfa_size_limit(Some(DFA_SIZE_LIMIT)).determinize_size_limit(Some(work_limit));
         let config = if reverse {
             config.match_kind(MatchKind::All).start_kind(StartKind::Anchored).starts_for_each_pattern(hirs.len() > 1)
         } else {
@@ -495,7 +505,15 @@ pub(super) fn build_dfas(hirs: &[&Hir], skip_from_start_states: bool) -> Result<
                 .start_kind(StartKind::Both)
                 .specialize_start_states(skip_from_start_states)
         };
-        dense::Builder::new().configure(config).build_from_nfa(&nfa).map_err(|e| RuleError::TooComplex(e.to_string()))
+        dense::Builder::new().configure(config).build_from_nfa(&nfa).map_err(|e| match e.to_string() {
+            text if text.starts_with("determinization exceeded") => RuleError::TooComplex(format!(
+                "building its automaton would take more than about a second: the states it tracks at once \
+                 outgrew {} KiB over {classes} byte classes; a long counted repetition (such as `{{1000}}`) \
+                 of a pattern that can start anywhere is the usual cause",
+                work_limit >> 10
+            )),
+            text => RuleError::TooComplex(text),
+        })
     };
     Ok((build(false)?, build(true)?))
 }

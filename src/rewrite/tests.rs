@@ -1204,3 +1204,18 @@ fn the_cap_is_on_the_rules_memory_and_its_error_says_so() {
     let text = err.to_string();
     assert!(text.contains("the 1001 rules' automata take") && text.contains("MiB a rule set may use"), "{text}");
 }
+
+#[test]
+fn a_pattern_whose_automaton_costs_too_much_work_is_refused_by_that_bound() {
+    // The DFA of `{3000}` would fit the size cap, but each state tracks up to 3,000 starts at once: the
+    // work bound refuses it (its text names the cause), where the size cap alone took seconds to.
+    let text = |source: &str| {
+        Rule::regex(source, "gi", RuleReplacement::Text("x".into())).err().map(|e| e.to_string()).unwrap_or_default()
+    };
+    let refused = text(r"\b(?:\w+\s+){3000}");
+    assert!(refused.contains("would take more than about a second") && refused.contains("byte classes"), "{refused}");
+    // Long repetitions that do not pile up starts, and the same shape at a usual length, are fine.
+    for fine in [r"\b(?:\w+\s+){100}", "[a-z]{5000}", r"<img[^>]+tracker\.example[^>]*>"] {
+        assert_eq!(text(fine), "", "{fine}");
+    }
+}

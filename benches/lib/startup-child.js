@@ -1,0 +1,21 @@
+'use strict'
+// benches/startup.js's child: a process that starts proxies and reports its own CPU when asked.
+// DEVPROXY_MODULE: another build's folder, to compare builds in one run.
+const { start } = require(process.env.DEVPROXY_MODULE || '../..')
+const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000 }
+let server
+process.on('message', async (m) => {
+  if (m.op === 'cycles') {
+    const each = []
+    for (let i = 0; i < m.n; i++) {
+      const t = cpu()
+      const s = await start({ proxy: m.target, port: 0, logLevel: 'silent' })
+      each.push(cpu() - t)
+      await s.stop()
+    }
+    process.send({ each })
+  } else if (m.op === 'start') {
+    server = await start({ proxy: m.target, port: 0, logLevel: 'silent' })
+    process.send({ port: new URL(server.url).port })
+  } else if (m.op === 'cpu') process.send({ cpu: cpu() })
+})
