@@ -85,6 +85,23 @@ test('a version bump moves every package (npm version runs scripts/sync-versions
   }
 })
 
+test('the MIT licence is in the repository and in every tarball: the root package and each platform package (npm pack --dry-run)', () => {
+  const licence = fs.readFileSync(path.join(ROOT, 'LICENSE'), 'utf8')
+  assert.match(licence, /^MIT License\n\nCopyright \(c\) 2026 devproxy-native contributors\n/)
+  assert.match(licence, /THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND/)
+  assert.equal(root.license, 'MIT')
+  const packed = (cwd) => JSON.parse(npm(['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd }))[0].files.map((f) => f.path)
+  assert.ok(packed(ROOT).includes('LICENSE'), 'the root tarball holds LICENSE')
+  for (const triple of root.napi.targets) {
+    const { platformArchABI } = require('@napi-rs/cli').parseTriple(triple)
+    const dir = path.join(ROOT, 'npm', platformArchABI)
+    assert.equal(require(path.join(dir, 'package.json')).license, 'MIT')
+    // npm/<platform>/ is packed from its own folder (napi pre-publish), so it needs its own copy.
+    assert.equal(fs.readFileSync(path.join(dir, 'LICENSE'), 'utf8'), licence, `npm/${platformArchABI}/LICENSE is the root's`)
+    assert.ok(packed(dir).includes('LICENSE'), `the ${platformArchABI} tarball holds LICENSE`)
+  }
+})
+
 test('npm pack + install into a fresh project, from npm\'s cache and without Rust: require, proxy, npx devproxy', async () => {
   const platform = platformDir()
   const addon = path.join(ROOT, `${root.napi.binaryName}.${platform}.node`)
@@ -105,7 +122,7 @@ test('npm pack + install into a fresh project, from npm\'s cache and without Rus
     fs.cpSync(path.join(ROOT, 'npm', platform), platformCopy, { recursive: true })
     fs.copyFileSync(addon, path.join(platformCopy, path.basename(addon)))
     const [platformPacked] = JSON.parse(npm(['pack', '--json', '--pack-destination', work], { cwd: platformCopy }))
-    assert.deepEqual(platformPacked.files.map((f) => f.path).sort(), ['README.md', path.basename(addon), 'package.json'].sort())
+    assert.deepEqual(platformPacked.files.map((f) => f.path).sort(), ['LICENSE', 'README.md', path.basename(addon), 'package.json'].sort())
 
     const app = path.join(work, 'app')
     fs.mkdirSync(app)
