@@ -87,7 +87,7 @@ const TS_CONFIG_NAMES = ['devproxy.config.ts', 'devproxy.config.mts', 'devproxy.
 
 /** The flag closest to a misspelt one (`--prot` -> `--port`), chosen as option warnings choose. */
 function closestFlag(flag) {
-  const { __closestName } = require('../binding.js')
+  const { __closestName } = require('./native.js')
   const long = Object.keys(OPTIONS).map((name) => `--${name}`)
   return flag.startsWith('--') ? __closestName(flag, long) : null
 }
