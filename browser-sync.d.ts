@@ -1,7 +1,11 @@
 // Types of `require('devproxy-native/browser-sync')`: browser-sync's public API, with the site served
 // by devproxy-native. The names are those of @types/browser-sync (code typed against it compiles after
 // the one-line switch; modules.test.js checks it), with the options of devproxy-native's `start()`
-// added, and types that say what the adapter does where @types/browser-sync is looser or wrong.
+// added, and types that say what the adapter does where @types/browser-sync is looser or wrong, as
+// long as what compiles against @types/browser-sync still compiles (types.test.js checks it on
+// TypeScript 5.9, 6 and 7): its callbacks written without parameter types get them from here, and
+// values @types/browser-sync types as `any` (options read back) stay `any`.
+/// <reference types="node" />
 
 import type { EventEmitter } from 'node:events'
 import type { IncomingMessage, ServerResponse } from 'node:http'
@@ -61,19 +65,18 @@ declare namespace browserSync {
   }
 
   /**
-   * A `proxyRes` function as @types/browser-sync declares it. The adapter calls every `proxyRes`
-   * function as Browsersync does, `(proxyRes, req)`; see `ProxyResFn` for what they are.
+   * A `proxyRes` function. The adapter calls each as Browsersync does, `(proxyRes, req)` (see
+   * devproxy-native's `ProxyResFn`); @types/browser-sync's `(proxyRes, res, req)` has them in another
+   * order. One signature, so that functions written without parameter types get these.
    */
-  interface ProxyResponseMiddleware {
-    (proxyRes: ServerResponse | IncomingMessage, res: ServerResponse, req: IncomingMessage): void
-  }
+  type ProxyResponseMiddleware = ProxyResFn
 
   /** `proxy` as an object: devproxy-native's settings of the target, in Browsersync's names. */
   interface ProxyOptions extends Omit<ProxyTargetOptions, 'target' | 'proxyRes' | 'proxyReq' | 'middleware'> {
     target?: string
     middleware?: MiddlewareHandler | PerRouteMiddleware | ReadonlyArray<MiddlewareHandler | PerRouteMiddleware>
     proxyReq?: ProxyReqFn | readonly ProxyReqFn[]
-    proxyRes?: ProxyResFn | ProxyResponseMiddleware | ReadonlyArray<ProxyResFn | ProxyResponseMiddleware>
+    proxyRes?: ProxyResponseMiddleware | readonly ProxyResponseMiddleware[]
     /** http-proxy's error handler in Browsersync; the proxy answers errors with its own 502 page. */
     error?: (err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse) => void
   }
@@ -139,9 +142,12 @@ declare namespace browserSync {
   /** A rewrite rule: `match` and one of `replace`/`fn` (see devproxy-native's `RewriteRule`). */
   type RewriteRules = RewriteRule
 
+  /** What `stream()` and `reload({ stream: true })` pass on: micromatch globs, RegExps or tests of the path. */
+  type StreamMatch = string | RegExp | ((path: string) => boolean)
+
   interface StreamOptions {
     once?: boolean
-    match?: string | readonly string[]
+    match?: StreamMatch | readonly StreamMatch[]
   }
 
   /** Browsersync's options, as browser-sync reads them. */
@@ -222,10 +228,15 @@ declare namespace browserSync {
   /** @deprecated the adapter's earlier name for `Options`. */
   type BrowserSyncConfig = Options
 
-  /** An Immutable.js map, as browser-sync keeps its options (`bs.options`). */
+  /**
+   * An Immutable.js map, as browser-sync keeps its options (`bs.options`). Its values are `any`, as
+   * @types/browser-sync's `getOption` is: `bs.getOption('urls').get('local')` is used as a string.
+   */
   interface ImmutableMap {
-    get(key: string): unknown
-    getIn(path: readonly string[]): unknown
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    get(key: string): any
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    getIn(path: readonly string[]): any
     set(key: string, value: unknown): ImmutableMap
     update(key: string, updater: (value: unknown) => unknown): ImmutableMap
     toJS(): Record<string, unknown>
@@ -241,7 +252,9 @@ declare namespace browserSync {
     events: EventEmitter
     /** The proxy, as far as a Node server can stand for it: `address()`, `listening`, `close(cb)`. */
     server: ProxyServerView
-    getOption(name: string): unknown
+    /** An option's value as browser-sync holds it (objects and arrays as Immutable.js values); `any` as in @types/browser-sync. */
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    getOption(name: string): any
     getOptionIn(path: readonly string[]): unknown
     setOption(name: string, value: unknown, opts?: { silent?: boolean }): ImmutableMap
     addRewriteRule(rule: RewriteRule & { id?: string }): void
@@ -271,6 +284,13 @@ declare namespace browserSync {
 
   type InitCallback = Bivariant<(err: Error | null, bs: BrowserSyncInternal) => void>
 
+  /**
+   * `init`'s callback as @types/browser-sync declares it, `bs` the public instance. It is browser-sync's
+   * own instance (`BrowserSyncInternal`), with browser-sync as through the adapter; accepted so that
+   * code typed against @types/browser-sync compiles.
+   */
+  type PublicInitCallback = (err: Error, bs: BrowserSyncInstance) => unknown
+
   interface BrowserSyncInstance {
     name: string | number
     /** browser-sync's own instance. */
@@ -281,13 +301,14 @@ declare namespace browserSync {
      * browser-sync's does: its instance (`bs`), undefined for a config refused at once.
      */
     init(config?: Options, cb?: InitCallback): BrowserSyncInternal | undefined
+    init(config: Options | undefined, cb: PublicInitCallback): BrowserSyncInternal | undefined
     init(cb: InitCallback): BrowserSyncInternal | undefined
     /** Reloads the browsers. */
     reload(): void
     /** Injects the given files where it can (CSS, images), or reloads. */
     reload(files: string | readonly string[]): void
     /** A transform stream for gulp that reloads or injects what passes through. */
-    reload(options: { stream: boolean; once?: boolean; match?: string | readonly string[] }): NodeJS.ReadWriteStream
+    reload(options: { stream: boolean; once?: boolean; match?: StreamMatch | readonly StreamMatch[] }): NodeJS.ReadWriteStream
     /** Shows `message` in every connected browser for `timeout` ms. */
     notify(message: string, timeout?: number): void
     /** Stops file watching, browser-sync's servers and the proxy; resolves when the proxy's port is free. */
@@ -313,7 +334,8 @@ declare namespace browserSync {
     getOption(name: 'snippet'): string
     getOption(name: 'logLevel'): LogLevel
     getOption(name: 'urls'): ImmutableMap
-    getOption(name: string): unknown
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    getOption(name: string): any
     emitter: EventEmitter
     readonly active: boolean
     readonly paused: boolean
@@ -325,7 +347,9 @@ declare namespace browserSync {
   interface BrowserSyncStatic {
     /** The module-level instance: `require('devproxy-native/browser-sync')(config, cb)`. */
     (config?: Options, cb?: InitCallback): BrowserSyncInstance
+    (config: Options | undefined, cb: PublicInitCallback): BrowserSyncInstance
     init(config?: Options, cb?: InitCallback): BrowserSyncInstance
+    init(config: Options | undefined, cb: PublicInitCallback): BrowserSyncInstance
     create(name?: string, emitter?: EventEmitter): BrowserSyncInstance
     get(name: string): BrowserSyncInstance
     has(name: string): boolean

@@ -1,6 +1,9 @@
 // Types of the package's entry point (index.js): the public API. The native binding's types are
 // generated into binding.d.ts, which also declares what only lib/ calls; this file re-exports the public
 // ones and declares what the JS side (lib/) adds. Option types accept readonly (`as const`) arrays.
+// Node's types (Buffer, http's objects) come from @types/node, referenced here as @types/* packages do,
+// so a project compiles without listing "node" in its `types` (TypeScript 6's default is none).
+/// <reference types="node" />
 import type {
   ProxyOptions as NativeProxyOptions,
   ProxyTargetOptions as NativeProxyTargetOptions,

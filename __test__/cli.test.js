@@ -255,6 +255,32 @@ test('a config module that throws is reported in one line', async () => {
   }
 })
 
+test('a config file with a syntax error is reported in one line with its line and column: JSON, CommonJS, ES module, found without --config', async () => {
+  const dir = tempDir()
+  const files = {
+    'broken.json': ['{\n  "proxy": "http://localhost:8000",\n  "port": 0,,\n}\n', 'broken.json:3:13: Expected double-quoted property name'],
+    'cut.json': ['{ "proxy": "http://localhost:8000"', 'cut.json:1:35: '],
+    'broken.cjs': ['module.exports = {\n  proxy: "http://localhost:8000",\n  port: 0 0,\n}\n', 'broken.cjs:3:11: SyntaxError: Unexpected number'],
+    'broken.mjs': ['export default {\n\tproxy: "http://localhost:8000"\n\tport: 0,\n}\n', "broken.mjs:3:2: SyntaxError: Unexpected identifier"],
+  }
+  try {
+    for (const [name, [text, expected]] of Object.entries(files)) {
+      fs.writeFileSync(path.join(dir, name), text)
+      const cli = runCli(['--config', name], { cwd: dir })
+      assert.equal((await cli.exited()).code, 2, name)
+      assert.ok(cli.out.stderr.startsWith(`devproxy: --config ${expected}`), `${name}: ${cli.out.stderr}`)
+      assert.equal(cli.out.stderr.split('\n').length, 2, `one line: ${cli.out.stderr}`)
+    }
+    // Found in the working directory: named as it is, with the place.
+    fs.copyFileSync(path.join(dir, 'broken.cjs'), path.join(dir, 'devproxy.config.js'))
+    const found = runCli([], { cwd: dir })
+    assert.equal((await found.exited()).code, 2)
+    assert.equal(found.out.stderr, 'devproxy: devproxy.config.js:3:11: SyntaxError: Unexpected number\n')
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
 test('options from flags: repeatable --serve-static and --rule, in order, added to the file\'s', async () => {
   const parsed = parseCli(['start', '--proxy', 'localhost:8000', '--serve-static', 'public', '--serve-static', 'dist', '-r', '/a/g=b', '-r', '/[/]x/i=$&y', '--https', '-H', '0.0.0.0', '--log-level', 'debug'])
   assert.equal(parsed.options.proxy, 'localhost:8000')

@@ -85,6 +85,69 @@ test('a version bump moves every package (npm version runs scripts/sync-versions
   }
 })
 
+test('the MIT licence is in the repository and in every tarball: the root package and each platform package (npm pack --dry-run)', () => {
+  const licence = fs.readFileSync(path.join(ROOT, 'LICENSE'), 'utf8')
+  assert.match(licence, /^MIT License\n\nCopyright \(c\) 2026 devproxy-native contributors\n/)
+  assert.match(licence, /THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND/)
+  assert.equal(root.license, 'MIT')
+  const packed = (cwd) => JSON.parse(npm(['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd }))[0].files.map((f) => f.path)
+  assert.ok(packed(ROOT).includes('LICENSE'), 'the root tarball holds LICENSE')
+  for (const triple of root.napi.targets) {
+    const { platformArchABI } = require('@napi-rs/cli').parseTriple(triple)
+    const dir = path.join(ROOT, 'npm', platformArchABI)
+    assert.equal(require(path.join(dir, 'package.json')).license, 'MIT')
+    // npm/<platform>/ is packed from its own folder (napi pre-publish), so it needs its own copy.
+    assert.equal(fs.readFileSync(path.join(dir, 'LICENSE'), 'utf8'), licence, `npm/${platformArchABI}/LICENSE is the root's`)
+    assert.ok(packed(dir).includes('LICENSE'), `the ${platformArchABI} tarball holds LICENSE`)
+  }
+})
+
+test('without this platform\'s package: require, import and npx devproxy say in one line which package is missing and how to get it', () => {
+  const platform = platformDir()
+  const pkg = `${root.name}-${platform}`
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'devproxy-nobinding-'))
+  try {
+    // The root package's JS as npm installs it, without the .node file and without ${pkg}.
+    const installed = path.join(work, 'node_modules', root.name)
+    fs.mkdirSync(installed, { recursive: true })
+    for (const f of ['package.json', 'index.js', 'index.mjs', 'binding.js', 'browser-sync.js', 'browser-sync.mjs', 'lib', 'bin']) {
+      fs.cpSync(path.join(ROOT, f), path.join(installed, f), { recursive: true })
+    }
+    const env = { ...CLEAN_ENV }
+    delete env.NAPI_RS_NATIVE_LIBRARY_PATH
+    const run = (args) => spawnSync(process.execPath, args, { cwd: work, env, encoding: 'utf8', timeout: 30000 })
+    const missing =
+      `the platform package ${pkg} (the native addon for ${process.platform} ${process.arch}) is not installed; ` +
+      `install it with \`npm install ${pkg}@${root.version}\`, or reinstall without --omit=optional (npm installs it as an optional dependency)`
+
+    const required = run(['-e', "try { require('devproxy-native') } catch (e) { console.log(JSON.stringify({ message: e.message, code: e.code })) }"])
+    assert.equal(required.status, 0, required.stderr)
+    assert.deepEqual(JSON.parse(required.stdout), { message: missing, code: 'ERR_DEVPROXY_NATIVE_MISSING' })
+    const imported = run(['--input-type=module', '-e', "import('devproxy-native/browser-sync').catch((e) => console.log(e.message))"])
+    assert.equal(imported.stdout, missing + '\n', imported.stderr)
+
+    const cli = run([path.join(installed, 'bin', 'devproxy.js'), 'http://127.0.0.1:9'])
+    assert.equal(cli.status, 1)
+    assert.equal(cli.stderr, `devproxy: ${missing}\n`, 'one line, no stack trace')
+    assert.equal(cli.stdout, '')
+    const version = run([path.join(installed, 'bin', 'devproxy.js'), '--version'])
+    assert.equal(version.stdout, `${root.version}\n`, '--version needs no addon')
+
+    // The package there but its addon damaged: the line says so and why.
+    const dir = path.join(work, 'node_modules', pkg)
+    fs.mkdirSync(dir)
+    const file = `${root.napi.binaryName}.${platform}.node`
+    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: pkg, version: root.version, main: file }))
+    fs.writeFileSync(path.join(dir, file), 'not an addon')
+    const damaged = run([path.join(installed, 'bin', 'devproxy.js'), 'http://127.0.0.1:9'])
+    assert.equal(damaged.status, 1)
+    assert.equal(damaged.stderr.split('\n').length, 2, damaged.stderr)
+    assert.match(damaged.stderr, new RegExp(`^devproxy: the platform package ${pkg} is installed but its addon did not load \\(.*${file.replace(/\./g, '\\.')}.*\\); reinstall it: npm install ${pkg}@`))
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true })
+  }
+})
+
 test('npm pack + install into a fresh project, from npm\'s cache and without Rust: require, proxy, npx devproxy', async () => {
   const platform = platformDir()
   const addon = path.join(ROOT, `${root.napi.binaryName}.${platform}.node`)
@@ -105,7 +168,7 @@ test('npm pack + install into a fresh project, from npm\'s cache and without Rus
     fs.cpSync(path.join(ROOT, 'npm', platform), platformCopy, { recursive: true })
     fs.copyFileSync(addon, path.join(platformCopy, path.basename(addon)))
     const [platformPacked] = JSON.parse(npm(['pack', '--json', '--pack-destination', work], { cwd: platformCopy }))
-    assert.deepEqual(platformPacked.files.map((f) => f.path).sort(), ['README.md', path.basename(addon), 'package.json'].sort())
+    assert.deepEqual(platformPacked.files.map((f) => f.path).sort(), ['LICENSE', 'README.md', path.basename(addon), 'package.json'].sort())
 
     const app = path.join(work, 'app')
     fs.mkdirSync(app)

@@ -1,7 +1,9 @@
 'use strict'
-// Every fenced ```js block of README.md runs as pasted: each is saved to a project of its own with the
-// package installed (linked), run with Node (as an ES module when it imports, else CommonJS), and must
-// exit 0 with nothing on stderr. Where a line reads `console.log(...) // text`, the text must be printed.
+// Every fenced ```js block of README.md and docs/*.md runs as pasted: each is saved to a project of its
+// own with the package installed (linked) and the `public/` and `static/` folders a site has (the docs'
+// `serveStatic` examples name them), run with Node (as an ES module when it imports, else CommonJS), and
+// must exit 0 with nothing on stderr. Where a line reads `console.log(...) // text`, the text must be
+// printed.
 
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
@@ -11,8 +13,10 @@ const path = require('node:path')
 const { execFile } = require('node:child_process')
 const { ROOT } = require('./helpers')
 
-const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
-const blocks = [...README.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1])
+const jsBlocks = (file) => [...fs.readFileSync(path.join(ROOT, file), 'utf8').matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1])
+const DOCS = ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
+const blocks = jsBlocks('README.md')
+const docBlocks = DOCS.flatMap((file) => jsBlocks(file).map((block, i) => ({ file, i, block })))
 
 test('README.md has runnable blocks: the adapter switch, start() in ES modules and CommonJS, rewrite()', () => {
   assert.ok(blocks.length >= 4, `found ${blocks.length} js blocks`)
@@ -21,12 +25,18 @@ test('README.md has runnable blocks: the adapter switch, start() in ES modules a
   assert.ok(blocks.some((b) => b.includes("require('devproxy-native')")))
 })
 
-for (const [i, block] of blocks.entries()) {
+test('docs/ has runnable blocks too: the options reference (start(), the server, rewrite()) and the edge import', () => {
+  const inDocs = docBlocks.filter(({ file }) => file.startsWith('docs/'))
+  assert.ok(inDocs.some(({ file, block }) => file === 'docs/options.md' && block.includes('await start(') && block.includes('rewrite(')))
+  assert.ok(inDocs.some(({ file, block }) => file === 'docs/edge.md' && block.includes("from 'devproxy-native/wasm'")))
+})
+
+for (const { file: doc, i, block } of docBlocks) {
   const firstLine = block.split('\n').find((line) => line.trim() && !line.startsWith('//')) || ''
-  test(`README block ${i + 1} runs as pasted: ${firstLine.trim()}`, { timeout: 90000 }, async () => {
+  test(`${doc} block ${i + 1} runs as pasted: ${firstLine.trim()}`, { timeout: 90000 }, async () => {
     const project = fs.mkdtempSync(path.join(os.tmpdir(), 'devproxy-readme-'))
     try {
-      fs.mkdirSync(path.join(project, 'node_modules'))
+      for (const dir of ['node_modules', 'public', 'static']) fs.mkdirSync(path.join(project, dir))
       fs.symlinkSync(ROOT, path.join(project, 'node_modules', 'devproxy-native'), 'dir')
       fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'readme-user', private: true }))
       const file = /^import /m.test(block) ? 'block.mjs' : 'block.cjs'

@@ -9,8 +9,13 @@ main(process.argv.slice(2)).then(
     if (code !== null) process.exitCode = code
   },
   (error) => {
-    // Not bad input (that is reported by main): a bug, so keep the stack.
-    console.error(error)
+    if (error && error.code === 'ERR_DEVPROXY_NATIVE_MISSING') {
+      // Not a bug but an install without this platform's addon (lib/native.js): its one line says which.
+      console.error(`devproxy: ${error.message}`)
+    } else {
+      // Not bad input (that is reported by main): a bug, so keep the stack.
+      console.error(error)
+    }
     process.exitCode = 1
   },
 )

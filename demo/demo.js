@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm run demo`: a small bundled site served on loopback, and the `devproxy` command line in front of
-// it (a child process, as a user would run it). Open the printed URL: links point back at the proxy,
+// it (a child process, as a user would run it), on port 3000 or $PORT (the next free one when taken).
+// Open the printed URL: links point back at the proxy,
 // the snippet shows a badge, and pages stay gzip-compressed end to end. `node demo/demo.js --check`
 // fetches one page through the proxy, prints what the proxy did, and exits (used to check the demo).
 'use strict'

@@ -16,7 +16,7 @@ const { PassThrough } = require('node:stream')
 const { EventEmitter } = require('node:events')
 const { start, resolveReqHeaders } = require('./start.js')
 const { splitOptions, unknownOptions, applyHttpModule } = require('./browser-sync-options.js')
-const binding = require('../binding.js')
+const binding = require('./native.js')
 const { attachSite, proxyOption, listOf } = require('./browser-sync-site.js')
 const { version } = require('../package.json')
 

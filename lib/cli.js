@@ -87,7 +87,7 @@ const TS_CONFIG_NAMES = ['devproxy.config.ts', 'devproxy.config.mts', 'devproxy.
 
 /** The flag closest to a misspelt one (`--prot` -> `--port`), chosen as option warnings choose. */
 function closestFlag(flag) {
-  const { __closestName } = require('../binding.js')
+  const { __closestName } = require('./native.js')
   const long = Object.keys(OPTIONS).map((name) => `--${name}`)
   return flag.startsWith('--') ? __closestName(flag, long) : null
 }
@@ -255,6 +255,35 @@ function findConfig(given, cwd) {
 /** Whether this Node runs TypeScript files itself (type stripping: Node 22.18+, 23.6+). */
 const stripsTypes = () => Boolean(process.features && process.features.typescript)
 
+/** `label:line:column: message` for JSON.parse's error (Node 20 gives a position, 22+ also line and column). */
+function jsonErrorLine(label, text, message) {
+  const at = /\s*(?:in JSON )?at position (\d+)(?: \(line \d+ column \d+\))?$/.exec(message)
+  const position = at ? Number(at[1]) : /end of JSON input/.test(message) ? text.length : null
+  if (position === null) return `${label}: ${message}`
+  const before = text.slice(0, position)
+  const line = before.split('\n').length
+  const column = position - (before.lastIndexOf('\n') + 1) + 1
+  return `${label}:${line}:${column}: ${at ? message.slice(0, at.index) : message}`
+}
+
+/**
+ * Where a SyntaxError is: `{ file, line, column }` from the head Node puts on its stack (`file:line`,
+ * the line, a caret under the column), or, when there is none (an ES module's, on Node 20), from
+ * `node --check` on the file. Null when neither says.
+ */
+function syntaxErrorPlace(error, full) {
+  const fromHead = (text) => {
+    const m = /^(.+):(\d+)\n.*\n([ \t]*)\^/.exec(String(text || ''))
+    if (!m) return null
+    const file = m[1].startsWith('file://') ? require('node:url').fileURLToPath(m[1]) : m[1]
+    return { file, line: Number(m[2]), column: m[3].length + 1 }
+  }
+  const place = fromHead(error.stack)
+  if (place) return place
+  const check = require('node:child_process').spawnSync(process.execPath, ['--check', full], { encoding: 'utf8', timeout: 10000 })
+  return fromHead(check.stderr)
+}
+
 /** Reads a config file: JSON, or a JS module exporting the options (or a function returning them). */
 async function loadConfig({ file, flag }, cwd) {
   const full = path.resolve(cwd, file)
@@ -268,10 +297,11 @@ async function loadConfig({ file, flag }, cwd) {
   }
   let value
   if (full.endsWith('.json')) {
+    const text = fs.readFileSync(full, 'utf8')
     try {
-      value = JSON.parse(fs.readFileSync(full, 'utf8'))
+      value = JSON.parse(text)
     } catch (e) {
-      throw new UsageError(`${label}: ${e.message}`)
+      throw new UsageError(jsonErrorLine(label, text, e.message))
     }
   } else {
     try {
@@ -279,7 +309,9 @@ async function loadConfig({ file, flag }, cwd) {
       value = mod.default !== undefined ? mod.default : mod
       if (typeof value === 'function') value = await value()
     } catch (e) {
-      throw new UsageError(`${label}: ${e && e.name ? `${e.name}: ` : ''}${e && e.message ? e.message : e}`)
+      const place = e && e.name === 'SyntaxError' ? syntaxErrorPlace(e, full) : null
+      const where = !place ? label : place.file === full ? `${label}:${place.line}:${place.column}` : `${label}: in ${place.file}:${place.line}:${place.column}`
+      throw new UsageError(`${where}: ${e && e.name ? `${e.name}: ` : ''}${e && e.message ? e.message : e}`)
     }
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {

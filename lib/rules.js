@@ -3,7 +3,7 @@
 // string)`. The native side calls every rule function with plain `req`/`res` data (RuleRequest,
 // RuleResponse in binding.d.ts); the wrappers here give them the shape of Node's objects.
 
-const binding = require('../binding.js')
+const binding = require('./native.js')
 const { sliced } = require('./js-thread.js')
 
 // Node's IncomingMessage keeps the first of these when a header comes twice (lib/_http_incoming.js).

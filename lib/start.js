@@ -1,7 +1,7 @@
 'use strict'
 // `start(options)`: prepares what only JS can hold, then starts the native server.
 
-const binding = require('../binding.js')
+const binding = require('./native.js')
 const { inSlice } = require('./js-thread.js')
 const { ProxyServer } = require('./server.js')
 const { prepareOptions } = require('./rules.js')
