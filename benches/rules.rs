@@ -136,6 +136,56 @@ fn reference(page: &[u8], literals: &[(String, String)]) -> Vec<u8> {
         .expect("links")
 }
 
+/// Common words that overlap at their ends (`rust`/`stream`, `header`/`rewrite`, `domain`/`node`), as a
+/// real rule list's do (issue 51): each found ~570 times in the words page.
+const WORDS: [&str; 17] = [
+    "header", "rewrite", "rust", "stream", "domain", "node", "proxy", "server", "client", "cache", "engine", "browser",
+    "module", "request", "response", "token", "static",
+];
+
+/// A 100 KiB page whose text is mostly the words of [`WORDS`] (~9,700 matches), with links to the target.
+fn words_page() -> Vec<u8> {
+    let filler = ["the", "a", "of", "and", "to", "in", "is"];
+    let mut page = String::from("<!doctype html><html><head><title>words</title></head><body class=\"page\">\n<p>");
+    let mut i = 0usize;
+    while page.len() < PAGE_BYTES {
+        page.push_str(WORDS[(i * 7) % WORDS.len()]);
+        page.push(' ');
+        if i % 2 == 1 {
+            page.push_str(filler[i % filler.len()]);
+            page.push(' ');
+        }
+        if i % 40 == 39 {
+            page.push_str(&format!("<a href=\"http://{TARGET_HOST}/p/{i}\">more</a></p>\n<p>"));
+        }
+        i += 1;
+    }
+    page.push_str("</p></body></html>\n");
+    page.into_bytes()
+}
+
+/// A realistic list shaped as issue 51's: 83 host names that never match, the 17 words (each to its
+/// capitalised self), and 20 attribute removals that never match.
+fn word_rules() -> (Vec<Rule>, Vec<(String, String)>) {
+    let mut rules = Vec::new();
+    let mut literals = Vec::new();
+    for i in 0..83 {
+        let (text, replace) = (format!("old-{i}.example.org"), format!("new-{i}.example.net"));
+        rules.push(literal_rule(&text, &replace));
+        literals.push((text, replace));
+    }
+    for word in WORDS {
+        let replace = word.to_uppercase();
+        rules.push(literal_rule(word, &replace));
+        literals.push((word.to_string(), replace));
+    }
+    for i in 0..20 {
+        let removal = |text: &str| Rule::regex(text, "g", RuleReplacement::Text(String::new())).expect("removal");
+        rules.push(removal(&format!(r#" data-tracking-{i}="[^"]*""#)));
+    }
+    (rules, literals)
+}
+
 fn count(hay: &[u8], needle: &[u8]) -> usize {
     memchr::memmem::find_iter(hay, needle).count()
 }
@@ -225,10 +275,21 @@ fn benches(c: &mut Criterion) {
         independent_cases.push((n, rules, alone));
     }
 
+    let words = words_page();
+    let (word_list, word_literals) = word_rules();
+    let words_rules = pipeline(&word_list);
+    let words_base = pipeline(&[]);
+    chunked(&words, &words_rules, &mut out);
+    assert!(out == reference(&words, &word_literals), "words: output differs from str::replace in order");
+    let matches: usize = WORDS.iter().map(|w| count(&words, w.as_bytes())).sum();
+    eprintln!("words: {} bytes, {matches} occurrences of the 17 words, {} stages", words.len(), words_rules.len());
+
     let mut group = c.benchmark_group("rules");
     group.throughput(Throughput::Bytes(page.len() as u64));
     group.sampling_mode(SamplingMode::Flat).sample_size(20);
     group.bench_function("base", |b| b.iter(|| chunked(black_box(&page), &base, &mut out)));
+    group.bench_function("words-base", |b| b.iter(|| chunked(black_box(&words), &words_base, &mut out)));
+    group.bench_function("words", |b| b.iter(|| chunked(black_box(&words), &words_rules, &mut out)));
     for (n, rules) in &literal_cases {
         group.bench_with_input(BenchmarkId::new("literals", n), rules, |b, rules| {
             b.iter(|| chunked(black_box(&page), rules, &mut out))

@@ -39,8 +39,13 @@ function causes(error) {
 function missingBinding(error) {
   const suffix = platformSuffix()
   const pkg = `${name}-${suffix}`
+  const found = causes(error)
+  // Node started with --no-addons: no addon can load, wherever it is.
+  const disabled = found.find((e) => e && (e.code === 'ERR_DLOPEN_DISABLED' || /loading addons is disabled/i.test(String(e.message))))
   let message
-  if (!builtSuffixes().includes(suffix)) {
+  if (disabled) {
+    message = `${name}: this Node does not load addons (--no-addons, ERR_DLOPEN_DISABLED); use devproxy-native/wasm there`
+  } else if (!builtSuffixes().includes(suffix)) {
     message =
       `${name} has no prebuilt addon for ${suffix} (built for: ${builtSuffixes().join(', ')}); ` +
       `build it from a clone of the repository with Rust installed (npm install there), or use devproxy-native/wasm`
@@ -63,7 +68,7 @@ function missingBinding(error) {
     }
   }
   const missing = new Error(message)
-  missing.code = 'ERR_DEVPROXY_NATIVE_MISSING'
+  missing.code = disabled ? 'ERR_DLOPEN_DISABLED' : 'ERR_DEVPROXY_NATIVE_MISSING'
   return missing
 }
 
