@@ -9,7 +9,7 @@ main(process.argv.slice(2)).then(
     if (code !== null) process.exitCode = code
   },
   (error) => {
-    if (error && error.code === 'ERR_DEVPROXY_NATIVE_MISSING') {
+    if (error && (error.code === 'ERR_DEVPROXY_NATIVE_MISSING' || error.code === 'ERR_DLOPEN_DISABLED')) {
       // Not a bug but an install without this platform's addon (lib/native.js): its one line says which.
       console.error(`devproxy: ${error.message}`)
     } else {
