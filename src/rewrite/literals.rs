@@ -40,6 +40,8 @@ pub(super) struct LiteralSet {
 #[derive(Debug)]
 enum Searcher {
     One(Box<memchr::memmem::Finder<'static>>),
+    /// Up to [`PACKED_LIMIT`] needles: Teddy finds and confirms them in one search, with no automaton.
+    Packed(Box<aho_corasick::packed::Searcher>),
     Many {
         automaton: AhoCorasick,
         /// Where a match may start: the needles' distinct first bytes (up to four) found with Teddy, far
@@ -51,8 +53,24 @@ enum Searcher {
 /// Bytes of each needle's start that the candidates' search looks for.
 const START_BYTES: usize = 4;
 
+/// Sets of fewer needles are searched by Teddy whole (its own limit is 128). Where matches are dense (a
+/// word list over text), finding a candidate by its start and confirming it with the automaton cost twice
+/// as much per match (benches/rules.rs `rules/words`).
+const PACKED_LIMIT: usize = 100;
+
 impl Searcher {
     fn many(needles: &[&[u8]]) -> Result<Searcher, String> {
+        if needles.len() <= PACKED_LIMIT {
+            let packed = aho_corasick::packed::Config::new()
+                .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+                .builder()
+                .extend(needles)
+                .build()
+                .filter(|searcher| searcher.minimum_len() <= 64 << 10);
+            if let Some(packed) = packed {
+                return Ok(Searcher::Packed(Box::new(packed)));
+            }
+        }
         let builder = || {
             let mut builder = AhoCorasick::builder();
             builder.match_kind(MatchKind::LeftmostFirst).start_kind(aho_corasick::StartKind::Both);
@@ -81,6 +99,9 @@ impl Searcher {
         let found = |m: aho_corasick::Match| (m.start(), m.end(), m.pattern().as_usize());
         match self {
             Searcher::One(finder) => finder.find(&hay[at..]).map(|i| (at + i, at + i + finder.needle().len(), 0)),
+            Searcher::Packed(searcher) => searcher
+                .find_in(hay, aho_corasick::Span { start: at, end: hay.len() })
+                .map(|m| (m.start(), m.end(), m.pattern().as_usize())),
             Searcher::Many { automaton, starts: None } => automaton.find(Input::new(hay).range(at..)).map(found),
             Searcher::Many { automaton, starts: Some(starts) } => {
                 // Every match starts with a needle's start: the first candidate with a match has the leftmost.
@@ -100,6 +121,7 @@ impl Searcher {
     fn memory_usage(&self) -> usize {
         match self {
             Searcher::One(finder) => finder.needle().len(),
+            Searcher::Packed(searcher) => searcher.memory_usage(),
             Searcher::Many { automaton, starts } => {
                 automaton.memory_usage() + starts.as_ref().map_or(0, aho_corasick::packed::Searcher::memory_usage)
             }
