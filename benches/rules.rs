@@ -282,7 +282,12 @@ fn benches(c: &mut Criterion) {
     chunked(&words, &words_rules, &mut out);
     assert!(out == reference(&words, &word_literals), "words: output differs from str::replace in order");
     let matches: usize = WORDS.iter().map(|w| count(&words, w.as_bytes())).sum();
-    eprintln!("words: {} bytes, {matches} occurrences of the 17 words, {} stages", words.len(), words_rules.len());
+    let word_sizes: Vec<usize> = words_rules.iter().map(|rule| rule.member_labels().len()).collect();
+    eprintln!(
+        "words: {} bytes, {matches} occurrences of the 17 words, {} stages (rules per stage {word_sizes:?})",
+        words.len(),
+        words_rules.len()
+    );
 
     let mut group = c.benchmark_group("rules");
     group.throughput(Throughput::Bytes(page.len() as u64));

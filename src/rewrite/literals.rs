@@ -3,14 +3,15 @@
 //! A literal rule with a string replacement always writes the same bytes, so its stage needs no automaton
 //! of its own: alone, a `memmem` search finds its matches. Consecutive literal rules that cannot interact
 //! share one search (Prexy's "many rules in one pass"): applied one after another with
-//! `String.prototype.replace`, two rules interact only if one's needle overlaps another's needle (the
-//! earlier rule's replacement would break the later one's match, or decide which of two overlapping
-//! matches wins), or an earlier rule's replacement overlaps a later needle (the later rule would match
-//! text the earlier one wrote), or a replacement is empty (its removal joins text on both sides into a new
-//! match). Where none of that can happen, at any position at most one needle matches, and every match is
-//! the same in the original text as in the text the earlier rules left: one leftmost search gives the same
-//! result as the rules in turn. [`group`] decides it conservatively; a rule that may interact with one in
-//! the open set starts the next set, in its place.
+//! `String.prototype.replace`, two rules interact if an earlier rule's replacement overlaps a later needle
+//! (the later rule would match text the earlier one wrote), if a replacement is empty (its removal joins
+//! text on both sides into a new match), if one needle lies inside another, or if a later rule's needle
+//! can end where an earlier rule's begins (in turn, the earlier rule's match wins though it starts further
+//! right). Needles that overlap the other way round, the earlier rule's on the left (`header` and
+//! `rewrite` in `headerewrite`), do not interact: the leftmost match is the earlier rule's, and the later
+//! rule's is gone in turn too. Where no interaction can happen, the leftmost search gives the same result
+//! as the rules in turn. [`group`] decides it conservatively; a rule that may interact with one in the
+//! open set starts the next set, in its place.
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 
@@ -176,7 +177,8 @@ impl LiteralSet {
             if done[member] || end - start > max_match {
                 // Longer than one match may hold back: left as it is, as the regex stages do.
                 *abandoned += u64::from(!done[member]);
-                at = end;
+                // A later rule's needle may start inside it (see `group`): searched again from the next byte.
+                at = start + 1;
                 continue;
             }
             return (Next::Match { start, end }, member);
@@ -308,12 +310,13 @@ fn interactions(literals: &[Literal]) -> Option<Vec<Vec<u32>>> {
         }
     }
     // A text's end that is another's start: needle then needle, replacement then needle, needle then
-    // replacement.
+    // replacement. Two needles that overlap so are kept apart only when the later rule's comes first: where
+    // the earlier rule's needle is the one on the left, the leftmost match is the one that rule order picks.
     let by_needle = Sorted::new(&needles);
     let by_output = Sorted::new(&outputs);
     for i in 0..n {
         for j in by_needle.starting_with_a_suffix_of(needles[i]) {
-            if !note(i, j, true) {
+            if !note(j, i, false) {
                 return None;
             }
         }
@@ -391,14 +394,14 @@ mod tests {
         assert_eq!(sizes(vec![lit("old", "mid"), lit("mid", "new"), lit("q", "r")]), [1, 2]);
         // A needle inside another; a suffix of one that starts another.
         assert_eq!(sizes(vec![lit("cat", "1"), lit("concat", "2"), lit("zz", "3")]), [1, 2]);
-        assert_eq!(sizes(vec![lit("abc", "1"), lit("cde", "2"), lit("q", "3")]), [1, 2]);
+        assert_eq!(sizes(vec![lit("cde", "1"), lit("abc", "2"), lit("q", "3")]), [1, 2]);
         // A replacement whose end starts a needle (text written + text after = a match).
         assert_eq!(sizes(vec![lit("k", "xa"), lit("ab", "2"), lit("q", "3")]), [1, 2]);
         // A later needle whose end starts an earlier replacement (text before + text written = a match).
         assert_eq!(sizes(vec![lit("m", "ay"), lit("pa", "1"), lit("q", "3")]), [1, 2]);
         // A pair that may interact is split where the second comes; the rules around it still group.
         assert_eq!(
-            sizes(vec![lit("u", "v"), lit("w", "v"), lit("abc", "1"), lit("bcd", "2"), lit("e", "f"), lit("g", "h")]),
+            sizes(vec![lit("u", "v"), lit("w", "v"), lit("bcd", "1"), lit("abc", "2"), lit("e", "f"), lit("g", "h")]),
             [3, 3]
         );
         // A replacement matters only to the rules after it.
@@ -408,6 +411,25 @@ mod tests {
             sizes(vec![lit("red", "rot"), lit("blue", "blat"), lit("throughput", "T"), lit("green", "grunt")]),
             [2, 2]
         );
+    }
+
+    #[test]
+    fn needles_that_overlap_share_a_search_where_the_earlier_rule_is_on_the_left() {
+        // `header` then `rewrite` overlap as `headerewrite`: the leftmost match is `header`'s, the earlier rule's,
+        // as in turn. `server` (later) before `rewrite` would need rule order to beat leftmost: kept apart.
+        assert_eq!(sizes(vec![lit("header", "H"), lit("rewrite", "W"), lit("rust", "R"), lit("stream", "S")]), [4]);
+        assert_eq!(sizes(vec![lit("rewrite", "W"), lit("server", "V")]), [1, 1]);
+        let set = LiteralSet::new(vec![lit("header", "H"), lit("rewrite", "W")]).unwrap();
+        let mut abandoned = 0;
+        assert!(matches!(
+            set.next_match(b"headerewrite rewrite", 0, true, 100, &[false, false], &mut abandoned),
+            (Next::Match { start: 0, end: 6 }, 0)
+        ));
+        // A first-match-only rule that is done leaves its needle to the others, overlaps included.
+        assert!(matches!(
+            set.next_match(b"headerewrite", 0, true, 100, &[true, false], &mut abandoned),
+            (Next::Match { start: 5, end: 12 }, 1)
+        ));
     }
 
     #[test]
