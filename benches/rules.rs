@@ -295,6 +295,11 @@ fn benches(c: &mut Criterion) {
     group.bench_function("base", |b| b.iter(|| chunked(black_box(&page), &base, &mut out)));
     group.bench_function("words-base", |b| b.iter(|| chunked(black_box(&words), &words_base, &mut out)));
     group.bench_function("words", |b| b.iter(|| chunked(black_box(&words), &words_rules, &mut out)));
+    // Its parts, each with the snippet and link rules: where the time per match goes.
+    for (part, range) in [("hosts", 0..83), ("17-words", 83..100), ("removals", 100..120)] {
+        let rules = pipeline(&word_list[range]);
+        group.bench_function(format!("words-part/{part}"), |b| b.iter(|| chunked(black_box(&words), &rules, &mut out)));
+    }
     for (n, rules) in &literal_cases {
         group.bench_with_input(BenchmarkId::new("literals", n), rules, |b, rules| {
             b.iter(|| chunked(black_box(&page), rules, &mut out))

@@ -23,7 +23,12 @@ struct Setup {
 }
 
 impl Setup {
+    /// Two literal rules that share one search (a group): each is skipped on its own.
     async fn new() -> Setup {
+        Setup::with_rules(vec![common::global_rule("beta", "BETA"), common::global_rule("alpha", "ALPHA")]).await
+    }
+
+    async fn with_rules(rules: Vec<devproxy_native::Rule>) -> Setup {
         let answer = Arc::new(Mutex::new(Answer::default()));
         let serving = answer.clone();
         let up = common::upstream(move |_, _| {
@@ -40,7 +45,7 @@ impl Setup {
         })
         .await;
         let mut config = common::proxy_config(up);
-        config.rules = vec![common::global_rule("beta", "BETA"), common::global_rule("alpha", "ALPHA")];
+        config.rules = rules;
         let proxy = ProxyServer::start(config).await.unwrap();
         Setup { answer, proxy }
     }
@@ -83,6 +88,21 @@ async fn a_rule_that_found_nothing_is_skipped_for_the_same_validator_only() {
     assert_eq!(s.get("/lm").await, "ALPHA beta");
     s.serve("alpha beta", None, Some("Mon, 30 Nov 2026 10:00:01 GMT"));
     assert_eq!(s.get("/lm").await, "ALPHA BETA");
+    s.proxy.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_of_a_group_of_regex_rules_is_skipped_on_its_own() {
+    // Independent regex rules run as one stage with one automaton (regex_groups.rs).
+    let rules = vec![common::global_rule("be+t", "BET"), common::global_rule("al+p", "ALP")];
+    assert_eq!(devproxy_native::Rule::grouped(&rules).len(), 1, "the two rules share a stage");
+    let s = Setup::with_rules(rules).await;
+    s.serve("alpha", Some("\"v1\""), None);
+    assert_eq!(s.get("/").await, "ALPha");
+    s.serve("alpha beeta", Some("\"v1\""), None);
+    assert_eq!(s.get("/").await, "ALPha beeta", "the member that found nothing was skipped");
+    s.serve("alpha beeta", Some("\"v2\""), None);
+    assert_eq!(s.get("/").await, "ALPha BETa");
     s.proxy.stop().await;
 }
 

@@ -168,29 +168,56 @@ pub(crate) fn plan_response(req: &RequestFacts, head: &http::response::Parts, be
     }
 }
 
+/// What runs on one response: the rules, and within a group of rules searched together the members left
+/// out (by the rule's index in `rules`), which start as done.
+pub(crate) struct RulesToRun {
+    pub rules: Vec<Rule>,
+    pub members_skipped: Vec<(usize, Vec<bool>)>,
+    pub memo: Option<SkipMemo>,
+}
+
 /// The skip decision, in one place: which of the request's rules run on this response. User rules
 /// that the skip table knows found nothing in this URL's body under this validator and rule set are
-/// left out; without a validator (`key` is `None`), or with a rule that calls a function (`user` is
-/// `None`), every rule runs. The memo tells the body's end what to remember.
+/// left out, each on its own (a member of a group is left out of its group's search; a group whose
+/// members all are, whole); without a validator (`key` is `None`), or with a rule that calls a function
+/// (`user` is `None`), every rule runs. The memo tells the body's end what to remember.
 pub(crate) fn rules_to_run(
     rules: &[Rule],
     user: Option<UserRules>,
     key: Option<SkipKey>,
     table: &Arc<SkipTable>,
-) -> (Vec<Rule>, Option<SkipMemo>) {
-    let (Some(user), Some(key)) = (user, key) else { return (rules.to_vec(), None) };
+) -> RulesToRun {
+    let (Some(user), Some(key)) = (user, key) else {
+        return RulesToRun { rules: rules.to_vec(), members_skipped: Vec::new(), memo: None };
+    };
     let never = table.never_matched(&key, user.generation);
     let mut run = Vec::with_capacity(rules.len());
+    let mut members_skipped = Vec::new();
     let mut bits = Vec::with_capacity(rules.len());
+    let mut next_bit = 0;
     for (i, rule) in rules.iter().enumerate() {
-        let bit = i.checked_sub(user.first).filter(|&b| b < user.count);
-        if bit.is_some_and(|b| never & 1 << b != 0) {
+        if !(user.first..user.first + user.stages).contains(&i) {
+            run.push(rule.clone());
+            bits.push(None);
             continue;
         }
+        // One bit per user rule, grouped or not, for the first SKIPPABLE_RULES of them.
+        let count = rule.member_count();
+        let member_bits: Vec<Option<usize>> =
+            (next_bit..next_bit + count).map(|b| (b < SKIPPABLE_RULES).then_some(b)).collect();
+        next_bit += count;
+        let skipped: Vec<bool> = member_bits.iter().map(|b| b.is_some_and(|b| never & 1 << b != 0)).collect();
+        if skipped.iter().all(|&s| s) {
+            continue;
+        }
+        if skipped.contains(&true) {
+            members_skipped.push((run.len(), skipped));
+        }
         run.push(rule.clone());
-        bits.push(bit);
+        bits.extend(member_bits);
     }
-    (run, Some(SkipMemo { key, generation: user.generation, skipped: never, bits, table: table.clone() }))
+    let memo = SkipMemo { key, generation: user.generation, skipped: never, bits, table: table.clone() };
+    RulesToRun { rules: run, members_skipped, memo: Some(memo) }
 }
 
 /// What a body that went through whole tells the skip table.
@@ -199,13 +226,15 @@ pub(crate) struct SkipMemo {
     generation: u64,
     /// The user rules skipped on this response: they still find nothing.
     skipped: u64,
-    /// For each rule that ran, in order: its user-rule bit, if it has one.
+    /// For each rule that ran, in order, each member of a group on its own: its user-rule bit, if it has
+    /// one.
     bits: Vec<Option<usize>>,
     table: Arc<SkipTable>,
 }
 
 impl SkipMemo {
-    /// Remembers the user rules that replaced nothing in the whole body (`matched`: per rule run).
+    /// Remembers the user rules that replaced nothing in the whole body (`matched`: per rule run, each
+    /// member of a group on its own, as [`crate::rewrite::Rewriter::matched_rules`] gives them).
     pub(crate) fn remember(self, matched: &[bool]) {
         let never = self
             .bits
@@ -269,17 +298,18 @@ fn is_js_whitespace(c: char) -> bool {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct UserRules {
     pub first: usize,
-    /// At most [`SKIPPABLE_RULES`]; rules past them always run.
-    pub count: usize,
+    /// The user rules as they run, a group of rules searched together as one; only the first
+    /// [`SKIPPABLE_RULES`] user rules (members counted one by one) can be skipped.
+    pub stages: usize,
     pub generation: u64,
 }
 
 impl UserRules {
-    pub(crate) fn of(rules: &[Rule], first: usize, count: usize, generation: u64) -> Option<UserRules> {
-        if count == 0 || rules.iter().any(Rule::calls_function) {
+    pub(crate) fn of(rules: &[Rule], first: usize, stages: usize, generation: u64) -> Option<UserRules> {
+        if stages == 0 || rules.iter().any(Rule::calls_function) {
             return None;
         }
-        Some(UserRules { first, count: count.min(SKIPPABLE_RULES), generation })
+        Some(UserRules { first, stages, generation })
     }
 }
 

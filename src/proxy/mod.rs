@@ -374,8 +374,10 @@ async fn body_phase(
     };
     // Rules that never matched this URL's body (same validator) are skipped (skip.rs).
     let key = SkipKey::of(&ctx.method, &ctx.path_and_query, &head.headers);
-    let (rules, mut skip_memo) = body::rules_to_run(rules, user_rules, key, &shared.skips);
-    let mut rewriter = Rewriter::new(&rules, &ctx.local_host, config.max_match_bytes);
+    let body::RulesToRun { rules, members_skipped, memo: mut skip_memo } =
+        body::rules_to_run(rules, user_rules, key, &shared.skips);
+    let mut rewriter =
+        Rewriter::new(&rules, &ctx.local_host, config.max_match_bytes).with_members_skipped(&members_skipped);
     // A page that gets the snippet gets its Content-Security-Policy amended for it (csp.rs).
     let page_policy = rules
         .iter()

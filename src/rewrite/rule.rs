@@ -227,7 +227,16 @@ impl Rule {
         })
     }
 
-    /// The user rules this rule stands for: its members' labels (one but for a group of literal rules).
+    /// How many user rules this rule stands for (one but for a group of rules searched together).
+    pub fn member_count(&self) -> usize {
+        match &self.inner.engine {
+            Engine::Literals(set) => set.members().len(),
+            Engine::Regex(re) if !re.members.is_empty() => re.members.len(),
+            _ => 1,
+        }
+    }
+
+    /// The user rules this rule stands for: its members' labels (one but for a group of rules).
     pub fn member_labels(&self) -> Vec<&str> {
         match &self.inner.engine {
             Engine::Literals(set) => set.members().iter().map(|m| m.label.as_str()).collect(),

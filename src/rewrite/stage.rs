@@ -142,9 +142,11 @@ impl Stage {
         self.abandoned
     }
 
-    /// Whether the rule has replaced at least one match so far.
-    pub(super) fn matched(&self) -> bool {
-        self.matched
+    /// Marks members of a group as done before the first byte: their search is left out.
+    pub(super) fn skip_members(&mut self, skipped: &[bool]) {
+        for (done, &skip) in self.members.done.iter_mut().zip(skipped) {
+            *done |= skip;
+        }
     }
 
     /// The rule's label with the matches it replaced so far (each member of a group of literal rules on

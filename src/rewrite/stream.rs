@@ -46,6 +46,17 @@ impl Rewriter {
         self
     }
 
+    /// Leaves members of groups out of their group's search from the start: `(stage, members)` pairs, a
+    /// stage by its rule's index, its members by a flag each (what the skip table knows finds nothing).
+    pub fn with_members_skipped(mut self, skipped: &[(usize, Vec<bool>)]) -> Rewriter {
+        for (index, members) in skipped {
+            if let Some(stage) = self.stages.get_mut(*index) {
+                stage.skip_members(members);
+            }
+        }
+        self
+    }
+
     /// Gives the page's Content-Security-Policy amendment to the snippet and meta rules.
     pub fn with_page_policy(mut self, page_policy: Arc<PagePolicy>) -> Rewriter {
         for stage in &mut self.stages {
@@ -79,9 +90,10 @@ impl Rewriter {
         self.stages.iter().map(Stage::abandoned).sum()
     }
 
-    /// For each rule, in order: whether it has replaced at least one match so far.
+    /// For each rule, in order, each member of a group on its own: whether it has replaced at least one
+    /// match so far.
     pub fn matched_rules(&self) -> Vec<bool> {
-        self.stages.iter().map(Stage::matched).collect()
+        self.stages.iter().flat_map(Stage::match_counts).map(|(_, count)| count > 0).collect()
     }
 
     /// Each rule's label with the matches it replaced so far, in rule order (each member of a group of
