@@ -17,26 +17,14 @@ impl Rule {
         let mut run: Vec<Literal> = Vec::new();
         let mut regexes: Vec<Rule> = Vec::new();
         let flush = |run: &mut Vec<Literal>, out: &mut Vec<Rule>| {
-            for members in literals::group(std::mem::take(run)) {
-                let label = match &members[..] {
-                    [one] => one.label.clone(),
-                    [first, ..] => format!("{} and {} more literal rules", first.label, members.len() - 1),
-                    [] => continue,
-                };
-                let global = members.iter().any(|m| m.global);
+            for group in literals::group(std::mem::take(run)) {
+                let members = group.members.clone();
                 // Built from sets that built: a group fails only on memory, and then runs as it came.
-                match LiteralSet::new(members.clone()) {
-                    Ok(set) => out.push(Rule {
-                        inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }),
-                        paths: None,
-                    }),
-                    Err(_) => out.extend(members.into_iter().filter_map(|m| {
-                        let (label, global) = (m.label.clone(), m.global);
-                        LiteralSet::new(vec![m]).ok().map(|set| Rule {
-                            inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }),
-                            paths: None,
-                        })
-                    })),
+                match LiteralSet::of_group(group) {
+                    Ok(set) => out.push(Rule::of_literal_set(set)),
+                    Err(_) => out.extend(
+                        members.into_iter().filter_map(|m| LiteralSet::new(vec![m]).ok().map(Rule::of_literal_set)),
+                    ),
                 }
             }
         };
@@ -60,5 +48,16 @@ impl Rule {
         flush(&mut run, &mut out);
         out.extend(regex_groups::group(regexes));
         out
+    }
+
+    /// The rule that runs `set`: a member's label alone, or the first one's and a count.
+    pub(super) fn of_literal_set(set: LiteralSet) -> Rule {
+        let members = set.members();
+        let label = match members {
+            [first, _, ..] => format!("{} and {} more literal rules", first.label, members.len() - 1),
+            _ => members.first().map(|m| m.label.clone()).unwrap_or_default(),
+        };
+        let global = members.iter().any(|m| m.global);
+        Rule { inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }), paths: None }
     }
 }

@@ -142,6 +142,10 @@ pub(super) enum Next {
     Pending(usize),
     /// No match in the data seen so far can start anywhere (or, at the end, no match at all).
     Exhausted,
+    /// Literal rules that share a search must run one after another from this position on, where their
+    /// shared search would differ from the rules in turn (see `literals::group`); bytes from it on are held
+    /// back for them.
+    InTurn(usize),
 }
 
 pub(super) fn is_continuation(byte: u8) -> bool {
@@ -156,4 +160,22 @@ pub(super) fn utf8_width(byte: u8) -> usize {
         0xF0..=0xF4 => 4,
         _ => 1,
     }
+}
+
+/// `bytes[from..to]`, a match or a group; see [`unit_text`] for a rule that works on UTF-16 units.
+pub(super) fn match_text(bytes: &[u8], from: usize, to: usize, units: bool) -> std::borrow::Cow<'_, [u8]> {
+    if units {
+        unit_text(bytes, from, to)
+    } else {
+        std::borrow::Cow::Borrowed(&bytes[from..to])
+    }
+}
+
+/// Writes `bytes[from..to]`, text outside any match; for a rule that works on UTF-16 units, a half of an astral
+/// character cut off by a match at either edge is a lone surrogate (see [`unit_text`]). Returns whether one was
+/// written.
+pub(super) fn emit_plain(out: &mut Vec<u8>, bytes: &[u8], from: usize, to: usize, units: bool) -> bool {
+    let text = match_text(bytes, from, to, units);
+    out.extend_from_slice(&text);
+    matches!(text, std::borrow::Cow::Owned(_))
 }

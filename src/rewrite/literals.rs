@@ -13,6 +13,9 @@
 //! as the rules in turn. [`group`] decides it conservatively; a rule that may interact with one in the
 //! open set starts the next set, in its place.
 
+use std::ops::Range;
+use std::sync::OnceLock;
+
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 
 use super::hay::Next;
@@ -28,17 +31,29 @@ pub(super) struct Literal {
 }
 
 /// Literal rules searched together (one rule alone is a set of one).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct LiteralSet {
     members: Vec<Literal>,
     searcher: Searcher,
     longest: usize,
     /// The needles in order, to tell whether the data's end may start one.
     sorted: Vec<Vec<u8>>,
+    /// For each member (no entry when none has any): where an earlier member's needle may begin inside its
+    /// match, as (offset, member). Only where such a pair is found in the text does the shared search
+    /// differ from the rules in turn (see [`group`]).
+    watch: Vec<Vec<(u32, u32)>>,
+    /// Where the members that must be searched apart begin, after the first: the sets that run in turn
+    /// once a watched pair is found.
+    strict_starts: Vec<usize>,
+    /// Those sets, built when first needed (most bodies never need them) and kept for the next body.
+    in_turn: OnceLock<Result<InTurnSets, String>>,
 }
 
+/// The sets that run in turn in a shared search's place, each with the range of its members.
+pub(super) type InTurnSets = Vec<(Range<usize>, LiteralSet)>;
+
 /// One needle's search (a rule alone, most of them until grouped: no automaton to keep), or many's.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Searcher {
     One(Box<memchr::memmem::Finder<'static>>),
     /// Up to [`PACKED_LIMIT`] needles: Teddy finds and confirms them in one search, with no automaton.
@@ -133,17 +148,33 @@ impl Searcher {
 impl LiteralSet {
     /// `members` must not interact (see [`group`]) and have non-empty needles.
     pub(super) fn new(members: Vec<Literal>) -> Result<LiteralSet, String> {
-        if let [one] = &members[..] {
-            let finder = memchr::memmem::Finder::new(&one.needle).into_owned();
-            let (longest, sorted) = (one.needle.len(), vec![one.needle.clone()]);
-            return Ok(LiteralSet { members, searcher: Searcher::One(Box::new(finder)), longest, sorted });
-        }
-        let needles: Vec<&[u8]> = members.iter().map(|m| &m.needle[..]).collect();
-        let searcher = Searcher::many(&needles)?;
+        LiteralSet::of_group(Group { members, watch: Vec::new(), strict_starts: Vec::new() })
+    }
+
+    /// The set of a [`group`]'s members, which shares one search and watches for the pairs that would
+    /// need the rules in turn.
+    pub(super) fn of_group(group: Group) -> Result<LiteralSet, String> {
+        let Group { members, watch, strict_starts } = group;
+        let searcher = match &members[..] {
+            [one] => Searcher::One(Box::new(memchr::memmem::Finder::new(&one.needle).into_owned())),
+            _ => Searcher::many(&members.iter().map(|m| &m.needle[..]).collect::<Vec<_>>())?,
+        };
         let longest = members.iter().map(|m| m.needle.len()).max().unwrap_or(1);
         let mut sorted: Vec<Vec<u8>> = members.iter().map(|m| m.needle.clone()).collect();
         sorted.sort_unstable();
-        Ok(LiteralSet { members, searcher, longest, sorted })
+        Ok(LiteralSet { members, searcher, longest, sorted, watch, strict_starts, in_turn: OnceLock::new() })
+    }
+
+    /// The sets that run one after another in this set's place once a watched pair is found, each with the
+    /// range of this set's members it holds.
+    pub(super) fn in_turn_sets(&self) -> Result<InTurnSets, String> {
+        let built = self.in_turn.get_or_init(|| {
+            let mut starts = vec![0];
+            starts.extend(&self.strict_starts);
+            starts.push(self.members.len());
+            starts.windows(2).map(|w| Ok((w[0]..w[1], LiteralSet::new(self.members[w[0]..w[1]].to_vec())?))).collect()
+        });
+        built.clone()
     }
 
     pub(super) fn members(&self) -> &[Literal] {
@@ -181,6 +212,9 @@ impl LiteralSet {
                 at = start + 1;
                 continue;
             }
+            if let Some(next) = self.watched(hay, start, member, last, max_match, done) {
+                return (next, member);
+            }
             return (Next::Match { start, end }, member);
         }
         if last {
@@ -192,6 +226,35 @@ impl LiteralSet {
             Some(k) => (Next::Pending(k), 0),
             None => (Next::Exhausted, 0),
         }
+    }
+
+    /// At a match of `member` at `start`: [`Next::InTurn`] where an earlier member's needle begins inside
+    /// it (the rules in turn would replace that one first), [`Next::Pending`] where the data may end
+    /// inside such a needle, `None` where the match stands.
+    fn watched(
+        &self,
+        hay: &[u8],
+        start: usize,
+        member: usize,
+        last: bool,
+        max_match: usize,
+        done: &[bool],
+    ) -> Option<Next> {
+        for &(offset, earlier) in self.watch.get(member)? {
+            let needle = &self.members[earlier as usize].needle;
+            // A match the earlier rule would leave alone (first-match-only and had, or too long) is no threat.
+            if done[earlier as usize] || needle.len() > max_match {
+                continue;
+            }
+            let rest = &hay[start + offset as usize..];
+            if rest.starts_with(needle) {
+                return Some(Next::InTurn(start));
+            }
+            if !last && rest.len() < needle.len() && needle.starts_with(rest) {
+                return Some(Next::Pending(start));
+            }
+        }
+        None
     }
 
     /// Whether `tail` is the start of some needle (shorter than it).
@@ -229,30 +292,66 @@ impl MemberStates {
     }
 }
 
+/// A set of consecutive literal rules that share one search, and what keeps it exact.
+#[derive(Debug)]
+pub(super) struct Group {
+    pub(super) members: Vec<Literal>,
+    /// See [`LiteralSet`]'s field.
+    watch: Vec<Vec<(u32, u32)>>,
+    /// See [`LiteralSet`]'s field.
+    strict_starts: Vec<usize>,
+}
+
 /// A run of consecutive literal rules split into as few sets as the interactions allow (see the module's
-/// doc), the order kept: each rule joins the open set unless it may interact with a rule in it.
-pub(super) fn group(literals: Vec<Literal>) -> Vec<Vec<Literal>> {
-    let earlier = interactions(&literals);
-    let mut groups: Vec<Vec<Literal>> = Vec::new();
+/// doc), the order kept: each rule joins the open set unless it may interact with a rule in it. A later
+/// rule's needle whose end may be where an earlier one's begins (`server` then `rewrite` in
+/// `serverewrite`) does not split the set: the pair is watched, and only a body where it is found runs
+/// the rules in turn from there (see `Next::InTurn`).
+pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
+    let found = interactions(&literals);
+    let mut groups: Vec<Group> = Vec::new();
     // The set each rule went to, to tell whether an earlier rule it may interact with is in the open one.
     let mut group_of: Vec<usize> = Vec::with_capacity(literals.len());
+    // Where the open set's members and its last strict run begin, as rule indexes.
+    let (mut first, mut strict_first) = (0, 0);
     let mut open = false;
     for (index, literal) in literals.into_iter().enumerate() {
         let current = groups.len().wrapping_sub(1);
         let joins = open
-            && match &earlier {
-                Some(earlier) => !earlier[index].iter().any(|&u| group_of[u as usize] == current),
+            && match &found {
+                Some(found) => !found.hard[index].iter().any(|&u| group_of[u as usize] == current),
                 None => false,
             };
         // A removal joins the text around it: no later rule may share its search.
         let ends_group = literal.output.is_empty();
         if joins {
-            groups[current].push(literal);
+            let group = &mut groups[current];
+            let soft = found.as_ref().map_or(&[][..], |found| &found.soft[index][..]);
+            let watched: Vec<(u32, u32)> = soft
+                .iter()
+                .filter(|&&(_, earlier)| earlier as usize >= first)
+                .map(|&(offset, earlier)| (offset, (earlier as usize - first) as u32))
+                .collect();
+            if watched.iter().any(|&(_, earlier)| earlier as usize + first >= strict_first) {
+                strict_first = index;
+                group.strict_starts.push(index - first);
+            }
+            if !watched.is_empty() {
+                group.watch.resize(group.members.len(), Vec::new());
+                group.watch.push(watched);
+            }
+            group.members.push(literal);
         } else {
-            groups.push(vec![literal]);
+            (first, strict_first) = (index, index);
+            groups.push(Group { members: vec![literal], watch: Vec::new(), strict_starts: Vec::new() });
         }
         group_of.push(groups.len() - 1);
         open = !ends_group;
+    }
+    for group in &mut groups {
+        if !group.watch.is_empty() {
+            group.watch.resize(group.members.len(), Vec::new());
+        }
     }
     groups
 }
@@ -261,18 +360,39 @@ pub(super) fn group(literals: Vec<Literal>) -> Vec<Vec<Literal>> {
 /// interact everywhere gains nothing from grouping).
 const MAX_INTERACTIONS: usize = 1 << 20;
 
-/// For each literal, the earlier ones it may interact with: their needles overlap (either way round, one
-/// inside the other included), or the earlier one's replacement overlaps its needle (the later rule would
-/// read what the earlier wrote). `None`: too many to keep.
-fn interactions(literals: &[Literal]) -> Option<Vec<Vec<u32>>> {
+/// For each literal, the earlier ones it may interact with.
+struct Interactions {
+    /// Their needles overlap one inside the other, or the earlier one's replacement overlaps this one's
+    /// needle (this rule would read what the earlier wrote): never in one set.
+    hard: Vec<Vec<u32>>,
+    /// The earlier one's needle may begin inside this one's match, at this offset, and end after it: in
+    /// one set, watched.
+    soft: Vec<Vec<(u32, u32)>>,
+}
+
+/// The interactions of `literals` (see [`Interactions`]); `None`: too many to keep.
+fn interactions(literals: &[Literal]) -> Option<Interactions> {
     let n = literals.len();
     let mut earlier: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut soft: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
     if n < 2 {
-        return Some(earlier);
+        return Some(Interactions { hard: earlier, soft });
     }
     let needles: Vec<&[u8]> = literals.iter().map(|l| &l.needle[..]).collect();
     let outputs: Vec<&[u8]> = literals.iter().map(|l| &l.output[..]).collect();
+    let by_needle = Sorted::new(&needles);
     let mut kept = 0;
+    for (i, soft) in soft.iter_mut().enumerate() {
+        for (offset, j) in by_needle.starting_with_a_suffix_of(needles[i]) {
+            if j < i {
+                kept += 1;
+                soft.push((offset as u32, j as u32));
+            }
+        }
+    }
+    if kept > MAX_INTERACTIONS {
+        return None;
+    }
     // Needles overlap whatever their order; a replacement matters only to the rules after it.
     let mut note = |a: usize, b: usize, symmetric: bool| -> bool {
         let (first, second) = (a.min(b), a.max(b));
@@ -309,29 +429,24 @@ fn interactions(literals: &[Literal]) -> Option<Vec<Vec<u32>>> {
             }
         }
     }
-    // A text's end that is another's start: needle then needle, replacement then needle, needle then
-    // replacement. Two needles that overlap so are kept apart only when the later rule's comes first: where
-    // the earlier rule's needle is the one on the left, the leftmost match is the one that rule order picks.
-    let by_needle = Sorted::new(&needles);
+    // A text's end that is another's start: replacement then needle, needle then replacement (hard), and
+    // needle then needle. Two needles that overlap so interact only when the later rule's comes first (the
+    // earlier rule's match wins in turn though it starts further right); the other way round, the leftmost
+    // match is the one rule order picks.
     let by_output = Sorted::new(&outputs);
     for i in 0..n {
-        for j in by_needle.starting_with_a_suffix_of(needles[i]) {
-            if !note(j, i, false) {
-                return None;
-            }
-        }
-        for j in by_needle.starting_with_a_suffix_of(outputs[i]) {
+        for (_, j) in by_needle.starting_with_a_suffix_of(outputs[i]) {
             if !note(i, j, false) {
                 return None;
             }
         }
-        for j in by_output.starting_with_a_suffix_of(needles[i]) {
+        for (_, j) in by_output.starting_with_a_suffix_of(needles[i]) {
             if !note(j, i, false) {
                 return None;
             }
         }
     }
-    Some(earlier)
+    Some(Interactions { hard: earlier, soft })
 }
 
 fn overlapping_search(patterns: &[&[u8]]) -> Result<AhoCorasick, aho_corasick::BuildError> {
@@ -350,9 +465,10 @@ impl<'a> Sorted<'a> {
         Sorted { texts }
     }
 
-    /// The indexes of the texts that start with a proper, non-empty suffix of `text` and are longer than it
-    /// (a text equal to the suffix lies inside `text`: found by the overlapping search).
-    fn starting_with_a_suffix_of(&self, text: &[u8]) -> Vec<usize> {
+    /// The texts that start with a proper, non-empty suffix of `text` and are longer than it (a text equal
+    /// to the suffix lies inside `text`: found by the overlapping search), as (where the suffix starts,
+    /// index).
+    fn starting_with_a_suffix_of(&self, text: &[u8]) -> Vec<(usize, usize)> {
         let mut found = Vec::new();
         for k in 1..text.len() {
             let suffix = &text[k..];
@@ -362,7 +478,7 @@ impl<'a> Sorted<'a> {
                     .iter()
                     .take_while(|(t, _)| t.starts_with(suffix))
                     .filter(|(t, _)| t.len() > suffix.len())
-                    .map(|(_, i)| *i),
+                    .map(|(_, i)| (k, *i)),
             );
         }
         found
@@ -378,7 +494,13 @@ mod tests {
     }
 
     fn sizes(literals: Vec<Literal>) -> Vec<usize> {
-        group(literals).iter().map(Vec::len).collect()
+        group(literals).iter().map(|group| group.members.len()).collect()
+    }
+
+    /// The sets of each group when its rules run in turn.
+    fn strict_sizes(literals: Vec<Literal>) -> Vec<Vec<usize>> {
+        let sets = group(literals).into_iter().map(|g| LiteralSet::of_group(g).unwrap());
+        sets.map(|set| set.in_turn_sets().unwrap().iter().map(|(range, _)| range.len()).collect()).collect()
     }
 
     #[test]
@@ -394,14 +516,13 @@ mod tests {
         assert_eq!(sizes(vec![lit("old", "mid"), lit("mid", "new"), lit("q", "r")]), [1, 2]);
         // A needle inside another; a suffix of one that starts another.
         assert_eq!(sizes(vec![lit("cat", "1"), lit("concat", "2"), lit("zz", "3")]), [1, 2]);
-        assert_eq!(sizes(vec![lit("cde", "1"), lit("abc", "2"), lit("q", "3")]), [1, 2]);
         // A replacement whose end starts a needle (text written + text after = a match).
         assert_eq!(sizes(vec![lit("k", "xa"), lit("ab", "2"), lit("q", "3")]), [1, 2]);
         // A later needle whose end starts an earlier replacement (text before + text written = a match).
         assert_eq!(sizes(vec![lit("m", "ay"), lit("pa", "1"), lit("q", "3")]), [1, 2]);
         // A pair that may interact is split where the second comes; the rules around it still group.
         assert_eq!(
-            sizes(vec![lit("u", "v"), lit("w", "v"), lit("bcd", "1"), lit("abc", "2"), lit("e", "f"), lit("g", "h")]),
+            sizes(vec![lit("u", "v"), lit("w", "v"), lit("bcd", "1"), lit("bc", "2"), lit("e", "f"), lit("g", "h")]),
             [3, 3]
         );
         // A replacement matters only to the rules after it.
@@ -416,9 +537,9 @@ mod tests {
     #[test]
     fn needles_that_overlap_share_a_search_where_the_earlier_rule_is_on_the_left() {
         // `header` then `rewrite` overlap as `headerewrite`: the leftmost match is `header`'s, the earlier rule's,
-        // as in turn. `server` (later) before `rewrite` would need rule order to beat leftmost: kept apart.
+        // as in turn.
         assert_eq!(sizes(vec![lit("header", "H"), lit("rewrite", "W"), lit("rust", "R"), lit("stream", "S")]), [4]);
-        assert_eq!(sizes(vec![lit("rewrite", "W"), lit("server", "V")]), [1, 1]);
+        assert_eq!(strict_sizes(vec![lit("header", "H"), lit("rewrite", "W")]), [[2]]);
         let set = LiteralSet::new(vec![lit("header", "H"), lit("rewrite", "W")]).unwrap();
         let mut abandoned = 0;
         assert!(matches!(
@@ -429,6 +550,27 @@ mod tests {
         assert!(matches!(
             set.next_match(b"headerewrite", 0, true, 100, &[true, false], &mut abandoned),
             (Next::Match { start: 5, end: 12 }, 1)
+        ));
+    }
+
+    #[test]
+    fn a_later_needle_that_may_end_where_an_earlier_one_begins_is_watched() {
+        // `server` (later) before `rewrite`: in turn `rewrite` wins, the leftmost search would pick `server`.
+        let rules = || vec![lit("rewrite", "W"), lit("q", "Q"), lit("server", "V")];
+        assert_eq!(sizes(rules()), [3]);
+        assert_eq!(strict_sizes(rules()), [[2, 1]]);
+        let set = LiteralSet::of_group(group(rules()).remove(0)).unwrap();
+        let next = |hay: &[u8], last: bool| set.next_match(hay, 0, last, 100, &[false; 3], &mut 0).0;
+        // Alone, `server` stands; followed by `ewrite` the pair is found and the rules must run in turn.
+        assert!(matches!(next(b"a server b", true), Next::Match { start: 2, end: 8 }));
+        assert!(matches!(next(b"a serverewrite", true), Next::InTurn(2)));
+        // The data may end inside the pair: held from `server` on until it is known.
+        assert!(matches!(next(b"a serverew", false), Next::Pending(2)));
+        assert!(matches!(next(b"a serverew", true), Next::Match { start: 2, end: 8 }));
+        // An earlier rule that is done (first match only) is no threat.
+        assert!(matches!(
+            set.next_match(b"a serverewrite", 0, true, 100, &[true, false, false], &mut 0).0,
+            Next::Match { start: 2, end: 8 }
         ));
     }
 

@@ -396,7 +396,7 @@ mod tests {
         for cut in 0..text.len() {
             // The first part as a stage sees it before the rest arrives: what it may emit is settled.
             let settled = match swap.next_match(&text[..cut], None, 0, false) {
-                Next::Match { start, .. } | Next::Pending(start) => start,
+                Next::Match { start, .. } | Next::Pending(start) | Next::InTurn(start) => start,
                 Next::Exhausted => cut,
             };
             assert_eq!(&whole[..settled], &text[..settled], "cut at {cut}: bytes emitted early must be final");

@@ -11,7 +11,8 @@ use regex_automata::util::captures::Captures;
 use regex_automata::{Anchored, Input, PatternID};
 
 use super::hay::{
-    char_start, low_half, push_surrogate, resolve_surrogates, surrogates_of, unit_text, utf8_width, Hay, Next,
+    char_start, emit_plain, low_half, match_text, push_surrogate, resolve_surrogates, surrogates_of, utf8_width, Hay,
+    Next,
 };
 use std::sync::Arc;
 
@@ -28,11 +29,11 @@ const LINK_LOOK_BEHIND: usize = 32;
 
 /// One rule's streaming state.
 pub(super) struct Stage {
-    rule: Rule,
-    local_host: String,
-    max_match: usize,
+    pub(super) rule: Rule,
+    pub(super) local_host: String,
+    pub(super) max_match: usize,
     /// Bytes held back from earlier chunks: they may still belong to a match.
-    held: Vec<u8>,
+    pub(super) held: Vec<u8>,
     /// The byte before `held` (or before the next chunk when nothing is held).
     before: Option<u8>,
     /// The link rewrite's look-behind: the last [`LINK_LOOK_BEHIND`] bytes before `held`, where a
@@ -60,17 +61,17 @@ pub(super) struct Stage {
     /// The captures search's state, for each member of a group of regex rules (one for a rule on its own),
     /// made when first needed.
     captures: Vec<Option<(Captures, regex_automata::meta::Cache)>>,
-    abandoned: u64,
+    pub(super) abandoned: u64,
     /// Some match was replaced (what the skip table remembers, see `crate::skip`).
-    matched: bool,
+    pub(super) matched: bool,
     /// Matches replaced so far (the request log and `stats()`'s per-rule counters).
-    matches: u64,
+    pub(super) matches: u64,
     /// The request and response shown to a replacement function.
     pub(super) exchange: Option<Arc<Exchange>>,
     /// The page's Content-Security-Policy amendment: the snippet and meta rules write with it.
     pub(super) page_policy: Option<Arc<PagePolicy>>,
     /// A group of literal or regex rules: each member's state, and the member of the match being replaced.
-    members: MemberStates,
+    pub(super) members: MemberStates,
     /// The stage has a next one, which may read its input in place of an unchanged output.
     pub(super) pass_on_unchanged: bool,
     /// Set by a call that replaced nothing in a chunk it searched in place: its output is the chunk's
@@ -79,6 +80,8 @@ pub(super) struct Stage {
     /// The view of the hay that a rule's automata read (lines rules, `RegexRule::low_view`), reused across
     /// chunks.
     view: Vec<u8>,
+    /// Literal rules that shared a search must run in turn from the held bytes on (see `in_turn`).
+    pub(super) in_turn: bool,
 }
 
 impl Stage {
@@ -124,6 +127,7 @@ impl Stage {
             pass_on_unchanged: false,
             unchanged: None,
             view: Vec::new(),
+            in_turn: false,
         }
     }
 
@@ -371,6 +375,12 @@ impl Stage {
                     self.search_from = at;
                     return Ok(at);
                 }
+                Next::InTurn(at) => {
+                    // Held from `at` for the rules in turn, which take this stage's place (`in_turn`).
+                    self.in_turn = true;
+                    self.search_from = at;
+                    return Ok(at);
+                }
                 Next::Exhausted => {
                     self.search_from = len;
                     self.done |= last;
@@ -578,22 +588,4 @@ impl Stage {
         }
         Ok(())
     }
-}
-
-/// `bytes[from..to]`, a match or a group; see [`unit_text`] for a rule that works on UTF-16 units.
-fn match_text(bytes: &[u8], from: usize, to: usize, units: bool) -> std::borrow::Cow<'_, [u8]> {
-    if units {
-        unit_text(bytes, from, to)
-    } else {
-        std::borrow::Cow::Borrowed(&bytes[from..to])
-    }
-}
-
-/// Writes `bytes[from..to]`, text outside any match; for a rule that works on UTF-16 units, a half of an astral
-/// character cut off by a match at either edge is a lone surrogate (see [`unit_text`]). Returns whether one was
-/// written.
-fn emit_plain(out: &mut Vec<u8>, bytes: &[u8], from: usize, to: usize, units: bool) -> bool {
-    let text = match_text(bytes, from, to, units);
-    out.extend_from_slice(&text);
-    matches!(text, std::borrow::Cow::Owned(_))
 }

@@ -67,12 +67,39 @@ impl Rewriter {
 
     /// Feeds the next chunk; appends what is final to `out`.
     pub fn push(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), ReplaceError> {
-        feed(&mut self.stages, &mut self.outputs, input, false, out)
+        feed(&mut self.stages, &mut self.outputs, input, false, out)?;
+        self.run_in_turn(false, out)
     }
 
     /// Ends the body; appends everything still held back, rewritten, to `out`.
     pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
-        feed(&mut self.stages, &mut self.outputs, &[], true, out)
+        feed(&mut self.stages, &mut self.outputs, &[], true, out)?;
+        self.run_in_turn(true, out)
+    }
+
+    /// Puts the rules in turn in the place of a stage of literal rules whose shared search stopped where
+    /// it would differ from them (see `in_turn`), and runs the bytes it held through them and the rest.
+    fn run_in_turn(&mut self, last: bool, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
+        while let Some(index) = self.stages.iter().position(Stage::wants_in_turn) {
+            let in_turn = self.stages.remove(index).into_in_turn()?;
+            self.stages.splice(index..index, in_turn);
+            self.outputs.resize_with(self.stages.len().saturating_sub(1), Vec::new);
+            feed(&mut self.stages[index..], &mut self.outputs[index..], &[], last, out)?;
+        }
+        Ok(())
+    }
+
+    /// The stages the rules run as now (more than at the start once rules went in turn).
+    #[cfg(test)]
+    pub(super) fn stage_count(&self) -> usize {
+        self.stages.len()
+    }
+
+    /// A whole body in one push and the end, its output dropped.
+    #[cfg(test)]
+    pub(super) fn finish_with(&mut self, input: &[u8]) {
+        let mut out = Vec::new();
+        self.push(input, &mut out).and_then(|()| self.finish(&mut out)).expect("rewrite");
     }
 
     /// Whether some rule replaces through a function: then a step may wait on another thread.
@@ -128,6 +155,8 @@ fn feed(
     // Rewriting rarely grows a body much: one allocation instead of repeated doubling.
     output.reserve(input.len() + input.len() / 8);
     let untouched = stage.process(input, last, output)?;
+    // A stage that gives way to its rules in turn holds bytes for them: the body has not ended after it yet.
+    let last = last && !stage.wants_in_turn();
     if let Some(upto) = stage.take_unchanged() {
         return feed(later, later_outputs, &input[..upto], last, out);
     }
@@ -150,5 +179,6 @@ pub fn rewrite_bytes(
     let mut out = Vec::with_capacity(input.len() + input.len() / 8);
     // One call with the end known: the scan stays linear whatever the rules.
     feed(&mut rewriter.stages, &mut rewriter.outputs, input, true, &mut out)?;
+    rewriter.run_in_turn(true, &mut out)?;
     Ok(out)
 }

@@ -1150,21 +1150,33 @@ fn seeded_literal_rule_sets_group_and_equal_the_rules_in_turn() {
     let word = |len: usize, next: &mut dyn FnMut(usize) -> usize| -> String {
         (0..len).map(|_| (b'a' + next(12) as u8) as char).collect()
     };
-    let (mut cases, mut merged) = (0, 0);
+    let (mut cases, mut merged, mut in_turn) = (0, 0, 0);
     // LITERAL_CASES=N runs a longer search locally.
     let rounds = std::env::var("LITERAL_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1500);
     for _ in 0..rounds {
         let count = 2 + next(12);
         let specs: Vec<(String, String, bool)> = (0..count)
             .map(|_| {
-                let needle = word(3 + next(4), &mut next);
+                // A few needles of three letters only, which overlap each other's ends often.
+                let needle = if next(6) == 0 {
+                    (0..3 + next(3)).map(|_| (b'a' + next(3) as u8) as char).collect()
+                } else {
+                    word(3 + next(4), &mut next)
+                };
                 // Mostly letters no needle has (independent rules), sometimes the needles' own (chains).
                 let output = word(next(5), &mut next);
                 let output = if next(4) == 0 { output } else { output.to_uppercase() };
                 (needle, output, next(4) != 0)
             })
             .collect();
-        let input = word(next(400), &mut next);
+        // Random letters, or the needles themselves run together (where pairs meet).
+        let input = if next(2) == 0 {
+            word(next(400), &mut next)
+        } else {
+            (0..next(40))
+                .map(|_| if next(4) == 0 { word(1 + next(3), &mut next) } else { specs[next(count)].0.clone() })
+                .collect()
+        };
         let rules = literal_rules(&specs);
         let grouped = Rule::grouped(&rules);
         cases += 1;
@@ -1188,8 +1200,13 @@ fn seeded_literal_rule_sets_group_and_equal_the_rules_in_turn() {
             String::from_utf8(chunked(input.as_bytes(), &grouped, &cuts, DEFAULT_MAX_MATCH_BYTES)).unwrap(),
             expected
         );
+        // Whether a watched pair sent the rules in turn (a stage gave way to more).
+        let mut rewriter = Rewriter::new(&grouped, "local:3000", DEFAULT_MAX_MATCH_BYTES);
+        rewriter.finish_with(input.as_bytes());
+        in_turn += usize::from(rewriter.stage_count() > grouped.len());
     }
     assert!(merged * 5 >= cases, "only {merged} of {cases} rule sets shared a search");
+    assert!(in_turn * 200 >= cases, "only {in_turn} of {cases} bodies ran rules in turn after a shared search");
 }
 
 #[test]
@@ -1218,4 +1235,27 @@ fn a_pattern_whose_automaton_costs_too_much_work_is_refused_by_that_bound() {
     for fine in [r"\b(?:\w+\s+){100}", "[a-z]{5000}", r"<img[^>]+tracker\.example[^>]*>"] {
         assert_eq!(text(fine), "", "{fine}");
     }
+}
+
+#[test]
+fn a_watched_pair_sends_the_rules_in_turn_from_there_with_counts_kept() {
+    let specs: Vec<(String, String, bool)> = [("rewrite", "W"), ("q", "Q"), ("server", "V")]
+        .iter()
+        .map(|(needle, output)| (needle.to_string(), output.to_string(), true))
+        .collect();
+    let grouped = Rule::grouped(&literal_rules(&specs));
+    assert_eq!(grouped.len(), 1, "one shared search");
+    let input = "q server q serverewrite server rewrite q";
+    let expected = replace_in_turn(input, &specs);
+    assert_eq!(expected, "Q V Q serveW V W Q");
+    assert_eq!(whole(input, &grouped), expected);
+    for cut in 0..=input.len() {
+        let out = chunked(input.as_bytes(), &grouped, &[cut], DEFAULT_MAX_MATCH_BYTES);
+        assert_eq!(String::from_utf8(out).unwrap(), expected, "cut at {cut}");
+    }
+    let mut rewriter = Rewriter::new(&grouped, "local:3000", DEFAULT_MAX_MATCH_BYTES);
+    rewriter.finish_with(input.as_bytes());
+    assert_eq!(rewriter.stage_count(), 2, "the shared search gave way to the rules in turn");
+    let counts: Vec<u64> = rewriter.match_counts().map(|(_, n)| n).collect();
+    assert_eq!(counts, [2, 3, 2], "each rule's matches, before and after the pair");
 }
