@@ -103,4 +103,27 @@ function generateHtml(host, size, token) {
   return parts.join('');
 }
 
-module.exports = { generateHtml };
+/**
+ * Workload 14's page (benches/rules.rs's `words_page`, plus a few tracking attributes): at least `size` bytes
+ * of HTML whose text is mostly the 17 words of benches/lib/many-rules.js (each ~610 times in 100 KiB),
+ * every other one followed by a short filler word, a link to `host` closing every paragraph of 40 words,
+ * and every 25th paragraph carrying a `data-tracking-I="..."` attribute that one of the rules removes.
+ */
+function generateWordsHtml(host, size) {
+  const { WORDS: words, TRACKING_IN_PAGE: tracking } = require('./many-rules');
+  const filler = ['the', 'a', 'of', 'and', 'to', 'in', 'is'];
+  let page = '<!doctype html><html><head><title>words</title></head><body class="page">\n<p>';
+  let paragraph = 0;
+  for (let i = 0; page.length < size; i++) {
+    page += `${words[(i * 7) % words.length]} `;
+    if (i % 2 === 1) page += `${filler[i % filler.length]} `;
+    if (i % 40 === 39) {
+      paragraph++;
+      const attr = paragraph % 25 === 0 ? ` data-tracking-${tracking[(paragraph / 25) % tracking.length]}="p${paragraph}"` : '';
+      page += `<a href="http://${host}/p/${i}">more</a></p>\n<p${attr}>`;
+    }
+  }
+  return `${page}</p></body></html>\n`;
+}
+
+module.exports = { generateHtml, generateWordsHtml };

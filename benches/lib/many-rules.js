@@ -9,6 +9,13 @@
 // except two that match: one removes ` loading="lazy"` from the images, one rewrites `sku-123`/`ticket-456`.
 // No rule touches the upstream's host, `<body` or the snippet, so the link rewrite and the snippet work
 // as in workload 1.
+//
+// Workload 14 (issue 51 item 2, a realistic list that matches often; `benches/rules.rs`'s `word_rules`):
+// `wordRules()` / `wordRulesNginx()`, 83 literal host names `old-I.example.org` -> `new-I.example.net` (never
+// in the page), the 17 `WORDS` each replaced by its uppercase form (a global regex of the escaped word; each
+// found ~610 times in the words page of benches/lib/html.js, `generateWordsHtml`), then 20 removals
+// ` data-tracking-I="[^"]*"` -> '' (three of which match the page a few times). The snippet goes in before
+// the user rules (Browsersync's order), so its `browser` and `client` come out uppercase too.
 
 /** Literals of the page (counts on the 100 KB page in parentheses), non-overlapping with each other. */
 const PAGE_LITERALS = [
@@ -54,10 +61,7 @@ function ruleSpecs({ literals = 100, regexes = 20 } = {}) {
 
 /** The rules for devproxy-native's `rewriteRules`: `{ match: RegExp (global), replace: string }`. */
 function manyRules(opts) {
-  return ruleSpecs(opts).map((r) => ({
-    match: new RegExp(r.kind === 'literal' ? escapeRegExp(r.text) : r.source, 'g'),
-    replace: r.replace,
-  }));
+  return ruleSpecs(opts).map(toRule);
 }
 
 /**
@@ -65,8 +69,40 @@ function manyRules(opts) {
  * (a fixed string without `r`) and `subs_filter 'data-track-0="[^"]*"' '' gr;` (PCRE with `r`).
  */
 function manyRulesNginx(opts) {
-  const q = (s) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-  return ruleSpecs(opts).map((r) => (r.kind === 'literal' ? `subs_filter ${q(r.text)} ${q(r.replace)} g;` : `subs_filter ${q(r.source)} ${q(r.replace)} gr;`));
+  return ruleSpecs(opts).map(toNginx);
 }
 
-module.exports = { manyRules, manyRulesNginx, ruleSpecs };
+/**
+ * Common words that overlap at their ends (`rust`/`stream`, `header`/`rewrite`, `domain`/`node`), as a real
+ * rule list's do (issue 51); the same list as `WORDS` in benches/rules.rs.
+ */
+const WORDS = [
+  'header', 'rewrite', 'rust', 'stream', 'domain', 'node', 'proxy', 'server', 'client', 'cache', 'engine', 'browser',
+  'module', 'request', 'response', 'token', 'static',
+];
+/** The removals (by index I of `data-tracking-I`) whose attribute the words page carries a few times. */
+const TRACKING_IN_PAGE = [3, 11, 17];
+
+/** Workload 14's rules as data, in order (the shape of `ruleSpecs`): 83 hosts, the 17 words, 20 removals. */
+function wordRuleSpecs() {
+  const out = [];
+  for (let i = 0; i < 83; i++) out.push({ kind: 'literal', text: `old-${i}.example.org`, replace: `new-${i}.example.net` });
+  for (const word of WORDS) out.push({ kind: 'literal', text: word, replace: word.toUpperCase() });
+  for (let i = 0; i < 20; i++) out.push({ kind: 'regex', source: ` data-tracking-${i}="[^"]*"`, replace: '' });
+  return out;
+}
+
+/** A rule spec for devproxy-native's `rewriteRules`: a global RegExp (literals escaped). */
+const toRule = (r) => ({ match: new RegExp(r.kind === 'literal' ? escapeRegExp(r.text) : r.source, 'g'), replace: r.replace });
+/** A rule spec as an nginx directive: a fixed string without `r` (literals), PCRE with `r` (regexes). */
+function toNginx(r) {
+  const q = (s) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  return r.kind === 'literal' ? `subs_filter ${q(r.text)} ${q(r.replace)} g;` : `subs_filter ${q(r.source)} ${q(r.replace)} gr;`;
+}
+
+/** Workload 14's rules for devproxy-native's `rewriteRules`. */
+const wordRules = () => wordRuleSpecs().map(toRule);
+/** Workload 14's rules as nginx `subs_filter` directives. */
+const wordRulesNginx = () => wordRuleSpecs().map(toNginx);
+
+module.exports = { manyRules, manyRulesNginx, ruleSpecs, wordRules, wordRulesNginx, wordRuleSpecs, WORDS, TRACKING_IN_PAGE };

@@ -7,6 +7,8 @@
 //                 joining strings and encoding them cost ~400 µs of the CPU the contenders share)
 //   /page-br.html the same page, brotli quality 11 (lgwin 22, what CDNs send) to clients that accept br,
 //                 compressed once; gzip -6 or identity to the others
+//   /words.html   ~100 KB HTML of mostly 17 common words (~10,000 matches of workload 14's rules), links
+//                 to this server, gzip level 6, compressed once
 //   /image.png    50 KB of random bytes, image/png, never compressed
 //   /big.html     ~20 MB HTML, compressed once (level 6), streamed in 64 KiB writes without Content-Length
 //   /sse?n=N&every=MS  N Server-Sent Events, each carrying process.hrtime.bigint() (CLOCK_MONOTONIC, the
@@ -16,7 +18,7 @@
 const http = require('node:http');
 const zlib = require('node:zlib');
 const crypto = require('node:crypto');
-const { generateHtml } = require('./html');
+const { generateHtml, generateWordsHtml } = require('./html');
 
 const PAGE_BYTES = 100 * 1024;
 const BIG_BYTES = 20 * 1024 * 1024;
@@ -34,6 +36,8 @@ server.listen(0, '127.0.0.1', () => {
   const pageBr = zlib.brotliCompressSync(page, {
     params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_LGWIN]: 22, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: page.length },
   });
+  const words = Buffer.from(generateWordsHtml(host, PAGE_BYTES));
+  const wordsGz = zlib.gzipSync(words, { level: 6 });
   const uniqueParts = generateHtml(host, PAGE_BYTES, '\u0000').split('\u0000');
   // Tokens have a fixed length (pid, zero-padded counter, random hex), so every page has the same
   // layout: the template's slots are where each token goes.
@@ -81,6 +85,12 @@ server.listen(0, '127.0.0.1', () => {
       case '/page.html': {
         const gz = wantsGzip(req);
         const body = gz ? pageGz : page;
+        res.writeHead(200, { ...html, ...(gz && { 'content-encoding': 'gzip' }), vary: 'Accept-Encoding', 'content-length': body.length });
+        return res.end(body);
+      }
+      case '/words.html': {
+        const gz = wantsGzip(req);
+        const body = gz ? wordsGz : words;
         res.writeHead(200, { ...html, ...(gz && { 'content-encoding': 'gzip' }), vary: 'Accept-Encoding', 'content-length': body.length });
         return res.end(body);
       }
@@ -144,6 +154,8 @@ server.listen(0, '127.0.0.1', () => {
       page: page.length,
       pageGz: pageGz.length,
       pageBr: pageBr.length,
+      words: words.length,
+      wordsGz: wordsGz.length,
       unique: uniqueTemplate.length,
       // What one unique page costs on the wire from the upstream.
       uniqueGz: zlib.gzipSync(uniquePage(makeToken(0)), { level: 1 }).length,
