@@ -240,17 +240,23 @@ impl LiteralSet {
         max_match: usize,
         done: &[bool],
     ) -> Option<Next> {
-        for &(offset, earlier) in self.watch.get(member)? {
+        let watch = self.watch.get(member)?;
+        let end = start + self.members[member].needle.len();
+        for &(offset, earlier) in watch {
             let needle = &self.members[earlier as usize].needle;
             // A match the earlier rule would leave alone (first-match-only and had, or too long) is no threat.
             if done[earlier as usize] || needle.len() > max_match {
                 continue;
             }
-            let rest = &hay[start + offset as usize..];
-            if rest.starts_with(needle) {
+            // The pair overlaps in this match's own bytes (so it was found): only what follows it is left to compare.
+            let (after, wanted) = (&hay[end..], &needle[end - start - offset as usize..]);
+            if after.first().is_some_and(|&byte| byte != wanted[0]) {
+                continue;
+            }
+            if after.starts_with(wanted) {
                 return Some(Next::InTurn(start));
             }
-            if !last && rest.len() < needle.len() && needle.starts_with(rest) {
+            if !last && after.len() < wanted.len() && wanted.starts_with(after) {
                 return Some(Next::Pending(start));
             }
         }
