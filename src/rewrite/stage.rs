@@ -62,8 +62,6 @@ pub(super) struct Stage {
     /// made when first needed.
     captures: Vec<Option<(Captures, regex_automata::meta::Cache)>>,
     pub(super) abandoned: u64,
-    /// Some match was replaced (what the skip table remembers, see `crate::skip`).
-    pub(super) matched: bool,
     /// Matches replaced so far (the request log and `stats()`'s per-rule counters).
     pub(super) matches: u64,
     /// The request and response shown to a replacement function.
@@ -119,7 +117,6 @@ impl Stage {
             counted: 0,
             captures,
             abandoned: 0,
-            matched: false,
             matches: 0,
             exchange: None,
             page_policy: None,
@@ -354,7 +351,6 @@ impl Stage {
                         Some(global) => Some(global),
                         None => None,
                     };
-                    self.matched = true;
                     self.matches += 1;
                     self.surrogates |= emit_plain(out, hay.bytes, self.emitted, start, units);
                     self.replace(hay, start, end, out)?;
