@@ -46,7 +46,16 @@ pub(super) fn uses_lines(hir: &Hir) -> bool {
 /// Writes the view of `text` into `view` (cleared first).
 pub(super) fn line_view(text: &[u8], view: &mut Vec<u8>) {
     view.clear();
+    extend_line_view(text, view);
+}
+
+/// Appends the view of `text` to `view`. The view of what comes before `text` is not touched: a stream
+/// appends each chunk's view to the held bytes' as long as they end where the view is known, at a
+/// [`settled_len`] (no U+2028 starts before `text` and ends inside it).
+pub(super) fn extend_line_view(text: &[u8], view: &mut Vec<u8>) {
+    let base = view.len();
     view.extend_from_slice(text);
+    let view = &mut view[base..];
     for at in memchr::memchr3_iter(b'\r', 0xE2, LINE_TERMINATOR, text) {
         match text[at] {
             b'\r' => view[at] = LINE_TERMINATOR,

@@ -11,9 +11,10 @@
 //! telling whether two regular languages' matches can overlap); `hay` holds what every search works on and
 //! answers with; `search` is one regex search's candidates and anchored runs; `next_match` is a regex rule's
 //! search for its next final match; `sweep` settles many pending starts in one pass; `stream` runs the rules'
-//! stages over a body in chunks; `stage` is one rule's state between chunks, with `replacement` and `links`
-//! writing what replaces a match; `origins` is the table of an origin's written forms and the matcher that
-//! swaps origins in all of them (both ways: JSON answers out, what the browser sends in).
+//! stages over a body in chunks; `stage` is one rule's state between chunks (`view`: its automata's view of
+//! the held bytes), with `replacement` and `links` writing what replaces a match; `origins` is the table of
+//! an origin's written forms and the matcher that swaps origins in all of them (both ways: JSON answers
+//! out, what the browser sends in).
 
 mod grouped;
 mod hay;
@@ -33,6 +34,7 @@ mod search;
 mod stage;
 mod stream;
 mod sweep;
+mod view;
 
 pub use crate::error::{ReplaceError, RuleError};
 pub use origins::{Forms, OriginSwap};

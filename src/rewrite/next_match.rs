@@ -9,7 +9,7 @@ use regex_automata::{Anchored, PatternID};
 
 use super::hay::Next;
 use super::rule::Dfa;
-use super::search::{Attempt, RegexSearch};
+use super::search::{Attempt, RegexSearch, Run};
 use super::sweep::Sweep;
 
 /// How the unanchored scan from one position ends.
@@ -28,14 +28,26 @@ enum Scan {
 
 impl RegexSearch<'_> {
     /// The next match from `from` once it is final, or where the bytes that may still belong to one start.
+    #[cfg(test)]
     pub(super) fn next_match(&self, from: usize, abandoned: &mut u64) -> Next {
+        self.next_match_resumed(from, abandoned, &mut None)
+    }
+
+    /// [`RegexSearch::next_match`] going on from `run`, the anchored run from `from` as far as the last
+    /// search read it, when there is one; `run` is left as the run of the start this search returns as
+    /// pending (if it found that start by an anchored run), else `None`.
+    pub(super) fn next_match_resumed(&self, from: usize, abandoned: &mut u64, run: &mut Option<Run>) -> Next {
+        if let Some(resumed) = run.take().filter(|r| r.start == from).and_then(|r| self.resume(r)) {
+            *run = Some(resumed);
+            return Next::Pending(from);
+        }
         let hay = self.hay;
         let mut from = from;
         loop {
             let (end, died, pattern) = match self.scan_forward(from) {
                 Scan::Match { end, died, pattern } => (end, died, pattern),
                 Scan::NoMatch => return Next::Exhausted,
-                Scan::Undecided => return self.pending_start(from, abandoned),
+                Scan::Undecided => return self.pending_start(from, abandoned, run),
             };
             let start = self.match_start(from, end, pattern);
             if !hay.can_start(start, self.re.units) {
@@ -157,7 +169,7 @@ impl RegexSearch<'_> {
     /// alive (everything before it can go out), or a match that became final meanwhile. Trying the
     /// candidates one by one is cheapest when their runs are short; once that has cost more than a
     /// few steps per byte, the sweep settles the rest in one pass.
-    fn pending_start(&self, from: usize, abandoned: &mut u64) -> Next {
+    fn pending_start(&self, from: usize, abandoned: &mut u64, run: &mut Option<Run>) -> Next {
         let (dfa, bytes) = (&self.re.dfa, self.hay.view);
         let len = bytes.len();
         let mut from = from;
@@ -190,7 +202,10 @@ impl RegexSearch<'_> {
             }
             match self.attempt(at, &mut steps) {
                 Attempt::Match(end) => return Next::Match { start: at, end },
-                Attempt::Alive => return Next::Pending(at),
+                Attempt::Alive(state) => {
+                    *run = Some(Run { start: at, state, read_to: len });
+                    return Next::Pending(at);
+                }
                 Attempt::Abandoned => *abandoned += 1,
                 Attempt::NoMatch => {}
             }
@@ -231,7 +246,7 @@ pub(super) fn first_viable_three_ways(
             }
             match search.attempt(candidate, &mut 0) {
                 Attempt::Match(end) => return (Next::Match { start: candidate, end }, abandoned),
-                Attempt::Alive => return (Next::Pending(candidate), abandoned),
+                Attempt::Alive(_) => return (Next::Pending(candidate), abandoned),
                 Attempt::Abandoned => abandoned += 1,
                 Attempt::NoMatch => {}
             }

@@ -3,6 +3,7 @@
 //! and the one-pass [`super::sweep`] settle starts by.
 
 use regex_automata::dfa::Automaton;
+use regex_automata::util::primitives::StateID;
 use regex_automata::Span;
 
 use super::hay::Hay;
@@ -43,8 +44,8 @@ pub(super) enum Attempt {
     /// A final match ending here.
     Match(usize),
     NoMatch,
-    /// Still alive at the end of the data: more input decides.
-    Alive,
+    /// Still alive at the end of the data, in this state: more input decides.
+    Alive(StateID),
     /// Alive after `max_match` bytes: given up on, its bytes stay as they are.
     Abandoned,
 }
@@ -94,12 +95,55 @@ impl RegexSearch<'_> {
             return Attempt::Abandoned;
         }
         if !last {
-            return Attempt::Alive;
+            return Attempt::Alive(state);
         }
         state = dfa.next_eoi_state(state);
         if dfa.is_match_state(state) {
             found = Some(hay.len());
         }
         found.map_or(Attempt::NoMatch, Attempt::Match)
+    }
+}
+
+/// The anchored run from the start a stage holds back from (a [`super::hay::Next::Pending`] start), as far
+/// as it has read: the next chunk goes on from there instead of reading the held bytes again, which made
+/// tiny chunks cost `held * chunks` (a 128 KiB page whose `<body` never closes took seconds in 16-byte
+/// chunks). Positions are the hay's.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Run {
+    pub(super) start: usize,
+    /// The DFA's state after reading `view[start..read_to]`.
+    pub(super) state: StateID,
+    pub(super) read_to: usize,
+}
+
+impl Run {
+    /// The run in a hay whose first `written` bytes are written out (it starts no earlier).
+    pub(super) fn after_written(self, written: usize) -> Option<Run> {
+        let start = self.start.checked_sub(written)?;
+        Some(Run { start, read_to: self.read_to - written, ..self })
+    }
+}
+
+impl RegexSearch<'_> {
+    /// `run` read on to the end of the data: `Some` with its new end while it is still alive within the cap
+    /// (the start stays pending: every earlier start was settled before), `None` when it died, or outgrew the
+    /// cap, or the data ends (then the full search decides, as it would have without `run`).
+    pub(super) fn resume(&self, run: Run) -> Option<Run> {
+        let dfa = &self.re.dfa;
+        let hay = self.hay.view;
+        let limit = run.start.saturating_add(self.max_match).saturating_add(1);
+        let end = hay.len().min(limit);
+        if self.last || run.read_to > end || end == limit {
+            return None;
+        }
+        let mut state = run.state;
+        for &byte in &hay[run.read_to..end] {
+            state = dfa.next_state(state, byte);
+            if dfa.is_special_state(state) && (dfa.is_dead_state(state) || dfa.is_quit_state(state)) {
+                return None;
+            }
+        }
+        Some(Run { start: run.start, state, read_to: end })
     }
 }

@@ -19,7 +19,8 @@ use std::sync::Arc;
 use super::literals::MemberStates;
 use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
 use super::rule::{Engine, GroupFinder, Rule};
-use super::search::RegexSearch;
+use super::search::{RegexSearch, Run};
+use super::view::HeldView;
 use super::{lines, links};
 use crate::csp::PagePolicy;
 use crate::error::ReplaceError;
@@ -75,9 +76,11 @@ pub(super) struct Stage {
     /// Set by a call that replaced nothing in a chunk it searched in place: its output is the chunk's
     /// first bytes, up to here (the rest is held), and was not copied.
     unchanged: Option<usize>,
-    /// The view of the hay that a rule's automata read (lines rules, `RegexRule::low_view`), reused across
-    /// chunks.
-    view: Vec<u8>,
+    /// The view of the hay that a rule's automata read (lines rules, `RegexRule::low_view`), kept for the
+    /// held bytes.
+    view: HeldView,
+    /// A regex rule's anchored run from the start it holds back from, as far as read (`search::Run`).
+    run: Option<Run>,
     /// Literal rules that shared a search must run in turn from the held bytes on (see `in_turn`).
     pub(super) in_turn: bool,
 }
@@ -123,7 +126,8 @@ impl Stage {
             members,
             pass_on_unchanged: false,
             unchanged: None,
-            view: Vec::new(),
+            view: HeldView::default(),
+            run: None,
             in_turn: false,
         }
     }
@@ -200,24 +204,27 @@ impl Stage {
         result
     }
 
-    /// [`Stage::process_halves`] with `view` as the buffer of the rule's view of the hay, if it has one.
+    /// [`Stage::process_halves`] with `view`, the rule's view of the hay if it has one.
     fn process_viewed(
         &mut self,
         input: &[u8],
         last: bool,
         out: &mut Vec<u8>,
-        view: &mut Vec<u8>,
+        view: &mut HeldView,
     ) -> Result<usize, ReplaceError> {
         if self.done {
             out.extend_from_slice(&self.held);
             self.held.clear();
+            self.forget_held(view);
             return Ok(0);
         }
         let wrote_before = !out.is_empty();
         let mut held = std::mem::take(&mut self.held);
         // With nothing held the chunk is searched where it lies; otherwise it joins the held bytes.
         let in_place = held.is_empty();
-        if !in_place {
+        if in_place {
+            self.forget_held(view);
+        } else {
             held.extend_from_slice(input);
         }
         let data = if in_place { input } else { &held[..] };
@@ -225,32 +232,27 @@ impl Stage {
             Engine::Regex(re) => re.low_view.as_ref(),
             Engine::Links(_) | Engine::Origins(_) | Engine::Literals(_) => None,
         };
-        let hay = if self.lines() {
-            // The end of a U+2028 may still be on its way: until then its first bytes are held.
-            let data = if last { data } else { &data[..lines::settled_len(data)] };
-            lines::line_view(data, view);
-            if let Some(low_view) = low_view {
-                low_view.apply(data, view);
-            }
-            Hay { bytes: data, view, before: self.before }
-        } else if let Some(low_view) = low_view {
-            view.clear();
-            view.extend_from_slice(data);
-            low_view.apply(data, view);
-            Hay { bytes: data, view, before: self.before }
-        } else {
-            Hay { bytes: data, view: data, before: self.before }
+        let viewing = self.lines() || low_view.is_some();
+        // The end of a U+2028 may still be on its way: until then its first bytes are held.
+        let data = if self.lines() && !last { &data[..lines::settled_len(data)] } else { data };
+        let hay = Hay {
+            bytes: data,
+            view: if viewing { view.of(data, self.lines(), low_view) } else { data },
+            before: self.before,
         };
+        let hay_len = hay.bytes.len();
         let units = self.units();
         self.emitted = std::mem::take(&mut self.carried);
         let held_from = match self.scan(hay, last, out) {
             Ok(at) => at,
             Err(err) => {
                 self.done = true;
+                self.forget_held(view);
                 return Err(err);
             }
         };
         if self.done {
+            self.forget_held(view);
             if in_place {
                 self.held = held;
                 // A low half whose high half went with the match is written alone; the rest goes as it is.
@@ -298,6 +300,9 @@ impl Stage {
         }
         self.counted = self.counted.saturating_sub(held_from);
         self.search_from -= held_from;
+        // The run and the view go on with the held bytes: both lose what is written out.
+        self.run = self.run.filter(|_| !last).and_then(|run| run.after_written(held_from));
+        view.hold_from(held_from, hay_len);
         if in_place {
             held.extend_from_slice(&input[held_from..]);
         } else {
@@ -305,6 +310,12 @@ impl Stage {
         }
         self.held = held;
         Ok(input.len())
+    }
+
+    /// Nothing is held, or what is held is not searched again: the run and the view of the held bytes go.
+    fn forget_held(&mut self, view: &mut HeldView) {
+        self.run = None;
+        view.forget();
     }
 
     /// Whether the rule's automata read the line view (see `super::lines`).
@@ -416,9 +427,11 @@ impl Stage {
             }
             Engine::Links(matcher) => matcher.next_match(hay.bytes, *search_from, last, *max_match, &mut abandoned),
             Engine::Origins(swap) => swap.next_match(hay.bytes, hay.before, *search_from, last),
-            Engine::Regex(re) => {
-                RegexSearch { re, hay, last, max_match: *max_match }.next_match(*search_from, &mut abandoned)
-            }
+            Engine::Regex(re) => RegexSearch { re, hay, last, max_match: *max_match }.next_match_resumed(
+                *search_from,
+                &mut abandoned,
+                &mut self.run,
+            ),
         };
         self.abandoned += abandoned;
         next

@@ -277,6 +277,47 @@ fn starts_that_all_outgrow_the_cap_cost_linear_time() {
     assert!(abandoned >= kept as u64 + (kept - cap) as u64, "abandoned {abandoned}");
 }
 
+/// A match that stays pending over many chunks is read on from where the last chunk left it, with the
+/// automata's line and low-surrogate views of the held bytes kept: tiny chunks give the whole body's result
+/// (the 1-byte chunks here read the held bytes again at each chunk before: quadratic in what is held).
+#[test]
+fn pending_matches_read_on_chunk_by_chunk_give_the_whole_body_result() {
+    let rules = [
+        Rule::snippet("<script></script>"),
+        // The line view, and the line view with the low-surrogate view on top (`[^>😀]` without `u`).
+        text_rule("<a[^>]*>$", "gm", "[A]"),
+        text_rule("x[^>\u{1F600}]*>$", "gm", "[X]"),
+        text_rule("q[^>\u{1F600}]*>", "g", "[Q]"),
+    ];
+    let held = |unit: &str, bytes: usize| unit.repeat(bytes / unit.len());
+    // Without `u`, `[^>😀]` leaves out the halves of 😀 (D83D, DE00): 😁 (D83D DE01) and 𐈀 (D800 DE00) end a
+    // run, 🎉 (D83C DF89) and 𝒜 (D835 DC9C) do not.
+    let long = |astral: &str| format!("é{astral}\r\u{2028}€\n{}", "z".repeat(20));
+    let rest = format!(
+        "<a {}>\r\n x{}>\u{2029} q{}\u{10200}> q{}>",
+        held(&long("😁"), 20_000),
+        held(&long("🎉"), 20_000),
+        held("🎉ab𝒜", 10_000),
+        held("🎉ab𝒜", 10_000)
+    );
+    let closing = format!("<html><body class=\"{}\">{rest}", held("c", 30_000));
+    // The `<body` candidate outgrows the cap and is given up; the others match.
+    let open = format!("<html><body class=\"{}\" {rest}", held("c", 70_000));
+    for page in [&closing, &open] {
+        let whole = rewrite_bytes(page.as_bytes(), &rules, "l", DEFAULT_MAX_MATCH_BYTES).unwrap();
+        for size in [1, 3, 16, 4096] {
+            let cuts: Vec<usize> = (size..page.len()).step_by(size).collect();
+            let out = chunked(page.as_bytes(), &rules, &cuts, DEFAULT_MAX_MATCH_BYTES);
+            assert!(out == whole, "{size}-byte chunks differ from the whole body ({} bytes)", page.len());
+        }
+    }
+    let whole =
+        String::from_utf8(rewrite_bytes(closing.as_bytes(), &rules, "l", DEFAULT_MAX_MATCH_BYTES).unwrap()).unwrap();
+    for replaced in ["\"><script></script>", "[A]", "[X]", "[Q]"] {
+        assert!(whole.contains(replaced), "{replaced} in the closing page");
+    }
+}
+
 #[test]
 fn held_back_bytes_stay_under_the_cap() {
     let rules = [text_rule("<body[^>]*>", "i", "$&!"), text_rule("\\b[a-z]+-[0-9]{3,}\\b", "g", "#")];

@@ -125,6 +125,14 @@ impl LowView {
             }
         }
     }
+
+    /// [`LowView::apply`] to the characters that end at or after `from`: a stream's view of held bytes is
+    /// final up to `from`, and the character cut there ends after it.
+    pub(crate) fn apply_from(&self, text: &[u8], view: &mut [u8], from: usize) {
+        // A lead byte is never a continuation byte: the search may start inside a character.
+        let start = from.saturating_sub(3).min(text.len());
+        self.apply(&text[start..], &mut view[start..]);
+    }
 }
 
 impl Parser<'_> {
