@@ -2,9 +2,11 @@
 //! (`wasm/rewriter.mjs` gives them the documented API: `createRewriter`, `rewrite`).
 //!
 //! JS reads the rules (a RegExp's `source` and `flags`, a string, a replacement string or function)
-//! and adds them one by one to a `Rules`; a `Stream` then rewrites one body chunk by chunk, or
-//! `rewriteText` a whole string. Replacement functions are called synchronously on the one thread
-//! there is, with JS's `(match, p1, ..., pn, offset, string, groups)`; the glue adds `req` and `res`.
+//! and adds them one by one to a `Rules`, compiled once (`compileRules`) for any number of bodies; a
+//! `Stream` then rewrites one body chunk by chunk, or `rewriteText` a whole string. A stream holds its
+//! own references to the compiled rules: freeing the `Rules` leaves the streams made from it running.
+//! Replacement functions are called synchronously on the one thread there is, with JS's
+//! `(match, p1, ..., pn, offset, string, groups)`; the glue adds the body's `req` and `res`.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -15,17 +17,22 @@ use wasm_bindgen::prelude::*;
 use crate::globs::UrlGlobs;
 use crate::rewrite::{self, ReplaceCall, ReplaceFn, Rule, RuleReplacement};
 
-/// A rule set being built, then compiled into grouped stages for each body.
+/// How many snippet rules and link rewrites (one per snippet text, per origin) a `Rules` keeps compiled.
+const KEPT_PER_BODY_RULES: usize = 8;
+
+/// A rule set being built, then compiled into grouped stages once, for every body it rewrites.
 #[wasm_bindgen]
 #[derive(Default)]
 pub struct Rules {
     user: Vec<Rule>,
-    /// The snippet rule, which runs first (Browsersync's order).
-    snippet: Option<Rule>,
-    /// The link rewrite of the origin pages are fetched from, which runs last.
-    links: Vec<Rule>,
     /// The rules of `user` without `paths`, grouped as the engine runs them; made at the first body.
     grouped: Option<Vec<Rule>>,
+    /// Every rule of `user`, grouped: what a body without a URL goes through (`rewrite()`).
+    all_grouped: Option<Vec<Rule>>,
+    /// The snippet rules of the last few snippets: a body's snippet runs first (Browsersync's order).
+    snippets: Vec<(String, Rule)>,
+    /// The link rewrites of the last few (origin host, local scheme) pairs: they run last.
+    link_rewrites: Vec<((String, &'static str), Vec<Rule>)>,
 }
 
 #[wasm_bindgen]
@@ -63,24 +70,6 @@ impl Rules {
         self.add(name, rule, paths)
     }
 
-    /// Browsersync's snippet after the first `<body ...>` tag.
-    pub fn snippet(&mut self, snippet: &str) {
-        self.snippet = Some(Rule::snippet(snippet));
-    }
-
-    /// Browsersync's link rewrite: links to `from_host` (`example.com`, `host:8080`) lead to the
-    /// rewriter's `local_host` instead, and so do percent-encoded origins (with `local_scheme`).
-    #[wasm_bindgen(js_name = linkRewrite)]
-    pub fn link_rewrite(&mut self, from_host: &str, local_scheme: &str) -> Result<(), JsError> {
-        let scheme = match local_scheme {
-            "http" => "http",
-            "https" => "https",
-            other => return Err(JsError::new(&format!("options.to must be an http: or https: origin, got {other}:"))),
-        };
-        self.links = vec![Rule::links(from_host, scheme), Rule::encoded_origin(from_host, scheme)];
-        Ok(())
-    }
-
     /// Checks that the rules' automata fit the memory budget (as `start()` does).
     #[wasm_bindgen(js_name = checkMemory)]
     pub fn check_memory(&self) -> Result<(), JsError> {
@@ -95,28 +84,75 @@ impl Rules {
         };
         self.user.push(rule);
         self.grouped = None;
+        self.all_grouped = None;
         Ok(())
     }
 
     /// The rules a body at `url` goes through, as the proxy picks them: where rules limited by
     /// `paths` match the URL, those alone; else the snippet, the other rules (grouped) and the link
-    /// rewrite. Without a URL (the native `rewrite()`'s way), every rule.
-    fn for_url(&mut self, url: Option<&str>) -> Vec<Rule> {
-        let Some(url) = url else {
-            let all: Vec<Rule> = self.snippet.iter().chain(&self.user).chain(&self.links).cloned().collect();
-            return Rule::grouped(&all);
+    /// rewrite. Without a URL (the native `rewrite()`'s way), every rule. Grouping, and compiling the
+    /// snippet and link rules, happen at the first body that needs them: later bodies clone references.
+    fn for_url(&mut self, url: Option<&str>, extras: &BodyRules) -> Result<Vec<Rule>, JsError> {
+        let user = &self.user;
+        let grouped = match url {
+            None => self.all_grouped.get_or_insert_with(|| Rule::grouped(user)),
+            Some(url) => {
+                let limited: Vec<Rule> =
+                    user.iter().filter(|r| r.paths().is_some_and(|p| p.matches(url))).cloned().collect();
+                if !limited.is_empty() {
+                    return Ok(limited);
+                }
+                self.grouped.get_or_insert_with(|| {
+                    Rule::grouped(&user.iter().filter(|r| r.paths().is_none()).cloned().collect::<Vec<_>>())
+                })
+            }
         };
-        let limited: Vec<Rule> =
-            self.user.iter().filter(|r| r.paths().is_some_and(|p| p.matches(url))).cloned().collect();
-        if !limited.is_empty() {
-            return limited;
+        let mut rules = Vec::with_capacity(grouped.len() + 3);
+        if let Some(snippet) = &extras.snippet {
+            rules.push(kept(&mut self.snippets, snippet.clone(), || Ok(Rule::snippet(snippet)))?.clone());
         }
-        let unlimited = &self.user;
-        let grouped = self.grouped.get_or_insert_with(|| {
-            Rule::grouped(&unlimited.iter().filter(|r| r.paths().is_none()).cloned().collect::<Vec<_>>())
-        });
-        self.snippet.iter().chain(grouped.iter()).chain(&self.links).cloned().collect()
+        rules.extend(grouped.iter().cloned());
+        if let Some((from_host, local_scheme)) = &extras.links {
+            let scheme = match local_scheme.as_str() {
+                "http" => "http",
+                "https" => "https",
+                other => {
+                    return Err(JsError::new(&format!("options.to must be an http: or https: origin, got {other}:")))
+                }
+            };
+            let links = kept(&mut self.link_rewrites, (from_host.clone(), scheme), || {
+                Ok(vec![Rule::links(from_host, scheme), Rule::encoded_origin(from_host, scheme)])
+            })?;
+            rules.extend(links.iter().cloned());
+        }
+        Ok(rules)
     }
+}
+
+/// What one body adds to the rules: Browsersync's snippet after the first `<body ...>` tag, and its link
+/// rewrite, by which links to an origin host (`example.com`, `host:8080`) lead to the stream's
+/// `local_host` instead, and so do percent-encoded origins (with the local scheme).
+struct BodyRules {
+    snippet: Option<String>,
+    links: Option<(String, String)>,
+}
+
+/// The value kept under `key` in `kept` (the most recently used first, at most [`KEPT_PER_BODY_RULES`]),
+/// made by `make` when missing.
+fn kept<K: PartialEq, V>(
+    kept: &mut Vec<(K, V)>,
+    key: K,
+    make: impl FnOnce() -> Result<V, JsError>,
+) -> Result<&V, JsError> {
+    match kept.iter().position(|(k, _)| *k == key) {
+        Some(at) => kept[..=at].rotate_right(1),
+        None => {
+            let value = make()?;
+            kept.truncate(KEPT_PER_BODY_RULES - 1);
+            kept.insert(0, (key, value));
+        }
+    }
+    Ok(&kept[0].1)
 }
 
 /// One body, rewritten chunk by chunk: never held whole, at most the longest pending match plus a
@@ -129,11 +165,21 @@ pub struct Stream {
 #[wasm_bindgen]
 impl Stream {
     /// A body at `url` (path and query, for rules' `paths`; none: every rule applies) rewritten with
-    /// `rules`; links lead to `local_host` (`localhost:8787`).
+    /// `rules`, the `snippet` after its first `<body ...>` tag; with `from_host`, links to it lead to
+    /// `local_host` (`localhost:8787`) with `local_scheme` (`http`, `https`).
     #[wasm_bindgen(constructor)]
-    pub fn new(rules: &mut Rules, url: Option<String>, local_host: &str, max_match_bytes: usize) -> Stream {
-        let rules = rules.for_url(url.as_deref());
-        Stream { rewriter: rewrite::Rewriter::new(&rules, local_host, max_match_bytes) }
+    pub fn new(
+        rules: &mut Rules,
+        url: Option<String>,
+        local_host: &str,
+        max_match_bytes: usize,
+        snippet: Option<String>,
+        from_host: Option<String>,
+        local_scheme: Option<String>,
+    ) -> Result<Stream, JsError> {
+        let links = from_host.map(|host| (host, local_scheme.unwrap_or_default()));
+        let rules = rules.for_url(url.as_deref(), &BodyRules { snippet, links })?;
+        Ok(Stream { rewriter: rewrite::Rewriter::new(&rules, local_host, max_match_bytes) })
     }
 
     /// The next chunk; returns what is final.
@@ -161,7 +207,7 @@ impl Stream {
 /// gets its own input as `string` (`first_string`, the caller's own string, for the first rule).
 #[wasm_bindgen(js_name = rewriteText)]
 pub fn rewrite_text(rules: &mut Rules, input: &str, first_string: JsValue) -> Result<String, JsError> {
-    let rules = rules.for_url(None);
+    let rules = rules.for_url(None, &BodyRules { snippet: None, links: None })?;
     let mut bytes = input.as_bytes().to_vec();
     let mut first = 0;
     // However this ends, streams' functions get `undefined` as `string` again.

@@ -29,14 +29,32 @@ export interface RewriterOptions {
 }
 
 /**
+ * Rules compiled once by `compileRules`, shared by any number of `createRewriter` streams and `rewrite`
+ * calls (in a Worker: at module scope, once per isolate). Rule functions get each body's own `req` and
+ * `res`. The memory is the WebAssembly module's: `free()` gives it back at once, and the garbage
+ * collector does once the value is unreachable. Streams already made from it go on after `free()`;
+ * passing a freed value to `createRewriter` or `rewrite` throws.
+ */
+export declare class CompiledRules {
+  private constructor()
+  /** Whether `free()` was called. */
+  readonly freed: boolean
+  /** Gives the compiled rules' memory back; using them afterwards throws. */
+  free(): void
+}
+
+/** The rules, or `compileRules(rules)`'s value (compiled once instead of at each call). */
+export type RulesLike = ReadonlyArray<RewriteRule> | CompiledRules
+
+/** `rules` compiled once, for any number of rewriters. Throws naming a bad rule. */
+export declare function compileRules(rules: ReadonlyArray<RewriteRule> | CompiledRules): CompiledRules
+
+/**
  * A stream that rewrites a body with `rules`: `response.body.pipeThrough(createRewriter(rules, options))`.
  * Never holds the body whole: a chunk comes out as soon as no match can still span it. Throws naming a
  * bad rule or option.
  */
-export declare function createRewriter(
-  rules: ReadonlyArray<RewriteRule>,
-  options?: RewriterOptions,
-): TransformStream<Uint8Array, Uint8Array>
+export declare function createRewriter(rules: RulesLike, options?: RewriterOptions): TransformStream<Uint8Array, Uint8Array>
 
 /**
  * `input` rewritten with `rules`, with the native `rewrite()`'s results: a string whole (functions get
@@ -44,6 +62,6 @@ export declare function createRewriter(
  */
 export declare function rewrite(
   input: string | ReadonlyArray<string | Uint8Array>,
-  rules: ReadonlyArray<RewriteRule>,
+  rules: RulesLike,
   context?: { req?: RequestLike; res?: ResponseLike },
 ): string

@@ -6,6 +6,6 @@ import { initSync } from './pkg/devproxy_native.js'
 
 initSync({ module: readFileSync(new URL('./pkg/devproxy_native_bg.wasm', import.meta.url)) })
 
-export { createRewriter, rewrite, __rewriteEach } from './rewriter.mjs'
+export { compileRules, CompiledRules, createRewriter, rewrite, __rewriteEach } from './rewriter.mjs'
 // Test hook, not part of the API: how many replacement functions live rules hold.
 export { __liveFunctions } from './pkg/devproxy_native.js'

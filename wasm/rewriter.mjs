@@ -93,14 +93,31 @@ function shapeResponse(res = {}) {
   }
 }
 
-/** A replacement as the engine calls it: `(match, ...)`, given `req` and `res` first, its result a string. */
-function replacement(value, name, key, req, res) {
+/**
+ * The `req` and `res` of the body being rewritten: compiled rules serve many bodies, and the engine
+ * calls their functions synchronously from inside `withContext`, which sets these around each call
+ * into it.
+ */
+let context = { req: undefined, res: undefined }
+
+function withContext(bodyContext, run) {
+  const outer = context
+  context = bodyContext
+  try {
+    return run()
+  } finally {
+    context = outer
+  }
+}
+
+/** A replacement as the engine calls it: `(match, ...)`, given the body's `req` and `res` first, its result a string. */
+function replacement(value, name, key) {
   if (typeof value === 'string') return value
   if (typeof value !== 'function') {
     throw new TypeError(`${name}.${key} must be a string or a function, got ${typeName(value)}`)
   }
   // A template literal coerces as `String.prototype.replace` does (a Symbol throws).
-  return (...args) => `${value(req, res, ...args)}`
+  return (...args) => `${value(context.req, context.res, ...args)}`
 }
 
 function globs(paths, name) {
@@ -112,10 +129,62 @@ function globs(paths, name) {
   return list.length > 0 ? list : undefined
 }
 
-/** `rules` (Browsersync's `rewriteRules` shape) compiled into a `Rules`, each error naming its rule. */
-function compile(rules, req, res) {
+/** The wasm `Rules` of a `CompiledRules` (set by the class, which alone can read it). */
+let rulesOf
+
+/**
+ * Rules compiled once (`compileRules(rules)`), for any number of rewriters and `rewrite()` calls: what
+ * `createRewriter` and `rewrite` would otherwise compile at every call. Their memory is the WebAssembly
+ * module's: `free()` gives it back at once (streams already made from them go on), and so does the
+ * garbage collector once the value is unreachable.
+ */
+export class CompiledRules {
+  #rules
+
+  /** @param {Rules} rules */
+  constructor(rules, key) {
+    if (key !== MADE_BY_COMPILE) throw new TypeError('CompiledRules are made by compileRules(rules)')
+    this.#rules = rules
+  }
+
+  /** Whether `free()` was called: such a value can no longer be used. */
+  get freed() {
+    return this.#rules === undefined
+  }
+
+  /** Gives the compiled rules' memory back; using them afterwards throws. Streams made from them go on. */
+  free() {
+    const rules = this.#rules
+    this.#rules = undefined
+    if (rules) rules.free()
+  }
+
+  static {
+    rulesOf = (compiled) => {
+      const rules = compiled.#rules
+      if (rules === undefined) {
+        throw new TypeError('rules: these compiled rules were freed (compiled.free() was called); compile them again with compileRules(rules)')
+      }
+      return rules
+    }
+  }
+}
+
+const MADE_BY_COMPILE = Symbol('compileRules')
+
+/**
+ * `rules` (Browsersync's `rewriteRules` shape) compiled once, for any number of rewriters: pass the
+ * result to `createRewriter` and `rewrite` in place of the array. Throws naming a bad rule.
+ */
+export function compileRules(rules) {
+  if (rules instanceof CompiledRules) return rules
+  return new CompiledRules(compile(rules), MADE_BY_COMPILE)
+}
+
+/** `rules` compiled into a wasm `Rules`, each error naming its rule. */
+function compile(rules) {
   if (!Array.isArray(rules)) {
-    throw new TypeError(`rules must be an array of { match, replace }, got ${typeName(rules)}`)
+    throw new TypeError(`rules must be an array of { match, replace } or compileRules(rules)'s value, got ${typeName(rules)}`)
   }
   const compiled = new Rules()
   try {
@@ -130,7 +199,7 @@ function compile(rules, req, res) {
       }
       const key = rule.replace !== undefined ? 'replace' : 'fn'
       if (rule[key] === undefined) throw new TypeError(`${name} has no \`replace\` or \`fn\` (a string or a function)`)
-      const replace = replacement(rule[key], name, key, req, res)
+      const replace = replacement(rule[key], name, key)
       const paths = globs(rule.paths, name)
       if (typeof rule.match === 'string') compiled.literal(name, rule.match, replace, paths)
       else if (rule.match instanceof RegExp) compiled.regex(name, rule.match.source, rule.match.flags, replace, paths)
@@ -166,8 +235,9 @@ function origin(value, option) {
 }
 
 /**
- * A `TransformStream` that rewrites a body with `rules`: `response.body.pipeThrough(createRewriter(rules,
- * options))`. The body is never held whole: each chunk comes out as soon as no match can still span it.
+ * A `TransformStream` that rewrites a body with `rules` (an array of rules, or `compileRules(rules)`'s
+ * value, which skips compiling them again): `response.body.pipeThrough(createRewriter(rules, options))`.
+ * The body is never held whole: each chunk comes out as soon as no match can still span it.
  *
  * Options: `from` and `to` (origins: links to `from` lead to `to`, Browsersync's link rewrite), `snippet`
  * (HTML put after the first `<body>` tag), `maxMatchBytes` (what one pending match may hold back,
@@ -175,6 +245,30 @@ function origin(value, option) {
  * get first: `{ url, method, headers }` or a Fetch `Request`, `{ statusCode, headers }` or a `Response`).
  */
 export function createRewriter(rules, options = {}) {
+  const body = openBody(rules, options)
+  return new TransformStream({
+    transform(chunk, controller) {
+      try {
+        const out = body.push(bytesOf(chunk, 'a chunk'))
+        if (out.length > 0) controller.enqueue(out)
+      } catch (error) {
+        body.free()
+        throw error
+      }
+    },
+    flush(controller) {
+      try {
+        const out = body.finish()
+        if (out.length > 0) controller.enqueue(out)
+      } finally {
+        body.free()
+      }
+    },
+  })
+}
+
+/** `createRewriter`'s options checked and its engine stream made, for one body. */
+function openBody(rules, options) {
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`options must be an object, got ${typeName(options)}`)
   }
@@ -189,51 +283,65 @@ export function createRewriter(rules, options = {}) {
   if (snippet !== undefined && typeof snippet !== 'string') {
     throw new TypeError(`options.snippet must be a string, got ${typeName(snippet)}`)
   }
-  const req = shapeRequest(options.req ?? (url !== undefined ? { url } : undefined))
-  const res = shapeResponse(options.res)
-  const compiled = compile(rules, req, res)
+  const bodyContext = {
+    req: shapeRequest(options.req ?? (url !== undefined ? { url } : undefined)),
+    res: shapeResponse(options.res),
+  }
+  const compiled = compileRules(rules)
   let stream
   try {
-    let localHost = ''
+    let links = [undefined, undefined, undefined]
     if (from !== undefined) {
       const local = origin(to, 'to')
-      compiled.linkRewrite(origin(from, 'from').host, local.protocol.slice(0, -1))
-      localHost = local.host
+      links = [origin(from, 'from').host, local.protocol.slice(0, -1), local.host]
     }
-    if (snippet !== undefined) compiled.snippet(snippet)
-    stream = new Stream(compiled, url === undefined ? req.url : String(url), localHost, maxMatchBytes)
+    const [fromHost, localScheme, localHost = ''] = links
+    const path = url === undefined ? bodyContext.req.url : String(url)
+    stream = new Stream(rulesOf(compiled), path, localHost, maxMatchBytes, snippet, fromHost, localScheme)
   } finally {
-    compiled.free()
+    if (compiled !== rules) compiled.free()
   }
-  const done = () => {
+  return new Body(stream, bodyContext)
+}
+
+/** One body through the engine's `Stream`, the body's `req` and `res` set around each call (rule functions run inside them). */
+class Body {
+  #stream
+  #context
+
+  constructor(stream, context) {
+    this.#stream = stream
+    this.#context = context
+  }
+
+  /** The next chunk: what is final now. */
+  push(bytes) {
+    return this.#call((stream) => stream.push(bytes))
+  }
+
+  /** The end of the body: everything still held back, rewritten. */
+  finish() {
+    return this.#call((stream) => stream.finish())
+  }
+
+  /** Gives the engine's memory back (at the end, on an error). */
+  free() {
+    const stream = this.#stream
+    this.#stream = undefined
     if (stream) stream.free()
-    stream = undefined
   }
-  return new TransformStream({
-    transform(chunk, controller) {
-      try {
-        const out = stream.push(bytesOf(chunk, 'a chunk'))
-        if (out.length > 0) controller.enqueue(out)
-      } catch (error) {
-        done()
-        throw error
-      }
-    },
-    flush(controller) {
-      try {
-        const out = stream.finish()
-        if (out.length > 0) controller.enqueue(out)
-      } finally {
-        done()
-      }
-    },
-  })
+
+  #call(step) {
+    if (this.#stream === undefined) throw new TypeError('the rewriter\'s body ended')
+    return withContext(this.#context, () => step(this.#stream))
+  }
 }
 
 /**
- * `input` rewritten with `rules`, with the results of the native `rewrite()`: a string is rewritten
- * whole (rule functions get it as `string`), an array of chunks (strings, Uint8Arrays) is streamed
- * (`string` is `undefined`). `context.req`/`context.res` are what rule functions get first.
+ * `input` rewritten with `rules` (an array, or `compileRules(rules)`'s value), with the results of the
+ * native `rewrite()`: a string is rewritten whole (rule functions get it as `string`), an array of
+ * chunks (strings, Uint8Arrays) is streamed (`string` is `undefined`). `context.req`/`context.res` are
+ * what rule functions get first.
  */
 export function rewrite(input, rules, context = {}) {
   return rewriteEach([input], rules, context, 'input')[0]
@@ -250,34 +358,36 @@ function rewriteEach(inputs, rules, context, name) {
     throw new TypeError(`context must be an object, got ${typeName(context)}`)
   }
   checkKeys(context, CONTEXT_KEYS, 'context')
-  const req = shapeRequest(context.req)
-  const res = shapeResponse(context.res)
+  const bodyContext = { req: shapeRequest(context.req), res: shapeResponse(context.res) }
   inputs.forEach((input, i) => {
     if (typeof input !== 'string' && !Array.isArray(input)) {
       const what = name ?? `inputs[${i}]`
       throw new TypeError(`${what} must be a string or an array of strings and Buffers, got ${typeName(input)}`)
     }
   })
-  const compiled = compile(rules, req, res)
+  const compiled = compileRules(rules)
   try {
-    return inputs.map((input) => {
-      if (typeof input === 'string') return rewriteText(compiled, input, input)
-      let chunks = input.map((chunk, i) => bytesOf(chunk, `input[${i}]`))
-      // Many chunks go through as one, as in the native `rewrite()` (each push rescans what a pending
-      // match holds back: many tiny ones would be quadratic).
-      if (chunks.length > MAX_CHUNKS_AS_GIVEN) chunks = [concat(chunks)]
-      // No URL: every rule applies; uncapped: every chunk is in hand.
-      const stream = new Stream(compiled, undefined, '', 2 ** 31)
-      try {
-        const parts = chunks.map((chunk) => stream.push(chunk))
-        parts.push(stream.finish())
-        return decoder.decode(concat(parts))
-      } finally {
-        stream.free()
-      }
-    })
+    const wasmRules = rulesOf(compiled)
+    return withContext(bodyContext, () =>
+      inputs.map((input) => {
+        if (typeof input === 'string') return rewriteText(wasmRules, input, input)
+        let chunks = input.map((chunk, i) => bytesOf(chunk, `input[${i}]`))
+        // Many chunks go through as one, as in the native `rewrite()`: they are all in hand, and a call
+        // into the engine for each tiny one would cost more than its bytes.
+        if (chunks.length > MAX_CHUNKS_AS_GIVEN) chunks = [concat(chunks)]
+        // No URL: every rule applies; uncapped: every chunk is in hand.
+        const stream = new Stream(wasmRules, undefined, '', 2 ** 31)
+        try {
+          const parts = chunks.map((chunk) => stream.push(chunk))
+          parts.push(stream.finish())
+          return decoder.decode(concat(parts))
+        } finally {
+          stream.free()
+        }
+      }),
+    )
   } finally {
-    compiled.free()
+    if (compiled !== rules) compiled.free()
   }
 }
 
