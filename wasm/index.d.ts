@@ -52,7 +52,7 @@ export declare function compileRules(rules: ReadonlyArray<RewriteRule> | Compile
 /**
  * A stream that rewrites a body with `rules`: `response.body.pipeThrough(createRewriter(rules, options))`.
  * Never holds the body whole: a chunk comes out as soon as no match can still span it. Throws naming a
- * bad rule or option.
+ * bad rule or option. Its memory is given back when it ends, fails, or is cancelled or aborted.
  */
 export declare function createRewriter(rules: RulesLike, options?: RewriterOptions): TransformStream<Uint8Array, Uint8Array>
 

@@ -243,6 +243,9 @@ function origin(value, option) {
  * (HTML put after the first `<body>` tag), `maxMatchBytes` (what one pending match may hold back,
  * default 64 KiB), `url` (the request's path, for rules' `paths`), `req` and `res` (what rule functions
  * get first: `{ url, method, headers }` or a Fetch `Request`, `{ statusCode, headers }` or a `Response`).
+ *
+ * The stream's memory is given back when it ends, fails, or is cancelled (the reader cancels, the
+ * writer aborts: a client that went away).
  */
 export function createRewriter(rules, options = {}) {
   const body = openBody(rules, options)
@@ -263,6 +266,10 @@ export function createRewriter(rules, options = {}) {
       } finally {
         body.free()
       }
+    },
+    // The reader cancelled, or the writer aborted: the rest of the body will not come.
+    cancel() {
+      body.free()
     },
   })
 }
@@ -304,10 +311,16 @@ function openBody(rules, options) {
   return new Body(stream, bodyContext)
 }
 
-/** One body through the engine's `Stream`, the body's `req` and `res` set around each call (rule functions run inside them). */
+/**
+ * One body through the engine's `Stream`: the body's `req` and `res` set around each call (rule functions
+ * run inside them), and the stream's memory given back by `free()`, even when a rule function frees it
+ * during a call (then once the call is over).
+ */
 class Body {
   #stream
   #context
+  #busy = false
+  #freeAfterCall = false
 
   constructor(stream, context) {
     this.#stream = stream
@@ -324,16 +337,30 @@ class Body {
     return this.#call((stream) => stream.finish())
   }
 
-  /** Gives the engine's memory back (at the end, on an error). */
+  /** Gives the engine's memory back (at the end, on an error, when cancelled). */
   free() {
+    if (this.#busy) {
+      this.#freeAfterCall = true
+      return
+    }
     const stream = this.#stream
     this.#stream = undefined
     if (stream) stream.free()
   }
 
   #call(step) {
-    if (this.#stream === undefined) throw new TypeError('the rewriter\'s body ended')
-    return withContext(this.#context, () => step(this.#stream))
+    if (this.#stream === undefined) throw new TypeError('the rewriter was cancelled, or its body ended')
+    this.#busy = true
+    try {
+      return withContext(this.#context, () => step(this.#stream))
+    } catch (error) {
+      this.#busy = false
+      this.free()
+      throw error
+    } finally {
+      this.#busy = false
+      if (this.#freeAfterCall) this.free()
+    }
   }
 }
 
