@@ -249,14 +249,32 @@ function origin(value, option) {
  */
 export function createRewriter(rules, options = {}) {
   const body = openBody(rules, options)
+  // Chunks gathered are pushed when the source pauses: once this turn of the event loop is over.
+  let pause
+  const stop = () => {
+    clearTimeout(pause)
+    body.free()
+  }
   return new TransformStream({
     transform(chunk, controller) {
       try {
         const out = body.push(bytesOf(chunk, 'a chunk'))
         if (out.length > 0) controller.enqueue(out)
       } catch (error) {
-        body.free()
+        stop()
         throw error
+      }
+      if (body.gathering && pause === undefined) {
+        pause = setTimeout(() => {
+          pause = undefined
+          try {
+            const out = body.pause()
+            if (out.length > 0) controller.enqueue(out)
+          } catch (error) {
+            stop()
+            controller.error(error)
+          }
+        }, 0)
       }
     },
     flush(controller) {
@@ -264,14 +282,22 @@ export function createRewriter(rules, options = {}) {
         const out = body.finish()
         if (out.length > 0) controller.enqueue(out)
       } finally {
-        body.free()
+        stop()
       }
     },
     // The reader cancelled, or the writer aborted: the rest of the body will not come.
     cancel() {
-      body.free()
+      stop()
     },
   })
+}
+
+/**
+ * Test hook, not part of the API: the body `createRewriter` streams, driven by hand (`push`, `pause`,
+ * `finish`, `free`), without the host's stream machinery.
+ */
+export function __openBody(rules, options = {}) {
+  return openBody(rules, options)
 }
 
 /** `createRewriter`'s options checked and its engine stream made, for one body. */
@@ -312,13 +338,23 @@ function openBody(rules, options) {
 }
 
 /**
- * One body through the engine's `Stream`: the body's `req` and `res` set around each call (rule functions
- * run inside them), and the stream's memory given back by `free()`, even when a rule function frees it
- * during a call (then once the call is over).
+ * Chunks that come back to back are gathered up to this many bytes before they go through the engine,
+ * as the native proxy gathers an upstream's: a call into the engine costs more than a tiny chunk's
+ * bytes. A pause of the source pushes what was gathered at once (see `createRewriter`).
+ */
+const GATHER = 16 * 1024
+const NOTHING = new Uint8Array(0)
+
+/**
+ * One body through the engine's `Stream`: the chunks gathered, the body's `req` and `res` set around each
+ * call (rule functions run inside them), and the stream's memory given back by `free()`, even when a rule
+ * function frees it during a call (then once the call is over).
  */
 class Body {
   #stream
   #context
+  #gathered = null
+  #length = 0
   #busy = false
   #freeAfterCall = false
 
@@ -327,18 +363,43 @@ class Body {
     this.#context = context
   }
 
-  /** The next chunk: what is final now. */
-  push(bytes) {
-    return this.#call((stream) => stream.push(bytes))
+  /** Whether bytes are gathered, waiting for more or for a pause. */
+  get gathering() {
+    return this.#length > 0
   }
 
-  /** The end of the body: everything still held back, rewritten. */
+  /** The next chunk: what is final now (nothing while the chunk waits, gathered, for the next ones). */
+  push(bytes) {
+    if (this.#length + bytes.length < GATHER) {
+      this.#gather(bytes)
+      return NOTHING
+    }
+    if (this.#length === 0) return this.#call((stream) => stream.push(bytes))
+    this.#gather(bytes)
+    return this.pause()
+  }
+
+  /** The source paused: what was gathered goes through; returns what is final. */
+  pause() {
+    if (this.#length === 0) return NOTHING
+    const gathered = this.#gathered.subarray(0, this.#length)
+    this.#length = 0
+    // A buffer grown past the usual size is not kept.
+    if (this.#gathered.length > GATHER) this.#gathered = null
+    return this.#call((stream) => stream.push(gathered))
+  }
+
+  /** The end of the body: everything still gathered or held back, rewritten. */
   finish() {
-    return this.#call((stream) => stream.finish())
+    const last = this.pause()
+    const rest = this.#call((stream) => stream.finish())
+    return last.length === 0 ? rest : concat([last, rest])
   }
 
   /** Gives the engine's memory back (at the end, on an error, when cancelled). */
   free() {
+    this.#gathered = null
+    this.#length = 0
     if (this.#busy) {
       this.#freeAfterCall = true
       return
@@ -346,6 +407,17 @@ class Body {
     const stream = this.#stream
     this.#stream = undefined
     if (stream) stream.free()
+  }
+
+  #gather(bytes) {
+    const needed = this.#length + bytes.length
+    if (this.#gathered === null || this.#gathered.length < needed) {
+      const grown = new Uint8Array(Math.max(GATHER, needed))
+      if (this.#length > 0) grown.set(this.#gathered.subarray(0, this.#length))
+      this.#gathered = grown
+    }
+    this.#gathered.set(bytes, this.#length)
+    this.#length = needed
   }
 
   #call(step) {
