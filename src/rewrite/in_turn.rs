@@ -26,7 +26,6 @@ impl Stage {
             let mut stage = Stage::new(Rule::of_literal_set(set), &self.local_host, self.max_match);
             stage.members.done = self.members.done[range.clone()].to_vec();
             stage.members.matches = self.members.matches[range.clone()].to_vec();
-            stage.matches = stage.members.matches.iter().sum();
             stage.exchange = self.exchange.clone();
             stage.pass_on_unchanged = true;
             stages.push(stage);

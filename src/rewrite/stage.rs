@@ -64,7 +64,7 @@ pub(super) struct Stage {
     captures: Vec<Option<(Captures, regex_automata::meta::Cache)>>,
     pub(super) abandoned: u64,
     /// Matches replaced so far (the request log and `stats()`'s per-rule counters).
-    pub(super) matches: u64,
+    matches: u64,
     /// The request and response shown to a replacement function.
     pub(super) exchange: Option<Arc<Exchange>>,
     /// The page's Content-Security-Policy amendment: the snippet and meta rules write with it.
