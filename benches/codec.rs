@@ -118,10 +118,53 @@ fn ratio(compressed: &[u8], page: &[u8]) -> f64 {
 
 criterion_group!(codec, benches);
 
+/// `CODEC_PAGES=a.html:b.html codec` (or `CODEC_PAGES=` for the generated pages alone): each page's size
+/// through each encoder, as a ratio to zlib-rs's level 6 (what upstreams send), with its time per page
+/// (median of 21).
+fn compare_sizes(pages: &str) {
+    let time = |f: &dyn Fn() -> usize| {
+        let mut runs: Vec<f64> = (0..21)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                black_box(f());
+                start.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        runs.sort_by(f64::total_cmp);
+        runs[10]
+    };
+    let generated = [
+        ("generated bench page".to_string(), common::generate_html("127.0.0.1:8080", PAGE_BYTES)),
+        ("generated API reference page".to_string(), common::generate_doc_page(300 * 1024)),
+    ];
+    let files = pages.split(':').filter(|p| !p.is_empty()).map(|p| (p.to_string(), std::fs::read(p).expect("a readable page")));
+    for (path, page) in generated.into_iter().chain(files) {
+        let path = path.as_str();
+        let level6 = zlib_rs_gzip(&page, 6).len() as f64;
+        let ours = encode_all(Encoding::Gzip, &page);
+        assert_eq!(decode_all(Encoding::Gzip, &ours).expect("decodes"), page);
+        let mut row = format!("{:<36} {:>7} zlib6 {:>6}", path.rsplit('/').next().unwrap_or(path), page.len(), level6);
+        let mut cell = |name: &str, f: &dyn Fn() -> usize| {
+            row += &format!("  {name} {:.3} {:>5.0}us", f() as f64 / level6, time(f));
+        };
+        cell("ours", &|| encode_all(Encoding::Gzip, &page).len());
+        cell("zlib1", &|| zlib_rs_gzip(&page, 1).len());
+        cell("zlib4", &|| zlib_rs_gzip(&page, 4).len());
+        for level in 1..=6 {
+            cell(&format!("ld{level}"), &|| libdeflate_gzip(&page, level).len());
+        }
+        eprintln!("{row}");
+    }
+}
+
 /// `CODEC_LOOPS=N [CODEC_CASE=gzip|w1|decode|decode_rewrite|libdeflate1|zlib1] codec`: that case N times and nothing else,
 /// for `perf stat` (instructions and cycles per page do not depend on what else the machine runs)
 /// and `perf record`.
 fn main() {
+    if let Ok(pages) = std::env::var("CODEC_PAGES") {
+        compare_sizes(&pages);
+        return;
+    }
     if let Ok(loops) = std::env::var("CODEC_LOOPS") {
         let loops: usize = loops.parse().expect("CODEC_LOOPS is a number");
         let page = common::generate_html("127.0.0.1:8080", PAGE_BYTES);
@@ -135,7 +178,9 @@ fn main() {
         for _ in 0..loops {
             bytes += match case.as_str() {
                 "gzip" => encode_all(Encoding::Gzip, black_box(&page)).len(),
-                "libdeflate1" => libdeflate_gzip(black_box(&page), 1).len(),
+                libdeflate if libdeflate.starts_with("libdeflate") => {
+                    libdeflate_gzip(black_box(&page), libdeflate[10..].parse().expect("a level")).len()
+                }
                 "zlib1" => zlib_rs_gzip(black_box(&page), 1).len(),
                 "w1" | "decode" | "decode_rewrite" => {
                     let (rules, encode): (&[Rule], _) = match case.as_str() {

@@ -1,4 +1,4 @@
-//! Page weight of what the proxy sends, on the benches' generated page (`benches/common`): gzip from
+//! Page weight of what the proxy sends, on the benches' generated pages (`benches/common`): gzip from
 //! our DEFLATE near the level-6 gzip servers send, and br re-encoded from a br upstream within 1.15x
 //! of the upstream's own (quality 11) bytes.
 
@@ -17,15 +17,23 @@ fn zlib_rs_gzip(page: &[u8], level: u32) -> usize {
     encoder.finish().unwrap().len()
 }
 
+/// Page weight against the level-6 gzip the upstream sent, in percent: the encoder trades bytes for CPU
+/// (one probe per position); hash chains would reach 110 on both, at twice the encoder's CPU
+/// (benches/RESULTS.md, "Page weight").
 #[test]
-fn gzip_stays_within_a_fifth_of_level_six_and_below_zlib_rs_level_one() {
-    let page = page();
-    let ours = encode_all(Encoding::Gzip, &page);
-    assert_eq!(decode_all(Encoding::Gzip, &ours).unwrap(), page);
-    let (level1, level6) = (zlib_rs_gzip(&page, 1), zlib_rs_gzip(&page, 6));
-    eprintln!("ours {} B, zlib-rs level 1 {level1} B, level 6 {level6} B", ours.len());
-    assert!(ours.len() * 5 <= level6 * 6, "{} B against level 6's {level6} B", ours.len());
-    assert!(ours.len() < level1, "{} B against zlib-rs level 1's {level1} B", ours.len());
+fn gzip_stays_near_level_six_and_below_zlib_rs_level_one() {
+    let pages = [
+        ("the bench page", page(), 120),
+        ("an API reference page", common::bench_page::generate_doc_page(300 * 1024), 125),
+    ];
+    for (name, page, percent_of_level6) in pages {
+        let ours = encode_all(Encoding::Gzip, &page);
+        assert_eq!(decode_all(Encoding::Gzip, &ours).unwrap(), page);
+        let (level1, level6) = (zlib_rs_gzip(&page, 1), zlib_rs_gzip(&page, 6));
+        eprintln!("{name}: ours {} B, zlib-rs level 1 {level1} B, level 6 {level6} B", ours.len());
+        assert!(ours.len() * 100 <= level6 * percent_of_level6, "{name}: {} B against level 6's {level6} B", ours.len());
+        assert!(ours.len() < level1, "{name}: {} B against zlib-rs level 1's {level1} B", ours.len());
+    }
 }
 
 #[test]

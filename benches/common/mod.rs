@@ -222,3 +222,41 @@ pub fn generate_html(host: &str, size: usize) -> Vec<u8> {
     out.push_str(closing);
     out.into_bytes()
 }
+
+/// An API reference page (the shape of rustdoc's or TypeDoc's): one section per method, each the same
+/// markup around other names, types and a sentence. Its repeats are long and far apart, which a
+/// one-probe match finder misses: zlib's level 1 sends ~1.4x level 6's bytes here.
+#[allow(dead_code)] // used by the codec bench and tests/page_weight.rs, not by every bench
+pub fn generate_doc_page(size: usize) -> Vec<u8> {
+    const NAMES: &[&str] = &[
+        "push", "pop", "insert", "remove", "retain", "dedup", "drain", "clear", "len", "split_off", "resize",
+        "extend", "truncate", "reserve", "shrink", "append", "swap", "sort", "reverse", "contains", "iter",
+    ];
+    const TYPES: &[&str] = &["usize", "T", "&T", "Option<T>", "&mut [T]", "Vec<T, A>", "bool", "Range<usize>"];
+    let mut rng = Rng(0x5EED_D0C5_0000_0002);
+    let mut out = String::with_capacity(size + 4096);
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Vec in std::vec</title>");
+    out.push_str("<link rel=\"stylesheet\" href=\"../../static.files/rustdoc.css\"></head>\n<body class=\"rustdoc struct\">\n");
+    let mut index = 0;
+    while out.len() < size {
+        let name = format!("{}_{}", rng.pick(NAMES), rng.pick(NAMES));
+        let (arg, ty, ret) = (rng.pick(NAMES), rng.pick(TYPES), rng.pick(TYPES));
+        let since = rng.range(1, 90);
+        out.push_str(&format!(
+            "<details class=\"toggle method-toggle\" open><summary><section id=\"method.{name}\" class=\"method\">\
+             <span class=\"rightside\"><span class=\"since\" title=\"Stable since Rust version 1.{since}.0\">1.{since}.0</span> \
+             &middot; <a class=\"src\" href=\"../../src/alloc/vec/mod.rs.html#{line}\">Source</a></span>\
+             <h4 class=\"code-header\">pub fn <a href=\"#method.{name}\" class=\"fn\">{name}</a>(&amp;mut self, {arg}: {ty}) -&gt; {ret}</h4>\
+             </section></summary><div class=\"docblock\"><p>",
+            line = 1000 + index * 17,
+        ));
+        for _ in 0..rng.range(8, 30) {
+            out.push_str(rng.pick(WORDS));
+            out.push(' ');
+        }
+        out.push_str("</p></div></details>\n");
+        index += 1;
+    }
+    out.push_str("</body></html>\n");
+    out.into_bytes()
+}
