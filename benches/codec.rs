@@ -137,7 +137,8 @@ fn compare_sizes(pages: &str) {
         ("generated bench page".to_string(), common::generate_html("127.0.0.1:8080", PAGE_BYTES)),
         ("generated API reference page".to_string(), common::generate_doc_page(300 * 1024)),
     ];
-    let files = pages.split(':').filter(|p| !p.is_empty()).map(|p| (p.to_string(), std::fs::read(p).expect("a readable page")));
+    let files =
+        pages.split(':').filter(|p| !p.is_empty()).map(|p| (p.to_string(), std::fs::read(p).expect("a readable page")));
     for (path, page) in generated.into_iter().chain(files) {
         let path = path.as_str();
         let level6 = zlib_rs_gzip(&page, 6).len() as f64;
@@ -157,7 +158,9 @@ fn compare_sizes(pages: &str) {
     }
 }
 
-/// `CODEC_LOOPS=N [CODEC_CASE=gzip|w1|decode|decode_rewrite|libdeflate1|zlib1] codec`: that case N times and nothing else,
+/// `CODEC_LOOPS=N [CODEC_CASE=gzip|w1|decode|decode_rewrite|libdeflateN|zlib1|rules] codec`: that case N times and nothing else,
+/// (`rules`: the page through the rewrite engine alone with `CODEC_RULES`, a comma list of csp, snippet,
+/// links and encoded: the stages a proxied page runs, to price each one)
 /// for `perf stat` (instructions and cycles per page do not depend on what else the machine runs)
 /// and `perf record`.
 fn main() {
@@ -173,11 +176,32 @@ fn main() {
             Rule::snippet("<script async src=\"/browser-sync/browser-sync-client.js\"></script>"),
             Rule::links("127.0.0.1:8080", "http"),
         ];
+        let names = std::env::var("CODEC_RULES").unwrap_or_default();
+        let named_rules: Vec<Rule> = names
+            .split(',')
+            .filter(|n| !n.is_empty())
+            .map(|n| match n {
+                "csp" => Rule::csp_meta(),
+                "snippet" => Rule::snippet("<script async src=\"/browser-sync/browser-sync-client.js\"></script>"),
+                "links" => Rule::links("127.0.0.1:8080", "http"),
+                "encoded" => Rule::encoded_origin("127.0.0.1:8080", "http"),
+                other => panic!("unknown rule {other}"),
+            })
+            .collect();
         let case = std::env::var("CODEC_CASE").unwrap_or_else(|_| "gzip".into());
         let mut bytes = 0;
         for _ in 0..loops {
             bytes += match case.as_str() {
                 "gzip" => encode_all(Encoding::Gzip, black_box(&page)).len(),
+                "rules" => {
+                    let mut rewriter = Rewriter::new(&named_rules, "127.0.0.1:3000", 64 * 1024);
+                    let mut out = Vec::new();
+                    for piece in black_box(&page[..]).chunks(16 * 1024) {
+                        rewriter.push(piece, &mut out).expect("in memory");
+                    }
+                    rewriter.finish(&mut out).expect("in memory");
+                    out.len()
+                }
                 libdeflate if libdeflate.starts_with("libdeflate") => {
                     libdeflate_gzip(black_box(&page), libdeflate[10..].parse().expect("a level")).len()
                 }

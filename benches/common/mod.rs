@@ -229,14 +229,35 @@ pub fn generate_html(host: &str, size: usize) -> Vec<u8> {
 #[allow(dead_code)] // used by the codec bench and tests/page_weight.rs, not by every bench
 pub fn generate_doc_page(size: usize) -> Vec<u8> {
     const NAMES: &[&str] = &[
-        "push", "pop", "insert", "remove", "retain", "dedup", "drain", "clear", "len", "split_off", "resize",
-        "extend", "truncate", "reserve", "shrink", "append", "swap", "sort", "reverse", "contains", "iter",
+        "push",
+        "pop",
+        "insert",
+        "remove",
+        "retain",
+        "dedup",
+        "drain",
+        "clear",
+        "len",
+        "split_off",
+        "resize",
+        "extend",
+        "truncate",
+        "reserve",
+        "shrink",
+        "append",
+        "swap",
+        "sort",
+        "reverse",
+        "contains",
+        "iter",
     ];
     const TYPES: &[&str] = &["usize", "T", "&T", "Option<T>", "&mut [T]", "Vec<T, A>", "bool", "Range<usize>"];
     let mut rng = Rng(0x5EED_D0C5_0000_0002);
     let mut out = String::with_capacity(size + 4096);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Vec in std::vec</title>");
-    out.push_str("<link rel=\"stylesheet\" href=\"../../static.files/rustdoc.css\"></head>\n<body class=\"rustdoc struct\">\n");
+    out.push_str(
+        "<link rel=\"stylesheet\" href=\"../../static.files/rustdoc.css\"></head>\n<body class=\"rustdoc struct\">\n",
+    );
     let mut index = 0;
     while out.len() < size {
         let name = format!("{}_{}", rng.pick(NAMES), rng.pick(NAMES));

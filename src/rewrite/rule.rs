@@ -276,7 +276,7 @@ impl Rule {
     /// The page's `<meta http-equiv="Content-Security-Policy">` tags, amended so that the snippet runs
     /// (see `crate::csp`). It runs before the snippet rule, which then knows whether to add the nonce.
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
-    pub(crate) fn csp_meta() -> Rule {
+    pub fn csp_meta() -> Rule {
         // Every `<meta>` tag: `PagePolicy::amend_meta` leaves all but `http-equiv` policies as they are. A
         // pattern that named `http-equiv` after `[^>]*` cost ~150 ms of CPU to compile, on every start.
         Rule::build(
