@@ -158,7 +158,7 @@ test('npm pack + install into a fresh project, from npm\'s cache and without Rus
     // not rebuild the addon (`prepare`).
     const [packed] = JSON.parse(npm(['pack', '--json', '--ignore-scripts', '--pack-destination', work], { cwd: ROOT }))
     const files = packed.files.map((f) => f.path)
-    for (const f of ['package.json', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts', 'lib/start.js', 'lib/cli.js', 'bin/devproxy.js', 'wasm/index.d.ts', 'wasm/node.mjs', 'wasm/edge.mjs', 'wasm/rewriter.mjs', 'wasm/pkg/devproxy_native.js', 'wasm/pkg/devproxy_native_bg.wasm']) {
+    for (const f of ['package.json', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts', 'lib/start.js', 'lib/cli.js', 'bin/devproxy.js', 'wasm/index.d.ts', 'wasm/node.mjs', 'wasm/edge.mjs', 'wasm/rewriter.mjs', 'wasm/browser.mjs', 'wasm/pkg/devproxy_native.js', 'wasm/pkg/devproxy_native_bg.wasm', 'wasm/pkg/devproxy_native_bg_inline.mjs']) {
       assert.ok(files.includes(f), `the root package holds ${f}`)
     }
     assert.deepEqual(files.filter((f) => /\.node$|^src\/|^__test__\/|^npm\/|^Cargo/.test(f)), [])

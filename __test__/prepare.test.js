@@ -26,7 +26,7 @@ function platformDir() {
   return `${process.platform}-${process.arch}${abi}`
 }
 const ADDON = `${root.napi.binaryName}.${platformDir()}.node`
-const WASM = ['wasm/pkg/devproxy_native.js', 'wasm/pkg/devproxy_native_bg.wasm']
+const WASM = ['wasm/pkg/devproxy_native.js', 'wasm/pkg/devproxy_native_bg.wasm', 'wasm/pkg/devproxy_native_bg_inline.mjs']
 
 /** The environment of a user without Rust: no npm_* of an outer `npm test`, no cargo/rustc on PATH. */
 function userEnv() {

@@ -10,7 +10,7 @@ const { spawn, spawnSync } = require('node:child_process')
 const net = require('node:net')
 const path = require('node:path')
 const zlib = require('node:zlib')
-const { ROOT, HOST, startUpstream, request, withProxy, decodeBody, deferred, withTimeout, ACCEPT_HTML } = require('./helpers')
+const { ROOT, HOST, startUpstream, request, withProxy, decodeBody, deferred, withTimeout, ACCEPT_HTML, mulberry32 } = require('./helpers')
 
 const WORKERD = path.join(ROOT, 'node_modules/.bin/workerd')
 const EXAMPLE = path.join(ROOT, 'examples/edge-worker')
@@ -135,6 +135,35 @@ test('wasm: bad rules, options and chunks are refused naming them; a throwing fu
   await assert.rejects(new Response(notBytes.pipeThrough(wasm.createRewriter(ok))).text(), /a chunk must be a string, a Buffer or a Uint8Array, got a number/)
   // The module still serves after errors.
   assert.equal(wasm.rewrite('a', ok), 'b')
+})
+
+test('wasm: literal sets sharing one search (the wasm SIMD candidate search, src/rewrite/fingerprint.rs) equal the rules in turn', () => {
+  // Needles of a small alphabet (with 2- and 3-byte characters), pages made of their pieces: most rules
+  // share a search and most pages hold matches, over 16-byte SIMD blocks and the scalar tail alike.
+  const rnd = mulberry32(53)
+  const pick = (n) => Math.floor(rnd() * n)
+  const alphabet = 'abcdefghijklmnop-.\u00e9\u20ac'
+  const word = (n) => Array.from({ length: n }, () => alphabet[pick(alphabet.length)]).join('')
+  const escape = (text) => text.replace(/[.\-]/g, '\\$&')
+  let changed = 0
+  for (let i = 0; i < 600; i++) {
+    const needles = [...new Set(Array.from({ length: 2 + pick(40) }, () => word(1 + pick(7))))]
+    // Replacements of letters no needle has; a string rule replaces its first occurrence only.
+    const rules = needles.map((n, k) => (pick(2) ? { match: new RegExp(escape(n), 'g'), replace: `XY${k}` } : { match: n, replace: 'Z' }))
+    const page = Array.from({ length: pick(80) }, () => (pick(3) ? needles[pick(needles.length)].slice(pick(2)) : word(1 + pick(5)))).join('')
+    const expected = rules.reduce((text, rule) => text.replace(rule.match, rule.replace), page)
+    const chunks = []
+    for (let at = 0; at < page.length; ) {
+      const n = 1 + pick(60)
+      chunks.push(page.slice(at, at + n))
+      at += n
+    }
+    const label = JSON.stringify({ needles, page })
+    assert.equal(wasm.rewrite(page, rules), expected, label)
+    assert.equal(wasm.rewrite(chunks, rules), expected, `in chunks: ${label}`)
+    if (expected !== page) changed++
+  }
+  assert.ok(changed > 450, `only ${changed} of 600 pages held a match`)
 })
 
 test('wasm: replacement functions are released with their streams: a thousand bodies leave none behind', async () => {

@@ -5,6 +5,7 @@
 //   npm run build && npm run build:wasm   # both engines built
 //   node benches/wasm.js                  # MB/s of each, medians of 7 rounds, and the ratios
 //   node benches/wasm.js --json           # the same as one JSON object
+//   WASM_ENTRY=/other/wasm/node.mjs node benches/wasm.js   # another WebAssembly build (say, without SIMD)
 //
 // Both run `rewrite([chunks], rules)` (the streaming engine, function-free rules compiled once per round
 // through the `__rewriteEach` test hook, so compiling is not measured) on 20 copies of the page per round.
@@ -68,13 +69,14 @@ async function streamMbps(wasm, page, rules, bytes) {
 
 async function main() {
   const native = require(path.join(__dirname, '..'));
-  const wasm = await import('../wasm/node.mjs');
+  const wasm = await import(process.env.WASM_ENTRY ? require('node:url').pathToFileURL(process.env.WASM_ENTRY).href : '../wasm/node.mjs');
   const page = Buffer.from(generateHtml('127.0.0.1:8080', 100 * 1024));
   const inputs = Array.from({ length: COPIES }, () => chunks(page));
   const bytes = page.length * COPIES;
   const workloads = [
     ['1 regex rule (the target origin)', [{ match: /http:\/\/127\.0\.0\.1:8080/g, replace: '//127.0.0.1:3000' }]],
     ['10 literal rules', manyRules({ literals: 10, regexes: 0 })],
+    ['100 literal rules', manyRules({ literals: 100, regexes: 0 })],
     ['120 rules (100 literal, 20 regex; workload 12)', manyRules()],
   ];
   const results = [];

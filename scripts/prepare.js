@@ -56,7 +56,7 @@ const TARGETS = [
   },
   {
     name: 'the WebAssembly build',
-    artifacts: ['wasm/pkg/devproxy_native.js', 'wasm/pkg/devproxy_native_bg.wasm'],
+    artifacts: ['wasm/pkg/devproxy_native.js', 'wasm/pkg/devproxy_native_bg.wasm', 'wasm/pkg/devproxy_native_bg_inline.mjs'],
     inputs: () => [...CRATE(), 'scripts/build-wasm.sh'],
     command: ['sh', ['scripts/build-wasm.sh']],
   },

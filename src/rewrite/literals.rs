@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 
+use super::fingerprint::Fingerprints;
 use super::hay::Next;
 
 /// One literal rule: what it finds and what it writes.
@@ -63,6 +64,8 @@ enum Searcher {
         /// Where a match may start: the needles' distinct first bytes (up to four) found with Teddy, far
         /// faster than the automaton over every byte; `None` when there are too many of them.
         starts: Option<aho_corasick::packed::Searcher>,
+        /// Where Teddy is missing (WebAssembly), the same idea on wasm SIMD (see [`Fingerprints`]).
+        fingerprints: Option<Box<Fingerprints>>,
     },
 }
 
@@ -107,7 +110,13 @@ impl Searcher {
             .extend(starts)
             .build()
             .filter(|searcher| searcher.minimum_len() <= 64 << 10);
-        Ok(Searcher::Many { automaton, starts })
+        // Natively Teddy is there (`starts`), whose search is faster than these candidates'.
+        let fingerprints = if cfg!(target_arch = "wasm32") && starts.is_none() {
+            Fingerprints::new(needles).map(Box::new)
+        } else {
+            None
+        };
+        Ok(Searcher::Many { automaton, starts, fingerprints })
     }
 
     /// The leftmost match in `hay[at..]`: its start, end and member.
@@ -118,8 +127,22 @@ impl Searcher {
             Searcher::Packed(searcher) => searcher
                 .find_in(hay, aho_corasick::Span { start: at, end: hay.len() })
                 .map(|m| (m.start(), m.end(), m.pattern().as_usize())),
-            Searcher::Many { automaton, starts: None } => automaton.find(Input::new(hay).range(at..)).map(found),
-            Searcher::Many { automaton, starts: Some(starts) } => {
+            Searcher::Many { automaton, starts: None, fingerprints: None } => {
+                automaton.find(Input::new(hay).range(at..)).map(found)
+            }
+            Searcher::Many { automaton, starts: None, fingerprints: Some(fingerprints) } => {
+                // As with `starts` below: the first candidate with an anchored match has the leftmost.
+                let mut from = at;
+                while let Some(candidate) = fingerprints.find(hay, from) {
+                    let input = Input::new(hay).range(candidate..).anchored(aho_corasick::Anchored::Yes);
+                    if let Some(m) = automaton.find(input) {
+                        return Some(found(m));
+                    }
+                    from = candidate + 1;
+                }
+                None
+            }
+            Searcher::Many { automaton, starts: Some(starts), .. } => {
                 // Every match starts with a needle's start: the first candidate with a match has the leftmost.
                 let mut from = at;
                 while let Some(candidate) = starts.find_in(hay, aho_corasick::Span { start: from, end: hay.len() }) {
@@ -138,8 +161,10 @@ impl Searcher {
         match self {
             Searcher::One(finder) => finder.needle().len(),
             Searcher::Packed(searcher) => searcher.memory_usage(),
-            Searcher::Many { automaton, starts } => {
-                automaton.memory_usage() + starts.as_ref().map_or(0, aho_corasick::packed::Searcher::memory_usage)
+            Searcher::Many { automaton, starts, fingerprints } => {
+                automaton.memory_usage()
+                    + starts.as_ref().map_or(0, aho_corasick::packed::Searcher::memory_usage)
+                    + fingerprints.as_ref().map_or(0, |_| std::mem::size_of::<Fingerprints>())
             }
         }
     }

@@ -17,6 +17,7 @@
 //! out, what the browser sends in).
 
 mod grouped;
+mod fingerprint;
 mod hay;
 mod in_turn;
 mod js_regex;
