@@ -31,7 +31,11 @@ fn gzip_stays_near_level_six_and_below_zlib_rs_level_one() {
         assert_eq!(decode_all(Encoding::Gzip, &ours).unwrap(), page);
         let (level1, level6) = (zlib_rs_gzip(&page, 1), zlib_rs_gzip(&page, 6));
         eprintln!("{name}: ours {} B, zlib-rs level 1 {level1} B, level 6 {level6} B", ours.len());
-        assert!(ours.len() * 100 <= level6 * percent_of_level6, "{name}: {} B against level 6's {level6} B", ours.len());
+        assert!(
+            ours.len() * 100 <= level6 * percent_of_level6,
+            "{name}: {} B against level 6's {level6} B",
+            ours.len()
+        );
         assert!(ours.len() < level1, "{name}: {} B against zlib-rs level 1's {level1} B", ours.len());
     }
 }

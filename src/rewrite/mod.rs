@@ -16,8 +16,8 @@
 //! an origin's written forms and the matcher that swaps origins in all of them (both ways: JSON answers
 //! out, what the browser sends in).
 
-mod grouped;
 mod fingerprint;
+mod grouped;
 mod hay;
 mod in_turn;
 mod js_regex;

@@ -66,6 +66,17 @@ impl RegexSearch<'_> {
                     None => (tail < len).then_some(tail),
                 }
             }
+            &Candidates::Inner { ref needle, offsets: (first, last) } => {
+                // A match whose needle the end of the data cuts (or has not reached) starts at `tail` or later.
+                let tail = len.saturating_sub(needle.needle().len() - 1 + last).max(from);
+                let search_from = from.saturating_add(first);
+                let hit =
+                    (search_from < len).then(|| needle.find(&hay[search_from..])).flatten().map(|h| search_from + h);
+                match hit {
+                    Some(h) => Some(h.saturating_sub(last).max(from).min(tail)),
+                    None => (tail < len).then_some(tail),
+                }
+            }
         }
     }
 

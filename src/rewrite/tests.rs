@@ -1300,3 +1300,34 @@ fn a_watched_pair_sends_the_rules_in_turn_from_there_with_counts_kept() {
     let counts: Vec<u64> = rewriter.match_counts().map(|(_, n)| n).collect();
     assert_eq!(counts, [2, 3, 2], "each rule's matches, before and after the pair");
 }
+
+proptest! {
+    /// The percent-encoded origin rule finds its candidates by the `%3` inside its matches: it rewrites as
+    /// the same pattern found from its prefix does, whole and in any chunking.
+    #[test]
+    fn the_encoded_origin_rule_found_by_its_inner_piece_equals_its_pattern(
+        origins in prop::collection::vec(
+            (
+                prop::sample::select(vec!["http", "https", "HTTPS", "Http", "ftp", "", "%"]),
+                prop::sample::select(vec!["%3A", "%3a", "%3", ":", "%3A%3A"]),
+                prop::sample::select(vec!["%2F%2F", "%2f%2F", "%2F", "//"]),
+                prop::sample::select(vec!["wp.test", "WP.Test", "wp.tes", ""]),
+                prop::sample::select(vec!["%3A8088", "%3a8088", "%3A9999", "", "%3"]),
+                prop::sample::select(vec!["", "x", " ", "%3D", "\""]),
+            ),
+            0..12,
+        ),
+        cuts in prop::collection::vec(0..200usize, 0..8),
+    ) {
+        let input: String = origins.iter().map(|(a, b, c, d, e, f)| [*a, *b, *c, *d, *e, *f].concat()).collect();
+        let inner = [Rule::encoded_origin("wp.test:8088", "http")];
+        let pattern = "(?i:https?%3A%2F%2Fwp\\.test%3A8088)";
+        let replacement = super::replacement::Replacement::EncodedLocalOrigin { scheme: "http" };
+        let prefix = [Rule::build("reference".into(), pattern, true, rule::Units::No, replacement).unwrap()];
+        let mut cuts = cuts;
+        cuts.sort_unstable();
+        let expected = chunked(input.as_bytes(), &prefix, &[], DEFAULT_MAX_MATCH_BYTES);
+        prop_assert_eq!(&chunked(input.as_bytes(), &inner, &cuts, DEFAULT_MAX_MATCH_BYTES), &expected, "cuts {:?}", cuts);
+        prop_assert_eq!(&one_byte_chunks(input.as_bytes(), &inner), &expected);
+    }
+}
