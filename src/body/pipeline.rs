@@ -111,6 +111,11 @@ impl Pipeline {
         }
     }
 
+    /// See [`Rewriter::leave_out_meta_policy`]; before the first byte.
+    pub fn leave_out_meta_policy(&mut self) {
+        self.rewriter.leave_out_meta_policy();
+    }
+
     /// Rewrites and encodes already-decoded bytes.
     pub fn push_decoded(&mut self, decoded: &[u8], out: &mut Vec<u8>) -> Result<(), PipelineError> {
         self.rewrite_then_encode(decoded, false, out)

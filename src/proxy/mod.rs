@@ -343,6 +343,13 @@ fn names_a_policy(decoded: &[u8]) -> bool {
     }
 }
 
+/// Whether a page's start holds `<body` (any case). A policy `<meta>` after it is not one: whatever
+/// start tag ends `<head>`, a `<meta>` after it lands in `<body>`, where browsers ignore policies.
+fn shows_the_body(decoded: &[u8]) -> bool {
+    memchr::memchr_iter(b'<', decoded)
+        .any(|at| decoded.get(at + 1..at + 5).is_some_and(|tag| tag.eq_ignore_ascii_case(b"body")))
+}
+
 /// The answer to a failed request: counted, logged once, rendered (pages.rs).
 pub(crate) fn fail(shared: &Shared, error: ProxyError) -> Response<ProxyBody> {
     if error.is_upstream_error() {
@@ -457,6 +464,8 @@ async fn body_phase(
             if !placed {
                 page_policy.withhold();
             }
+        } else if decoded_prefix.as_deref().is_some_and(shows_the_body) {
+            pipeline.leave_out_meta_policy();
         }
         // Before the snippet is written: whether it needs the nonce is known from the headers.
         headers::amend_csp(&mut head.headers, page_policy);
@@ -493,7 +502,14 @@ async fn body_phase(
 mod tests {
     use proptest::prelude::*;
 
-    use super::names_a_policy;
+    use super::{names_a_policy, shows_the_body};
+
+    #[test]
+    fn the_body_is_seen_in_any_case_and_only_as_a_tag() {
+        assert!(shows_the_body(b"<head></head><BODY class=x>"));
+        assert!(shows_the_body(b"<body"));
+        assert!(!shows_the_body(b"<head><meta name=body></head> body <bod"));
+    }
 
     #[test]
     fn a_policy_is_named_in_any_case_anywhere_in_the_page_start() {

@@ -292,6 +292,11 @@ impl Rule {
         .expect("the meta rule compiles")
     }
 
+    /// Whether this is the page's `<meta>` policy rule ([`Rule::csp_meta`]).
+    pub(crate) fn amends_meta_policy(&self) -> bool {
+        matches!(&self.inner.engine, Engine::Regex(re) if matches!(re.replacement, Replacement::MetaPolicy))
+    }
+
     /// Whether this is the snippet rule (a plain snippet or one placed by `snippetOptions.rule.match`).
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub(crate) fn injects_snippet(&self) -> bool {

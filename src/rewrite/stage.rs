@@ -54,7 +54,7 @@ pub(super) struct Stage {
     /// After an empty match JS moves `lastIndex` one character on before searching again.
     skip_char: bool,
     /// A non-global rule that has replaced its one match, or a global one that can match no more.
-    done: bool,
+    pub(super) done: bool,
     /// For a function replacement only (string rules never count): the UTF-16 units of the stage's
     /// input up to `counted` in the hay, for the offsets the function is given.
     utf16: Option<Utf16Counter>,

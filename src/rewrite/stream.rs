@@ -65,6 +65,15 @@ impl Rewriter {
         self
     }
 
+    /// Leaves the `<meta>` policy rule out from the first byte (it reads nothing and costs nothing): for a
+    /// page whose start shows `<body` with no policy named before it, as a policy `<meta>` after that is
+    /// not one (browsers ignore it outside `<head>`).
+    pub fn leave_out_meta_policy(&mut self) {
+        for stage in self.stages.iter_mut().filter(|stage| stage.rule.amends_meta_policy() && stage.held.is_empty()) {
+            stage.done = true;
+        }
+    }
+
     /// Feeds the next chunk; appends what is final to `out`.
     pub fn push(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), ReplaceError> {
         feed(&mut self.stages, &mut self.outputs, input, false, out)?;

@@ -139,6 +139,28 @@ fn a_meta_policy_gets_the_snippet_nonce_in_any_chunking() {
     }
 }
 
+// A page whose start showed `<body` with no policy leaves the meta rule out: a policy `<meta>` after the body
+// (which browsers ignore) stays as it came; with the rule in, it would have been amended.
+#[test]
+fn a_meta_rule_left_out_amends_nothing() {
+    let rules = [Rule::csp_meta(), Rule::snippet("<script async src=\"/c.js\"></script>")];
+    let html = "<body>x<meta http-equiv=\"Content-Security-Policy\" content=\"connect-src 'none'\">";
+    let run = |leave_out: bool| {
+        let page = std::sync::Arc::new(crate::csp::PagePolicy::new("http", "localhost:3000"));
+        let mut rewriter = Rewriter::new(&rules, "localhost:3000", DEFAULT_MAX_MATCH_BYTES).with_page_policy(page);
+        if leave_out {
+            rewriter.leave_out_meta_policy();
+        }
+        let mut out = Vec::new();
+        rewriter.push(html.as_bytes(), &mut out).unwrap();
+        rewriter.finish(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let snippet_placed = html.replace("<body>", "<body><script async src=\"/c.js\"></script>");
+    assert_eq!(run(true), snippet_placed);
+    assert_ne!(run(false), snippet_placed, "the meta rule in amends the policy");
+}
+
 // Percent-encoded origins (a `redirect_to` in a login form): not Browsersync's, the proxy's own rule after
 // its link rewrite; any case, whole and in one-byte chunks, other hosts and schemes left alone.
 #[test]
