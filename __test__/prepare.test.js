@@ -168,3 +168,36 @@ test('installing twice without Rust builds nothing: npm pack in a built clone, i
     fs.rmSync(work, { recursive: true, force: true })
   }
 })
+
+test('test hooks (issue 52 item 7): a clone builds with them, `npm publish` without: each refuses the other\'s artifacts, and publish needs no addon', (t) => {
+  for (const f of [ADDON, ...WASM]) {
+    if (!fs.existsSync(path.join(ROOT, f))) return t.skip(`${f} is not built here`)
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'devproxy-prepare-hooks-'))
+  const prepare = (args, npmCommand) => run(process.execPath, ['scripts/prepare.js', ...args], dir, { ...userEnv(), ...(npmCommand ? { npm_command: npmCommand } : {}) })
+  try {
+    makeClone(dir)
+    // This clone's artifacts have the hooks: fresh for a clone (and for `npm pack`), not for publishing.
+    assert.equal(prepare(['--check']).status, 0)
+    assert.equal(prepare(['--check'], 'pack').status, 0)
+    const refused = prepare(['--check'], 'publish')
+    assert.equal(refused.status, 1)
+    assert.equal(refused.out, 'devproxy-native: would build (the WebAssembly build: it has the test hooks, which a published package must not carry)\n')
+    // Without Rust, publishing from such a clone fails instead of shipping them.
+    assert.equal(prepare([], 'publish').status, 1)
+
+    // The release workflow's .wasm (built bare: its glue names no hook), and no addon in the root.
+    const glue = path.join(dir, WASM[0])
+    fs.writeFileSync(glue, fs.readFileSync(glue, 'utf8').replaceAll('__liveFunctions', '__gone'))
+    fs.rmSync(path.join(dir, ADDON))
+    const published = prepare([], 'publish')
+    assert.equal(published.status, 0, published.out)
+    assert.equal(published.out, 'devproxy-native: publishing: the WebAssembly build is up to date with src/ and has no test hooks; the addons are in the platform packages\n')
+    // The same .wasm is stale for the clone's own tests.
+    const dev = prepare(['--check'])
+    assert.equal(dev.status, 1)
+    assert.equal(dev.out, `devproxy-native: would build (the addon: ${ADDON} is missing; the WebAssembly build: it was built without the test hooks (the test-hooks feature))\n`)
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -67,8 +67,9 @@ async function streamMbps(wasm, page, rules, bytes) {
 }
 
 async function main() {
-  const native = require(path.join(__dirname, '..'));
-  const wasm = await import('../wasm/node.mjs');
+  // The test hooks of a clone's build (the `test-hooks` feature: scripts/prepare.js).
+  const native = require(path.join(__dirname, '..', '__test__', 'helpers.js')).hooks();
+  const wasm = await import('../__test__/fixtures/wasm-hooks.mjs');
   const page = Buffer.from(generateHtml('127.0.0.1:8080', 100 * 1024));
   const inputs = Array.from({ length: COPIES }, () => chunks(page));
   const bytes = page.length * COPIES;

@@ -2,6 +2,11 @@
 # Builds devproxy-native/wasm: the rewrite engine (src/wasm.rs) for wasm32-unknown-unknown, and its JS
 # glue in wasm/pkg/ by wasm-bindgen. Installs what is missing: the Rust target, and the wasm-bindgen
 # CLI at the version Cargo.toml pins the wasm-bindgen crate to (they must be equal).
+#
+#   sh scripts/build-wasm.sh [--features test-hooks]
+#
+# The release workflow runs it bare: the published .wasm has no test hooks. scripts/prepare.js passes
+# `--features test-hooks` for a clone's own build, which the tests use (`__liveFunctions`).
 set -eu
 cd "$(dirname "$0")/.."
 VERSION=$(sed -n 's/^wasm-bindgen = "=\(.*\)"$/\1/p' Cargo.toml)
@@ -16,5 +21,6 @@ if [ "$("$BINDGEN" --version 2>/dev/null)" != "wasm-bindgen $VERSION" ]; then
   BINDGEN="${CARGO_HOME:-$HOME/.cargo}/bin/wasm-bindgen"
 fi
 # The release profile strips symbols, which would take the target_features section wasm-bindgen reads.
-CARGO_PROFILE_RELEASE_STRIP=debuginfo cargo build --lib --release --target wasm32-unknown-unknown --no-default-features
-"$BINDGEN" --target web --weak-refs --out-dir wasm/pkg target/wasm32-unknown-unknown/release/devproxy_native.wasm
+CARGO_PROFILE_RELEASE_STRIP=debuginfo cargo build --lib --release --target wasm32-unknown-unknown --no-default-features "$@"
+# WASM_OUT_DIR: elsewhere than wasm/pkg/ (scripts/release-dry-run.sh).
+"$BINDGEN" --target web --weak-refs --out-dir "${WASM_OUT_DIR:-wasm/pkg}" "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/release/devproxy_native.wasm"
