@@ -444,7 +444,7 @@ export function rewrite(input, rules, context = {}) {
 
 /**
  * `rewrite()` of each input, the rules compiled once (`name`: how an error names the input; `null`:
- * by its index). Exported for the tests' `__rewriteEach` (__test__/fixtures/wasm-hooks.mjs).
+ * by its index). Exported for the tests' hooks (__test__/fixtures/wasm-hooks.mjs).
  */
 export function rewriteEach(inputs, rules, context = {}, name = null) {
   if (context === null || typeof context !== 'object') {
