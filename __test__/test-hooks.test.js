@@ -38,7 +38,7 @@ test('the check above is real: a hook in binding.d.ts is seen', () => {
 
 test('the release workflow, cross-build.sh and npm run build build without the feature; prepare.js builds a clone with it', () => {
   const workflow = read('.github/workflows/release.yml')
-  const builds = workflow.split("\n").filter((line) => /napi build|build-wasm\.sh|cross-build\.sh|cargo (zig)?build/.test(line))
+  const builds = workflow.split('\n').filter((line) => /napi build|build-wasm\.sh|cross-build\.sh|cargo (zig)?build/.test(line))
   assert.ok(builds.length >= 3, `the workflow's build lines: ${builds.join('\n')}`)
   for (const line of builds) assert.doesNotMatch(line, /test-hooks|--features|\s-F\s|--all-features/, line)
   assert.match(workflow, /run: sh scripts\/build-wasm\.sh\n/, 'the .wasm is built bare')
