@@ -93,19 +93,6 @@ export type JsProxyServer = ProxyServer
  */
 export declare function __closestName(name: string, candidates: Array<string>): string | null
 
-/**
- * Test hook, not part of the API: panics on the JS thread (`'sync'`) or inside the returned
- * Promise's task (`'async'`), so tests can show that a panic becomes a JS error, never a crash.
- */
-export declare function __panicProbe(place: string): Promise<void>
-
-/**
- * Test hook, not part of the API: `rewrite(input, rules)` for each of `inputs` in turn, with the rules
- * compiled once (the differential tests run each case whole and in several chunkings, and compiling is
- * most of a small case's time). Throws at the first input that fails.
- */
-export declare function __rewriteEach(inputs: Array<string | Array<string | Buffer | Uint8Array>>, rules: RewriteRule[]): Array<string>
-
 export interface CookieOptions {
   stripDomain?: boolean
 }

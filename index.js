@@ -7,7 +7,7 @@
 const binding = require('./lib/native.js')
 const { start } = require('./lib/start.js')
 const { ProxyServer } = require('./lib/server.js')
-const { rewrite, rewriteEach } = require('./lib/rules.js')
+const { rewrite } = require('./lib/rules.js')
 
 /** A cassette (`record.path`) as HAR 1.2: resolves to the JSON text; rejects naming the bad line. */
 const toHar = (path) => binding.toHar(path)
@@ -17,6 +17,4 @@ module.exports = {
   rewrite,
   ProxyServer,
   toHar,
-  __panicProbe: binding.__panicProbe,
-  __rewriteEach: rewriteEach,
 }

@@ -11,7 +11,7 @@ const http = require('node:http')
 const net = require('node:net')
 const os = require('node:os')
 const path = require('node:path')
-const { HOST, deferred, withTimeout, request, withProxy, startUpstream, lib, spawnNode, stopIfStarted } = require('./helpers')
+const { HOST, hooks, NO_HOOKS, deferred, withTimeout, request, withProxy, startUpstream, lib, spawnNode, stopIfStarted } = require('./helpers')
 
 const PAGE = '<!doctype html><html><body><p>hello</p></body></html>'
 const PROBE = '/__devproxy_panic_probe'
@@ -21,7 +21,7 @@ function pageRoute(req, res) {
   res.end(PAGE)
 }
 
-test('a panic while handling a request is a 500 for that request; the server and the process carry on', async () => {
+test('a panic while handling a request is a 500 for that request; the server and the process carry on', { skip: NO_HOOKS }, async () => {
   const upstream = await startUpstream({ '/': pageRoute })
   try {
     await withProxy({ proxy: upstream.url, port: 0, __panicProbes: true }, async (server) => {
@@ -40,7 +40,7 @@ test('a panic while handling a request is a 500 for that request; the server and
   }
 })
 
-test('a panic while streaming a rewritten body aborts that response only', async () => {
+test('a panic while streaming a rewritten body aborts that response only', { skip: NO_HOOKS }, async () => {
   const secondPart = deferred()
   const upstream = await startUpstream({
     [`${PROBE}/body`]: async (req, res) => {
@@ -72,10 +72,10 @@ test('a panic while streaming a rewritten body aborts that response only', async
   }
 })
 
-test('a panic in an exported function throws (sync) or rejects (async) a JS error instead of crashing Node', async () => {
-  assert.throws(() => lib().__panicProbe('sync'), /panic probe: binding \(sync\)/)
-  await assert.rejects(lib().__panicProbe('async'), /panic/)
-  await lib().__panicProbe('none')
+test('a panic in an exported function throws (sync) or rejects (async) a JS error instead of crashing Node', { skip: NO_HOOKS }, async () => {
+  assert.throws(() => hooks().__panicProbe('sync'), /panic probe: binding \(sync\)/)
+  await assert.rejects(hooks().__panicProbe('async'), /panic/)
+  await hooks().__panicProbe('none')
 })
 
 test('a replace function holding Node\'s thread does not hold the proxy: passthrough requests are answered meanwhile (child process)', async (t) => {

@@ -20,6 +20,34 @@ function lib() {
   return addon
 }
 
+/**
+ * Set by the release workflow's test jobs, which test the release builds: those have no test hooks
+ * (docs/releasing.md). Tests that need a hook skip there with this reason.
+ */
+const RELEASE_BUILD = process.env.DEVPROXY_RELEASE_BUILD === '1'
+const NO_HOOKS = RELEASE_BUILD && 'a release build has no test hooks (DEVPROXY_RELEASE_BUILD=1)'
+
+/**
+ * The package's API plus the addon's test hooks (`__panicProbe`, `__rewriteEach`), which only a build
+ * with the `test-hooks` cargo feature has: scripts/prepare.js builds a clone's addon with it, the release
+ * workflow without. On a release build `__rewriteEach` is `rewrite()` per input (the rules compiled for
+ * each: slower, same results) and `__panicProbe` is missing.
+ */
+function hooks() {
+  const native = require(path.join(ROOT, 'lib', 'native.js'))
+  const { wrapRules } = require(path.join(ROOT, 'lib', 'rules.js'))
+  if (typeof native.__panicProbe !== 'function') {
+    if (!RELEASE_BUILD) throw new Error('the addon was built without the test-hooks feature: DEVPROXY_FORCE_BUILD=1 npm install (scripts/prepare.js) builds it with them')
+    return { ...lib(), __rewriteEach: (inputs, rules, context) => inputs.map((input) => lib().rewrite(input, rules, context)) }
+  }
+  return {
+    ...lib(),
+    __panicProbe: native.__panicProbe,
+    // As `rewrite()`: rule functions get the context's req/res, or the defaults.
+    __rewriteEach: (inputs, rules, context) => native.__rewriteEach(inputs, wrapRules(rules, context)),
+  }
+}
+
 /** A promise with its resolve/reject exposed. */
 function deferred() {
   let resolve
@@ -490,6 +518,9 @@ function rawExchange(port, bytes, { timeout = 10000 } = {}) {
 }
 
 module.exports = {
+  hooks,
+  RELEASE_BUILD,
+  NO_HOOKS,
   rawExchange,
   dechunk,
   tapStderr,

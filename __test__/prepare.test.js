@@ -13,10 +13,12 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { ROOT } = require('./helpers.js')
+const { ROOT, RELEASE_BUILD } = require('./helpers.js')
 
 const root = require('../package.json')
 const WIN = process.platform === 'win32'
+// A clone's artifacts have the test hooks; the release workflow's (DEVPROXY_RELEASE_BUILD=1) are stale here.
+const CLONE_ONLY = { skip: RELEASE_BUILD && 'the release builds are not a clone\'s (no test hooks)' }
 const FRESH = 'devproxy-native: the addon and the WebAssembly build are up to date with src/; not building'
 
 function platformDir() {
@@ -62,7 +64,7 @@ function makeClone(dir, { artifacts = true } = {}) {
   }
 }
 
-test('prepare --check: a fresh clone must build both; built ones are fresh; an edit makes them stale, a touch does not once recorded; a build without Rust fails in one line', (t) => {
+test('prepare --check: a fresh clone must build both; built ones are fresh; an edit makes them stale, a touch does not once recorded; a build without Rust fails in one line', CLONE_ONLY, (t) => {
   for (const f of [ADDON, ...WASM]) {
     if (!fs.existsSync(path.join(ROOT, f))) return t.skip(`${f} is not built here`)
   }
@@ -112,7 +114,7 @@ test('prepare --check: a fresh clone must build both; built ones are fresh; an e
   }
 })
 
-test('installing twice without Rust builds nothing: npm pack in a built clone, its tarball into a fresh project, the clone by path with its prepare approved', (t) => {
+test('installing twice without Rust builds nothing: npm pack in a built clone, its tarball into a fresh project, the clone by path with its prepare approved', CLONE_ONLY, (t) => {
   for (const f of [ADDON, ...WASM]) {
     if (!fs.existsSync(path.join(ROOT, f))) return t.skip(`${f} is not built here`)
   }
@@ -166,5 +168,38 @@ test('installing twice without Rust builds nothing: npm pack in a built clone, i
     for (const [f, mtime] of Object.entries(built)) assert.equal(fs.statSync(path.join(clone, f)).mtimeMs, mtime, `${f} untouched`)
   } finally {
     fs.rmSync(work, { recursive: true, force: true })
+  }
+})
+
+test('test hooks (issue 52 item 7): a clone builds with them, `npm publish` without: each refuses the other\'s artifacts, and publish needs no addon', CLONE_ONLY, (t) => {
+  for (const f of [ADDON, ...WASM]) {
+    if (!fs.existsSync(path.join(ROOT, f))) return t.skip(`${f} is not built here`)
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'devproxy-prepare-hooks-'))
+  const prepare = (args, npmCommand) => run(process.execPath, ['scripts/prepare.js', ...args], dir, { ...userEnv(), ...(npmCommand ? { npm_command: npmCommand } : {}) })
+  try {
+    makeClone(dir)
+    // This clone's artifacts have the hooks: fresh for a clone (and for `npm pack`), not for publishing.
+    assert.equal(prepare(['--check']).status, 0)
+    assert.equal(prepare(['--check'], 'pack').status, 0)
+    const refused = prepare(['--check'], 'publish')
+    assert.equal(refused.status, 1)
+    assert.equal(refused.out, 'devproxy-native: would build (the WebAssembly build: it has the test hooks, which a published package must not carry)\n')
+    // Without Rust, publishing from such a clone fails instead of shipping them.
+    assert.equal(prepare([], 'publish').status, 1)
+
+    // The release workflow's .wasm (built bare: its glue names no hook), and no addon in the root.
+    const glue = path.join(dir, WASM[0])
+    fs.writeFileSync(glue, fs.readFileSync(glue, 'utf8').replaceAll('__liveFunctions', '__gone'))
+    fs.rmSync(path.join(dir, ADDON))
+    const published = prepare([], 'publish')
+    assert.equal(published.status, 0, published.out)
+    assert.equal(published.out, 'devproxy-native: publishing: the WebAssembly build is up to date with src/ and has no test hooks; the addons are in the platform packages\n')
+    // The same .wasm is stale for the clone's own tests.
+    const dev = prepare(['--check'])
+    assert.equal(dev.status, 1)
+    assert.equal(dev.out, `devproxy-native: would build (the addon: ${ADDON} is missing; the WebAssembly build: it was built without the test hooks (the test-hooks feature))\n`)
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
   }
 })

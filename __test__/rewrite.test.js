@@ -11,7 +11,7 @@
 const { test, before } = require('node:test')
 const assert = require('node:assert/strict')
 const util = require('node:util')
-const { lib, mulberry32, startUpstream, withProxy, request, writeChunks, ACCEPT_HTML } = require('./helpers')
+const { lib, hooks, mulberry32, startUpstream, withProxy, request, writeChunks, ACCEPT_HTML } = require('./helpers')
 
 const SEED = Number(process.env.REWRITE_SEED || 0x5eed)
 const WASM = process.env.REWRITE_ENGINE === 'wasm'
@@ -20,10 +20,10 @@ const WASM = process.env.REWRITE_ENGINE === 'wasm'
 let engineUnderTest = null
 before(async () => {
   if (!WASM) {
-    engineUnderTest = lib()
+    engineUnderTest = hooks()
     return
   }
-  engineUnderTest = await import('../wasm/node.mjs')
+  engineUnderTest = await import('./fixtures/wasm-hooks.mjs')
 })
 
 /**

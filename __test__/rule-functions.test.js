@@ -7,7 +7,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const http = require('node:http')
 const net = require('node:net')
-const { lib, startUpstream, request, withProxy, ACCEPT_HTML, stopIfStarted } = require('./helpers')
+const { lib, hooks, startUpstream, request, withProxy, ACCEPT_HTML, stopIfStarted } = require('./helpers')
 
 const PAGE = '<html><body><p>hello</p></body></html>'
 
@@ -158,7 +158,7 @@ test('rewrite(): `this` in a rule function is what String.prototype.replace give
 })
 
 test('__rewriteEach: the rules compiled once give each input its own result, functions with the given req', () => {
-  const { __rewriteEach } = lib()
+  const { __rewriteEach } = hooks()
   const urls = []
   const out = __rewriteEach(['a1', 'b2', 'a3'], [{ match: /a(\d)/, fn: (req, res, match, digit) => {
     urls.push(req.url)

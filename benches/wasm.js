@@ -5,7 +5,7 @@
 //   npm run build && npm run build:wasm   # both engines built
 //   node benches/wasm.js                  # MB/s of each, medians of 7 rounds, and the ratios
 //   node benches/wasm.js --json           # the same as one JSON object
-//   WASM_ENTRY=/other/wasm/node.mjs node benches/wasm.js   # another WebAssembly build (say, without SIMD)
+//   WASM_ENTRY=/other/__test__/fixtures/wasm-hooks.mjs node benches/wasm.js   # another checkout's WebAssembly build (say, without SIMD)
 //
 // Both run `rewrite([chunks], rules)` (the streaming engine, function-free rules compiled once per round
 // through the `__rewriteEach` test hook, so compiling is not measured) on 20 copies of the page per round.
@@ -68,8 +68,10 @@ async function streamMbps(wasm, page, rules, bytes) {
 }
 
 async function main() {
-  const native = require(path.join(__dirname, '..'));
-  const wasm = await import(process.env.WASM_ENTRY ? require('node:url').pathToFileURL(process.env.WASM_ENTRY).href : '../wasm/node.mjs');
+  // The test hooks of a clone's build (the `test-hooks` feature: scripts/prepare.js).
+  const native = require(path.join(__dirname, '..', '__test__', 'helpers.js')).hooks();
+  const entry = process.env.WASM_ENTRY ? require('node:url').pathToFileURL(process.env.WASM_ENTRY).href : '../__test__/fixtures/wasm-hooks.mjs';
+  const wasm = await import(entry);
   const page = Buffer.from(generateHtml('127.0.0.1:8080', 100 * 1024));
   const inputs = Array.from({ length: COPIES }, () => chunks(page));
   const bytes = page.length * COPIES;

@@ -112,21 +112,14 @@ function prepareOptions(options) {
  * headers.
  */
 function rewrite(input, rules, context) {
-  const { req, res } = context || {}
-  const given = [req || shapeRequest(DEFAULT_REQUEST), res || shapeResponse(DEFAULT_RESPONSE)]
-  const wrapped = Array.isArray(rules) ? rules.map((rule) => wrapRule(rule, () => given)) : rules
-  return binding.rewrite(input, wrapped)
+  return binding.rewrite(input, wrapRules(rules, context))
 }
 
-/**
- * Test hook, not part of the API: `rewrite(input, rules)` for each of `inputs`, the rules compiled once; throws
- * at the first input that fails.
- */
-function rewriteEach(inputs, rules, context) {
+/** `rules` with their functions called as `rewrite()` calls them (`context`'s `req`/`res`, or defaults). */
+function wrapRules(rules, context) {
   const { req, res } = context || {}
   const given = [req || shapeRequest(DEFAULT_REQUEST), res || shapeResponse(DEFAULT_RESPONSE)]
-  const wrapped = Array.isArray(rules) ? rules.map((rule) => wrapRule(rule, () => given)) : rules
-  return binding.__rewriteEach(inputs, wrapped)
+  return Array.isArray(rules) ? rules.map((rule) => wrapRule(rule, () => given)) : rules
 }
 
-module.exports = { rewrite, rewriteEach, prepareOptions, wrapProxyRule, foldHeaders }
+module.exports = { rewrite, wrapRules, prepareOptions, wrapProxyRule, foldHeaders }

@@ -13,6 +13,11 @@
 //
 // `node scripts/prepare.js --check`: builds nothing; exits 0 when both are fresh, 1 naming what is not.
 // DEVPROXY_FORCE_BUILD=1 builds both whatever they are.
+//
+// Test hooks (issue 52): a clone's builds have the `test-hooks` cargo feature, which the tests use
+// (`__panicProbe`, `__rewriteEach`, `__liveFunctions`); an artifact built without it (`npm run build`) is
+// stale here. Under `npm publish` it is the other way round: the root package ships the WebAssembly
+// build, which must carry no hooks, and no addon (the platform packages hold those: nothing to build).
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -22,6 +27,9 @@ const { spawnSync } = require('node:child_process')
 const ROOT = path.resolve(__dirname, '..')
 const STAMP = path.join(ROOT, '.build-stamp.json')
 const { napi } = require(path.join(ROOT, 'package.json'))
+// npm names the command that runs a lifecycle script; `prepare` runs under install, pack and publish.
+const PUBLISH = process.env.npm_command === 'publish'
+const HOOKS = PUBLISH ? [] : ['--features', 'test-hooks']
 
 /** `linux-x64-gnu`, `darwin-arm64`, `win32-x64-msvc`: the suffix `napi build --platform` names the addon by. */
 function platformSuffix() {
@@ -52,15 +60,23 @@ const TARGETS = [
     name: 'the addon',
     artifacts: [`${napi.binaryName}.${platformSuffix()}.node`],
     inputs: CRATE,
-    command: ['napi', ['build', '--platform', '--release', '--js', 'binding.js', '--dts', 'binding.d.ts']],
+    // The hooks are `skip_typescript`: binding.js and binding.d.ts come out as a release build's.
+    command: ['napi', ['build', '--platform', '--release', ...HOOKS, '--js', 'binding.js', '--dts', 'binding.d.ts']],
+    // A name only the hooks register (src/binding/mod.rs).
+    hook: { file: `${napi.binaryName}.${platformSuffix()}.node`, marker: '__panicProbe' },
   },
   {
     name: 'the WebAssembly build',
     artifacts: ['wasm/pkg/devproxy_native.js', 'wasm/pkg/devproxy_native_bg.wasm', 'wasm/pkg/devproxy_native_bg_inline.mjs'],
     inputs: () => [...CRATE(), 'scripts/build-wasm.sh'],
-    command: ['sh', ['scripts/build-wasm.sh']],
+    command: ['sh', ['scripts/build-wasm.sh', ...HOOKS]],
+    // wasm-bindgen's glue names every export (src/wasm.rs).
+    hook: { file: 'wasm/pkg/devproxy_native.js', marker: '__liveFunctions' },
   },
-]
+].filter((target) => !(PUBLISH && target.name === 'the addon'))
+
+/** Whether the artifact has the test hooks (its bytes name the hook's export). */
+const hooked = ({ file, marker }) => fs.readFileSync(path.join(ROOT, file)).includes(marker)
 
 function hashOf(files) {
   const hash = crypto.createHash('sha256')
@@ -85,6 +101,9 @@ function readStamp() {
 function judge(target, stamp) {
   const missing = target.artifacts.find((f) => !fs.existsSync(path.join(ROOT, f)))
   if (missing) return { fresh: false, reason: `${missing} is missing` }
+  if (hooked(target.hook) !== !PUBLISH) {
+    return { fresh: false, reason: PUBLISH ? 'it has the test hooks, which a published package must not carry' : 'it was built without the test hooks (the test-hooks feature)' }
+  }
   const inputs = target.inputs()
   const hash = hashOf(inputs)
   const record = { hash, artifacts: statOf(target.artifacts) }
@@ -115,7 +134,11 @@ function main() {
   }
   if (stale.length === 0) {
     if (!check) save()
-    console.log('devproxy-native: the addon and the WebAssembly build are up to date with src/; not building (DEVPROXY_FORCE_BUILD=1 builds anyway)')
+    console.log(
+      PUBLISH
+        ? 'devproxy-native: publishing: the WebAssembly build is up to date with src/ and has no test hooks; the addons are in the platform packages'
+        : 'devproxy-native: the addon and the WebAssembly build are up to date with src/; not building (DEVPROXY_FORCE_BUILD=1 builds anyway)',
+    )
     return 0
   }
   const why = stale.map((v) => `${v.target.name}: ${v.reason}`).join('; ')

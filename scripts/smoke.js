@@ -2,8 +2,10 @@
 'use strict'
 // A built addon's smoke test, in one process (so it runs under qemu-user for another CPU): a page from
 // a loopback upstream through the proxy, links rewritten and snippet injected. Exits 0 on success.
-// binding.js loads the .node of the running platform (process.arch/libc), e.g. the arm64 build under
-// `qemu-aarch64 -L / <arm64 node> scripts/smoke.js`.
+// binding.js loads the .node of the running platform (process.arch/libc), or the one
+// NAPI_RS_NATIVE_LIBRARY_PATH names: scripts/release-dry-run.sh runs it so on each Linux build, the arm64
+// one as `NAPI_RS_NATIVE_LIBRARY_PATH=<.node> QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 <arm64 node>
+// scripts/smoke.js`.
 
 const http = require('node:http')
 const { start } = require('..')

@@ -246,7 +246,9 @@ impl Drop for StringReset {
     }
 }
 
-/// Test hook, not part of the API: how many replacement functions live rules hold.
+/// Test hook, not part of the API (the `test-hooks` feature: not in the published .wasm): how many
+/// replacement functions live rules hold.
+#[cfg(feature = "test-hooks")]
 #[wasm_bindgen(js_name = __liveFunctions)]
 pub fn live_functions() -> usize {
     FUNCTIONS.with(|f| {

@@ -293,15 +293,11 @@ export function createRewriter(rules, options = {}) {
 }
 
 /**
- * Test hook, not part of the API: the body `createRewriter` streams, driven by hand (`push`, `pause`,
- * `finish`, `free`), without the host's stream machinery.
+ * `createRewriter`'s options checked and its engine stream made, for one body. Exported for the tests'
+ * hooks (__test__/fixtures/wasm-hooks.mjs), which drive a body by hand; this file is not in the
+ * package's `exports`, so users cannot reach it.
  */
-export function __openBody(rules, options = {}) {
-  return openBody(rules, options)
-}
-
-/** `createRewriter`'s options checked and its engine stream made, for one body. */
-function openBody(rules, options) {
+export function openBody(rules, options = {}) {
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`options must be an object, got ${typeName(options)}`)
   }
@@ -446,13 +442,11 @@ export function rewrite(input, rules, context = {}) {
   return rewriteEach([input], rules, context, 'input')[0]
 }
 
-/** Test hook, not part of the API (the native binding has it too): `rewrite()` of each input, the rules compiled once. */
-export function __rewriteEach(inputs, rules, context = {}) {
-  if (!Array.isArray(inputs)) throw new TypeError(`inputs must be an array, got ${typeName(inputs)}`)
-  return rewriteEach(inputs, rules, context, null)
-}
-
-function rewriteEach(inputs, rules, context, name) {
+/**
+ * `rewrite()` of each input, the rules compiled once (`name`: how an error names the input; `null`:
+ * by its index). Exported for the tests' hooks (__test__/fixtures/wasm-hooks.mjs).
+ */
+export function rewriteEach(inputs, rules, context = {}, name = null) {
   if (context === null || typeof context !== 'object') {
     throw new TypeError(`context must be an object, got ${typeName(context)}`)
   }

@@ -1,8 +1,8 @@
 //! The Node binding: JS values in, core types out, core errors turned into JS errors that name the
 //! culprit. Nothing else lives here; the proxy itself is in the core modules.
 //!
-//! This file holds the exported functions (`start`, `rewrite`, `__rewriteEach`, `__closestName`,
-//! `__panicProbe`) and the errors the others share. `args` reads JS values (`Fields`, `expect_*`);
+//! This file holds the exported functions (`start`, `rewrite`, `__closestName`, and with the
+//! `test-hooks` feature `__rewriteEach` and `__panicProbe`) and the errors the others share. `args` reads JS values (`Fields`, `expect_*`);
 //! `option_names` lists the keys of each options object; `declarations` holds the types that exist
 //! only for binding.d.ts; `options` parses the options (`local`: `serveStatic` and `routes`;
 //! `record`, `replay`), `rules` the rewrite rules and `snippetOptions`; `replace` calls JS
@@ -115,9 +115,12 @@ pub fn rewrite(env: Env, input: Unknown, rules: Unknown) -> Result<String> {
 
 /// Test hook, not part of the API: `rewrite(input, rules)` for each of `inputs` in turn, with the rules
 /// compiled once (the differential tests run each case whole and in several chunkings, and compiling is
-/// most of a small case's time). Throws at the first input that fails.
+/// most of a small case's time). Throws at the first input that fails. Not in binding.d.ts
+/// (`skip_typescript`): the generated types are the same with the feature or without.
+#[cfg(feature = "test-hooks")]
 #[napi(
     catch_unwind,
+    skip_typescript,
     js_name = "__rewriteEach",
     ts_args_type = "inputs: Array<string | Array<string | Buffer | Uint8Array>>, rules: RewriteRule[]"
 )]
@@ -236,7 +239,8 @@ pub fn closest_name(name: String, candidates: Vec<String>) -> Option<String> {
 
 /// Test hook, not part of the API: panics on the JS thread (`'sync'`) or inside the returned
 /// Promise's task (`'async'`), so tests can show that a panic becomes a JS error, never a crash.
-#[napi(catch_unwind, js_name = "__panicProbe", ts_return_type = "Promise<void>")]
+#[cfg(feature = "test-hooks")]
+#[napi(catch_unwind, skip_typescript, js_name = "__panicProbe")]
 pub fn panic_probe<'env>(env: &'env Env, place: String) -> Result<PromiseRaw<'env, ()>> {
     if place == "sync" {
         panic!("panic probe: binding (sync)");

@@ -219,7 +219,8 @@ pub(super) fn parse_options(env: &Env, options: Unknown) -> Result<(ProxyConfig,
     if let Some(inspector) = options.get("inspector")? {
         config.inspector = parse_inspector(inspector, &mut warnings)?;
     }
-    // Undocumented test hook: requests under /__devproxy_panic_probe/ panic (see config.rs).
+    // Test hook (the `test-hooks` feature): requests under /__devproxy_panic_probe/ panic (see config.rs).
+    #[cfg(feature = "test-hooks")]
     if let Some(flag) = get(&options.object, "__panicProbes")? {
         config.panic_probes = expect_bool(flag, "__panicProbes")?;
     }

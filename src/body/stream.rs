@@ -88,6 +88,7 @@ pub(crate) struct RewriteState {
     stats: Arc<Stats>,
     url: String,
     /// Test hook (`ProxyConfig::panic_probes`): panic on upstream data that arrives after output went out.
+    #[cfg(feature = "test-hooks")]
     panic_probe: bool,
     frames_sent: u64,
     /// Told what the rules found once the whole body went through.
@@ -190,7 +191,6 @@ impl RewriteState {
         out: Vec<u8>,
         stats: Arc<Stats>,
         url: String,
-        panic_probe: bool,
     ) -> RewriteState {
         RewriteState {
             upstream,
@@ -200,7 +200,8 @@ impl RewriteState {
             finished: false,
             stats,
             url,
-            panic_probe,
+            #[cfg(feature = "test-hooks")]
+            panic_probe: false,
             frames_sent: 0,
             skip_memo: None,
             gathered: bytes::BytesMut::new(),
@@ -220,6 +221,13 @@ impl RewriteState {
             report.preview = pipeline.take_preview();
         }
         report
+    }
+
+    /// Test hook: panic on upstream data that arrives after output went out.
+    #[cfg(feature = "test-hooks")]
+    pub(crate) fn with_panic_probe(mut self, on: bool) -> RewriteState {
+        self.panic_probe = on;
+        self
     }
 
     /// Remembers, once the whole body went through, which rules found nothing in it.
@@ -312,6 +320,7 @@ impl RewriteState {
             };
             let polled = if self.upstream_ended { Poll::Ready(None) } else { self.upstream.poll_data(cx) };
             let data = match polled {
+                #[cfg(feature = "test-hooks")]
                 Poll::Ready(Some(Ok(_))) if self.panic_probe && self.frames_sent > 0 => {
                     panic!("panic probe: body phase")
                 }

@@ -155,7 +155,9 @@ pub struct ProxyConfig {
     /// Most client connections served at once; further ones wait in the listen backlog.
     pub max_connections: usize,
     /// Test hook: requests under [`PANIC_PROBE_PREFIX`] panic at the named place, so tests can show
-    /// that a panic costs one response and never the process. Off unless a test turns it on.
+    /// that a panic costs one response and never the process. Off unless a test turns it on; only in
+    /// builds with the `test-hooks` feature.
+    #[cfg(feature = "test-hooks")]
     pub panic_probes: bool,
     /// `Host` names answered; any other gets 403 (DNS rebinding).
     pub allowed_hosts: AllowedHosts,
@@ -306,6 +308,7 @@ pub const DEFAULT_LOG_PREFIX: &str = "devproxy";
 
 /// Path prefix of the panic probes (`/request`: while handling the request, `/body`: while
 /// streaming a rewritten body).
+#[cfg(feature = "test-hooks")]
 pub const PANIC_PROBE_PREFIX: &str = "/__devproxy_panic_probe";
 
 /// Default of [`ProxyConfig::max_connections`]; Node's own default is unlimited, webpack-dev-server's too,
@@ -346,6 +349,7 @@ impl ProxyConfig {
             quiet: false,
             upstream_compression: UpstreamCompression::Auto,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            #[cfg(feature = "test-hooks")]
             panic_probes: false,
             allowed_hosts: AllowedHosts::Auto,
             allowed_origins: Vec::new(),

@@ -26,6 +26,7 @@ use hyper::body::Incoming;
 use crate::body::{self, Pipeline, Plan, ProxyBody, RewriteState, RuleSet, SniffError, Sniffed, UpstreamBody};
 use crate::cassette::replay::{self, ws::WsReplay};
 use crate::codec::Encoding;
+#[cfg(feature = "test-hooks")]
 use crate::config::PANIC_PROBE_PREFIX;
 use crate::csp::PagePolicy;
 use crate::header_pairs::header_pairs;
@@ -51,6 +52,7 @@ async fn phases(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response
     if !returned {
         shared.stats.add_request();
     }
+    #[cfg(feature = "test-hooks")]
     if shared.config.panic_probes && req.uri().path() == format!("{PANIC_PROBE_PREFIX}/request") {
         panic!("panic probe: request phase");
     }
@@ -492,9 +494,11 @@ async fn body_phase(
         shared.stats.add_rewritten();
     }
     ctx.record.rewritten = rewritten;
-    let panic_probe = config.panic_probes && ctx.path_and_query.starts_with(&format!("{PANIC_PROBE_PREFIX}/body"));
-    let state = RewriteState::new(upstream, pipeline, out, shared.stats.clone(), ctx.url.clone(), panic_probe)
-        .with_skip_memo(skip_memo);
+    let state =
+        RewriteState::new(upstream, pipeline, out, shared.stats.clone(), ctx.url.clone()).with_skip_memo(skip_memo);
+    #[cfg(feature = "test-hooks")]
+    let state = state
+        .with_panic_probe(config.panic_probes && ctx.path_and_query.starts_with(&format!("{PANIC_PROBE_PREFIX}/body")));
     Ok(Response::from_parts(head, ProxyBody::Rewrite(Box::new(state))))
 }
 
