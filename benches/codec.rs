@@ -160,7 +160,8 @@ fn compare_sizes(pages: &str) {
 
 /// `CODEC_LOOPS=N [CODEC_CASE=gzip|w1|decode|decode_rewrite|libdeflateN|zlib1|rules] codec`: that case N times and nothing else,
 /// (`rules`: the page through the rewrite engine alone with `CODEC_RULES`, a comma list of csp, snippet,
-/// links and encoded: the stages a proxied page runs, to price each one)
+/// links and encoded, the stages a proxied page runs, and `re:<source>` for a user's regex rule, to price
+/// each one; the rules are compiled once, before the loops: run it with `CODEC_LOOPS=0` too to subtract that)
 /// for `perf stat` (instructions and cycles per page do not depend on what else the machine runs)
 /// and `perf record`.
 fn main() {
@@ -185,7 +186,14 @@ fn main() {
                 "snippet" => Rule::snippet("<script async src=\"/browser-sync/browser-sync-client.js\"></script>"),
                 "links" => Rule::links("127.0.0.1:8080", "http"),
                 "encoded" => Rule::encoded_origin("127.0.0.1:8080", "http"),
-                other => panic!("unknown rule {other}"),
+                // `re:<source>`: a user's regex rule (flags `g`), its matches removed.
+                other => match other.strip_prefix("re:") {
+                    Some(source) => {
+                        Rule::regex(source, "g", devproxy_native::rewrite::RuleReplacement::Text(String::new()))
+                            .expect("the rule compiles")
+                    }
+                    None => panic!("unknown rule {other}"),
+                },
             })
             .collect();
         let case = std::env::var("CODEC_CASE").unwrap_or_else(|_| "gzip".into());
