@@ -2,13 +2,13 @@
 //! culprit. Nothing else lives here; the proxy itself is in the core modules.
 //!
 //! This file holds the exported functions (`start`, `rewrite`, `__closestName`, and with the
-//! `test-hooks` feature `__rewriteEach` and `__panicProbe`) and the errors the others share. `args` reads JS values (`Fields`, `expect_*`);
-//! `option_names` lists the keys of each options object; `declarations` holds the types that exist
-//! only for binding.d.ts; `options` parses the options (`local`: `serveStatic` and `routes`;
-//! `record`, `replay`), `rules` the rewrite rules and `snippetOptions`; `replace` calls JS
-//! replacement functions, `hooks` the proxyReq/proxyRes functions and the middleware host,
-//! `on_request` the `onRequest` dispatcher; `server` is the `ProxyServer` class, `status` what it
-//! reports.
+//! `test-hooks` feature `__rewriteEach` and `__panicProbe`) and the errors the others share. `args`
+//! reads JS values (`Fields`, `expect_*`); `option_names` lists the keys of each options object;
+//! `declarations` holds the types that exist only for binding.d.ts; `options` parses the options
+//! (`local`: `serveStatic` and `routes`; `record`, `replay`), `rules` the rewrite rules and
+//! `snippetOptions`; `replace` calls JS replacement functions, `hooks` the proxyReq/proxyRes functions
+//! and the middleware host, `on_request` the `onRequest` dispatcher; `server` is the `ProxyServer`
+//! class, `status` what it reports.
 
 // `#[napi]` registers exports only outside `cfg(test)`: a test build would hold code nothing reaches.
 // The one test about the binding (tests/option_names.rs) includes the napi-free file it checks.
