@@ -138,6 +138,109 @@ test('wasm: bad rules, options and chunks are refused naming them; a throwing fu
   assert.equal(wasm.rewrite('a', ok), 'b')
 })
 
+/** A byte stream whose chunks the test gives by hand (`give`, `end`), recording each read's size. */
+function handFed() {
+  const asked = []
+  const waiting = []
+  let controller
+  let cancelled
+  const stream = new ReadableStream({
+    type: 'bytes',
+    start: (c) => void (controller = c),
+    pull(c) {
+      asked.push(c.byobRequest ? c.byobRequest.view.byteLength : 'default')
+      return new Promise((resolve) => waiting.push(resolve))
+    },
+    cancel: (reason) => void (cancelled = reason),
+  })
+  return {
+    stream,
+    asked,
+    get cancelled() {
+      return cancelled
+    },
+    give(text) {
+      controller.enqueue(new TextEncoder().encode(text))
+      waiting.splice(0).forEach((resolve) => resolve())
+    },
+    end() {
+      controller.close()
+      controller.byobRequest?.respond(0)
+      waiting.splice(0).forEach((resolve) => resolve())
+    },
+  }
+}
+
+test('wasm: rewriteBody reads a byte stream 64 KiB at a time, streams as it is read, and gives createRewriter\'s output', async () => {
+  const rules = [{ match: /abc/g, replace: 'X' }]
+  const source = handFed()
+  const reader = wasm.rewriteBody(source.stream, rules).getReader()
+  const decode = (r) => new TextDecoder().decode(r.value)
+  const next = () => withTimeout(reader.read(), 5000, 'rewriteBody\'s next chunk')
+  let reading = next()
+  source.give('one ab')
+  // Nothing else comes from the source this turn: what was gathered goes through, the `ab` held.
+  assert.equal(decode(await reading), 'one ')
+  reading = next()
+  source.give('c two')
+  assert.equal(decode(await reading), 'X two')
+  reading = next()
+  source.end()
+  assert.equal((await reading).done, true)
+  assert.ok(source.asked.length >= 2 && source.asked.every((n) => n === 65536), `reads asked for ${source.asked}`)
+
+  // A body from the network (undici's, a byte stream), against the TransformStream and the whole string.
+  const page = `<html><head><title>t</title></head><body>${'<a href="https://shop.example/abc">abc</a> '.repeat(4000)}</body></html>`
+  const origin = await startUpstream({
+    '/': async (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' })
+      for (let at = 0; at < page.length; at += 50_000) {
+        res.write(page.slice(at, at + 50_000))
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+      res.end()
+    },
+  })
+  try {
+    const options = { from: 'https://shop.example', to: 'http://localhost:8787', snippet: '<i>s</i>' }
+    const compiled = wasm.compileRules(rules)
+    const viaBody = await new Response(wasm.rewriteBody((await fetch(origin.url)).body, compiled, options)).text()
+    const viaPipe = await new Response((await fetch(origin.url)).body.pipeThrough(wasm.createRewriter(compiled, options))).text()
+    assert.equal(viaBody, viaPipe)
+    assert.ok(viaBody.startsWith('<html><head><title>t</title></head><body><i>s</i><a href="//localhost:8787/X">X</a>'), viaBody.slice(0, 120))
+    // A stream that is not a byte stream is read chunk by chunk (strings too, as createRewriter takes them).
+    const chunks = ['<body>a', 'bc ', 'ab', 'c']
+    const plain = new ReadableStream({ start: (c) => (chunks.forEach((x) => c.enqueue(x)), c.close()) })
+    assert.equal(await new Response(wasm.rewriteBody(plain, compiled, { snippet: 'S' })).text(), '<body>SX X')
+  } finally {
+    await origin.close()
+  }
+})
+
+test('wasm: rewriteBody reads only as it is read, cancels its source with the reader, and fails with the source', async () => {
+  const rules = [{ match: /abc/g, replace: 'X' }]
+  const idle = handFed()
+  const unread = wasm.rewriteBody(idle.stream, rules)
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  assert.ok(idle.asked.length <= 1, `${idle.asked.length} reads of the source while nothing was read`)
+  const reason = new Error('client gone')
+  await unread.cancel(reason)
+  assert.equal(idle.cancelled, reason, 'the source was cancelled with the reader\'s reason')
+
+  const failing = new ReadableStream({ pull: (c) => c.error(new Error('upstream reset')) })
+  await assert.rejects(new Response(wasm.rewriteBody(failing, rules)).text(), /upstream reset/)
+  const throwing = new ReadableStream({ start: (c) => (c.enqueue('abc'), c.close()) })
+  await assert.rejects(new Response(wasm.rewriteBody(throwing, [{ match: /b/, fn: () => { throw new Error('boom') } }])).text(), /boom/)
+
+  assert.throws(() => wasm.rewriteBody(null, rules), /body must be a ReadableStream \(such as response\.body\), got null/)
+  const locked = new Response('abc').body
+  locked.getReader()
+  assert.throws(() => wasm.rewriteBody(locked, rules), /body is locked/)
+  assert.throws(() => wasm.rewriteBody(new Response('a').body, [{ match: /(?<=a)b/, replace: '' }]), /rules\[0\]: unsupported regex feature: lookbehind/)
+  assert.throws(() => wasm.rewriteBody(new Response('a').body, rules, { form: 'x' }), /options: unknown key `form`/)
+  assert.equal(wasm.rewrite('abc', rules), 'X', 'the module still serves')
+})
+
 test('wasm: literal sets sharing one search (the wasm SIMD candidate search, src/rewrite/fingerprint.rs) equal the rules in turn', () => {
   // Needles of a small alphabet (with 2- and 3-byte characters), pages made of their pieces: most rules
   // share a search and most pages hold matches, over 16-byte SIMD blocks and the scalar tail alike.
@@ -382,9 +485,10 @@ test('wasm: in workerd the example Worker rewrites a 100 KB page for a few ms of
     const [rewriteMs, passMs] = [Math.min(...html), Math.min(...text)]
     console.log(`workerd CPU per 100 KB page: rewritten ${rewriteMs.toFixed(2)} ms, passed on ${passMs.toFixed(2)} ms (${html.map((x) => x.toFixed(2))} / ${text.map((x) => x.toFixed(2))})`)
     assert.ok(rewriteMs > 0 && passMs >= 0, 'the kernel counted workerd\'s CPU')
-    // Issue 53 asks for under 2 ms; this machine gives ~2.1 ms with other work on the other core. The bound
-    // is twice that target: what it catches is a regression such as compiling the rules per request (8-28 ms).
-    assert.ok(rewriteMs - passMs < 4, `rewriting cost ${(rewriteMs - passMs).toFixed(2)} ms of CPU a page in workerd`)
+    // Issue 53's target: under 2 ms. Here 1.7 against 0.5 ms (reading the body 64 KiB at a time through
+    // rewriteBody); piped through createRewriter's TransformStream it was 2.7 ms, 1.7 ms of it reads of
+    // 4 KiB chunks, and compiling the rules per request costs 8-28 ms.
+    assert.ok(rewriteMs - passMs < 2, `rewriting cost ${(rewriteMs - passMs).toFixed(2)} ms of CPU a page in workerd`)
   } finally {
     await worker.stop()
     await origin.close()

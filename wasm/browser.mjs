@@ -17,4 +17,4 @@ function decode(text) {
 
 initSync({ module: decode(base64) })
 
-export { compileRules, CompiledRules, createRewriter, rewrite } from './rewriter.mjs'
+export { compileRules, CompiledRules, createRewriter, rewrite, rewriteBody } from './rewriter.mjs'

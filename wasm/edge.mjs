@@ -6,4 +6,4 @@ import { initSync } from './pkg/devproxy_native.js'
 
 initSync({ module })
 
-export { compileRules, CompiledRules, createRewriter, rewrite } from './rewriter.mjs'
+export { compileRules, CompiledRules, createRewriter, rewrite, rewriteBody } from './rewriter.mjs'

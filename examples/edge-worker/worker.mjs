@@ -2,7 +2,7 @@
 // the origin, and HTML answers come back through `createRewriter`, streamed (never held whole). The
 // origin is `ORIGIN` (an environment binding) or the config's `proxy`.
 
-import { compileRules, createRewriter } from 'devproxy-native/wasm'
+import { compileRules, rewriteBody } from 'devproxy-native/wasm'
 import config from './devproxy.config.mjs'
 
 // Compiled once per isolate, here at module scope: each request's rewriter shares them (compiling this
@@ -36,7 +36,7 @@ export default {
     }
     // fetch() has decoded a gzip'd body; the runtime encodes the new one again for `Content-Encoding`.
     for (const name of BODY_HEADERS) headers.delete(name)
-    return new Response(response.body.pipeThrough(htmlRewriter(request, response, origin)), {
+    return new Response(rewrittenBody(request, response, origin), {
       status: response.status,
       statusText: response.statusText,
       headers,
@@ -44,10 +44,14 @@ export default {
   },
 }
 
-/** The rewriter of one HTML answer: the shared rules, with this request's origins, URL and exchange. */
-export function htmlRewriter(request, response, origin) {
+/**
+ * One HTML answer's body rewritten: the shared rules, with this request's origins, URL and exchange.
+ * `rewriteBody` reads the origin's body 64 KiB at a time; `body.pipeThrough(createRewriter(...))` does
+ * the same work, but workerd hands a pipe's chunks to JavaScript 4 KiB at a time, at 3x the CPU.
+ */
+export function rewrittenBody(request, response, origin) {
   const url = new URL(request.url)
-  return createRewriter(rules, {
+  return rewriteBody(response.body, rules, {
     from: origin.origin,
     to: url.origin,
     snippet: config.snippet,
