@@ -14,7 +14,7 @@
 //! stages over a body in chunks; `stage` is one rule's state between chunks (`view`: its automata's view of
 //! the held bytes), with `replacement` and `links` writing what replaces a match; `origins` is the table of
 //! an origin's written forms and the matcher that swaps origins in all of them (both ways: JSON answers
-//! out, what the browser sends in).
+//! out, what the browser sends in); `sticky` is the `y` flag's search.
 
 mod fingerprint;
 mod grouped;
@@ -33,6 +33,7 @@ mod replacement;
 mod rule;
 mod search;
 mod stage;
+mod sticky;
 mod stream;
 mod sweep;
 mod view;

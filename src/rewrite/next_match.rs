@@ -41,6 +41,9 @@ impl RegexSearch<'_> {
             *run = Some(resumed);
             return Next::Pending(from);
         }
+        if self.re.sticky {
+            return self.sticky_match(from, abandoned, run);
+        }
         let hay = self.hay;
         let mut from = from;
         loop {

@@ -116,7 +116,7 @@ fn capture<'h>(hir: &'h Hir, part: &Part) -> Option<&'h Hir> {
         HirKind::Capture(cap) => {
             let this = match part {
                 Part::Group(index) => usize::try_from(cap.index).is_ok_and(|i| i == *index),
-                Part::Named(name) => cap.name.as_deref() == Some(name.as_str()),
+                Part::Named(name) => cap.name.as_deref().map(js_regex::js_name).is_some_and(|n| n == name.as_str()),
                 Part::Literal(_) | Part::WholeMatch => false,
             };
             if this {
@@ -136,6 +136,7 @@ pub(super) fn may_join(rule: &Rule) -> bool {
     let Engine::Regex(re) = &rule.inner.engine else { return false };
     rule.paths().is_none()
         && re.members.is_empty()
+        && !re.sticky
         && !re.lines
         && re.low_view.is_none()
         && !re.low_half_starts
@@ -205,6 +206,7 @@ fn one_stage(members: &[Rule]) -> Result<Rule, RuleError> {
             label,
             global,
             engine: Engine::Regex(Box::new(RegexRule {
+                sticky: false,
                 units,
                 lines: false,
                 low_view: None,

@@ -115,6 +115,8 @@ impl StartStates {
 
 #[derive(Debug)]
 pub(super) struct RegexRule {
+    /// The `y` flag: a match only where the last one ended (see `sticky`).
+    pub(super) sticky: bool,
     /// The rule works on UTF-16 code units (a JS regex without `u`): matches may start or end between the
     /// halves of an astral character.
     pub(super) units: bool,
@@ -197,12 +199,13 @@ impl Rule {
         let (pattern, low_view) = js_regex::translate_with_view(source, &parsed)?;
         let label = format!("/{source}/{flags}");
         // A pattern that is plain text (no `i`, no astral character cut in halves) is a literal rule.
-        if let (RuleReplacement::Text(text), None) = (&replacement, &low_view) {
+        if let (RuleReplacement::Text(text), None, false) = (&replacement, &low_view, parsed.sticky) {
             if let Some(needle) = literal_text(&pattern).filter(|n| parsed.unicode || !has_astral(n)) {
                 return Rule::literal_rule(label, needle, text, parsed.global);
             }
         }
-        Rule::compile(label, &pattern, parsed.global, Units::of(&parsed, low_view), replacement)
+        let rule = Rule::compile(label, &pattern, parsed.global, Units::of(&parsed, low_view), replacement);
+        rule.map(|rule| rule.sticky_if(parsed.sticky))
     }
 
     /// A rule whose match is a plain string: like `String.prototype.replace` with a string
@@ -309,7 +312,8 @@ impl Rule {
         let parsed = js_regex::parse_flags(flags)?;
         let (pattern, low_view) = js_regex::translate_with_view(source, &parsed)?;
         let replacement = Replacement::Snippet(snippet.to_string());
-        Rule::build(format!("/{source}/{flags}"), &pattern, parsed.global, Units::of(&parsed, low_view), replacement)
+        let (label, units) = (format!("/{source}/{flags}"), Units::of(&parsed, low_view));
+        Rule::build(label, &pattern, parsed.global, units, replacement).map(|rule| rule.sticky_if(parsed.sticky))
     }
 
     /// This rule limited to the URLs `paths` matches, and applied there whatever the response type.
@@ -464,6 +468,7 @@ impl Rule {
                 label,
                 global,
                 engine: Engine::Regex(Box::new(RegexRule {
+                    sticky: false,
                     units,
                     lines,
                     low_view,

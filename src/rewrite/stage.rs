@@ -21,7 +21,7 @@ use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
 use super::rule::{Engine, GroupFinder, Rule};
 use super::search::{RegexSearch, Run};
 use super::view::HeldView;
-use super::{lines, links};
+use super::{js_regex, lines, links};
 use crate::csp::PagePolicy;
 use crate::error::ReplaceError;
 
@@ -390,7 +390,7 @@ impl Stage {
                 }
                 Next::Exhausted => {
                     self.search_from = len;
-                    self.done |= last;
+                    self.done |= last || self.rule.is_sticky();
                     return Ok(len);
                 }
             }
@@ -522,7 +522,7 @@ impl Stage {
             _ => (hay.view, 0),
         };
         // Each group's span in `buf` (index 0: the whole match) and name.
-        let (spans, names): (Vec<Option<std::ops::Range<usize>>>, Vec<Option<&str>>) = match finder {
+        let (spans, names): (Vec<_>, Vec<Option<std::borrow::Cow<'_, str>>>) = match finder {
             GroupFinder::Meta(regex) => {
                 let Some((caps, cache)) = captures
                     .get_mut(self.members.current)
@@ -538,7 +538,7 @@ impl Stage {
                 debug_assert_eq!(caps.get_match().map(|m| m.end()), Some(end + base), "DFA and captures disagree");
                 (
                     (0..caps.group_len()).map(|i| caps.get_group(i).map(|s| s.range())).collect(),
-                    caps.group_info().pattern_names(PatternID::ZERO).collect(),
+                    caps.group_info().pattern_names(PatternID::ZERO).map(|n| n.map(js_regex::js_name)).collect(),
                 )
             }
             GroupFinder::Js(js) => {
@@ -547,7 +547,7 @@ impl Stage {
                 let count = js.names().len();
                 (
                     groups.map_or_else(|| vec![None; count], |g| g.into_iter().map(|g| g.map(|(a, b)| a..b)).collect()),
-                    js.names().iter().map(|n| n.as_deref()).collect(),
+                    js.names().iter().map(|n| n.as_deref().map(Into::into)).collect(),
                 )
             }
         };
@@ -557,7 +557,7 @@ impl Stage {
         let group = |i: usize| texts.get(i).and_then(|t| t.as_deref());
         match &re.replacement {
             Replacement::Template(t) => {
-                t.expand(whole, group, |n| names.iter().position(|m| *m == Some(n)).and_then(group), out)
+                t.expand(whole, group, |n| names.iter().position(|m| m.as_deref() == Some(n)).and_then(group), out)
             }
             // Built without captures: handled above.
             Replacement::EncodedLocalOrigin { .. } | Replacement::Snippet(_) | Replacement::MetaPolicy => {
@@ -572,7 +572,7 @@ impl Stage {
                 };
                 let groups: Vec<Option<String>> = (1..spans.len()).map(|i| group(i).map(text)).collect();
                 let group_refs: Vec<Option<&str>> = groups.iter().map(|g| g.as_deref()).collect();
-                let names = &names[1..];
+                let names: Vec<Option<&str>> = names[1..].iter().map(|n| n.as_deref()).collect();
                 // Bytes are counted once each, from where the last match (or chunk) left off.
                 let label = &rule.inner.label;
                 // `Stage::new` gives every function rule a counter; were one missing, the body fails, not the process.
@@ -588,7 +588,7 @@ impl Stage {
                     exchange: exchange.as_ref(),
                     whole: &text(whole),
                     groups: &group_refs,
-                    names: names.iter().any(Option::is_some).then_some(names),
+                    names: names.iter().any(Option::is_some).then_some(&names),
                     offset: counter.units(),
                 };
                 let replaced = f.replace(&call).map_err(|message| ReplaceError { rule: label.clone(), message })?;

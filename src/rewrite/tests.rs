@@ -1353,3 +1353,31 @@ proptest! {
         prop_assert_eq!(&one_byte_chunks(input.as_bytes(), &inner), &expected);
     }
 }
+
+/// The `y` flag: matches back to back from the body's start, none after the first gap, whatever the cuts
+/// (expected values are V8's: `input.replace(/source/flags, replace)` in Node 20).
+#[test]
+fn sticky_rules_match_back_to_back_from_the_start_only() {
+    let cases = [
+        ("aaba", "a", "gy", "-", "--ba"),
+        ("aaba", "a", "y", "-", "-aba"),
+        ("baa", "a", "gy", "-", "baa"),
+        ("baa", "a", "y", "-", "baa"),
+        ("abab", "ab|b", "gy", "[$&]", "[ab][ab]"),
+        ("xxy", "x*", "gy", "-", "--y-"),
+        ("ab", "", "gy", "-", "-a-b-"),
+        ("😀a", "", "guy", "-", "-😀-a-"),
+        ("a1b2c3 d4", r"[a-z]\d", "gy", "<$&>", "<a1><b2><c3> d4"),
+        ("<b>x</b>", r"<\w>|x", "gy", "", "</b>"),
+    ];
+    for (input, source, flags, replace, want) in cases {
+        let rules = [text_rule(source, flags, replace)];
+        let want = want.as_bytes();
+        assert_eq!(whole(input, &rules).as_bytes(), want, "/{source}/{flags} on {input:?}");
+        assert_eq!(
+            one_byte_chunks(input.as_bytes(), &rules),
+            want,
+            "/{source}/{flags} on {input:?}, one byte at a time"
+        );
+    }
+}

@@ -14,6 +14,7 @@ use regex_automata::util::look::{Look, LookMatcher};
 use regex_syntax::hir::{Class, Hir, HirKind};
 use regex_syntax::utf8::Utf8Sequences;
 
+use super::groups::js_name;
 use super::semantics::nullable;
 
 /// Largest program accepted; a pattern whose unrolled repetitions exceed it is refused as too complex.
@@ -214,7 +215,7 @@ impl Compiler {
                 self.push(Inst::Look(look)).map(drop)
             }
             HirKind::Capture(cap) => {
-                self.names[cap.index as usize] = cap.name.as_ref().map(|n| n.to_string());
+                self.names[cap.index as usize] = cap.name.as_deref().map(|n| js_name(n).into_owned());
                 self.push(Inst::Save(2 * cap.index))?;
                 self.hir(&cap.sub)?;
                 self.push(Inst::Save(2 * cap.index + 1)).map(drop)

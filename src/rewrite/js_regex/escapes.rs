@@ -24,6 +24,10 @@ impl Parser<'_> {
     /// astral one in non-`u` mode (a quantifier then repeats its low half only).
     pub(super) fn atom_escape(&mut self) -> Result<Option<char>, JsRegexError> {
         let start = self.pos;
+        let complement = matches!(self.peek_at(1), Some('D' | 'S' | 'W' | 'P'));
+        if self.flags.unicode_sets {
+            self.refuse_string_property()?;
+        }
         match self.escape(false)? {
             // Without `u` a lone high surrogate is one unit: the high half of an astral character.
             Escape::Char(cp) if (0xD800..0xE000).contains(&cp) => {
@@ -39,6 +43,12 @@ impl Parser<'_> {
                 let c = scalar(cp, start)?;
                 self.emit_char(c, start)?;
                 Ok((!self.flags.unicode && is_astral(c)).then_some(c))
+            }
+            // With `v`, a complement is taken after case folding (see `class_sets`).
+            Escape::Set(mut set) if complement && self.flags.unicode_sets => {
+                self.fold_complement(&mut set, start)?;
+                self.emit_set(&set);
+                Ok(None)
             }
             Escape::Set(mut set) => {
                 self.apply_ignore_case(&mut set, start)?;

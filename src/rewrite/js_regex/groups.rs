@@ -60,21 +60,9 @@ impl Parser<'_> {
         if self.defined_names.contains(&name) {
             return Err(syntax("duplicate capture group name", start));
         }
-        // The engine takes fewer names than JS (no `$`, no ZWJ/ZWNJ, no marks); renaming would break
-        // `$<name>`, so refuse.
-        let mut chars = name.chars();
-        let engine_ok = chars.next().is_some_and(|c| c == '_' || c.is_alphabetic())
-            && chars.all(|c| c == '_' || c.is_alphanumeric());
-        if !engine_ok {
-            return Err(unsupported(
-                format!("capture group name <{name}>"),
-                start,
-                " (the engine only accepts letters, digits and `_` in names)",
-            ));
-        }
         self.pos = end;
         self.out.push_str("(?P<");
-        self.out.push_str(&name);
+        self.out.push_str(&engine_name(&name));
         self.out.push('>');
         self.defined_names.push(name);
         Ok(())
@@ -154,6 +142,46 @@ pub(super) fn parse_group_name(src: &str, mut pos: usize) -> Option<(String, usi
         name.push(c);
     }
     (!name.is_empty()).then_some((name, pos))
+}
+
+/// `name` as the engine takes it. The engine's names are fewer than JavaScript's (no `$`, no ZWJ/ZWNJ, no
+/// marks, no astral ID characters), but take `.`, `[` and `]`, which no JavaScript name holds: a character
+/// the engine refuses is written `[hex]`, and a name whose first character it refuses starts with `_.`.
+/// Names the engine takes as they are stay as they are. [`js_name`] reads them back.
+pub(crate) fn engine_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for (i, c) in name.chars().enumerate() {
+        let first = i == 0;
+        let ok = c == '_' || if first { c.is_alphabetic() } else { c.is_alphanumeric() };
+        if first && !ok {
+            out.push_str("_.");
+        }
+        if ok {
+            out.push(c);
+        } else {
+            out.push_str(&format!("[{:x}]", u32::from(c)));
+        }
+    }
+    out
+}
+
+/// The JavaScript name of a group the engine names `name` (see [`engine_name`]).
+pub(crate) fn js_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.contains('[') {
+        return name.into();
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name.strip_prefix("_.").unwrap_or(name);
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let close = open + rest[open..].find(']').unwrap_or(rest.len() - open);
+        let decoded =
+            rest.get(open + 1..close).and_then(|hex| u32::from_str_radix(hex, 16).ok()).and_then(char::from_u32);
+        out.push(decoded.unwrap_or(char::REPLACEMENT_CHARACTER));
+        rest = rest.get(close + 1..).unwrap_or("");
+    }
+    out.push_str(rest);
+    out.into()
 }
 
 /// `\uHHHH` (with surrogate pairs) or `\u{H…}` inside a group name; `pos` is just after the backslash.

@@ -34,6 +34,7 @@
 //! UTF-16 halves of astral characters without `u`.
 
 mod captures;
+mod class_sets;
 mod classes;
 mod escapes;
 mod groups;
@@ -42,6 +43,7 @@ mod semantics;
 mod units;
 
 pub(crate) use captures::JsCaptures;
+pub(crate) use groups::js_name;
 #[cfg(test)]
 pub(crate) use parser::translate;
 pub(crate) use parser::{check_length, literal, parse_flags, translate_with_view, JsFlags};

@@ -23,6 +23,10 @@ pub(crate) struct JsFlags {
     pub multiline: bool,
     pub dot_all: bool,
     pub unicode: bool,
+    /// `y`: each match starts where the last one ended (see `rewrite::sticky`).
+    pub sticky: bool,
+    /// `v` (unicodeSets): `u`'s semantics, and classes with set operations and strings (see `class_sets`).
+    pub unicode_sets: bool,
 }
 
 pub(super) fn unsupported(feature: impl Into<String>, offset: usize, hint: &str) -> JsRegexError {
@@ -43,6 +47,10 @@ pub(crate) fn parse_flags(flags: &str) -> Result<JsFlags, JsRegexError> {
         }
         seen.push(c);
     }
+    // `u` and `v` together are a SyntaxError in JavaScript.
+    if seen.contains(&'u') && seen.contains(&'v') {
+        return Err(JsRegexError::InvalidFlags(flags.to_string()));
+    }
     let mut out = JsFlags::default();
     for c in seen {
         match c {
@@ -51,6 +59,11 @@ pub(crate) fn parse_flags(flags: &str) -> Result<JsFlags, JsRegexError> {
             'm' => out.multiline = true,
             's' => out.dot_all = true,
             'u' => out.unicode = true,
+            'y' => out.sticky = true,
+            'v' => {
+                out.unicode = true;
+                out.unicode_sets = true;
+            }
             'd' => {}
             _ => return Err(JsRegexError::UnsupportedFlag(c)),
         }
@@ -239,6 +252,10 @@ impl<'s> Parser<'s> {
                 self.bump();
                 let set = self.dot_set();
                 self.emit_set(&set);
+                None
+            }
+            '[' if self.flags.unicode_sets => {
+                self.class_set()?;
                 None
             }
             '[' => {

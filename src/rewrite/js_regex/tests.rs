@@ -196,6 +196,23 @@ const MATCH_CASES: &[(&str, &str, &str, usize, &[Groups])] = &[
 (r"(?:a*)*?b", "", r"aab", 0, &[&[Some(r"aab")]]),
 (r"(b?){2}", "", r"b", 1, &[&[Some(r"b"), Some(r"")], &[Some(r""), Some(r"")]]),
 (r"a", "dg", r"aa", 0, &[&[Some(r"a")], &[Some(r"a")]]),
+// The `v` flag (unicodeSets): set operations, nested classes, strings, case folding before complements.
+(r"[\p{L}--[a-z]]+", "v", "abCDéÉ1", 0, &[&[Some("CDéÉ")]]),
+(r"[[a-z]&&[^aeiou]]+", "v", "hello world", 0, &[&[Some("h")], &[Some("ll")], &[Some("w")], &[Some("rld")]]),
+(r"[\w--\d]+", "v", "ab12_c3", 0, &[&[Some("ab")], &[Some("_c")]]),
+(r"[\q{abc|d}x]", "v", "abcxdab", 0, &[&[Some("abc")], &[Some("x")], &[Some("d")]]),
+(r"[\q{abc|ab|}a]", "v", "abcab a", 0, &[&[Some("abc")], &[Some("ab")], &[Some("")], &[Some("a")], &[Some("")]]),
+(r"[[\q{ab}a]--\q{ab}]", "v", "abab", 0, &[&[Some("a")], &[Some("a")]]),
+(r"[\q{AB}]", "iv", "ab aB AB", 0, &[&[Some("ab")], &[Some("aB")], &[Some("AB")]]),
+(r"[^\P{Ll}]", "iv", "aA1", 0, &[&[Some("a")], &[Some("A")]]),
+(r"\P{Ll}", "iv", "aA1", 0, &[&[Some("1")]]),
+(r"\P{Ll}", "iu", "aA1", 0, &[&[Some("a")], &[Some("A")], &[Some("1")]]),
+(r"[\P{Ll}]", "iv", "aA1", 0, &[&[Some("1")]]),
+(r"[^a-c]", "iv", "aBd", 0, &[&[Some("d")]]),
+(r"[\-\&]+", "v", "x-&y", 0, &[&[Some("-&")]]),
+(r"[[a-z]--[aeiou]--[xyz]]+", "v", "abcxyzdef", 0, &[&[Some("bc")], &[Some("d")], &[Some("f")]]),
+(r"[a-\uD83D]+", "v", "ab😀c", 0, &[&[Some("ab")], &[Some("c")]]),
+(r"[\uD800-\uDBFF]", "v", "a😀", 0, &[]),
 ];
 
 /// The translated pattern as the engine runs it: written for the line view (see `crate::rewrite::lines`),
@@ -416,7 +433,6 @@ fn unsupported_features() {
         ("(?i:a)", "", "modifiers group (?i:", 0, " (ES2025 modifiers are not supported)"),
         ("(?-i:a)", "", "modifiers group (?-i:", 0, " (ES2025 modifiers are not supported)"),
         ("(?i-s:a)", "", "modifiers group (?i-s:", 0, " (ES2025 modifiers are not supported)"),
-        ("(?<a$>x)", "", "capture group name <a$>", 0, " (the engine only accepts letters, digits and `_` in names)"),
         ("a{4294967296}", "", "repetition count 4294967296 (the engine's limit is 4294967295)", 1, ""),
         (
             r"\p{Script=Foo}",
@@ -462,17 +478,28 @@ fn error_messages_name_feature_and_offset() {
         "unsupported regex feature: lookahead (?= at offset 1 (a non-backtracking engine cannot run it)"
     );
     assert_eq!(err("a)", "").to_string(), "invalid regex: unmatched `)` at offset 1");
-    assert_eq!(parse_flags("y").unwrap_err().to_string(), "unsupported regex flag `y`");
+    assert_eq!(
+        err(r"[\p{RGI_Emoji}--\q{x}]", "v").to_string(),
+        "unsupported regex feature: property of strings \\p{RGI_Emoji} at offset 1 (the engine has no emoji sequence tables)"
+    );
     assert_eq!(parse_flags("gg").unwrap_err().to_string(), "invalid regex flags `gg`");
 }
 
 #[test]
 fn flags() {
-    let all = JsFlags { global: true, ignore_case: true, multiline: true, dot_all: true, unicode: true };
-    assert_eq!(parse_flags("dgimsu"), Ok(all));
+    let all = JsFlags {
+        global: true,
+        ignore_case: true,
+        multiline: true,
+        dot_all: true,
+        unicode: true,
+        sticky: true,
+        unicode_sets: false,
+    };
+    assert_eq!(parse_flags("dgimsuy"), Ok(all));
+    assert_eq!(parse_flags("dgimsvy"), Ok(JsFlags { unicode_sets: true, ..all }));
     assert_eq!(parse_flags(""), Ok(JsFlags::default()));
-    assert_eq!(parse_flags("y"), Err(JsRegexError::UnsupportedFlag('y')));
-    assert_eq!(parse_flags("gv"), Err(JsRegexError::UnsupportedFlag('v')));
+    assert_eq!(parse_flags("uv"), Err(JsRegexError::InvalidFlags("uv".into())));
     for bad in ["gg", "x", "yy", "gy x", "G"] {
         assert_eq!(parse_flags(bad), Err(JsRegexError::InvalidFlags(bad.into())), "{bad:?}");
     }
@@ -491,4 +518,32 @@ fn documented_differences() {
     assert_eq!(starts("^.$", "", "\u{1F600}"), [] as [usize; 0]);
     assert_eq!(starts("^..$", "", "\u{1F600}"), [0]);
     assert_eq!(starts("^.$", "u", "\u{1F600}"), [0]);
+}
+
+#[test]
+fn names_the_engine_refuses_are_passed_to_it_encoded_and_read_back() {
+    use super::groups::{engine_name, js_name};
+    let re = compile(r"(?<$>a)(?<_\u200C>b)(?<$𐒤>c)(?<x>d)(?<é>e)", "");
+    let names: Vec<_> = re.group_info().pattern_names(PatternID::ZERO).map(|n| n.map(js_name)).collect();
+    assert_eq!(
+        names,
+        [
+            None,
+            Some("$".into()),
+            Some("_\u{200C}".into()),
+            Some("$\u{104A4}".into()),
+            Some("x".into()),
+            Some("é".into())
+        ]
+    );
+    // Names the engine takes stay as they are; the others are told apart from every JavaScript name.
+    for name in ["x", "_", "é", "a1", "$", "_$", "$_", "\u{1D4D1}", "a\u{301}", "_\u{200D}"] {
+        let encoded = engine_name(name);
+        assert_eq!(js_name(&encoded), name, "{encoded}");
+        let plain = name.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic())
+            && name.chars().all(|c| c == '_' || c.is_alphanumeric());
+        assert_eq!(encoded == name, plain, "{name} -> {encoded}");
+    }
+    assert_eq!(engine_name("$"), "_.[24]");
+    assert_ne!(engine_name("_$"), engine_name("$_"));
 }
