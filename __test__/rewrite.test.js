@@ -424,8 +424,9 @@ test(`rewrite() differential: chains of 2-3 rules from all categories (seed ${SE
 })
 
 // Random patterns (issue 17): built from atoms that include astral characters, CRLF, \u2028/\u2029, empty
-// alternatives, groups in repetitions and lazy/greedy/bounded quantifiers, with every flag but `y`/`v`; no
-// look-around and no backreferences, so the engine must accept every one (refused: 0) and agree with V8.
+// alternatives, groups in repetitions, lazy/greedy/bounded quantifiers and look-arounds (of the forms the
+// engine takes: no groups or look-arounds inside, lookbehinds of bounded length, none with `m`), with every
+// flag; no backreferences, so the engine must accept every one (refused: 0) and agree with V8.
 // DIFF_CASES=n runs n cases (default 5000).
 const RANDOM_INPUT = ['a', 'b', 'A', 'é', 'É', '😀', '😁', '🎉', '\r\n', '\r', '\n', '\u2028', '\u2029', ' ', '<', 'x', '中', '_', '1']
 const RANDOM_ATOMS = [
@@ -451,13 +452,20 @@ function randomPattern(rnd, depth, state) {
     for (let j = 0; j < terms; j++) {
       let atom
       const r = rnd()
-      if (depth < 2 && r < 0.3) {
+      if (depth < 2 && !state.inLook && !state.noLooks && r < 0.08) {
+        // A look-around: no groups inside; a lookbehind's body of bounded length.
+        const kind = pick(rnd, ['(?=', '(?!', '(?<=', '(?<!'])
+        const inner = randomPattern(rnd, depth + 1, { ...state, inLook: true, bounded: kind.startsWith('(?<') })
+        state.looks = true
+        alt += `${kind}${inner})`
+        continue
+      } else if (depth < 2 && r < 0.3) {
         const kind = rnd()
         const inner = randomPattern(rnd, depth + 1, state)
-        if (kind < 0.45) {
+        if (kind < 0.45 && !state.inLook) {
           state.groups++
           atom = `(${inner})`
-        } else if (kind < 0.6) {
+        } else if (kind < 0.6 && !state.inLook) {
           state.groups++
           const name = `n${state.names.length}`
           state.names.push(name)
@@ -465,7 +473,8 @@ function randomPattern(rnd, depth, state) {
         } else atom = `(?:${inner})`
       } else atom = rnd() < 0.12 ? pick(rnd, LONE_SURROGATE_ATOMS) : pick(rnd, RANDOM_ATOMS)
       const assertion = ['\\b', '\\B', '^', '$'].includes(atom)
-      if (!assertion && rnd() < 0.4) atom += pick(rnd, RANDOM_QUANTIFIERS) + (rnd() < 0.3 ? '?' : '')
+      const quantifiers = state.bounded ? RANDOM_QUANTIFIERS.filter((q) => !/[*+]|,}/.test(q)) : RANDOM_QUANTIFIERS
+      if (!assertion && rnd() < 0.4) atom += pick(rnd, quantifiers) + (rnd() < 0.3 ? '?' : '')
       alt += atom
     }
     out.push(alt)
@@ -484,7 +493,10 @@ function randomPatternRule(rnd) {
   for (;;) {
     const state = { groups: 0, names: [] }
     const source = randomPattern(rnd, 0, state)
-    const flags = randomFlags(rnd)
+    let flags = randomFlags(rnd)
+    // Look-arounds are refused with multi-line anchors, and in patterns naming lone low surrogates.
+    if (state.looks) flags = flags.replace('m', '')
+    if (state.looks && !/[uv]/.test(flags) && LONE_SURROGATE.test(source)) continue
     let match
     try {
       match = new RegExp(source, flags)
@@ -533,6 +545,7 @@ test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty i
   let lineCases = 0
   // Rules without `u` naming lone surrogates, on text with astral characters.
   let loneCases = 0
+  let lookCases = 0
   const seen = () => compared + refused + tooBig + splitArgs + v8Inside
   const counts = () => `${seen()} cases: ${compared} compared, ${compared - failures.length} equal, ${failures.length} different, ${refused} refused, ${tooBig} over the size cap, ${splitArgs + v8Inside} skipped, ${((Date.now() - started) / 1000).toFixed(1)} s`
   while (seen() < count) {
@@ -577,12 +590,14 @@ test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty i
     compared++
     if (rule.match.multiline && /[$^]/.test(rule.match.source) && /[\r\u2028\u2029]/.test(input)) lineCases++
     if (!unicodeMode(rule.match) && LONE_SURROGATE.test(rule.match.source.replace(/(?<!\[)\\ud83d\\ude00/g, '')) && /[\u{10000}-\u{10FFFF}]/u.test(input)) loneCases++
+    if (/\(\?<?[=!]/.test(rule.match.source)) lookCases++
   }
-  console.log(`random patterns: ${counts()}; ${lineCases} with multi-line anchors on text with \\r, \\u2028 or \\u2029, ${loneCases} without \`u\` naming lone surrogates on text with astral characters; skipped: ${splitArgs} a function given half of an astral character, ${v8Inside} V8 starts a \`u\` match inside a surrogate pair`)
+  console.log(`random patterns: ${counts()}; ${lineCases} with multi-line anchors on text with \\r, \\u2028 or \\u2029, ${loneCases} without \`u\` naming lone surrogates on text with astral characters, ${lookCases} with look-arounds; skipped: ${splitArgs} a function given half of an astral character, ${v8Inside} V8 starts a \`u\` match inside a surrogate pair`)
   assert.equal(failures.length, 0, `${failures.length}/${compared} cases differ from String.prototype.replace:\n  ${failures.slice(0, 12).join('\n  ')}`)
   assert.ok(v8Inside <= count / 100, `${v8Inside} cases where V8 starts a match inside a pair`)
   assert.ok(lineCases >= count / 100, `only ${lineCases} cases of multi-line anchors next to \\r, \\u2028 or \\u2029`)
   assert.ok(loneCases >= count / 50, `only ${loneCases} cases of lone surrogates without \`u\` on astral text`)
+  assert.ok(lookCases >= count / 10, `only ${lookCases} cases with look-arounds`)
   assert.ok(compared >= count * 0.9, `only ${compared} of ${count} cases compared`)
   assert.equal(refused, 0, `refused:\n  ${refusals.join('\n  ')}`)
   assert.ok(tooBig <= count / 1000, `${tooBig} over the size cap:\n  ${refusals.join('\n  ')}`)

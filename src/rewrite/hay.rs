@@ -11,6 +11,8 @@ pub(super) struct Hay<'a> {
     /// As long as `bytes`; what the automata and the prefilter read.
     pub(super) view: &'a [u8],
     pub(super) before: Option<u8>,
+    /// The stage's input before `bytes`, as much as the rule looks back (see `Rule::look_behind_len`).
+    pub(super) tail: &'a [u8],
 }
 
 impl Hay<'_> {
@@ -28,6 +30,13 @@ impl Hay<'_> {
     pub(super) fn can_start(&self, at: usize, units: bool) -> bool {
         at >= self.bytes.len() || !is_continuation(self.bytes[at]) || (units && low_half(self.bytes, at))
     }
+}
+
+/// `tail` made the last `keep` bytes of the input before the next hay, `settled` the bytes just written out.
+pub(super) fn keep_tail(tail: &mut Vec<u8>, settled: &[u8], keep: usize) {
+    let from_tail = keep.saturating_sub(settled.len()).min(tail.len());
+    tail.drain(..tail.len() - from_tail);
+    tail.extend_from_slice(&settled[settled.len().saturating_sub(keep)..]);
 }
 
 /// Whether `at` is the last byte of a 4-byte character in `bytes` (where its low surrogate starts). Hays of

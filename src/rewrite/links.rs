@@ -18,6 +18,8 @@ use super::hay::{utf8_width, Next};
 
 /// Bytes that may stand before the host in a match: `https:\/\/` is the longest.
 const MAX_LEAD: usize = 10;
+/// How far back the link rewrite looks for a `value=` before a match.
+pub(super) const LINK_LOOK_BEHIND: usize = 32;
 
 /// What a start position gives, given the data seen so far.
 enum Verdict {

@@ -24,6 +24,7 @@ mod js_regex;
 mod lines;
 mod links;
 mod literals;
+mod look_around;
 mod next_match;
 mod origins;
 mod overlap;

@@ -37,6 +37,10 @@ impl RegexSearch<'_> {
     /// search read it, when there is one; `run` is left as the run of the start this search returns as
     /// pending (if it found that start by an anchored run), else `None`.
     pub(super) fn next_match_resumed(&self, from: usize, abandoned: &mut u64, run: &mut Option<Run>) -> Next {
+        if let Some(looks) = &self.re.looks {
+            *run = None;
+            return self.look_around_match(looks, from, abandoned);
+        }
         if let Some(resumed) = run.take().filter(|r| r.start == from).and_then(|r| self.resume(r)) {
             *run = Some(resumed);
             return Next::Pending(from);
@@ -236,7 +240,7 @@ pub(super) fn first_viable_three_ways(
     last: bool,
     max_match: usize,
 ) -> ((Next, u64), (Next, u64), Next) {
-    let search = RegexSearch { re, hay: super::hay::Hay { bytes, view: bytes, before }, last, max_match };
+    let search = RegexSearch { re, hay: super::hay::Hay { bytes, view: bytes, before, tail: &[] }, last, max_match };
     let len = bytes.len();
     let naive = (|| {
         let mut abandoned = 0;

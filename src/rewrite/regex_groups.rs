@@ -137,6 +137,7 @@ pub(super) fn may_join(rule: &Rule) -> bool {
     rule.paths().is_none()
         && re.members.is_empty()
         && !re.sticky
+        && re.looks.is_none()
         && !re.lines
         && re.low_view.is_none()
         && !re.low_half_starts
@@ -216,6 +217,7 @@ fn one_stage(members: &[Rule]) -> Result<Rule, RuleError> {
                 dfa,
                 reverse,
                 captures: None,
+                looks: None,
                 candidates,
                 replacement: Replacement::Template(Template::parse("", 0, false)?),
                 prefix_reverse,

@@ -132,8 +132,10 @@ pub(super) struct RegexRule {
     pub(super) dfa: Dfa,
     /// Reverse anchored DFA: from a match's end back to its start.
     pub(super) reverse: Dfa,
-    /// Only built when the replacement needs capture groups.
+    /// Only built when the replacement needs capture groups (or the rule has look-arounds: it finds matches).
     pub(super) captures: Option<GroupFinder>,
+    /// The pattern's look-arounds: its program (in `captures`) finds its matches (see `look_around`).
+    pub(super) looks: Option<Box<super::look_around::LookArounds>>,
     pub(super) candidates: Candidates,
     pub(super) replacement: Replacement,
     pub(super) anchored_starts: StartStates,
@@ -166,7 +168,7 @@ pub(super) enum Units {
 }
 
 impl Units {
-    fn of(flags: &js_regex::JsFlags, view: Option<js_regex::LowView>) -> Units {
+    pub(super) fn of(flags: &js_regex::JsFlags, view: Option<js_regex::LowView>) -> Units {
         if flags.unicode {
             Units::No
         } else {
@@ -196,8 +198,12 @@ impl Rule {
     /// A rule from a JS `RegExp`'s `source` and `flags`.
     pub fn regex(source: &str, flags: &str, replacement: RuleReplacement) -> Result<Rule, RuleError> {
         let parsed = js_regex::parse_flags(flags)?;
-        let (pattern, low_view) = js_regex::translate_with_view(source, &parsed)?;
+        let translated = js_regex::translate_with_looks(source, &parsed)?;
         let label = format!("/{source}/{flags}");
+        if !translated.looks.is_empty() {
+            return Rule::with_looks(label, translated, &parsed, replacement);
+        }
+        let (pattern, low_view) = (translated.pattern, translated.low_view);
         // A pattern that is plain text (no `i`, no astral character cut in halves) is a literal rule.
         if let (RuleReplacement::Text(text), None, false) = (&replacement, &low_view, parsed.sticky) {
             if let Some(needle) = literal_text(&pattern).filter(|n| parsed.unicode || !has_astral(n)) {
@@ -478,6 +484,7 @@ impl Rule {
                     dfa,
                     reverse,
                     captures,
+                    looks: None,
                     candidates,
                     replacement,
                     prefix_reverse,

@@ -11,7 +11,7 @@ use regex_automata::util::captures::Captures;
 use regex_automata::{Anchored, Input, PatternID};
 
 use super::hay::{
-    char_start, emit_plain, low_half, match_text, push_surrogate, resolve_surrogates, surrogates_of, utf8_width, Hay,
+    char_start, keep_tail, emit_plain, low_half, match_text, push_surrogate, resolve_surrogates, surrogates_of, utf8_width, Hay,
     Next,
 };
 use std::sync::Arc;
@@ -25,9 +25,6 @@ use super::{js_regex, lines, links};
 use crate::csp::PagePolicy;
 use crate::error::ReplaceError;
 
-/// How far back the link rewrite looks for a `value=` before a match.
-const LINK_LOOK_BEHIND: usize = 32;
-
 /// One rule's streaming state.
 pub(super) struct Stage {
     pub(super) rule: Rule,
@@ -37,8 +34,7 @@ pub(super) struct Stage {
     pub(super) held: Vec<u8>,
     /// The byte before `held` (or before the next chunk when nothing is held).
     before: Option<u8>,
-    /// The link rewrite's look-behind: the last [`LINK_LOOK_BEHIND`] bytes before `held`, where a
-    /// match may learn that it is a `value` attribute's.
+    /// The rule's look-behind (see `Rule::look_behind_len`): the last bytes of its input before `held`.
     tail: Vec<u8>,
     /// During a scan: how much of the hay is already written out.
     emitted: usize,
@@ -235,10 +231,12 @@ impl Stage {
         let viewing = self.lines() || low_view.is_some();
         // The end of a U+2028 may still be on its way: until then its first bytes are held.
         let data = if self.lines() && !last { &data[..lines::settled_len(data)] } else { data };
+        let mut tail = std::mem::take(&mut self.tail);
         let hay = Hay {
             bytes: data,
             view: if viewing { view.of(data, self.lines(), low_view) } else { data },
             before: self.before,
+            tail: &tail,
         };
         let hay_len = hay.bytes.len();
         let units = self.units();
@@ -287,17 +285,13 @@ impl Stage {
         }
         self.carried = self.emitted.saturating_sub(held_from);
         self.before = hay.look_behind(held_from);
-        if matches!(&self.rule.inner.engine, Engine::Links(_)) {
-            let settled = &hay.bytes[..held_from];
-            let keep = LINK_LOOK_BEHIND.saturating_sub(settled.len()).min(self.tail.len());
-            self.tail.drain(..self.tail.len() - keep);
-            self.tail.extend_from_slice(&settled[settled.len().saturating_sub(LINK_LOOK_BEHIND)..]);
-        }
         if let Some(counter) = &mut self.utf16 {
             if self.counted < held_from {
                 counter.feed(&hay.bytes[self.counted..held_from]);
             }
         }
+        keep_tail(&mut tail, &data[..held_from], self.rule.look_behind_len());
+        self.tail = tail;
         self.counted = self.counted.saturating_sub(held_from);
         self.search_from -= held_from;
         // The run and the view go on with the held bytes: both lose what is written out.
@@ -364,7 +358,7 @@ impl Stage {
                     };
                     self.matches += 1;
                     self.surrogates |= emit_plain(out, hay.bytes, self.emitted, start, units);
-                    self.replace(hay, start, end, out)?;
+                    self.replace(hay, last, (start, end), out)?;
                     self.emitted = end;
                     self.search_from = end;
                     self.skip_char = end == start;
@@ -437,7 +431,7 @@ impl Stage {
         next
     }
     /// Writes the replacement of `hay.bytes[start..end]`.
-    fn replace(&mut self, hay: Hay, start: usize, end: usize, out: &mut Vec<u8>) -> Result<(), ReplaceError> {
+    fn replace(&mut self, hay: Hay, last: bool, (start, end): (usize, usize), out: &mut Vec<u8>) -> Result<(), ReplaceError> {
         let units = self.units();
         let Stage {
             rule,
@@ -449,13 +443,12 @@ impl Stage {
             exchange,
             surrogates,
             page_policy,
-            tail,
             ..
         } = self;
         let whole = &hay.bytes[start..end];
         let re = match &rule.inner.engine {
             Engine::Links(matcher) => {
-                let in_value = links::opens_value_attribute(tail, &hay.bytes[..start], LINK_LOOK_BEHIND);
+                let in_value = links::opens_value_attribute(hay.tail, &hay.bytes[..start], links::LINK_LOOK_BEHIND);
                 matcher.write_replacement(whole, local_host, in_value, out);
                 return Ok(());
             }
@@ -542,7 +535,10 @@ impl Stage {
                 )
             }
             GroupFinder::Js(js) => {
-                let groups = js.captures(buf, start + base, end + base);
+                let groups = match re.looks.as_deref() {
+                    Some(looks) => looks.groups(js, &hay, last, *max_match, (buf, base), (start, end)),
+                    None => js.captures(buf, start + base, end + base),
+                };
                 debug_assert!(groups.is_some(), "DFA and JS captures disagree");
                 let count = js.names().len();
                 (

@@ -37,6 +37,8 @@ enum Inst {
     Enter(u32),
     /// An optional iteration of loop `k` ends: it must have consumed something.
     Check(u32),
+    /// Look-around `k` of the pattern must hold here (asked of the caller's oracle).
+    LookAround(u32),
     Match,
 }
 
@@ -51,16 +53,43 @@ pub(crate) struct JsCaptures {
     names: Vec<Option<String>>,
 }
 
+/// What [`JsCaptures::leftmost`] searches.
+pub(crate) struct LookSearch<'a> {
+    /// What the automata read.
+    pub(crate) hay: &'a [u8],
+    pub(crate) before: Option<u8>,
+    pub(crate) last: bool,
+    /// A start whose threads are still alive after this many bytes is given up on.
+    pub(crate) max_match: usize,
+    /// Where JavaScript may start a match (character boundaries).
+    pub(crate) can_start: &'a dyn Fn(usize) -> bool,
+}
+
+/// How [`JsCaptures::leftmost`] ends.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Leftmost {
+    Match(usize, usize),
+    /// The data ends while a match may still start here or grow: more input decides.
+    Pending(usize),
+    NoMatch,
+    /// The match from here outgrew the cap: the caller searches again after it.
+    Abandoned(usize),
+}
+
 /// Why a pattern has no program.
 #[derive(Debug)]
 pub(crate) struct TooComplex(pub(crate) String);
 
 impl JsCaptures {
     /// Compiles the translated pattern's `hir` (with its groups).
+    /// Compiles the translated pattern's `hir` (with its groups). An empty group named
+    /// [`super::look_placeholder`]`(k)` is look-around `k`; the groups after it keep JavaScript's numbers.
     pub(crate) fn new(hir: &Hir) -> Result<JsCaptures, TooComplex> {
-        let groups = hir.properties().explicit_captures_len() + 1;
+        let mut numbers = vec![Number::Group(0)];
+        number_groups(hir, &mut numbers);
+        let groups = numbers.iter().filter(|n| matches!(n, Number::Group(_))).count();
         let mut compiler =
-            Compiler { insts: Vec::new(), masks: Vec::new(), loops: 0, inside: 0, names: vec![None; groups] };
+            Compiler { insts: Vec::new(), masks: Vec::new(), loops: 0, inside: 0, names: vec![None; groups], numbers };
         compiler.hir(hir)?;
         compiler.push(Inst::Match)?;
         Ok(JsCaptures { insts: compiler.insts, masks: compiler.masks, groups, names: compiler.names })
@@ -74,12 +103,26 @@ impl JsCaptures {
     /// The groups (index 0 included) of the most preferred way of matching `hay[start..end]`, which must be
     /// JavaScript's match (assertions look at the bytes around it); `None` if there is no such way.
     pub(crate) fn captures(&self, hay: &[u8], start: usize, end: usize) -> Option<Vec<Option<(usize, usize)>>> {
+        self.captures_with(hay, start, end, &mut |_, _| Some(true))
+    }
+
+    /// [`JsCaptures::captures`] of a pattern with look-arounds: `oracle(k, at)` says whether look-around `k`
+    /// holds at `at` (`None` is taken as not holding: the match is known to be final).
+    pub(crate) fn captures_with(
+        &self,
+        hay: &[u8],
+        start: usize,
+        end: usize,
+        oracle: &mut dyn FnMut(u32, usize) -> Option<bool>,
+    ) -> Option<Vec<Option<(usize, usize)>>> {
         let look = crate::rewrite::lines::look_matcher();
+        let mut oracle = |k, at| Some(oracle(k, at).unwrap_or(false));
         let slots = 2 * self.groups;
         let mut current: Vec<Thread> = Vec::new();
         let mut next = Vec::new();
         let mut seen = HashSet::new();
-        self.closure(&mut current, &mut seen, &look, hay, start, Thread { pc: 0, bits: 0, slots: vec![None; slots] });
+        let first = Thread { pc: 0, bits: 0, slots: vec![None; slots] };
+        self.closure(&mut current, &mut seen, &mut Ctx { look: &look, hay, before: None, last: true, oracle: &mut oracle }, start, first);
         let mut at = start;
         loop {
             if at == end {
@@ -99,9 +142,71 @@ impl JsCaptures {
                     if (lo..=hi).contains(&byte) {
                         // Every iteration in progress has now consumed something.
                         let moved = Thread { pc: thread.pc + 1, bits: u64::MAX, slots: thread.slots };
-                        self.closure(&mut next, &mut seen, &look, hay, at + 1, moved);
+                        self.closure(&mut next, &mut seen, &mut Ctx { look: &look, hay, before: None, last: true, oracle: &mut oracle }, at + 1, moved);
                     }
                 }
+            }
+            std::mem::swap(&mut current, &mut next);
+            at += 1;
+        }
+    }
+
+    /// The leftmost match from `from` on, with JavaScript's preferences, in one pass over `search.hay` (a
+    /// Pike VM: one thread per instruction, earlier starts first): how rules with look-arounds are searched.
+    /// With `sticky`, only a match starting at `from`.
+    pub(crate) fn leftmost(
+        &self,
+        search: &LookSearch<'_>,
+        from: usize,
+        sticky: bool,
+        oracle: &mut dyn FnMut(u32, usize) -> Option<bool>,
+    ) -> Leftmost {
+        let look = crate::rewrite::lines::look_matcher();
+        let (hay, len) = (search.hay, search.hay.len());
+        let mut ctx = Ctx { look: &look, hay, before: search.before, last: search.last, oracle };
+        let (mut current, mut next) = (Vec::new(), Vec::new());
+        let mut seen = HashSet::new();
+        let mut found = None;
+        let mut at = from;
+        loop {
+            if found.is_none() && (!sticky || at == from) && (search.can_start)(at) {
+                let mut slots = vec![None; 2 * self.groups];
+                slots[0] = Some(at);
+                self.closure(&mut current, &mut seen, &mut ctx, at, Thread { pc: 0, bits: 0, slots });
+            }
+            // Earlier starts come first: the first thread's start is the oldest still in play.
+            if let Some(oldest) = current.first().and_then(|t: &Thread| t.slots[0]) {
+                if at - oldest > search.max_match {
+                    return Leftmost::Abandoned(oldest);
+                }
+            }
+            seen.clear();
+            let mut waiting = None;
+            for thread in current.drain(..) {
+                match (thread.pc, self.insts.get(thread.pc as usize)) {
+                    (_, Some(Inst::Match)) => {
+                        found = Some((thread.slots[0].unwrap_or(at), at));
+                        break;
+                    }
+                    (_, Some(&Inst::Byte(lo, hi))) if at < len => {
+                        if (lo..=hi).contains(&hay[at]) {
+                            let moved = Thread { pc: thread.pc + 1, bits: u64::MAX, slots: thread.slots };
+                            self.closure(&mut next, &mut seen, &mut ctx, at + 1, moved);
+                        }
+                    }
+                    (BLOCKED, _) if at < len => next.push(thread),
+                    // Alive or undecided at the end of the data.
+                    _ if !search.last => {
+                        waiting = waiting.or(thread.slots[0]);
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(start) = waiting {
+                return Leftmost::Pending(start);
+            }
+            if at >= len || next.is_empty() && (found.is_some() || sticky) {
+                return found.map_or(Leftmost::NoMatch, |(start, end)| Leftmost::Match(start, end));
             }
             std::mem::swap(&mut current, &mut next);
             at += 1;
@@ -113,8 +218,7 @@ impl JsCaptures {
         &self,
         list: &mut Vec<Thread>,
         seen: &mut HashSet<(u32, u64)>,
-        look: &LookMatcher,
-        hay: &[u8],
+        ctx: &mut Ctx<'_>,
         at: usize,
         thread: Thread,
     ) {
@@ -139,11 +243,16 @@ impl JsCaptures {
                     t.slots[from as usize..to as usize].fill(None);
                     stack.push(Thread { pc: t.pc + 1, ..t });
                 }
-                Inst::Look(l) => {
-                    if look.matches(l, hay, at) {
-                        stack.push(Thread { pc: t.pc + 1, ..t });
-                    }
-                }
+                Inst::Look(l) => match ctx.look_at(l, at) {
+                    Some(true) => stack.push(Thread { pc: t.pc + 1, ..t }),
+                    Some(false) => {}
+                    None => list.push(Thread { pc: BLOCKED, ..t }),
+                },
+                Inst::LookAround(k) => match (ctx.oracle)(k, at) {
+                    Some(true) => stack.push(Thread { pc: t.pc + 1, ..t }),
+                    Some(false) => {}
+                    None => list.push(Thread { pc: BLOCKED, ..t }),
+                },
                 Inst::Enter(k) => stack.push(Thread { pc: t.pc + 1, bits: t.bits & !(1 << k), slots: t.slots }),
                 Inst::Check(k) => {
                     if t.bits & (1 << k) != 0 {
@@ -155,10 +264,62 @@ impl JsCaptures {
     }
 }
 
+/// What a closure reads besides the program: the hay, its assertions and the look-arounds' oracle.
+struct Ctx<'a> {
+    look: &'a LookMatcher,
+    hay: &'a [u8],
+    /// The byte before `hay` (`None`: the start of the text).
+    before: Option<u8>,
+    /// No bytes come after `hay`; else an assertion at its end is not known yet.
+    last: bool,
+    oracle: &'a mut dyn FnMut(u32, usize) -> Option<bool>,
+}
+
+impl Ctx<'_> {
+    /// Whether assertion `l` holds at `at`; `None` while that needs bytes not there yet.
+    fn look_at(&self, l: Look, at: usize) -> Option<bool> {
+        if at == self.hay.len() && !self.last {
+            return None;
+        }
+        match (at, self.before) {
+            (0, Some(byte)) => {
+                let window = [byte, self.hay.first().copied().unwrap_or(0)];
+                Some(self.look.matches(l, &window[..1 + usize::from(!self.hay.is_empty())], 1))
+            }
+            _ => Some(self.look.matches(l, self.hay, at)),
+        }
+    }
+}
+
+/// A thread that waits on an assertion or look-around the data so far cannot decide.
+const BLOCKED: u32 = u32::MAX;
+
 struct Thread {
     pc: u32,
     bits: u64,
     slots: Vec<Option<usize>>,
+}
+
+/// What a capture of the translated pattern stands for: a JavaScript group (its number) or a look-around.
+#[derive(Debug, Clone, Copy)]
+enum Number {
+    Group(u32),
+    Look(u32),
+}
+
+/// `numbers[i]`: what the pattern's capture `i` stands for, in the order they open.
+fn number_groups(hir: &Hir, numbers: &mut Vec<Number>) {
+    match hir.kind() {
+        HirKind::Capture(cap) => {
+            let look = cap.name.as_deref().and_then(|n| n.strip_prefix("_..")).and_then(|k| k.parse().ok());
+            let groups = numbers.iter().filter(|n| matches!(n, Number::Group(_))).count() as u32;
+            numbers.push(look.map_or(Number::Group(groups), Number::Look));
+            number_groups(&cap.sub, numbers);
+        }
+        HirKind::Concat(subs) | HirKind::Alternation(subs) => subs.iter().for_each(|s| number_groups(s, numbers)),
+        HirKind::Repetition(rep) => number_groups(&rep.sub, numbers),
+        _ => {}
+    }
 }
 
 struct Compiler {
@@ -168,6 +329,7 @@ struct Compiler {
     /// Bits of the loops being compiled into.
     inside: u64,
     names: Vec<Option<String>>,
+    numbers: Vec<Number>,
 }
 
 impl Compiler {
@@ -214,12 +376,15 @@ impl Compiler {
                 let look = Look::from_repr(l.as_repr()).ok_or_else(|| TooComplex(format!("assertion {l:?}")))?;
                 self.push(Inst::Look(look)).map(drop)
             }
-            HirKind::Capture(cap) => {
-                self.names[cap.index as usize] = cap.name.as_deref().map(|n| js_name(n).into_owned());
-                self.push(Inst::Save(2 * cap.index))?;
-                self.hir(&cap.sub)?;
-                self.push(Inst::Save(2 * cap.index + 1)).map(drop)
-            }
+            HirKind::Capture(cap) => match self.numbers[cap.index as usize] {
+                Number::Look(k) => self.push(Inst::LookAround(k)).map(drop),
+                Number::Group(index) => {
+                    self.names[index as usize] = cap.name.as_deref().map(|n| js_name(n).into_owned());
+                    self.push(Inst::Save(2 * index))?;
+                    self.hir(&cap.sub)?;
+                    self.push(Inst::Save(2 * index + 1)).map(drop)
+                }
+            },
             HirKind::Concat(subs) => subs.iter().try_for_each(|sub| self.hir(sub)),
             HirKind::Alternation(subs) => {
                 let mut jumps = Vec::new();
@@ -239,7 +404,7 @@ impl Compiler {
                 Ok(())
             }
             HirKind::Repetition(rep) => {
-                let (from, to) = group_slots(&rep.sub);
+                let (from, to) = group_slots(&rep.sub, &self.numbers);
                 let check = nullable(&rep.sub);
                 let k = if check {
                     if self.loops == MAX_LOOPS {
@@ -325,21 +490,23 @@ impl Compiler {
 }
 
 /// The slots of the groups inside `hir`, as a range (groups are numbered in order, so they are contiguous).
-fn group_slots(hir: &Hir) -> (u32, u32) {
-    fn walk(hir: &Hir, range: &mut Option<(u32, u32)>) {
+fn group_slots(hir: &Hir, numbers: &[Number]) -> (u32, u32) {
+    fn walk(hir: &Hir, numbers: &[Number], range: &mut Option<(u32, u32)>) {
         match hir.kind() {
             HirKind::Capture(cap) => {
-                let (lo, hi) = range.get_or_insert((cap.index, cap.index));
-                *lo = (*lo).min(cap.index);
-                *hi = (*hi).max(cap.index);
-                walk(&cap.sub, range);
+                if let Number::Group(index) = numbers[cap.index as usize] {
+                    let (lo, hi) = range.get_or_insert((index, index));
+                    *lo = (*lo).min(index);
+                    *hi = (*hi).max(index);
+                }
+                walk(&cap.sub, numbers, range);
             }
-            HirKind::Concat(subs) | HirKind::Alternation(subs) => subs.iter().for_each(|s| walk(s, range)),
-            HirKind::Repetition(rep) => walk(&rep.sub, range),
+            HirKind::Concat(subs) | HirKind::Alternation(subs) => subs.iter().for_each(|s| walk(s, numbers, range)),
+            HirKind::Repetition(rep) => walk(&rep.sub, numbers, range),
             _ => {}
         }
     }
     let mut range = None;
-    walk(hir, &mut range);
+    walk(hir, numbers, &mut range);
     range.map_or((0, 0), |(lo, hi)| (2 * lo, 2 * hi + 2))
 }

@@ -1,4 +1,4 @@
-//! Groups: parsing `(…)`, `(?:…)` and `(?<name>…)` (lookarounds and modifiers are refused), and the scan
+//! Groups: parsing `(…)`, `(?:…)`, `(?<name>…)` and look-arounds (modifiers are refused), and the scan
 //! before parsing that counts groups and collects names, since JavaScript lets `\2` and `\k<name>` refer
 //! forward.
 
@@ -7,11 +7,12 @@ use std::sync::OnceLock;
 use regex_syntax::hir::ClassUnicode;
 
 use super::classes::{class_contains, parse_class};
-use super::parser::{syntax, unsupported, Parser, ENGINE_HINT, MAX_NESTING};
+use super::parser::{look_placeholder, syntax, unsupported, LookSpec, Parser, ENGINE_HINT, MAX_NESTING};
 use crate::error::JsRegexError;
 
 impl Parser<'_> {
-    pub(super) fn group(&mut self) -> Result<(), JsRegexError> {
+    /// Parses a group; `true` when it was a look-around.
+    pub(super) fn group(&mut self) -> Result<bool, JsRegexError> {
         let start = self.pos;
         self.bump();
         if self.depth == MAX_NESTING {
@@ -36,9 +37,14 @@ impl Parser<'_> {
                 _ => return Err(self.bad_group(start)),
             };
             if let Some(feature) = lookaround {
-                return Err(unsupported(feature, start, ENGINE_HINT));
+                if !self.allow_looks {
+                    return Err(unsupported(feature, start, ENGINE_HINT));
+                }
+                self.look_around(start, feature)?;
+                return Ok(true);
             }
         } else {
+            self.groups_opened += 1;
             self.out.push('(');
         }
         self.depth += 1;
@@ -51,6 +57,35 @@ impl Parser<'_> {
             return Err(syntax("unterminated group", start));
         }
         self.out.push(')');
+        Ok(false)
+    }
+
+    /// A look-around at `start` (its `(?` read): its body is translated in place, then moved out into a
+    /// [`LookSpec`] and replaced by an empty placeholder group.
+    fn look_around(&mut self, start: usize, feature: &str) -> Result<(), JsRegexError> {
+        if self.in_look {
+            return Err(unsupported(format!("{feature} inside a look-around"), start, ""));
+        }
+        let behind = self.eat('<');
+        let negative = self.bump() == Some('!');
+        let (mark, groups) = (self.out.len(), self.groups_opened);
+        self.in_look = true;
+        self.depth += 1;
+        self.disjunction()?;
+        self.depth -= 1;
+        self.in_look = false;
+        if !self.eat(')') {
+            return Err(syntax("unterminated group", start));
+        }
+        if self.groups_opened != groups {
+            return Err(unsupported(format!("capture group inside a {feature}"), start, ""));
+        }
+        let mut pattern = self.out.split_off(mark);
+        if pattern.is_empty() {
+            pattern.push_str("(?:)");
+        }
+        self.out.push_str(&format!("(?P<{}>)", look_placeholder(self.looks.len())));
+        self.looks.push(LookSpec { ahead: !behind, negative, pattern, offset: start });
         Ok(())
     }
 
@@ -61,6 +96,7 @@ impl Parser<'_> {
             return Err(syntax("duplicate capture group name", start));
         }
         self.pos = end;
+        self.groups_opened += 1;
         self.out.push_str("(?P<");
         self.out.push_str(&engine_name(&name));
         self.out.push('>');

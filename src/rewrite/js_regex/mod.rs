@@ -42,11 +42,13 @@ mod parser;
 mod semantics;
 mod units;
 
-pub(crate) use captures::JsCaptures;
+pub(crate) use captures::{JsCaptures, Leftmost, LookSearch};
 pub(crate) use groups::js_name;
 #[cfg(test)]
 pub(crate) use parser::translate;
-pub(crate) use parser::{check_length, literal, parse_flags, translate_with_view, JsFlags};
+pub(crate) use parser::{
+    check_length, literal, look_placeholder, parse_flags, translate_with_looks, translate_with_view, JsFlags, Translated,
+};
 pub(crate) use semantics::{js_repetitions, needs_js_captures};
 pub(crate) use units::LowView;
 

@@ -82,12 +82,53 @@ pub(crate) fn translate(source: &str, flags: &JsFlags) -> Result<String, JsRegex
 /// [`translate`], and the view of the text the pattern is written for when it names some lone low surrogates
 /// (see [`units`](super::units)): the rule's automata must then read that view.
 pub(crate) fn translate_with_view(source: &str, flags: &JsFlags) -> Result<(String, Option<LowView>), JsRegexError> {
+    let (translated, view) = translate_parsed(source, flags, false)?;
+    Ok((translated.out, view))
+}
+
+/// A pattern translated with its look-arounds: each is an empty group named [`look_placeholder`] in the
+/// pattern, and its body a pattern of its own (see `crate::rewrite::look_around`).
+pub(crate) struct Translated {
+    pub(crate) pattern: String,
+    pub(crate) low_view: Option<LowView>,
+    pub(crate) looks: Vec<LookSpec>,
+}
+
+/// One look-around of a pattern: `(?=…)`, `(?!…)`, `(?<=…)` or `(?<!…)`.
+#[derive(Debug, Clone)]
+pub(crate) struct LookSpec {
+    pub(crate) ahead: bool,
+    pub(crate) negative: bool,
+    /// The body, translated as the pattern around it is.
+    pub(crate) pattern: String,
+    /// Where it opens in the JS source.
+    pub(crate) offset: usize,
+}
+
+/// [`translate_with_view`] that takes look-arounds (see [`Translated`]).
+pub(crate) fn translate_with_looks(source: &str, flags: &JsFlags) -> Result<Translated, JsRegexError> {
+    let (parser, low_view) = translate_parsed(source, flags, true)?;
+    Ok(Translated { pattern: parser.out, low_view, looks: parser.looks })
+}
+
+fn translate_parsed<'s>(
+    source: &'s str,
+    flags: &JsFlags,
+    allow_looks: bool,
+) -> Result<(Parser<'s>, Option<LowView>), JsRegexError> {
     check_length(source)?;
     translate_units(source, |src, view| {
         let mut parser = Parser::new(src, *flags, view);
+        parser.allow_looks = allow_looks;
         parser.pattern()?;
         Ok(parser)
     })
+}
+
+/// The name of the empty group that stands for look-around `k` in a translated pattern. No JavaScript
+/// name is written so (see `groups::engine_name`: after `_.` comes `[`).
+pub(crate) fn look_placeholder(k: usize) -> String {
+    format!("_..{k}")
 }
 
 /// A literal string match (like `String.prototype.replace` with a string pattern) as a pattern.
@@ -124,6 +165,13 @@ pub(super) struct Parser<'s> {
     pub(super) astral_lows: Vec<LowSet>,
     /// The text's view the pattern is written for, on the second pass.
     pub(super) low_view: Option<LowView>,
+    /// Look-arounds are taken (else refused by name).
+    pub(super) allow_looks: bool,
+    /// The look-arounds met so far; inside one, `in_look`.
+    pub(super) looks: Vec<LookSpec>,
+    pub(super) in_look: bool,
+    /// Capture groups opened so far (none may open inside a look-around).
+    pub(super) groups_opened: usize,
 }
 
 impl<'s> Parser<'s> {
@@ -142,6 +190,10 @@ impl<'s> Parser<'s> {
             low_sets: Vec::new(),
             astral_lows: Vec::new(),
             low_view,
+            allow_looks: false,
+            looks: Vec::new(),
+            in_look: false,
+            groups_opened: 0,
         }
     }
 
@@ -245,7 +297,15 @@ impl<'s> Parser<'s> {
             }
             '\\' => self.atom_escape()?,
             '(' => {
-                self.group()?;
+                if self.group()? {
+                    // Annex B lets `(?=a)*` repeat a lookahead; an assertion repeated is one the engine leaves out.
+                    let quantified = matches!(self.peek(), Some('*' | '+' | '?'))
+                        || self.peek() == Some('{') && self.braced_quantifier().is_some();
+                    if quantified {
+                        return Err(unsupported("quantified look-around", start, ""));
+                    }
+                    return Ok(());
+                }
                 None
             }
             '.' => {

@@ -243,15 +243,15 @@ impl Parser<'_> {
 pub(super) fn translate_units<'s>(
     src: &'s str,
     run: impl Fn(&'s str, Option<LowView>) -> Result<Parser<'s>, JsRegexError>,
-) -> Result<(String, Option<LowView>), JsRegexError> {
+) -> Result<(Parser<'s>, Option<LowView>), JsRegexError> {
     let first = run(src, None)?;
     if first.low_sets.is_empty() {
-        return Ok((first.out, None));
+        return Ok((first, None));
     }
     let sets: Vec<LowSet> = first.low_sets.iter().chain(&first.astral_lows).cloned().collect();
-    let Some(view) = LowView::new(&sets, 0)? else { return Ok((first.out, None)) };
+    let Some(view) = LowView::new(&sets, 0)? else { return Ok((first, None)) };
     let second = run(src, Some(view.clone()))?;
-    Ok((second.out, Some(view)))
+    Ok((second, Some(view)))
 }
 
 /// The high halves of the astral characters whose high surrogates are `0xD800 + first ..= 0xD800 + last`:

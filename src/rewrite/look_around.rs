@@ -1,0 +1,229 @@
+//! Rules with look-arounds (`(?=…)`, `(?!…)`, `(?<=…)`, `(?<!…)`), run without backtracking as the
+//! PLDI 2024 paper on linear JavaScript matching does (Barrière and Pit-Claudel): the pattern is one Pike VM
+//! program ([`js_regex::JsCaptures`]) in which each look-around is an instruction that asks an oracle, and
+//! the oracle answers from the look-around's own automaton, run from that position (forward for a
+//! lookahead, backward for a lookbehind). A match is found in one pass however many starts are in play.
+//!
+//! Streaming bounds what the oracle may read. A lookahead reads on within `maxMatchBytes` of its position
+//! (the stage holds back until it is decided; one still undecided there fails, as a longer match is given
+//! up on). A lookbehind reads back at most its body's longest match, which must be bounded: the stage keeps
+//! that many bytes of what it already wrote out (see [`Rule::look_behind_len`]).
+//!
+//! Not taken, each refused by name: a look-around inside another, capture groups inside one (JavaScript
+//! keeps their values, which the oracle does not compute), a quantified one, and look-arounds in a rule
+//! whose automata read a view of the text (multi-line anchors, lone low surrogates).
+
+use regex_automata::dfa::Automaton;
+use regex_automata::util::start;
+use regex_automata::Anchored;
+
+use super::hay::{Hay, Next};
+use super::rule::{build_dfas, parse, Dfa, Engine, GroupFinder, Rule, RuleReplacement, Units};
+use super::search::RegexSearch;
+use crate::error::RuleError;
+use crate::rewrite::js_regex::{self, JsCaptures, JsFlags, Leftmost, LookSearch, Translated};
+
+/// The longest lookbehind body taken, in bytes: the stage keeps this much of what it wrote out.
+const MAX_LOOK_BEHIND: usize = 1024;
+
+/// A rule's look-arounds, in the order the pattern opens them.
+#[derive(Debug)]
+pub(super) struct LookArounds {
+    items: Vec<LookItem>,
+    /// Bytes before a position that a lookbehind may read: its longest body, plus the byte before that
+    /// which tells the automaton the match has begun (matches are reported one byte late).
+    behind_len: usize,
+}
+
+#[derive(Debug)]
+struct LookItem {
+    ahead: bool,
+    negative: bool,
+    /// A lookahead's forward automaton, or a lookbehind's reverse one; both anchored.
+    dfa: Dfa,
+}
+
+/// Whether a look-around's body matches at a position.
+enum Found {
+    Yes,
+    No,
+    /// Not decided within `maxMatchBytes`.
+    TooFar,
+}
+
+impl Rule {
+    /// A regex rule whose translated pattern has look-arounds (see the module's comment).
+    pub(super) fn with_looks(
+        label: String,
+        translated: Translated,
+        flags: &JsFlags,
+        replacement: RuleReplacement,
+    ) -> Result<Rule, RuleError> {
+        let refuse = |what: &str, offset: usize| {
+            RuleError::from(crate::error::JsRegexError::Unsupported {
+                feature: what.to_string(),
+                offset,
+                hint: String::new(),
+            })
+        };
+        let first = translated.looks[0].offset;
+        if translated.low_view.is_some() {
+            return Err(refuse("look-around in a pattern that names lone low surrogates", first));
+        }
+        let mut relaxed = translated.pattern.clone();
+        for k in 0..translated.looks.len() {
+            relaxed = relaxed.replace(&format!("(?P<{}>)", js_regex::look_placeholder(k)), "(?:)");
+        }
+        let mut items = Vec::with_capacity(translated.looks.len());
+        let mut behind_len = 0;
+        for look in &translated.looks {
+            let hir = parse(&look.pattern)?;
+            if super::lines::uses_lines(&hir) {
+                return Err(refuse("look-around with multi-line anchors (the m flag's ^ and $)", look.offset));
+            }
+            if !look.ahead {
+                match hir.properties().maximum_len().filter(|&len| len <= MAX_LOOK_BEHIND) {
+                    Some(len) => behind_len = behind_len.max(len + 1),
+                    None => {
+                        let what = format!("lookbehind that can match more than {MAX_LOOK_BEHIND} bytes");
+                        return Err(refuse(&what, look.offset));
+                    }
+                }
+            }
+            let (forward, reverse) = build_dfas(&[&js_regex::js_repetitions(&hir)], false)?;
+            let dfa = if look.ahead { forward } else { reverse };
+            items.push(LookItem { ahead: look.ahead, negative: look.negative, dfa });
+        }
+        let program = JsCaptures::new(&parse(&translated.pattern)?).map_err(|e| RuleError::TooComplex(e.0))?;
+        let units = Units::of(flags, None);
+        let mut rule = Rule::compile(label, &relaxed, flags.global, units, replacement)?;
+        let inner = std::sync::Arc::get_mut(&mut rule.inner);
+        let Some(Engine::Regex(re)) = inner.map(|inner| &mut inner.engine) else {
+            return Err(RuleError::TooComplex("internal error: a look-around rule without its regex".into()));
+        };
+        if re.lines {
+            return Err(refuse("look-around with multi-line anchors (the m flag's ^ and $)", first));
+        }
+        // The program finds the matches, so it is there whatever the replacement needs.
+        re.captures = Some(GroupFinder::Js(program));
+        re.looks = Some(Box::new(LookArounds { items, behind_len }));
+        Ok(rule.sticky_if(flags.sticky))
+    }
+
+    /// How many bytes of its input before the held data the rule looks at: a link rule's `value=` check,
+    /// a rule's lookbehinds. The stage keeps that many.
+    pub(super) fn look_behind_len(&self) -> usize {
+        match &self.inner.engine {
+            Engine::Links(_) => super::links::LINK_LOOK_BEHIND,
+            Engine::Regex(re) => re.looks.as_ref().map_or(0, |looks| looks.behind_len),
+            Engine::Literals(_) | Engine::Origins(_) => 0,
+        }
+    }
+}
+
+impl LookArounds {
+    /// Whether look-around `k` holds at `at` in `hay`; `None` while the data so far cannot tell.
+    fn holds(&self, k: u32, hay: &Hay, last: bool, max_match: usize, at: usize) -> Option<bool> {
+        let item = self.items.get(k as usize)?;
+        let found = if item.ahead { ahead(&item.dfa, hay, last, max_match, at)? } else { behind(&item.dfa, hay, last, at)? };
+        Some(match found {
+            Found::Yes => !item.negative,
+            Found::No => item.negative,
+            Found::TooFar => false,
+        })
+    }
+
+    /// The groups of the match `hay[start..end]`, found by `program` in `buf` (the hay's view, or a copy of it
+    /// beginning `base` bytes earlier with the byte before it).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn groups(
+        &self,
+        program: &JsCaptures,
+        hay: &Hay,
+        last: bool,
+        max_match: usize,
+        (buf, base): (&[u8], usize),
+        (start, end): (usize, usize),
+    ) -> Option<Vec<Option<(usize, usize)>>> {
+        let mut oracle = |k, at: usize| self.holds(k, hay, last, max_match, at.checked_sub(base)?);
+        program.captures_with(buf, start + base, end + base, &mut oracle)
+    }
+}
+
+/// A lookahead's body run forward from `at`.
+fn ahead(dfa: &Dfa, hay: &Hay, last: bool, max_match: usize, at: usize) -> Option<Found> {
+    let config = start::Config::new().anchored(Anchored::Yes).look_behind(hay.look_behind(at));
+    let Ok(mut state) = dfa.start_state(&config) else { return Some(Found::No) };
+    let view = hay.view;
+    let limit = at.saturating_add(max_match).saturating_add(1);
+    for &byte in &view[at..view.len().min(limit)] {
+        state = dfa.next_state(state, byte);
+        if dfa.is_match_state(state) {
+            return Some(Found::Yes);
+        }
+        if dfa.is_dead_state(state) || dfa.is_quit_state(state) {
+            return Some(Found::No);
+        }
+    }
+    if view.len() >= limit {
+        return Some(Found::TooFar);
+    }
+    if !last {
+        return None;
+    }
+    Some(if dfa.is_match_state(dfa.next_eoi_state(state)) { Found::Yes } else { Found::No })
+}
+
+/// A lookbehind's body run backward from `at`, over the hay and then the stage's tail.
+fn behind(dfa: &Dfa, hay: &Hay, last: bool, at: usize) -> Option<Found> {
+    let view = hay.view;
+    // A body ending with `\b` or `$` looks at the byte after `at`.
+    if at == view.len() && !last {
+        return None;
+    }
+    let config = start::Config::new().anchored(Anchored::Yes).look_behind(view.get(at).copied());
+    let Ok(mut state) = dfa.start_state(&config) else { return Some(Found::No) };
+    for &byte in view[..at].iter().rev().chain(hay.tail.iter().rev()) {
+        state = dfa.next_state(state, byte);
+        if dfa.is_match_state(state) {
+            return Some(Found::Yes);
+        }
+        if dfa.is_dead_state(state) || dfa.is_quit_state(state) {
+            return Some(Found::No);
+        }
+    }
+    // Everything before `at` was read: the body's start (the stage keeps more than the longest body).
+    Some(if dfa.is_match_state(dfa.next_eoi_state(state)) { Found::Yes } else { Found::No })
+}
+
+impl RegexSearch<'_> {
+    /// The next match of a rule with look-arounds, by its program (see the module's comment).
+    pub(super) fn look_around_match(&self, looks: &LookArounds, from: usize, abandoned: &mut u64) -> Next {
+        let Some(GroupFinder::Js(program)) = &self.re.captures else { return Next::Exhausted };
+        let hay = self.hay;
+        let can_start = |at| hay.can_start(at, self.re.units);
+        let search = LookSearch {
+            hay: hay.view,
+            before: hay.before,
+            last: self.last,
+            max_match: self.max_match,
+            can_start: &can_start,
+        };
+        let mut oracle = |k, at| looks.holds(k, &hay, self.last, self.max_match, at);
+        let mut from = from;
+        loop {
+            match program.leftmost(&search, from, self.re.sticky, &mut oracle) {
+                Leftmost::Match(start, end) => return Next::Match { start, end },
+                Leftmost::Pending(start) => return Next::Pending(start),
+                Leftmost::NoMatch => return Next::Exhausted,
+                Leftmost::Abandoned(start) => {
+                    *abandoned += 1;
+                    if self.re.sticky {
+                        return Next::Exhausted;
+                    }
+                    from = start + 1;
+                }
+            }
+        }
+    }
+}
