@@ -16,7 +16,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("lookahead", "rejected"),
     ("lookbehind", "rejected"),
     ("backreference", "rejected"),
-    ("sticky-flag", "rejected"),
     ("text-before-match", "rejected"),
     ("text-after-match", "rejected"),
 ];
