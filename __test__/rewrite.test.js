@@ -698,13 +698,16 @@ test('rewrite(): multi-line anchors see \\r, \\n, \\u2028 and \\u2029 as V8 does
   }
 })
 
-test('rewrite(): what the engine cannot reproduce ($`, $\', look-around, backreferences) is rejected naming the rule; groups in repetitions get JS\'s values', () => {
+test('rewrite(): what the engine cannot reproduce ($`, $\', some look-arounds, backreferences) is rejected naming the rule; groups in repetitions and look-arounds get JS\'s values', () => {
   const { rewrite } = jsForm()
   const refused = [
     ['abc', /b/, '$`'],
     ['abc', /b/, "$'"],
-    ['abc', /b(?=c)/, 'x'],
-    ['abc', /(?<=a)b/, 'x'],
+    ['abc', /b(?=(c))/, 'x'],
+    ['abc', /(?<=a+)b/, 'x'],
+    ['abc', /(?=a(?!b))/, 'x'],
+    ['abc', /(?=a)*/, 'x'],
+    ['abc', /^(?=a)/m, 'x'],
     ['abb', /(b)\1/, 'x'],
   ]
   for (const [input, match, replace] of refused) {
@@ -718,6 +721,12 @@ test('rewrite(): what the engine cannot reproduce ($`, $\', look-around, backref
     ['abba', /((a)|(b))+/g, '[$1|$2|$3]'],
     ['aab', /(?:|a)*/g, '[$&]'],
     ['abbab', /(?:a?|b){2,3}/g, '[$&]'],
+    // Look-arounds, with groups around and after them.
+    ['foobar foobaz', /(fo+)(?!bar)(\w*)/g, '[$1|$2]'],
+    ['a1 b2 a3', /(?<=a)(\d)|(?<!a)(\d)/g, '[$1|$2]'],
+    ['<a href="x">', /(?<=href=")([^"]*)(?=")/g, '<$1>'],
+    ['x😀y', /(?<=😀)./gu, '_'],
+    ['aaab', /(?=(?:a+)+c)a|a(?=b)/g, '_'],
   ]
   for (const [input, match, replace] of accepted) {
     const rules = [{ match, replace }]

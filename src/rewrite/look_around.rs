@@ -13,11 +13,15 @@
 //! keeps their values, which the oracle does not compute), a quantified one, and look-arounds in a rule
 //! whose automata read a view of the text (multi-line anchors, lone low surrogates).
 
+use std::collections::HashMap;
+
 use regex_automata::dfa::Automaton;
+use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
 use regex_automata::Anchored;
 
 use super::hay::{Hay, Next};
+use super::next_match::Scan;
 use super::rule::{build_dfas, parse, Dfa, Engine, GroupFinder, Rule, RuleReplacement, Units};
 use super::search::RegexSearch;
 use crate::error::RuleError;
@@ -41,6 +45,29 @@ struct LookItem {
     negative: bool,
     /// A lookahead's forward automaton, or a lookbehind's reverse one; both anchored.
     dfa: Dfa,
+}
+
+/// Where lookahead runs have been, by look-around, position and automaton state: a run that comes where
+/// another has been ends as that one did, or goes on from where that one stopped. Without it a lookahead
+/// such as `(?=[^<]*>)` would read on from every position; with it each byte is read about once per state.
+/// Positions are one hay's: the stage clears it for each.
+#[derive(Default)]
+pub(super) struct LookMemo(HashMap<(u32, usize, StateID), Outcome>);
+
+impl LookMemo {
+    pub(super) fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Outcome {
+    Yes,
+    No,
+    /// The data ended first.
+    Undecided,
+    /// The run stopped at its cap here, in this state: a later run, whose cap is further, goes on from here.
+    Stopped(usize, StateID),
 }
 
 /// Whether a look-around's body matches at a position.
@@ -81,8 +108,11 @@ impl Rule {
             if super::lines::uses_lines(&hir) {
                 return Err(refuse("look-around with multi-line anchors (the m flag's ^ and $)", look.offset));
             }
+            // A body that can never match (`[]`) reads nothing.
+            let longest =
+                if hir.properties().minimum_len().is_none() { Some(0) } else { hir.properties().maximum_len() };
             if !look.ahead {
-                match hir.properties().maximum_len().filter(|&len| len <= MAX_LOOK_BEHIND) {
+                match longest.filter(|&len| len <= MAX_LOOK_BEHIND) {
                     Some(len) => behind_len = behind_len.max(len + 1),
                     None => {
                         let what = format!("lookbehind that can match more than {MAX_LOOK_BEHIND} bytes");
@@ -123,9 +153,20 @@ impl Rule {
 
 impl LookArounds {
     /// Whether look-around `k` holds at `at` in `hay`; `None` while the data so far cannot tell.
-    fn holds(&self, k: u32, hay: &Hay, last: bool, max_match: usize, at: usize) -> Option<bool> {
-        let item = self.items.get(k as usize)?;
-        let found = if item.ahead { ahead(&item.dfa, hay, last, max_match, at)? } else { behind(&item.dfa, hay, last, at)? };
+    fn holds(
+        &self,
+        k: u32,
+        (hay, last): (&Hay, bool),
+        max_match: usize,
+        at: usize,
+        memo: &mut LookMemo,
+    ) -> Option<bool> {
+        let Some(item) = self.items.get(k as usize) else { return Some(false) };
+        let found = if item.ahead {
+            ahead((k, &item.dfa), hay, last, max_match, at, memo)?
+        } else {
+            behind(&item.dfa, hay, last, at)?
+        };
         Some(match found {
             Found::Yes => !item.negative,
             Found::No => item.negative,
@@ -145,33 +186,68 @@ impl LookArounds {
         (buf, base): (&[u8], usize),
         (start, end): (usize, usize),
     ) -> Option<Vec<Option<(usize, usize)>>> {
-        let mut oracle = |k, at: usize| self.holds(k, hay, last, max_match, at.checked_sub(base)?);
+        let mut memo = LookMemo::default();
+        let mut oracle = |k, at: usize| self.holds(k, (hay, last), max_match, at.checked_sub(base)?, &mut memo);
         program.captures_with(buf, start + base, end + base, &mut oracle)
     }
 }
 
-/// A lookahead's body run forward from `at`.
-fn ahead(dfa: &Dfa, hay: &Hay, last: bool, max_match: usize, at: usize) -> Option<Found> {
+/// Lookahead `k`'s body run forward from `at`, as far as `memo` does not already know where it ends.
+fn ahead(
+    (k, dfa): (u32, &Dfa),
+    hay: &Hay,
+    last: bool,
+    max_match: usize,
+    at: usize,
+    memo: &mut LookMemo,
+) -> Option<Found> {
     let config = start::Config::new().anchored(Anchored::Yes).look_behind(hay.look_behind(at));
     let Ok(mut state) = dfa.start_state(&config) else { return Some(Found::No) };
     let view = hay.view;
     let limit = at.saturating_add(max_match).saturating_add(1);
-    for &byte in &view[at..view.len().min(limit)] {
-        state = dfa.next_state(state, byte);
+    let end = view.len().min(limit);
+    let mut pos = at;
+    let mut visited = Vec::new();
+    let outcome = loop {
+        // Every pair passed through learns how this run ends, so that the next run jumps straight there.
+        visited.push((pos, state));
+        match memo.0.get(&(k, pos, state)) {
+            Some(&Outcome::Stopped(further, next)) if further > pos && further <= end => {
+                (pos, state) = (further, next);
+                continue;
+            }
+            Some(Outcome::Stopped(..)) | None => {}
+            Some(&known) => break known,
+        }
+        if pos == end {
+            break if end == limit {
+                Outcome::Stopped(pos, state)
+            } else if !last {
+                Outcome::Undecided
+            } else if dfa.is_match_state(dfa.next_eoi_state(state)) {
+                Outcome::Yes
+            } else {
+                Outcome::No
+            };
+        }
+        state = dfa.next_state(state, view[pos]);
+        pos += 1;
         if dfa.is_match_state(state) {
-            return Some(Found::Yes);
+            break Outcome::Yes;
         }
         if dfa.is_dead_state(state) || dfa.is_quit_state(state) {
-            return Some(Found::No);
+            break Outcome::No;
         }
+    };
+    for (pos, state) in visited {
+        memo.0.insert((k, pos, state), outcome);
     }
-    if view.len() >= limit {
-        return Some(Found::TooFar);
+    match outcome {
+        Outcome::Yes => Some(Found::Yes),
+        Outcome::No => Some(Found::No),
+        Outcome::Undecided => None,
+        Outcome::Stopped(..) => Some(Found::TooFar),
     }
-    if !last {
-        return None;
-    }
-    Some(if dfa.is_match_state(dfa.next_eoi_state(state)) { Found::Yes } else { Found::No })
 }
 
 /// A lookbehind's body run backward from `at`, over the hay and then the stage's tail.
@@ -198,18 +274,32 @@ fn behind(dfa: &Dfa, hay: &Hay, last: bool, at: usize) -> Option<Found> {
 
 impl RegexSearch<'_> {
     /// The next match of a rule with look-arounds, by its program (see the module's comment).
-    pub(super) fn look_around_match(&self, looks: &LookArounds, from: usize, abandoned: &mut u64) -> Next {
+    pub(super) fn look_around_match(
+        &self,
+        looks: &LookArounds,
+        from: usize,
+        abandoned: &mut u64,
+        memo: &mut LookMemo,
+    ) -> Next {
         let Some(GroupFinder::Js(program)) = &self.re.captures else { return Next::Exhausted };
         let hay = self.hay;
         let can_start = |at| hay.can_start(at, self.re.units);
+        // The pattern with its look-arounds taken as always holding matches wherever it does: its automata
+        // skip to where that pattern's leftmost match starts.
+        let skip_to = |at| match self.scan_forward(at) {
+            Scan::Match { end, pattern, .. } => Some(self.match_start(at, end, pattern)),
+            Scan::NoMatch => None,
+            Scan::Undecided => Some(at),
+        };
         let search = LookSearch {
             hay: hay.view,
             before: hay.before,
             last: self.last,
             max_match: self.max_match,
             can_start: &can_start,
+            skip_to: &skip_to,
         };
-        let mut oracle = |k, at| looks.holds(k, &hay, self.last, self.max_match, at);
+        let mut oracle = |k, at| looks.holds(k, (&hay, self.last), self.max_match, at, memo);
         let mut from = from;
         loop {
             match program.leftmost(&search, from, self.re.sticky, &mut oracle) {

@@ -8,12 +8,13 @@ use regex_automata::util::start;
 use regex_automata::{Anchored, PatternID};
 
 use super::hay::Next;
+use super::look_around::LookMemo;
 use super::rule::Dfa;
 use super::search::{Attempt, RegexSearch, Run};
 use super::sweep::Sweep;
 
 /// How the unanchored scan from one position ends.
-enum Scan {
+pub(super) enum Scan {
     /// The leftmost match is final and ends at `end`; the scan stopped at `died`. `pattern`: a group's
     /// pattern that matched (0 for a rule on its own).
     Match {
@@ -30,16 +31,23 @@ impl RegexSearch<'_> {
     /// The next match from `from` once it is final, or where the bytes that may still belong to one start.
     #[cfg(test)]
     pub(super) fn next_match(&self, from: usize, abandoned: &mut u64) -> Next {
-        self.next_match_resumed(from, abandoned, &mut None)
+        self.next_match_resumed(from, abandoned, &mut None, &mut Default::default())
     }
 
     /// [`RegexSearch::next_match`] going on from `run`, the anchored run from `from` as far as the last
     /// search read it, when there is one; `run` is left as the run of the start this search returns as
     /// pending (if it found that start by an anchored run), else `None`.
-    pub(super) fn next_match_resumed(&self, from: usize, abandoned: &mut u64, run: &mut Option<Run>) -> Next {
+    /// `memo`: what a rule's lookaheads found in this hay so far (see `look_around`).
+    pub(super) fn next_match_resumed(
+        &self,
+        from: usize,
+        abandoned: &mut u64,
+        run: &mut Option<Run>,
+        memo: &mut LookMemo,
+    ) -> Next {
         if let Some(looks) = &self.re.looks {
             *run = None;
-            return self.look_around_match(looks, from, abandoned);
+            return self.look_around_match(looks, from, abandoned, memo);
         }
         if let Some(resumed) = run.take().filter(|r| r.start == from).and_then(|r| self.resume(r)) {
             *run = Some(resumed);
@@ -82,7 +90,7 @@ impl RegexSearch<'_> {
 
     /// Leftmost-first unanchored scan from `from`, linear in the data: finds the end of the leftmost
     /// match once it is final. While no match is in progress it skips to the next candidate position.
-    fn scan_forward(&self, from: usize) -> Scan {
+    pub(super) fn scan_forward(&self, from: usize) -> Scan {
         let (re, hay, last) = (self.re, self.hay, self.last);
         let dfa = &re.dfa;
         let start_at = |at: usize| re.unanchored_starts.get(hay.look_behind(at));
@@ -125,7 +133,7 @@ impl RegexSearch<'_> {
 
     /// The start of the leftmost match ending at `end`: the earliest start the reverse DFA accepts (a
     /// group's, for the pattern that matched).
-    fn match_start(&self, from: usize, end: usize, pattern: usize) -> usize {
+    pub(super) fn match_start(&self, from: usize, end: usize, pattern: usize) -> usize {
         let look_ahead = self.hay.view.get(end).copied();
         let anchored = match PatternID::new(pattern) {
             Ok(id) if !self.re.members.is_empty() => Anchored::Pattern(id),

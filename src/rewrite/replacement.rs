@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use regex_syntax::hir::Hir;
+
 use crate::error::RuleError;
 
 /// One piece of a parsed replacement template.
@@ -275,6 +277,20 @@ impl std::fmt::Debug for Replacement {
             Replacement::MetaPolicy => f.write_str("MetaPolicy"),
         }
     }
+}
+
+/// The number of capture groups (without group 0) and whether any has a name.
+pub(super) fn group_info(hir: &Hir) -> (usize, bool) {
+    fn named(hir: &Hir) -> bool {
+        use regex_syntax::hir::HirKind;
+        match hir.kind() {
+            HirKind::Capture(c) => c.name.is_some() || named(&c.sub),
+            HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().any(named),
+            HirKind::Repetition(r) => named(&r.sub),
+            _ => false,
+        }
+    }
+    (hir.properties().explicit_captures_len(), named(hir))
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use regex_automata::{meta, Anchored, MatchKind};
 use regex_syntax::hir::Hir;
 
 use super::literals::{Literal, LiteralSet};
-use super::replacement::{ReplaceFn, Replacement, Template};
+use super::replacement::{group_info, ReplaceFn, Replacement, Template};
 use super::{js_regex, lines, links, origins, prefixes};
 use crate::error::RuleError;
 use crate::globs::UrlGlobs;
@@ -585,18 +585,4 @@ pub(super) fn build_prefix_reverse(hir: &Hir) -> Option<Dfa> {
         .match_kind(MatchKind::All)
         .start_kind(StartKind::Anchored);
     dense::Builder::new().configure(config).build_from_nfa(&nfa).ok()
-}
-
-/// The number of capture groups (without group 0) and whether any has a name.
-pub(super) fn group_info(hir: &Hir) -> (usize, bool) {
-    fn named(hir: &Hir) -> bool {
-        use regex_syntax::hir::HirKind;
-        match hir.kind() {
-            HirKind::Capture(c) => c.name.is_some() || named(&c.sub),
-            HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().any(named),
-            HirKind::Repetition(r) => named(&r.sub),
-            _ => false,
-        }
-    }
-    (hir.properties().explicit_captures_len(), named(hir))
 }

@@ -11,8 +11,8 @@ use regex_automata::util::captures::Captures;
 use regex_automata::{Anchored, Input, PatternID};
 
 use super::hay::{
-    char_start, keep_tail, emit_plain, low_half, match_text, push_surrogate, resolve_surrogates, surrogates_of, utf8_width, Hay,
-    Next,
+    char_start, emit_plain, keep_tail, low_half, match_text, push_surrogate, resolve_surrogates, surrogates_of,
+    utf8_width, Hay, Next,
 };
 use std::sync::Arc;
 
@@ -75,8 +75,10 @@ pub(super) struct Stage {
     /// The view of the hay that a rule's automata read (lines rules, `RegexRule::low_view`), kept for the
     /// held bytes.
     view: HeldView,
-    /// A regex rule's anchored run from the start it holds back from, as far as read (`search::Run`).
+    /// A regex rule's anchored run from the start it holds back from, as far as read (`search::Run`), and
+    /// where its lookaheads have read in the current hay (`look_around::LookMemo`).
     run: Option<Run>,
+    look_memo: super::look_around::LookMemo,
     /// Literal rules that shared a search must run in turn from the held bytes on (see `in_turn`).
     pub(super) in_turn: bool,
 }
@@ -124,6 +126,7 @@ impl Stage {
             unchanged: None,
             view: HeldView::default(),
             run: None,
+            look_memo: Default::default(),
             in_turn: false,
         }
     }
@@ -232,6 +235,7 @@ impl Stage {
         // The end of a U+2028 may still be on its way: until then its first bytes are held.
         let data = if self.lines() && !last { &data[..lines::settled_len(data)] } else { data };
         let mut tail = std::mem::take(&mut self.tail);
+        self.look_memo.clear();
         let hay = Hay {
             bytes: data,
             view: if viewing { view.of(data, self.lines(), low_view) } else { data },
@@ -425,26 +429,23 @@ impl Stage {
                 *search_from,
                 &mut abandoned,
                 &mut self.run,
+                &mut self.look_memo,
             ),
         };
         self.abandoned += abandoned;
         next
     }
     /// Writes the replacement of `hay.bytes[start..end]`.
-    fn replace(&mut self, hay: Hay, last: bool, (start, end): (usize, usize), out: &mut Vec<u8>) -> Result<(), ReplaceError> {
+    fn replace(
+        &mut self,
+        hay: Hay,
+        last: bool,
+        (start, end): (usize, usize),
+        out: &mut Vec<u8>,
+    ) -> Result<(), ReplaceError> {
         let units = self.units();
-        let Stage {
-            rule,
-            captures,
-            local_host,
-            max_match,
-            utf16,
-            counted,
-            exchange,
-            surrogates,
-            page_policy,
-            ..
-        } = self;
+        let Stage { rule, captures, local_host, max_match, utf16, counted, exchange, surrogates, page_policy, .. } =
+            self;
         let whole = &hay.bytes[start..end];
         let re = match &rule.inner.engine {
             Engine::Links(matcher) => {

@@ -6,8 +6,9 @@
 use proptest::prelude::*;
 use regex_automata::{meta, Input};
 
+use super::replacement::group_info;
 use super::replacement::Template;
-use super::rule::{group_info, parse, Engine};
+use super::rule::{parse, Engine};
 use super::*;
 
 fn text_rule(source: &str, flags: &str, replace: &str) -> Rule {
@@ -284,6 +285,20 @@ fn look_arounds_give_node_results_whole_and_in_one_byte_chunks() {
         let got = String::from_utf8(one_byte_chunks(input.as_bytes(), &rules)).unwrap();
         assert_eq!(got, want, "/{source}/{flags} in one-byte chunks on {input:?}");
     }
+}
+
+/// `(?:a+)+c` run from every position of a long run of `a` would read on to the cap from each (V8 backtracks
+/// exponentially): the runs meet in one automaton state, and each goes on from where the last stopped
+/// (`look_around::LookMemo`), so the body costs a few steps per byte.
+#[test]
+fn lookaheads_that_read_far_from_every_position_stay_linear() {
+    let rule = text_rule("(?=(?:a+)+c)a|(?<!a)b", "g", "x");
+    let input = "a".repeat(300_000) + "b";
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sent = input.clone();
+    std::thread::spawn(move || tx.send(whole(&sent, &[rule])).unwrap());
+    let out = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the lookahead rule did not finish");
+    assert_eq!(out, input);
 }
 
 #[test]

@@ -63,6 +63,8 @@ pub(crate) struct LookSearch<'a> {
     pub(crate) max_match: usize,
     /// Where JavaScript may start a match (character boundaries).
     pub(crate) can_start: &'a dyn Fn(usize) -> bool,
+    /// The first position at or after the given one where a match may start (`None`: nowhere).
+    pub(crate) skip_to: &'a dyn Fn(usize) -> Option<usize>,
 }
 
 /// How [`JsCaptures::leftmost`] ends.
@@ -122,7 +124,13 @@ impl JsCaptures {
         let mut next = Vec::new();
         let mut seen = HashSet::new();
         let first = Thread { pc: 0, bits: 0, slots: vec![None; slots] };
-        self.closure(&mut current, &mut seen, &mut Ctx { look: &look, hay, before: None, last: true, oracle: &mut oracle }, start, first);
+        self.closure(
+            &mut current,
+            &mut seen,
+            &mut Ctx { look: &look, hay, before: None, last: true, oracle: &mut oracle },
+            start,
+            first,
+        );
         let mut at = start;
         loop {
             if at == end {
@@ -142,7 +150,13 @@ impl JsCaptures {
                     if (lo..=hi).contains(&byte) {
                         // Every iteration in progress has now consumed something.
                         let moved = Thread { pc: thread.pc + 1, bits: u64::MAX, slots: thread.slots };
-                        self.closure(&mut next, &mut seen, &mut Ctx { look: &look, hay, before: None, last: true, oracle: &mut oracle }, at + 1, moved);
+                        self.closure(
+                            &mut next,
+                            &mut seen,
+                            &mut Ctx { look: &look, hay, before: None, last: true, oracle: &mut oracle },
+                            at + 1,
+                            moved,
+                        );
                     }
                 }
             }
@@ -169,6 +183,12 @@ impl JsCaptures {
         let mut found = None;
         let mut at = from;
         loop {
+            if current.is_empty() && found.is_none() && !sticky {
+                match (search.skip_to)(at) {
+                    Some(next) => at = at.max(next),
+                    None => return Leftmost::NoMatch,
+                }
+            }
             if found.is_none() && (!sticky || at == from) && (search.can_start)(at) {
                 let mut slots = vec![None; 2 * self.groups];
                 slots[0] = Some(at);

@@ -1,0 +1,60 @@
+'use strict'
+// Look-around rules against V8 (issue 54 item 4), in one run: V8's `String.prototype.replace` and the
+// engine's `rewrite()` on the same rules and inputs, medians of 5, and the engine's time per MB from 1 to
+// 64 MB (benches/lookaround.rs measures the same in Rust with criterion).
+//
+// Run: node benches/lookaround.js   (after the addon is built: npm install in a clone)
+//
+// - runaway: /(?=(?:a+)+c)a|(?<!a)b/g on n `a`s then `b` (no match). V8 backtracks through every way of
+//   splitting the run at every start: its time doubles with each `a`, so it runs on runs of 16-26.
+// - links: /(?<![\w.])cdn\.example\.com(?=\/)/g on an HTML page that names the host every ~400 bytes.
+
+const { rewrite } = require('..')
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+function time(fn, runs = 5) {
+  const ms = []
+  let out
+  for (let i = 0; i < runs; i++) {
+    const t = process.hrtime.bigint()
+    out = fn()
+    ms.push(Number(process.hrtime.bigint() - t) / 1e6)
+  }
+  return { ms: median(ms), out }
+}
+
+const runaway = /(?=(?:a+)+c)a|(?<!a)b/g
+console.log('runaway: /(?=(?:a+)+c)a|(?<!a)b/g on n a then b')
+console.log('n\tV8 ms\tengine ms\tV8/engine')
+for (const n of [16, 18, 20, 22, 24, 26]) {
+  const input = 'a'.repeat(n) + 'b'
+  const v8 = time(() => input.replace(runaway, 'x'), 3)
+  const engine = time(() => rewrite(input, [{ match: runaway, replace: 'x' }]))
+  if (v8.out !== engine.out) throw new Error(`n=${n}: outputs differ`)
+  console.log(`${n}\t${v8.ms.toFixed(2)}\t${engine.ms.toFixed(3)}\t${(v8.ms / engine.ms).toFixed(0)}x`)
+}
+
+const page = (bytes) => {
+  const parts = []
+  let size = 0
+  for (let i = 0; size < bytes; i++) {
+    const part = `<p>Item ${i}: <a href="https://cdn.example.com/img/${i}.png">x.cdn.example.com</a> and more text here, with words.</p>\n`
+    parts.push(part)
+    size += part.length
+  }
+  return parts.join('')
+}
+const links = /(?<![\w.])cdn\.example\.com(?=\/)/g
+console.log('\nper MB: engine on a run of a (runaway) and on a page (links); V8 on the page')
+console.log('MB\trunaway ms/MB\tlinks ms/MB\tV8 links ms/MB')
+for (const mb of [1, 4, 16, 64]) {
+  const bytes = mb * 1e6
+  const run = 'a'.repeat(bytes - 1) + 'b'
+  const a = time(() => rewrite(run, [{ match: runaway, replace: 'x' }]), 3)
+  if (a.out !== run) throw new Error('runaway: the engine changed the body')
+  const html = page(bytes)
+  const b = time(() => rewrite(html, [{ match: links, replace: 'static.example.net' }]), 3)
+  const v8 = time(() => html.replace(links, 'static.example.net'), 3)
+  if (b.out !== v8.out) throw new Error(`links ${mb} MB: outputs differ`)
+  console.log(`${mb}\t${(a.ms / mb).toFixed(1)}\t\t${(b.ms / mb).toFixed(1)}\t\t${(v8.ms / mb).toFixed(1)}`)
+}
