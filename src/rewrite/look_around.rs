@@ -19,6 +19,7 @@ use regex_automata::dfa::Automaton;
 use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
 use regex_automata::Anchored;
+use regex_syntax::hir::{Class, Hir, HirKind};
 
 use super::hay::{Hay, Next};
 use super::next_match::Scan;
@@ -108,11 +109,8 @@ impl Rule {
             if super::lines::uses_lines(&hir) {
                 return Err(refuse("look-around with multi-line anchors (the m flag's ^ and $)", look.offset));
             }
-            // A body that can never match (`[]`) reads nothing.
-            let longest =
-                if hir.properties().minimum_len().is_none() { Some(0) } else { hir.properties().maximum_len() };
             if !look.ahead {
-                match longest.filter(|&len| len <= MAX_LOOK_BEHIND) {
+                match longest(&hir).filter(|&len| len <= MAX_LOOK_BEHIND) {
                     Some(len) => behind_len = behind_len.max(len + 1),
                     None => {
                         let what = format!("lookbehind that can match more than {MAX_LOOK_BEHIND} bytes");
@@ -189,6 +187,26 @@ impl LookArounds {
         let mut memo = LookMemo::default();
         let mut oracle = |k, at: usize| self.holds(k, (hay, last), max_match, at.checked_sub(base)?, &mut memo);
         program.captures_with(buf, start + base, end + base, &mut oracle)
+    }
+}
+
+/// The most bytes `hir` can match (`None`: no bound). Unlike regex-syntax's `maximum_len`, which is `None`
+/// for a concatenation with a part that never matches (a lone surrogate under `v`) and then for any
+/// alternation holding one, a part that never matches counts as matching nothing.
+fn longest(hir: &Hir) -> Option<usize> {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => Some(0),
+        HirKind::Literal(lit) => Some(lit.0.len()),
+        HirKind::Class(Class::Bytes(class)) => Some(usize::from(!class.ranges().is_empty())),
+        HirKind::Class(Class::Unicode(class)) => Some(class.ranges().last().map_or(0, |r| r.end().len_utf8())),
+        HirKind::Capture(cap) => longest(&cap.sub),
+        HirKind::Concat(subs) => subs.iter().try_fold(0usize, |sum, sub| sum.checked_add(longest(sub)?)),
+        HirKind::Alternation(subs) => subs.iter().try_fold(0usize, |most, sub| Some(most.max(longest(sub)?))),
+        HirKind::Repetition(rep) => match (longest(&rep.sub)?, rep.max) {
+            (0, _) => Some(0),
+            (len, Some(max)) => len.checked_mul(usize::try_from(max).ok()?),
+            (_, None) => None,
+        },
     }
 }
 

@@ -273,6 +273,8 @@ const LOOK_AROUND_CASES: &[(&str, &str, &str, &str, &str)] = &[
     (r#"(?:a(?=b)|ab)c"#, "g", r#"abc ac"#, r#"[$&]"#, r#"[abc] ac"#),
     (r#"(?=(?:ab)+c)a"#, "g", r#"ababc abab"#, r#"_"#, r#"_b_bc abab"#),
     (r#"(?<![a-z])(?:https?:)?//cdn\.example\.com(?=/)"#, "g", r#"src="//cdn.example.com/x" xhttp://cdn.example.com/y https://cdn.example.com"#, r#"LOCAL"#, r#"src="LOCAL/x" xhttp:LOCAL/y https://cdn.example.com"#),
+    // A body with a part that never matches (a lone surrogate under `v`): the tail kept is its other part's.
+    ("(?<=[^\\n]{0,2}\\u2028[\\uDC00-\\uDE00]|\\D)\\B", "gv", "\r\n\u{2029}<中\u{2029}", "[$&]", "\r[]\n[]\u{2029}[]<[]中[]\u{2029}[]"),
 ];
 
 #[test]
