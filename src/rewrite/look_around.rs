@@ -21,7 +21,7 @@ use regex_automata::util::start;
 use regex_automata::Anchored;
 use regex_syntax::hir::{Class, Hir, HirKind};
 
-use super::hay::{Hay, Next};
+use super::hay::{is_continuation, low_half, Hay, Next};
 use super::next_match::Scan;
 use super::rule::{build_dfas, parse, Dfa, Engine, GroupFinder, Rule, RuleReplacement, Units};
 use super::search::RegexSearch;
@@ -35,9 +35,10 @@ const MAX_LOOK_BEHIND: usize = 1024;
 #[derive(Debug)]
 pub(super) struct LookArounds {
     items: Vec<LookItem>,
-    /// Bytes before a position that a lookbehind may read: its longest body, plus the byte before that
-    /// which tells the automaton the match has begun (matches are reported one byte late).
+    /// Bytes before a position that a lookbehind may read (see where it is set).
     behind_len: usize,
+    /// The rule works on UTF-16 units (no `u`): a lookbehind's match may begin on a low half.
+    units: bool,
 }
 
 #[derive(Debug)]
@@ -111,7 +112,9 @@ impl Rule {
             }
             if !look.ahead {
                 match longest(&hir).filter(|&len| len <= MAX_LOOK_BEHIND) {
-                    Some(len) => behind_len = behind_len.max(len + 1),
+                    // The byte before, which tells the automaton the match has begun (one byte late), and three
+                    // more, which tell whether it begins inside a character.
+                    Some(len) => behind_len = behind_len.max(len + 4),
                     None => {
                         let what = format!("lookbehind that can match more than {MAX_LOOK_BEHIND} bytes");
                         return Err(refuse(&what, look.offset));
@@ -134,7 +137,9 @@ impl Rule {
         }
         // The program finds the matches, so it is there whatever the replacement needs.
         re.captures = Some(GroupFinder::Js(program));
-        re.looks = Some(Box::new(LookArounds { items, behind_len }));
+        re.looks = Some(Box::new(LookArounds { items, behind_len, units: !flags.unicode }));
+        // Without `u` the program may hold back from a low half: the stage then holds characters whole.
+        re.low_half_starts |= re.units;
         Ok(rule.sticky_if(flags.sticky))
     }
 
@@ -163,7 +168,7 @@ impl LookArounds {
         let found = if item.ahead {
             ahead((k, &item.dfa), hay, last, max_match, at, memo)?
         } else {
-            behind(&item.dfa, hay, last, at)?
+            behind(&item.dfa, hay, (last, self.units), self.behind_len, at)?
         };
         Some(match found {
             Found::Yes => !item.negative,
@@ -269,7 +274,7 @@ fn ahead(
 }
 
 /// A lookbehind's body run backward from `at`, over the hay and then the stage's tail.
-fn behind(dfa: &Dfa, hay: &Hay, last: bool, at: usize) -> Option<Found> {
+fn behind(dfa: &Dfa, hay: &Hay, (last, units): (bool, bool), reach: usize, at: usize) -> Option<Found> {
     let view = hay.view;
     // A body ending with `\b` or `$` looks at the byte after `at`.
     if at == view.len() && !last {
@@ -277,17 +282,26 @@ fn behind(dfa: &Dfa, hay: &Hay, last: bool, at: usize) -> Option<Found> {
     }
     let config = start::Config::new().anchored(Anchored::Yes).look_behind(view.get(at).copied());
     let Ok(mut state) = dfa.start_state(&config) else { return Some(Found::No) };
-    for &byte in view[..at].iter().rev().chain(hay.tail.iter().rev()) {
-        state = dfa.next_state(state, byte);
-        if dfa.is_match_state(state) {
+    // The bytes before `at` as far as the body can reach, with the bytes that tell where characters start.
+    let from_view = &view[at.saturating_sub(reach)..at];
+    let from_tail = &hay.tail[hay.tail.len().saturating_sub(reach - from_view.len())..];
+    // The stage keeps `reach` bytes of what it wrote out: fewer are all there is.
+    let whole = from_view.len() == at && from_tail.len() == hay.tail.len() && hay.tail.len() < reach;
+    let context = [from_tail, from_view].concat();
+    // A body's match may start only where JavaScript has a position: not inside a character (but for the
+    // low half of an astral one without `u`).
+    let starts_here = |t: usize| t == context.len() || !is_continuation(context[t]) || units && low_half(&context, t);
+    for t in (0..context.len()).rev() {
+        state = dfa.next_state(state, context[t]);
+        if dfa.is_match_state(state) && starts_here(t + 1) {
             return Some(Found::Yes);
         }
         if dfa.is_dead_state(state) || dfa.is_quit_state(state) {
             return Some(Found::No);
         }
     }
-    // Everything before `at` was read: the body's start (the stage keeps more than the longest body).
-    Some(if dfa.is_match_state(dfa.next_eoi_state(state)) { Found::Yes } else { Found::No })
+    // A match from the body's start ends there; from an earlier cut it would be longer than the body can be.
+    Some(if whole && dfa.is_match_state(dfa.next_eoi_state(state)) { Found::Yes } else { Found::No })
 }
 
 impl RegexSearch<'_> {

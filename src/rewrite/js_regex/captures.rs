@@ -204,6 +204,12 @@ impl JsCaptures {
             let mut waiting = None;
             for thread in current.drain(..) {
                 match (thread.pc, self.insts.get(thread.pc as usize)) {
+                    // A match ending where the data ends may still grow, or end inside a character: more
+                    // input decides, as for the automata.
+                    (_, Some(Inst::Match)) if at == len && !search.last => {
+                        waiting = waiting.or(thread.slots[0]);
+                        break;
+                    }
                     (_, Some(Inst::Match)) => {
                         found = Some((thread.slots[0].unwrap_or(at), at));
                         break;
