@@ -239,10 +239,13 @@ async function main() {
     ...HEADER('the property names and values JavaScript accepts in `\\p{…}`'),
     'use super::*;',
     '',
-    ...table('GENERAL_CATEGORY', '&[&[(u32, u32)]]', ['`\\p{gc=…}` and a lone `\\p{…}`: every General_Category value and alias, sorted; a group is the union', 'of its parts.'], gcTable),
-    ...table('SCRIPT', '&[(u32, u32)]', ['`\\p{sc=…}` / `\\p{Script=…}`: every Script value and alias, sorted.'], scriptTable('Script')),
-    ...table('SCRIPT_EXTENSIONS', '&[(u32, u32)]', ['`\\p{scx=…}` / `\\p{Script_Extensions=…}`: every Script_Extensions value and alias, sorted.'], scriptTable('Script_Extensions')),
-    ...table('BINARY', '&[(u32, u32)]', ['A lone `\\p{…}`: every binary property ECMAScript accepts, and its aliases, sorted.'], binaryTable),
+    '/// Sorted, inclusive code point ranges.',
+    'type Ranges = &\'static [(u32, u32)];',
+    '',
+    ...table('GENERAL_CATEGORY', '&[Ranges]', ['`\\p{gc=…}` and a lone `\\p{…}`: every General_Category value and alias, sorted; a group is the union', 'of its parts.'], gcTable),
+    ...table('SCRIPT', 'Ranges', ['`\\p{sc=…}` / `\\p{Script=…}`: every Script value and alias, sorted.'], scriptTable('Script')),
+    ...table('SCRIPT_EXTENSIONS', 'Ranges', ['`\\p{scx=…}` / `\\p{Script_Extensions=…}`: every Script_Extensions value and alias, sorted.'], scriptTable('Script_Extensions')),
+    ...table('BINARY', 'Ranges', ['A lone `\\p{…}`: every binary property ECMAScript accepts, and its aliases, sorted.'], binaryTable),
   ]
   names.pop()
   files.set('names.rs', names.join('\n') + '\n')

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use regex_syntax::hir::ClassUnicode;
 
-use super::classes::simple_fold;
+use super::classes::{negate, simple_fold};
 use super::escapes::Escape;
 use super::parser::{syntax, unsupported, Parser, MAX_NESTING};
 use super::units::push_scalar_range;
@@ -187,7 +187,7 @@ impl Parser<'_> {
                 return Err(syntax("negated character class may contain strings", start));
             }
             // Case classes stay whole: the complement of closed sets is closed.
-            set.chars.negate();
+            negate(&mut set.chars);
         }
         Ok(set)
     }
@@ -213,7 +213,7 @@ impl Parser<'_> {
             }
             Some('\\') => {
                 self.refuse_string_property()?;
-                let negated = matches!(self.peek_at(1), Some('D' | 'S' | 'W' | 'P'));
+                let negated = self.complement_folded_first();
                 match self.escape(true)? {
                     Escape::Char(cp) => {
                         push_scalar_range(&mut operand.chars, cp, cp);
@@ -320,8 +320,8 @@ impl Parser<'_> {
     /// `set` is the complement of a property or class escape (`\P{…}`, `\W`...): with `i` and `v`, the
     /// complement of the closed positive set, not the closure of the complement.
     pub(super) fn fold_complement(&self, set: &mut ClassUnicode) {
-        set.negate();
+        negate(set);
         self.apply_ignore_case(set);
-        set.negate();
+        negate(set);
     }
 }

@@ -76,7 +76,7 @@ impl Parser<'_> {
         // JS folds the members, then inverts (the matcher negates the case-insensitive membership test).
         self.apply_ignore_case(&mut set);
         if negated {
-            set.negate();
+            negate(&mut set);
         }
         self.emit_set(&set);
         Ok(())
@@ -138,7 +138,7 @@ impl Parser<'_> {
             }
         };
         if c.is_ascii_uppercase() {
-            set.negate();
+            negate(&mut set);
         }
         set
     }
@@ -148,7 +148,7 @@ impl Parser<'_> {
         if self.flags.dot_all {
             set = ClassUnicode::empty();
         }
-        set.negate();
+        negate(&mut set);
         set
     }
 
@@ -188,6 +188,8 @@ impl Parser<'_> {
     /// Emits a set of code points as a single engine atom, writing every class member as `\x{…}` so the
     /// engine's class syntax (`&&`, `--`, `~~`, `[`) never applies.
     pub(super) fn emit_code_points(&mut self, set: &ClassUnicode) {
+        let mut set = set.clone();
+        join_across_surrogates(&mut set);
         let ranges = set.ranges();
         match ranges {
             [] => self.out.push_str(NEVER),
@@ -195,7 +197,8 @@ impl Parser<'_> {
             [r] if r.start() == '\0' && r.end() == char::MAX => self.out.push_str("(?s:.)"),
             _ => {
                 let mut complement = set.clone();
-                complement.negate();
+                negate(&mut complement);
+                join_across_surrogates(&mut complement);
                 let (open, body) =
                     if complement.ranges().len() < ranges.len() { ("[^", complement.ranges()) } else { ("[", ranges) };
                 self.out.push_str(open);
@@ -211,6 +214,26 @@ impl Parser<'_> {
                 self.out.push(']');
             }
         }
+    }
+}
+
+/// `set.negate()`, after `join_across_surrogates`.
+pub(super) fn negate(set: &mut ClassUnicode) {
+    join_across_surrogates(set);
+    set.negate();
+}
+
+/// Joins a range that ends at U+D7FF to one that starts at U+E000. regex-syntax keeps them apart (it
+/// merges ranges by number, and the surrogates lie between), then negates the gap between them into the
+/// range U+D7FF-U+E000: `[^\u{D7FF}\u{E000}]` matched both, and so did the engine's own `[^…]` of such a
+/// class.
+fn join_across_surrogates(set: &mut ClassUnicode) {
+    let ranges = set.ranges();
+    if let Some(i) = ranges.windows(2).position(|w| w[0].end() == '\u{D7FF}' && w[1].start() == '\u{E000}') {
+        let mut joined = ranges.to_vec();
+        joined[i] = ClassUnicodeRange::new(joined[i].start(), joined[i + 1].end());
+        joined.remove(i + 1);
+        *set = ClassUnicode::new(joined);
     }
 }
 

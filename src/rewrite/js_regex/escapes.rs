@@ -4,7 +4,7 @@
 
 use regex_syntax::hir::{ClassUnicode, ClassUnicodeRange};
 
-use super::classes::{is_astral, NEVER};
+use super::classes::{is_astral, negate, NEVER};
 use super::groups::parse_group_name;
 use super::parser::{syntax, unsupported, Parser, ENGINE_HINT, SURROGATE_HINT};
 use super::unicode_tables::names::{BINARY, GENERAL_CATEGORY, SCRIPT, SCRIPT_EXTENSIONS};
@@ -26,7 +26,7 @@ impl Parser<'_> {
     /// astral one in non-`u` mode (a quantifier then repeats its low half only).
     pub(super) fn atom_escape(&mut self) -> Result<Option<char>, JsRegexError> {
         let start = self.pos;
-        let complement = matches!(self.peek_at(1), Some('D' | 'S' | 'W' | 'P'));
+        let complement = self.complement_folded_first();
         if self.flags.unicode_sets {
             self.refuse_string_property()?;
         }
@@ -61,6 +61,21 @@ impl Parser<'_> {
                 self.emit_char('\\');
                 Ok(None)
             }
+        }
+    }
+
+    /// Whether the escape at the current `\` is a complement that, with `i` and `v`, V8 takes of the
+    /// case-folded set (`fold_complement`): `\D`, `\S`, `\W`, and `\P{…}` of a General_Category, Script or
+    /// Script_Extensions value. `\P{…}` of a binary property (`\P{Lowercase}`, `\P{ASCII}`...) V8 (Node
+    /// 20) complements first and folds after, as without `v`: `/\P{Lowercase}/iv` matches `a`.
+    pub(super) fn complement_folded_first(&self) -> bool {
+        match self.peek_at(1) {
+            Some('D' | 'S' | 'W') => true,
+            Some('P') => {
+                let body = self.src[self.pos..].strip_prefix("\\P{").and_then(|r| r.split('}').next());
+                !body.is_some_and(|b| !b.contains('=') && lookup(GENERAL_CATEGORY, b).is_none())
+            }
+            _ => false,
         }
     }
 
@@ -264,7 +279,7 @@ impl Parser<'_> {
         self.pos += len + 1;
         let mut set = property_set(body).ok_or_else(invalid)?;
         if negated {
-            set.negate();
+            negate(&mut set);
         }
         Ok(set)
     }

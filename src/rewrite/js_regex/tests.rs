@@ -211,6 +211,16 @@ const MATCH_CASES: &[(&str, &str, &str, usize, &[Groups])] = &[
 (r"[^\P{Lu}]+", "iv", "\u{a7cf}\u{16ebb}1", 0, &[&[Some("\u{a7cf}\u{16ebb}")]]),
 (r"\P{Ll}", "iu", "\u{a7cf}", 0, &[&[Some("\u{a7cf}")]]),
 (r"[\p{sc=Latn}--\p{Ll}]+", "v", "\u{a7ce}\u{a7cf}\u{a7f1}", 0, &[&[Some("\u{a7ce}")], &[Some("\u{a7f1}")]]),
+// A set holding U+D7FF and U+E000, negated (regex-syntax joined them across the surrogates' gap).
+(r"[^\u{D7FF}\u{E000}]", "u", "\u{d7ff}\u{e000}x", 0, &[&[Some("x")]]),
+(r"[^\uD7FF\uE000]", "", "\u{d7ff}\u{e000}x", 0, &[&[Some("x")]]),
+(r"\p{C}", "u", "a\u{d7ff}\u{e000}", 0, &[&[Some("\u{d7ff}")], &[Some("\u{e000}")]]),
+// With `iv`, V8 folds before complementing a General_Category or Script (`\P{Ll}`), but complements a
+// binary property first and folds after (`\P{Lowercase}`), as without `v`.
+(r"\P{Lowercase}", "iv", "aA1", 0, &[&[Some("a")], &[Some("A")], &[Some("1")]]),
+(r"[^\P{ASCII}]", "iv", "k\u{212a}\u{e9}", 0, &[]),
+(r"\P{CWCF}", "iv", "aA", 0, &[&[Some("a")], &[Some("A")]]),
+(r"\P{Ll}", "iv", "aA1", 0, &[&[Some("1")]]),
 (r"\P{Cs}", "u", r"a", 0, &[&[Some(r"a")]]),
 (r"(?:a|)*b", "", r"aab b", 0, &[&[Some(r"aab")], &[Some(r"b")]]),
 (r"(a*)+", "", r"aa b", 1, &[&[Some(r"aa"), Some(r"aa")], &[Some(r""), Some(r"")], &[Some(r""), Some(r"")], &[Some(r""), Some(r"")]]),

@@ -3,10 +3,13 @@
 
 use super::*;
 
+/// Sorted, inclusive code point ranges.
+type Ranges = &'static [(u32, u32)];
+
 /// `\p{gc=…}` and a lone `\p{…}`: every General_Category value and alias, sorted; a group is the union
 /// of its parts.
 #[rustfmt::skip]
-pub(in super::super) const GENERAL_CATEGORY: &[(&str, &[&[(u32, u32)]])] = &[
+pub(in super::super) const GENERAL_CATEGORY: &[(&str, &[Ranges])] = &[
     ("C", &[general_category_2::CONTROL, general_category_2::FORMAT, general_category_2::SURROGATE, general_category_2::PRIVATE_USE, general_category_2::UNASSIGNED]),
     ("Cased_Letter", &[general_category_1::UPPERCASE_LETTER, general_category_1::LOWERCASE_LETTER, general_category_1::TITLECASE_LETTER]),
     ("Cc", &[general_category_2::CONTROL]), ("Cf", &[general_category_2::FORMAT]),
@@ -68,7 +71,7 @@ pub(in super::super) const GENERAL_CATEGORY: &[(&str, &[&[(u32, u32)]])] = &[
 
 /// `\p{sc=…}` / `\p{Script=…}`: every Script value and alias, sorted.
 #[rustfmt::skip]
-pub(in super::super) const SCRIPT: &[(&str, &[(u32, u32)])] = &[
+pub(in super::super) const SCRIPT: &[(&str, Ranges)] = &[
     ("Adlam", script_1::ADLAM), ("Adlm", script_1::ADLAM), ("Aghb", script_1::CAUCASIAN_ALBANIAN),
     ("Ahom", script_1::AHOM), ("Anatolian_Hieroglyphs", script_1::ANATOLIAN_HIEROGLYPHS), ("Arab", script_1::ARABIC),
     ("Arabic", script_1::ARABIC), ("Armenian", script_1::ARMENIAN), ("Armi", script_1::IMPERIAL_ARAMAIC),
@@ -188,7 +191,7 @@ pub(in super::super) const SCRIPT: &[(&str, &[(u32, u32)])] = &[
 
 /// `\p{scx=…}` / `\p{Script_Extensions=…}`: every Script_Extensions value and alias, sorted.
 #[rustfmt::skip]
-pub(in super::super) const SCRIPT_EXTENSIONS: &[(&str, &[(u32, u32)])] = &[
+pub(in super::super) const SCRIPT_EXTENSIONS: &[(&str, Ranges)] = &[
     ("Adlam", script_extensions_1::ADLAM), ("Adlm", script_extensions_1::ADLAM),
     ("Aghb", script_extensions_1::CAUCASIAN_ALBANIAN), ("Ahom", script_extensions_1::AHOM),
     ("Anatolian_Hieroglyphs", script_extensions_1::ANATOLIAN_HIEROGLYPHS), ("Arab", script_extensions_1::ARABIC),
@@ -361,7 +364,7 @@ pub(in super::super) const SCRIPT_EXTENSIONS: &[(&str, &[(u32, u32)])] = &[
 
 /// A lone `\p{…}`: every binary property ECMAScript accepts, and its aliases, sorted.
 #[rustfmt::skip]
-pub(in super::super) const BINARY: &[(&str, &[(u32, u32)])] = &[
+pub(in super::super) const BINARY: &[(&str, Ranges)] = &[
     ("AHex", binary_1::ASCII_HEX_DIGIT), ("ASCII", binary_1::ASCII), ("ASCII_Hex_Digit", binary_1::ASCII_HEX_DIGIT),
     ("Alpha", binary_1::ALPHABETIC), ("Alphabetic", binary_1::ALPHABETIC), ("Any", binary_1::ANY),
     ("Assigned", binary_1::ASSIGNED), ("Bidi_C", binary_1::BIDI_CONTROL), ("Bidi_Control", binary_1::BIDI_CONTROL),
