@@ -35,12 +35,12 @@ const REFUSED_AT_MOST = {
   lookahead: { patterns: 40, cases: 1051 },
   lookbehind: { patterns: 116, cases: 3344 },
   backreference: { patterns: 52, cases: 1665 },
-  'property of strings': { patterns: 40, cases: 968 },
-  'Unicode property unknown': { patterns: 88, cases: 2448 },
+  'property of strings': { patterns: 40, cases: 966 },
+  'Unicode property unknown': { patterns: 88, cases: 1136 },
   other: { patterns: 0, cases: 0 },
 }
 // Cases that differ only by the Unicode version of the property tables, and the code points involved.
-const UNICODE_VERSION_AT_MOST = { cases: 428, codePoints: 308 }
+const UNICODE_VERSION_AT_MOST = { cases: 412, codePoints: 308 }
 // Cases skipped because V8 starts a `u` match between the halves of a pair (V8's bug).
 const V8_INSIDE_PAIRS_AT_MOST = 0
 
@@ -124,7 +124,9 @@ function runCorpus(engine, only = null) {
     if (only && !only.test(corpus.files[file])) continue
     tally.patterns++
     const re = new RegExp(source, flags)
-    const subjects = [...fixed, ...own.map((i) => corpus.subjects[i])]
+    let subjects = [...fixed, ...own.map((i) => corpus.subjects[i])]
+    // Their files' other strings spell the escapes (`\\p{ASCII}`), which the fixed subjects stand for.
+    if (generated(file)) subjects = [...fixed, ...own.map((i) => corpus.subjects[i]).filter((s) => !s.includes('\\'))]
     let replacements = replacementsFor(re)
     if (generated(file) && pick() * SAMPLE >= 1) replacements = replacements.slice(0, 1)
     let tables = null
