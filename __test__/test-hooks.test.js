@@ -68,7 +68,7 @@ test('this clone\'s build has the hooks, reached only from the tests: not from t
   assert.equal(lib().__rewriteEach, undefined)
   assert.ok(fs.readFileSync(ADDON()).includes('__panicProbe'), 'the addon\'s bytes name the hook')
   const api = await import('../wasm/node.mjs')
-  assert.deepEqual(Object.keys(api).sort(), ['CompiledRules', 'compileRules', 'createRewriter', 'rewrite'])
+  assert.deepEqual(Object.keys(api).sort(), ['CompiledRules', 'compileRules', 'createRewriter', 'rewrite', 'rewriteBody'])
   const wasm = await import('./fixtures/wasm-hooks.mjs')
   assert.equal(typeof wasm.__liveFunctions(), 'number')
   assert.ok(wasm.__memoryBytes() > 0)

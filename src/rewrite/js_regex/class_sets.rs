@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 
 use regex_syntax::hir::ClassUnicode;
 
+use super::classes::{negate, simple_fold};
 use super::escapes::Escape;
 use super::parser::{syntax, unsupported, Parser, MAX_NESTING};
 use super::units::push_scalar_range;
@@ -83,7 +84,7 @@ impl Parser<'_> {
             }
             self.alternative_separator(&mut first);
             for &c in string {
-                self.emit_char(c, start)?;
+                self.emit_char(c);
             }
         }
         if !chars_written {
@@ -153,7 +154,7 @@ impl Parser<'_> {
                 kind = Operand::Other;
             }
             if !matches!(kind, Operand::Folded) {
-                self.fold_case(&mut operand, operand_at)?;
+                self.fold_case(&mut operand);
             }
             match (this, operands) {
                 (None, 0) => set = operand,
@@ -186,7 +187,7 @@ impl Parser<'_> {
                 return Err(syntax("negated character class may contain strings", start));
             }
             // Case classes stay whole: the complement of closed sets is closed.
-            set.chars.negate();
+            negate(&mut set.chars);
         }
         Ok(set)
     }
@@ -212,7 +213,7 @@ impl Parser<'_> {
             }
             Some('\\') => {
                 self.refuse_string_property()?;
-                let negated = matches!(self.peek_at(1), Some('D' | 'S' | 'W' | 'P'));
+                let negated = self.complement_folded_first();
                 match self.escape(true)? {
                     Escape::Char(cp) => {
                         push_scalar_range(&mut operand.chars, cp, cp);
@@ -225,7 +226,7 @@ impl Parser<'_> {
                     Escape::Set(set) => {
                         operand.chars = set;
                         if negated {
-                            self.fold_complement(&mut operand.chars, start)?;
+                            self.fold_complement(&mut operand.chars);
                             return Ok((operand, Operand::Folded));
                         }
                     }
@@ -306,32 +307,21 @@ impl Parser<'_> {
 
     /// With `i`, the operand's characters closed under simple case folding, and its strings keyed by
     /// their case-folded spelling (strings keep the spelling met first: `emit_char` folds them anyway).
-    fn fold_case(&self, operand: &mut ClassSet, offset: usize) -> Result<(), JsRegexError> {
-        self.apply_ignore_case(&mut operand.chars, offset)?;
+    fn fold_case(&self, operand: &mut ClassSet) {
+        self.apply_ignore_case(&mut operand.chars);
         if self.flags.ignore_case {
             operand.strings = std::mem::take(&mut operand.strings)
                 .into_iter()
-                .map(|s| s.into_iter().map(fold_key).collect())
+                .map(|s| s.into_iter().map(simple_fold).collect())
                 .collect();
         }
-        Ok(())
     }
 
     /// `set` is the complement of a property or class escape (`\P{…}`, `\W`...): with `i` and `v`, the
     /// complement of the closed positive set, not the closure of the complement.
-    pub(super) fn fold_complement(&self, set: &mut ClassUnicode, offset: usize) -> Result<(), JsRegexError> {
-        set.negate();
-        self.apply_ignore_case(set, offset)?;
-        set.negate();
-        Ok(())
+    pub(super) fn fold_complement(&self, set: &mut ClassUnicode) {
+        negate(set);
+        self.apply_ignore_case(set);
+        negate(set);
     }
-}
-
-/// One character of each simple case folding class (the smallest): equal keys, equal under `i`.
-fn fold_key(c: char) -> char {
-    let mut class = ClassUnicode::new([regex_syntax::hir::ClassUnicodeRange::new(c, c)]);
-    if class.try_case_fold_simple().is_err() {
-        return c;
-    }
-    class.ranges().first().map_or(c, |r| r.start())
 }

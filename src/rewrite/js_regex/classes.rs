@@ -2,13 +2,14 @@
 //! set is written out. Every character matcher becomes an explicit set of code points here, so the engine's
 //! own idea of `\s`, `\w` or `(?i)` never leaks in.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
-use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, HirKind};
+use regex_syntax::hir::{ClassUnicode, ClassUnicodeRange};
 
 use super::escapes::Escape;
-use super::parser::{syntax, unsupported, Parser};
+use super::parser::{syntax, Parser};
+use super::unicode_tables::case_folding::SIMPLE_CASE_FOLDING;
 use super::units::{push_scalar_range, push_unit_range};
 use crate::error::JsRegexError;
 
@@ -73,9 +74,9 @@ impl Parser<'_> {
             }
         }
         // JS folds the members, then inverts (the matcher negates the case-insensitive membership test).
-        self.apply_ignore_case(&mut set, start)?;
+        self.apply_ignore_case(&mut set);
         if negated {
-            set.negate();
+            negate(&mut set);
         }
         self.emit_set(&set);
         Ok(())
@@ -137,7 +138,7 @@ impl Parser<'_> {
             }
         };
         if c.is_ascii_uppercase() {
-            set.negate();
+            negate(&mut set);
         }
         set
     }
@@ -147,43 +148,32 @@ impl Parser<'_> {
         if self.flags.dot_all {
             set = ClassUnicode::empty();
         }
-        set.negate();
+        negate(&mut set);
         set
     }
 
     /// With the `i` flag, widens `set` to every character JS would consider equal to a member (JS
     /// Canonicalize; differs with and without `u`).
-    pub(super) fn apply_ignore_case(&self, set: &mut ClassUnicode, offset: usize) -> Result<(), JsRegexError> {
+    pub(super) fn apply_ignore_case(&self, set: &mut ClassUnicode) {
         if !self.flags.ignore_case {
-            return Ok(());
+            return;
         }
-        if self.flags.unicode {
-            // `u` mode canonicalizes with simple case folding, which is what the engine's tables hold.
-            set.try_case_fold_simple().map_err(|_| {
-                unsupported(
-                    "case-insensitive matching",
-                    offset,
-                    " (regex-syntax was built without Unicode case tables)",
-                )
-            })
-        } else {
-            legacy_case_closure(set);
-            Ok(())
-        }
+        // `u` mode canonicalizes with simple case folding (Unicode 17.0, `unicode_tables`), the other with
+        // `legacy_canonicalize`.
+        case_closure(set, if self.flags.unicode { simple_case_table() } else { legacy_case_table() });
     }
 
-    pub(super) fn emit_char(&mut self, c: char, offset: usize) -> Result<(), JsRegexError> {
+    pub(super) fn emit_char(&mut self, c: char) {
         // Without `u` an astral character is a pair of units with no case: its four bytes.
         if self.flags.ignore_case && (self.flags.unicode || !is_astral(c)) {
             let mut set = ranges(&[(c, c)]);
-            self.apply_ignore_case(&mut set, offset)?;
+            self.apply_ignore_case(&mut set);
             self.emit_set(&set);
         } else if is_astral(c) && !self.flags.unicode {
             self.emit_astral(c);
         } else {
             push_literal(&mut self.out, c);
         }
-        Ok(())
     }
 
     /// Emits a set of characters (with `u`) or of UTF-16 units (without, see `units`) as one engine atom.
@@ -198,6 +188,8 @@ impl Parser<'_> {
     /// Emits a set of code points as a single engine atom, writing every class member as `\x{…}` so the
     /// engine's class syntax (`&&`, `--`, `~~`, `[`) never applies.
     pub(super) fn emit_code_points(&mut self, set: &ClassUnicode) {
+        let mut set = set.clone();
+        join_across_surrogates(&mut set);
         let ranges = set.ranges();
         match ranges {
             [] => self.out.push_str(NEVER),
@@ -205,7 +197,8 @@ impl Parser<'_> {
             [r] if r.start() == '\0' && r.end() == char::MAX => self.out.push_str("(?s:.)"),
             _ => {
                 let mut complement = set.clone();
-                complement.negate();
+                negate(&mut complement);
+                join_across_surrogates(&mut complement);
                 let (open, body) =
                     if complement.ranges().len() < ranges.len() { ("[^", complement.ranges()) } else { ("[", ranges) };
                 self.out.push_str(open);
@@ -221,6 +214,26 @@ impl Parser<'_> {
                 self.out.push(']');
             }
         }
+    }
+}
+
+/// `set.negate()`, after `join_across_surrogates`.
+pub(super) fn negate(set: &mut ClassUnicode) {
+    join_across_surrogates(set);
+    set.negate();
+}
+
+/// Joins a range that ends at U+D7FF to one that starts at U+E000. regex-syntax keeps them apart (it
+/// merges ranges by number, and the surrogates lie between), then negates the gap between them into the
+/// range U+D7FF-U+E000: `[^\u{D7FF}\u{E000}]` matched both, and so did the engine's own `[^…]` of such a
+/// class.
+fn join_across_surrogates(set: &mut ClassUnicode) {
+    let ranges = set.ranges();
+    if let Some(i) = ranges.windows(2).position(|w| w[0].end() == '\u{D7FF}' && w[1].start() == '\u{E000}') {
+        let mut joined = ranges.to_vec();
+        joined[i] = ClassUnicodeRange::new(joined[i].start(), joined[i + 1].end());
+        joined.remove(i + 1);
+        *set = ClassUnicode::new(joined);
     }
 }
 
@@ -244,22 +257,6 @@ pub(super) fn class_contains(set: &ClassUnicode, c: char) -> bool {
             }
         })
         .is_ok()
-}
-
-/// The class the engine builds for `pattern` (a lone `\p{…}`), if any.
-pub(super) fn parse_class(pattern: &str) -> Option<ClassUnicode> {
-    match regex_syntax::Parser::new().parse(pattern).ok()?.into_kind() {
-        HirKind::Class(Class::Unicode(set)) => Some(set),
-        // A one-character property such as `Zl` comes back as a literal.
-        HirKind::Literal(lit) => {
-            let mut chars = std::str::from_utf8(&lit.0).ok()?.chars();
-            match (chars.next(), chars.next()) {
-                (Some(c), None) => Some(ranges(&[(c, c)])),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
 }
 
 /// A literal outside a class: meta characters escaped, anything invisible or unusual as `\x{…}` so the
@@ -310,30 +307,52 @@ fn legacy_canonicalize(c: char) -> char {
     }
 }
 
-/// Groups of BMP characters that share a non-`u` canonical form (only groups of two or more), and each
-/// member's group.
-struct LegacyCaseTable {
+/// Groups of characters that share a canonical form (only groups of two or more), and each member's group.
+struct CaseTable {
     groups: Vec<Vec<char>>,
     group_of: HashMap<char, usize>,
 }
 
-fn legacy_case_table() -> &'static LegacyCaseTable {
-    static TABLE: OnceLock<LegacyCaseTable> = OnceLock::new();
-    TABLE.get_or_init(|| {
+impl CaseTable {
+    fn new(pairs: impl Iterator<Item = (char, char)>) -> CaseTable {
         let mut by_canon: HashMap<char, Vec<char>> = HashMap::new();
-        for c in (0..=0xFFFF).filter_map(char::from_u32) {
-            by_canon.entry(legacy_canonicalize(c)).or_default().push(c);
+        for (c, canon) in pairs {
+            by_canon.entry(canon).or_default().push(c);
         }
         let mut groups: Vec<Vec<char>> = by_canon.into_values().filter(|g| g.len() > 1).collect();
         groups.sort();
         let group_of = groups.iter().enumerate().flat_map(|(i, g)| g.iter().map(move |&c| (c, i))).collect();
-        LegacyCaseTable { groups, group_of }
+        CaseTable { groups, group_of }
+    }
+}
+
+/// Without `u`: BMP characters by `legacy_canonicalize`.
+fn legacy_case_table() -> &'static CaseTable {
+    static TABLE: OnceLock<CaseTable> = OnceLock::new();
+    TABLE.get_or_init(|| CaseTable::new((0..=0xFFFF).filter_map(char::from_u32).map(|c| (c, legacy_canonicalize(c)))))
+}
+
+/// With `u` or `v`: characters by their simple case folding (Unicode 17.0, not regex-syntax's tables).
+fn simple_case_table() -> &'static CaseTable {
+    static TABLE: OnceLock<CaseTable> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let folded = SIMPLE_CASE_FOLDING.iter().filter_map(|&(c, f)| Some((char::from_u32(c)?, char::from_u32(f)?)));
+        // A folding is its own canonical form (it has no entry of its own).
+        CaseTable::new(folded.flat_map(|(c, f)| [(c, f), (f, f)]).collect::<HashSet<_>>().into_iter())
     })
 }
 
-/// Adds to `set` every character with the same non-`u` canonical form as a member.
-fn legacy_case_closure(set: &mut ClassUnicode) {
-    let table = legacy_case_table();
+/// `c`'s simple case folding (Unicode 17.0): equal for characters equal under `iu` / `iv`.
+pub(super) fn simple_fold(c: char) -> char {
+    SIMPLE_CASE_FOLDING
+        .binary_search_by_key(&(c as u32), |&(from, _)| from)
+        .ok()
+        .and_then(|i| char::from_u32(SIMPLE_CASE_FOLDING[i].1))
+        .unwrap_or(c)
+}
+
+/// Adds to `set` every character with the same canonical form in `table` as a member.
+fn case_closure(set: &mut ClassUnicode, table: &CaseTable) {
     let size: u64 = set.ranges().iter().map(|r| u64::from(r.end() as u32 - r.start() as u32) + 1).sum();
     let mut hits = Vec::new();
     if size <= table.groups.len() as u64 {

@@ -1,11 +1,13 @@
 //! Escape sequences (`\n`, `\x41`, `\u{…}`, `\d`, `\p{…}`, octal and identity escapes), with the Annex B
-//! readings JavaScript gives them without the `u` flag, and the property names `\p{…}` accepts.
+//! readings JavaScript gives them without the `u` flag, and `\p{…}` with the names and Unicode 17.0 tables of
+//! `unicode_tables`.
 
-use regex_syntax::hir::ClassUnicode;
+use regex_syntax::hir::{ClassUnicode, ClassUnicodeRange};
 
-use super::classes::{is_astral, parse_class, NEVER};
+use super::classes::{is_astral, negate, NEVER};
 use super::groups::parse_group_name;
 use super::parser::{syntax, unsupported, Parser, ENGINE_HINT, SURROGATE_HINT};
+use super::unicode_tables::names::{BINARY, GENERAL_CATEGORY, SCRIPT, SCRIPT_EXTENSIONS};
 use crate::error::JsRegexError;
 
 /// What an escape sequence stands for.
@@ -24,7 +26,7 @@ impl Parser<'_> {
     /// astral one in non-`u` mode (a quantifier then repeats its low half only).
     pub(super) fn atom_escape(&mut self) -> Result<Option<char>, JsRegexError> {
         let start = self.pos;
-        let complement = matches!(self.peek_at(1), Some('D' | 'S' | 'W' | 'P'));
+        let complement = self.complement_folded_first();
         if self.flags.unicode_sets {
             self.refuse_string_property()?;
         }
@@ -41,24 +43,39 @@ impl Parser<'_> {
             }
             Escape::Char(cp) => {
                 let c = scalar(cp, start)?;
-                self.emit_char(c, start)?;
+                self.emit_char(c);
                 Ok((!self.flags.unicode && is_astral(c)).then_some(c))
             }
             // With `v`, a complement is taken after case folding (see `class_sets`).
             Escape::Set(mut set) if complement && self.flags.unicode_sets => {
-                self.fold_complement(&mut set, start)?;
+                self.fold_complement(&mut set);
                 self.emit_set(&set);
                 Ok(None)
             }
             Escape::Set(mut set) => {
-                self.apply_ignore_case(&mut set, start)?;
+                self.apply_ignore_case(&mut set);
                 self.emit_set(&set);
                 Ok(None)
             }
             Escape::Backslash => {
-                self.emit_char('\\', start)?;
+                self.emit_char('\\');
                 Ok(None)
             }
+        }
+    }
+
+    /// Whether the escape at the current `\` is a complement that, with `i` and `v`, V8 takes of the
+    /// case-folded set (`fold_complement`): `\D`, `\S`, `\W`, and `\P{…}` of a General_Category, Script or
+    /// Script_Extensions value. `\P{…}` of a binary property (`\P{Lowercase}`, `\P{ASCII}`...) V8 (Node
+    /// 20) complements first and folds after, as without `v`: `/\P{Lowercase}/iv` matches `a`.
+    pub(super) fn complement_folded_first(&self) -> bool {
+        match self.peek_at(1) {
+            Some('D' | 'S' | 'W') => true,
+            Some('P') => {
+                let body = self.src[self.pos..].strip_prefix("\\P{").and_then(|r| r.split('}').next());
+                !body.is_some_and(|b| !b.contains('=') && lookup(GENERAL_CATEGORY, b).is_none())
+            }
+            _ => false,
         }
     }
 
@@ -250,8 +267,8 @@ impl Parser<'_> {
         u32::from_str_radix(text, 16).ok()
     }
 
-    /// `\p{…}` / `\P{…}` in `u` mode, validated against the names JS accepts and resolved with the engine's
-    /// Unicode tables.
+    /// `\p{…}` / `\P{…}` in `u` mode, with the names JS accepts, from the generated Unicode tables (see
+    /// `unicode_tables`), not the engine's.
     fn property_escape(&mut self, start: usize, negated: bool) -> Result<ClassUnicode, JsRegexError> {
         let invalid = || syntax("invalid property name", start);
         if !self.eat('{') {
@@ -260,70 +277,46 @@ impl Parser<'_> {
         let len = self.src[self.pos..].find('}').ok_or_else(invalid)?;
         let body = &self.src[self.pos..self.pos + len];
         self.pos += len + 1;
-        let word = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-        let valid = match body.split_once('=') {
-            Some((name, value)) => match name {
-                "General_Category" | "gc" => GENERAL_CATEGORIES.contains(&value),
-                // Script names are left to the engine's (looser) lookup.
-                "Script" | "sc" | "Script_Extensions" | "scx" => word(value),
-                _ => false,
-            },
-            None => GENERAL_CATEGORIES.contains(&body) || BINARY_PROPERTIES.contains(&body),
-        };
-        if !valid {
-            return Err(invalid());
-        }
-        let general_category = body.strip_prefix("gc=").or(body.strip_prefix("General_Category="));
-        let surrogates = matches!(general_category.unwrap_or(body), "Cs" | "Surrogate");
-        // UTF-8 text has no surrogates, and the engine has no name for them.
-        let mut set = if surrogates { Some(ClassUnicode::empty()) } else { parse_class(&format!("\\p{{{body}}}")) }
-            .ok_or_else(|| {
-                unsupported(
-                    format!("Unicode property \\p{{{body}}}"),
-                    start,
-                    " (the engine's Unicode tables do not have it)",
-                )
-            })?;
+        let mut set = property_set(body).ok_or_else(invalid)?;
         if negated {
-            set.negate();
+            negate(&mut set);
         }
         Ok(set)
     }
+}
+
+/// The characters of `\p{body}` (a lone name or `name=value`), or `None` where JavaScript refuses the name.
+/// Surrogates (`Cs`) are left out: UTF-8 text has none.
+pub(super) fn property_set(body: &str) -> Option<ClassUnicode> {
+    let parts: &[&[(u32, u32)]] = match body.split_once('=') {
+        Some(("General_Category" | "gc", value)) => lookup(GENERAL_CATEGORY, value)?,
+        Some(("Script" | "sc", value)) => std::slice::from_ref(lookup(SCRIPT, value)?),
+        Some(("Script_Extensions" | "scx", value)) => std::slice::from_ref(lookup(SCRIPT_EXTENSIONS, value)?),
+        Some(_) => return None,
+        None => match lookup(GENERAL_CATEGORY, body) {
+            Some(parts) => parts,
+            None => std::slice::from_ref(lookup(BINARY, body)?),
+        },
+    };
+    let mut ranges = Vec::new();
+    for &(first, last) in parts.iter().copied().flatten() {
+        let first = if (0xD800..0xE000).contains(&first) { 0xE000 } else { first };
+        let last = if (0xD800..0xE000).contains(&last) { 0xD7FF } else { last };
+        if let (Some(a), Some(b)) = (char::from_u32(first), char::from_u32(last)) {
+            if a <= b {
+                ranges.push(ClassUnicodeRange::new(a, b));
+            }
+        }
+    }
+    Some(ClassUnicode::new(ranges))
+}
+
+/// A name's entry in a generated table (sorted by name).
+fn lookup<T>(table: &'static [(&str, T)], name: &str) -> Option<&'static T> {
+    table.binary_search_by(|&(n, _)| n.cmp(name)).ok().map(|i| &table[i].1)
 }
 
 /// A code point from an escape as a `char`; lone surrogates have no UTF-8 form.
 pub(super) fn scalar(cp: u32, offset: usize) -> Result<char, JsRegexError> {
     char::from_u32(cp).ok_or_else(|| unsupported(format!("lone surrogate \\u{cp:04X}"), offset, SURROGATE_HINT))
 }
-
-/// General_Category values and aliases JS accepts in `\p{…}`.
-#[rustfmt::skip]
-const GENERAL_CATEGORIES: &[&str] = &[
-    "C", "Cased_Letter", "Cc", "Cf", "Close_Punctuation", "Cn", "Co", "Combining_Mark", "Connector_Punctuation",
-    "Control", "Cs", "Currency_Symbol", "Dash_Punctuation", "Decimal_Number", "Enclosing_Mark", "Final_Punctuation",
-    "Format", "Initial_Punctuation", "L", "LC", "Letter", "Letter_Number", "Line_Separator", "Ll", "Lm", "Lo",
-    "Lowercase_Letter", "Lt", "Lu", "M", "Mark", "Math_Symbol", "Mc", "Me", "Mn", "Modifier_Letter",
-    "Modifier_Symbol", "N", "Nd", "Nl", "No", "Nonspacing_Mark", "Number", "Open_Punctuation", "Other",
-    "Other_Letter", "Other_Number", "Other_Punctuation", "Other_Symbol", "P", "Paragraph_Separator", "Pc", "Pd",
-    "Pe", "Pf", "Pi", "Po", "Private_Use", "Ps", "Punctuation", "S", "Sc", "Separator", "Sk", "Sm", "So",
-    "Space_Separator", "Spacing_Mark", "Surrogate", "Symbol", "Titlecase_Letter", "Unassigned",
-    "Uppercase_Letter", "Z", "Zl", "Zp", "Zs", "cntrl", "digit", "punct",
-];
-
-/// Binary Unicode properties (and aliases) JS accepts in `\p{…}` without `v`.
-#[rustfmt::skip]
-const BINARY_PROPERTIES: &[&str] = &[
-    "ASCII", "ASCII_Hex_Digit", "AHex", "Alphabetic", "Alpha", "Any", "Assigned", "Bidi_Control", "Bidi_C",
-    "Bidi_Mirrored", "Bidi_M", "Case_Ignorable", "CI", "Cased", "Changes_When_Casefolded", "CWCF",
-    "Changes_When_Casemapped", "CWCM", "Changes_When_Lowercased", "CWL", "Changes_When_NFKC_Casefolded", "CWKCF",
-    "Changes_When_Titlecased", "CWT", "Changes_When_Uppercased", "CWU", "Dash", "Default_Ignorable_Code_Point",
-    "DI", "Deprecated", "Dep", "Diacritic", "Dia", "Emoji", "Emoji_Component", "EComp", "Emoji_Modifier", "EMod",
-    "Emoji_Modifier_Base", "EBase", "Emoji_Presentation", "EPres", "Extended_Pictographic", "ExtPict", "Extender",
-    "Ext", "Grapheme_Base", "Gr_Base", "Grapheme_Extend", "Gr_Ext", "Hex_Digit", "Hex", "IDS_Binary_Operator",
-    "IDSB", "IDS_Trinary_Operator", "IDST", "ID_Continue", "IDC", "ID_Start", "IDS", "Ideographic", "Ideo",
-    "Join_Control", "Join_C", "Logical_Order_Exception", "LOE", "Lowercase", "Lower", "Math",
-    "Noncharacter_Code_Point", "NChar", "Pattern_Syntax", "Pat_Syn", "Pattern_White_Space", "Pat_WS",
-    "Quotation_Mark", "QMark", "Radical", "Regional_Indicator", "RI", "Sentence_Terminal", "STerm", "Soft_Dotted",
-    "SD", "Terminal_Punctuation", "Term", "Unified_Ideograph", "UIdeo", "Uppercase", "Upper", "Variation_Selector",
-    "VS", "White_Space", "space", "XID_Continue", "XIDC", "XID_Start", "XIDS",
-];

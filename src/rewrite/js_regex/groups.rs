@@ -6,7 +6,8 @@ use std::sync::OnceLock;
 
 use regex_syntax::hir::ClassUnicode;
 
-use super::classes::{class_contains, parse_class};
+use super::classes::class_contains;
+use super::escapes::property_set;
 use super::parser::{look_placeholder, syntax, unsupported, LookSpec, Parser, ENGINE_HINT, MAX_NESTING};
 use crate::error::JsRegexError;
 
@@ -243,10 +244,10 @@ fn name_escape(src: &str, pos: usize) -> Option<(char, usize)> {
 
 fn id_start() -> &'static ClassUnicode {
     static SET: OnceLock<ClassUnicode> = OnceLock::new();
-    SET.get_or_init(|| parse_class(r"\p{ID_Start}").unwrap_or_else(ClassUnicode::empty))
+    SET.get_or_init(|| property_set("ID_Start").unwrap_or_else(ClassUnicode::empty))
 }
 
 fn id_continue() -> &'static ClassUnicode {
     static SET: OnceLock<ClassUnicode> = OnceLock::new();
-    SET.get_or_init(|| parse_class(r"\p{ID_Continue}").unwrap_or_else(ClassUnicode::empty))
+    SET.get_or_init(|| property_set("ID_Continue").unwrap_or_else(ClassUnicode::empty))
 }

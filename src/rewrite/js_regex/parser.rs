@@ -332,13 +332,13 @@ impl<'s> Parser<'s> {
                 }
                 // Annex B: a `{` that starts no quantifier is a literal.
                 self.bump();
-                self.emit_char(c, start)?;
+                self.emit_char(c);
                 None
             }
             '}' | ']' if unicode => return Err(syntax("lone quantifier brackets", start)),
             _ => {
                 self.bump();
-                self.emit_char(c, start)?;
+                self.emit_char(c);
                 (!unicode && is_astral(c)).then_some(c)
             }
         };
