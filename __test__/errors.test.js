@@ -64,7 +64,7 @@ test('unsupported regex features in rewriteRules are rejected, naming the rule a
   await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [{ match: /(a)\1/g, replace: '' }] }, [rule, /back.?reference/i], 'backreference')
   await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [{ match: new RegExp('\\p{RGI_Emoji}', 'gv'), replace: '' }] }, [/rewriteRules\[0\]/, /property of strings \\p\{RGI_Emoji\}/], 'v flag property of strings')
   // the culprit's index is named
-  await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [ok, { match: /x(?=y)/, replace: '' }] }, [/rewriteRules\[1\]|rule\s*#?\s*1\b/i], 'index of the bad rule')
+  await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [ok, { match: /x(?=(y))/, replace: '' }] }, [/rewriteRules\[1\]|rule\s*#?\s*1\b/i], 'index of the bad rule')
 })
 
 test('rewrite() rejects the same unsupported features synchronously', () => {

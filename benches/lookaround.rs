@@ -25,6 +25,9 @@ const SIZES: [usize; 4] = [1, 4, 16, 64];
 const CHUNK: usize = 16 * 1024;
 const LOCAL_HOST: &str = "127.0.0.1:3000";
 
+/// A body of the given size.
+type BodyOf = fn(usize) -> Vec<u8>;
+
 fn rule(source: &str, replace: &str) -> Rule {
     Rule::regex(source, "g", RuleReplacement::Text(replace.into())).expect("the bench's rule compiles")
 }
@@ -39,7 +42,7 @@ fn chunked(body: &[u8], rules: &[Rule], out: &mut Vec<u8>) {
 }
 
 fn benches(c: &mut Criterion) {
-    let cases: [(&str, Rule, fn(usize) -> Vec<u8>); 2] = [
+    let cases: [(&str, Rule, BodyOf); 2] = [
         ("links", rule(r"(?<![\w.])cdn\.example\.com(?=/)", "static.example.net"), |n| {
             generate_html("127.0.0.1:8080", n)
         }),

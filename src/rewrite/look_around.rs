@@ -7,29 +7,30 @@
 //! Streaming bounds what the oracle may read. A lookahead reads on within `maxMatchBytes` of its position
 //! (the stage holds back until it is decided; one still undecided there fails, as a longer match is given
 //! up on). A lookbehind reads back at most its body's longest match, which must be bounded: the stage keeps
-//! that many bytes of what it already wrote out (see [`Rule::look_behind_len`]).
+//! that many bytes of what it already wrote out (see `Rule::look_behind_len`).
 //!
 //! Not taken, each refused by name: a look-around inside another, capture groups inside one (JavaScript
 //! keeps their values, which the oracle does not compute), a quantified one, and look-arounds in a rule
 //! whose automata read a view of the text (multi-line anchors, lone low surrogates).
+//!
+//! This module holds the look-arounds' automata and what they answer; `look_rule` builds a rule with
+//! them and searches it.
 
 use std::collections::HashMap;
 
-use regex_automata::dfa::Automaton;
+use regex_automata::dfa::{dense, Automaton};
 use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
 use regex_automata::Anchored;
 use regex_syntax::hir::{Class, Hir, HirKind};
 
-use super::hay::{is_continuation, low_half, Hay, Next};
-use super::next_match::Scan;
-use super::rule::{build_dfas, parse, Dfa, Engine, GroupFinder, Rule, RuleReplacement, Units};
-use super::search::RegexSearch;
-use crate::error::RuleError;
-use crate::rewrite::js_regex::{self, JsCaptures, JsFlags, Leftmost, LookSearch, Translated};
+use super::hay::{is_continuation, low_half, Hay};
+use crate::rewrite::js_regex::JsCaptures;
+
+type Dfa = dense::DFA<Vec<u32>>;
 
 /// The longest lookbehind body taken, in bytes: the stage keeps this much of what it wrote out.
-const MAX_LOOK_BEHIND: usize = 1024;
+pub(super) const MAX_LOOK_BEHIND: usize = 1024;
 
 /// A rule's look-arounds, in the order the pattern opens them.
 #[derive(Debug)]
@@ -80,83 +81,21 @@ enum Found {
     TooFar,
 }
 
-impl Rule {
-    /// A regex rule whose translated pattern has look-arounds (see the module's comment).
-    pub(super) fn with_looks(
-        label: String,
-        translated: Translated,
-        flags: &JsFlags,
-        replacement: RuleReplacement,
-    ) -> Result<Rule, RuleError> {
-        let refuse = |what: &str, offset: usize| {
-            RuleError::from(crate::error::JsRegexError::Unsupported {
-                feature: what.to_string(),
-                offset,
-                hint: String::new(),
-            })
-        };
-        let first = translated.looks[0].offset;
-        if translated.low_view.is_some() {
-            return Err(refuse("look-around in a pattern that names lone low surrogates", first));
-        }
-        let mut relaxed = translated.pattern.clone();
-        for k in 0..translated.looks.len() {
-            relaxed = relaxed.replace(&format!("(?P<{}>)", js_regex::look_placeholder(k)), "(?:)");
-        }
-        let mut items = Vec::with_capacity(translated.looks.len());
-        let mut behind_len = 0;
-        for look in &translated.looks {
-            let hir = parse(&look.pattern)?;
-            if super::lines::uses_lines(&hir) {
-                return Err(refuse("look-around with multi-line anchors (the m flag's ^ and $)", look.offset));
-            }
-            if !look.ahead {
-                match longest(&hir).filter(|&len| len <= MAX_LOOK_BEHIND) {
-                    // The byte before, which tells the automaton the match has begun (one byte late), and three
-                    // more, which tell whether it begins inside a character.
-                    Some(len) => behind_len = behind_len.max(len + 4),
-                    None => {
-                        let what = format!("lookbehind that can match more than {MAX_LOOK_BEHIND} bytes");
-                        return Err(refuse(&what, look.offset));
-                    }
-                }
-            }
-            let (forward, reverse) = build_dfas(&[&js_regex::js_repetitions(&hir)], false)?;
-            let dfa = if look.ahead { forward } else { reverse };
-            items.push(LookItem { ahead: look.ahead, negative: look.negative, dfa });
-        }
-        let program = JsCaptures::new(&parse(&translated.pattern)?).map_err(|e| RuleError::TooComplex(e.0))?;
-        let units = Units::of(flags, None);
-        let mut rule = Rule::compile(label, &relaxed, flags.global, units, replacement)?;
-        let inner = std::sync::Arc::get_mut(&mut rule.inner);
-        let Some(Engine::Regex(re)) = inner.map(|inner| &mut inner.engine) else {
-            return Err(RuleError::TooComplex("internal error: a look-around rule without its regex".into()));
-        };
-        if re.lines {
-            return Err(refuse("look-around with multi-line anchors (the m flag's ^ and $)", first));
-        }
-        // The program finds the matches, so it is there whatever the replacement needs.
-        re.captures = Some(GroupFinder::Js(program));
-        re.looks = Some(Box::new(LookArounds { items, behind_len, units: !flags.unicode }));
-        // Without `u` the program may hold back from a low half: the stage then holds characters whole.
-        re.low_half_starts |= re.units;
-        Ok(rule.sticky_if(flags.sticky))
-    }
-
-    /// How many bytes of its input before the held data the rule looks at: a link rule's `value=` check,
-    /// a rule's lookbehinds. The stage keeps that many.
-    pub(super) fn look_behind_len(&self) -> usize {
-        match &self.inner.engine {
-            Engine::Links(_) => super::links::LINK_LOOK_BEHIND,
-            Engine::Regex(re) => re.looks.as_ref().map_or(0, |looks| looks.behind_len),
-            Engine::Literals(_) | Engine::Origins(_) => 0,
-        }
-    }
-}
-
 impl LookArounds {
+    /// The look-arounds `(ahead, negative, automaton)` in the pattern's order (a lookbehind's automaton is its
+    /// body's reverse one); `behind_len` as the stage keeps it; `units` for a rule without `u`.
+    pub(super) fn new(items: Vec<(bool, bool, Dfa)>, behind_len: usize, units: bool) -> LookArounds {
+        let items = items.into_iter().map(|(ahead, negative, dfa)| LookItem { ahead, negative, dfa }).collect();
+        LookArounds { items, behind_len, units }
+    }
+
+    /// Bytes of the input before a position that the lookbehinds may read.
+    pub(super) fn behind_len(&self) -> usize {
+        self.behind_len
+    }
+
     /// Whether look-around `k` holds at `at` in `hay`; `None` while the data so far cannot tell.
-    fn holds(
+    pub(super) fn holds(
         &self,
         k: u32,
         (hay, last): (&Hay, bool),
@@ -198,7 +137,7 @@ impl LookArounds {
 /// The most bytes `hir` can match (`None`: no bound). Unlike regex-syntax's `maximum_len`, which is `None`
 /// for a concatenation with a part that never matches (a lone surrogate under `v`) and then for any
 /// alternation holding one, a part that never matches counts as matching nothing.
-fn longest(hir: &Hir) -> Option<usize> {
+pub(super) fn longest(hir: &Hir) -> Option<usize> {
     match hir.kind() {
         HirKind::Empty | HirKind::Look(_) => Some(0),
         HirKind::Literal(lit) => Some(lit.0.len()),
@@ -302,50 +241,4 @@ fn behind(dfa: &Dfa, hay: &Hay, (last, units): (bool, bool), reach: usize, at: u
     }
     // A match from the body's start ends there; from an earlier cut it would be longer than the body can be.
     Some(if whole && dfa.is_match_state(dfa.next_eoi_state(state)) { Found::Yes } else { Found::No })
-}
-
-impl RegexSearch<'_> {
-    /// The next match of a rule with look-arounds, by its program (see the module's comment).
-    pub(super) fn look_around_match(
-        &self,
-        looks: &LookArounds,
-        from: usize,
-        abandoned: &mut u64,
-        memo: &mut LookMemo,
-    ) -> Next {
-        let Some(GroupFinder::Js(program)) = &self.re.captures else { return Next::Exhausted };
-        let hay = self.hay;
-        let can_start = |at| hay.can_start(at, self.re.units);
-        // The pattern with its look-arounds taken as always holding matches wherever it does: its automata
-        // skip to where that pattern's leftmost match starts.
-        let skip_to = |at| match self.scan_forward(at) {
-            Scan::Match { end, pattern, .. } => Some(self.match_start(at, end, pattern)),
-            Scan::NoMatch => None,
-            Scan::Undecided => Some(at),
-        };
-        let search = LookSearch {
-            hay: hay.view,
-            before: hay.before,
-            last: self.last,
-            max_match: self.max_match,
-            can_start: &can_start,
-            skip_to: &skip_to,
-        };
-        let mut oracle = |k, at| looks.holds(k, (&hay, self.last), self.max_match, at, memo);
-        let mut from = from;
-        loop {
-            match program.leftmost(&search, from, self.re.sticky, &mut oracle) {
-                Leftmost::Match(start, end) => return Next::Match { start, end },
-                Leftmost::Pending(start) => return Next::Pending(start),
-                Leftmost::NoMatch => return Next::Exhausted,
-                Leftmost::Abandoned(start) => {
-                    *abandoned += 1;
-                    if self.re.sticky {
-                        return Next::Exhausted;
-                    }
-                    from = start + 1;
-                }
-            }
-        }
-    }
 }

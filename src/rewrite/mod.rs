@@ -25,6 +25,7 @@ mod lines;
 mod links;
 mod literals;
 mod look_around;
+mod look_rule;
 mod next_match;
 mod origins;
 mod overlap;

@@ -214,12 +214,12 @@ impl JsCaptures {
                         found = Some((thread.slots[0].unwrap_or(at), at));
                         break;
                     }
-                    (_, Some(&Inst::Byte(lo, hi))) if at < len => {
-                        if (lo..=hi).contains(&hay[at]) {
-                            let moved = Thread { pc: thread.pc + 1, bits: u64::MAX, slots: thread.slots };
-                            self.closure(&mut next, &mut seen, &mut ctx, at + 1, moved);
-                        }
+                    (_, Some(&Inst::Byte(lo, hi))) if at < len && (lo..=hi).contains(&hay[at]) => {
+                        let moved = Thread { pc: thread.pc + 1, bits: u64::MAX, slots: thread.slots };
+                        self.closure(&mut next, &mut seen, &mut ctx, at + 1, moved);
                     }
+                    // A byte thread that does not match here dies.
+                    (_, Some(Inst::Byte(..))) if at < len => {}
                     (BLOCKED, _) if at < len => next.push(thread),
                     // Alive or undecided at the end of the data.
                     _ if !search.last => {

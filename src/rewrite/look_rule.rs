@@ -1,0 +1,130 @@
+//! A rule with look-arounds (see `look_around`): built from its translated pattern, and searched by its
+//! Pike VM program, whose look-arounds ask their automata.
+
+use super::hay::Next;
+use super::look_around::{longest, LookArounds, LookMemo, MAX_LOOK_BEHIND};
+use super::next_match::Scan;
+use super::rule::{build_dfas, parse, Engine, GroupFinder, Rule, RuleReplacement, Units};
+use super::search::RegexSearch;
+use crate::error::RuleError;
+use crate::rewrite::js_regex::{self, JsCaptures, JsFlags, Leftmost, LookSearch, Translated};
+
+impl Rule {
+    /// A regex rule whose translated pattern has look-arounds (see the module's comment).
+    pub(super) fn with_looks(
+        label: String,
+        translated: Translated,
+        flags: &JsFlags,
+        replacement: RuleReplacement,
+    ) -> Result<Rule, RuleError> {
+        let refuse = |what: &str, offset: usize| {
+            RuleError::from(crate::error::JsRegexError::Unsupported {
+                feature: what.to_string(),
+                offset,
+                hint: String::new(),
+            })
+        };
+        let first = translated.looks[0].offset;
+        if translated.low_view.is_some() {
+            return Err(refuse("look-around in a pattern that names lone low surrogates", first));
+        }
+        let mut relaxed = translated.pattern.clone();
+        for k in 0..translated.looks.len() {
+            relaxed = relaxed.replace(&format!("(?P<{}>)", js_regex::look_placeholder(k)), "(?:)");
+        }
+        let mut items = Vec::with_capacity(translated.looks.len());
+        let mut behind_len = 0;
+        for look in &translated.looks {
+            let hir = parse(&look.pattern)?;
+            if super::lines::uses_lines(&hir) {
+                return Err(refuse("look-around with multi-line anchors (the m flag's ^ and $)", look.offset));
+            }
+            if !look.ahead {
+                match longest(&hir).filter(|&len| len <= MAX_LOOK_BEHIND) {
+                    // The byte before, which tells the automaton the match has begun (one byte late), and three
+                    // more, which tell whether it begins inside a character.
+                    Some(len) => behind_len = behind_len.max(len + 4),
+                    None => {
+                        let what = format!("lookbehind that can match more than {MAX_LOOK_BEHIND} bytes");
+                        return Err(refuse(&what, look.offset));
+                    }
+                }
+            }
+            let (forward, reverse) = build_dfas(&[&js_regex::js_repetitions(&hir)], false)?;
+            let dfa = if look.ahead { forward } else { reverse };
+            items.push((look.ahead, look.negative, dfa));
+        }
+        let program = JsCaptures::new(&parse(&translated.pattern)?).map_err(|e| RuleError::TooComplex(e.0))?;
+        let units = Units::of(flags, None);
+        let mut rule = Rule::compile(label, &relaxed, flags.global, units, replacement)?;
+        let inner = std::sync::Arc::get_mut(&mut rule.inner);
+        let Some(Engine::Regex(re)) = inner.map(|inner| &mut inner.engine) else {
+            return Err(RuleError::TooComplex("internal error: a look-around rule without its regex".into()));
+        };
+        if re.lines {
+            return Err(refuse("look-around with multi-line anchors (the m flag's ^ and $)", first));
+        }
+        // The program finds the matches, so it is there whatever the replacement needs.
+        re.captures = Some(GroupFinder::Js(program));
+        re.looks = Some(Box::new(LookArounds::new(items, behind_len, !flags.unicode)));
+        // Without `u` the program may hold back from a low half: the stage then holds characters whole.
+        re.low_half_starts |= re.units;
+        Ok(rule.sticky_if(flags.sticky))
+    }
+
+    /// How many bytes of its input before the held data the rule looks at: a link rule's `value=` check,
+    /// a rule's lookbehinds. The stage keeps that many.
+    pub(super) fn look_behind_len(&self) -> usize {
+        match &self.inner.engine {
+            Engine::Links(_) => super::links::LINK_LOOK_BEHIND,
+            Engine::Regex(re) => re.looks.as_ref().map_or(0, |looks| looks.behind_len()),
+            Engine::Literals(_) | Engine::Origins(_) => 0,
+        }
+    }
+}
+
+impl RegexSearch<'_> {
+    /// The next match of a rule with look-arounds, by its program (see the module's comment).
+    pub(super) fn look_around_match(
+        &self,
+        looks: &LookArounds,
+        from: usize,
+        abandoned: &mut u64,
+        memo: &mut LookMemo,
+    ) -> Next {
+        let Some(GroupFinder::Js(program)) = &self.re.captures else { return Next::Exhausted };
+        let hay = self.hay;
+        let can_start = |at| hay.can_start(at, self.re.units);
+        // The pattern with its look-arounds taken as always holding matches wherever it does: its automata
+        // skip to where that pattern's leftmost match starts.
+        let skip_to = |at| match self.scan_forward(at) {
+            Scan::Match { end, pattern, .. } => Some(self.match_start(at, end, pattern)),
+            Scan::NoMatch => None,
+            Scan::Undecided => Some(at),
+        };
+        let search = LookSearch {
+            hay: hay.view,
+            before: hay.before,
+            last: self.last,
+            max_match: self.max_match,
+            can_start: &can_start,
+            skip_to: &skip_to,
+        };
+        let mut oracle = |k, at| looks.holds(k, (&hay, self.last), self.max_match, at, memo);
+        let mut from = from;
+        loop {
+            match program.leftmost(&search, from, self.re.sticky, &mut oracle) {
+                Leftmost::Match(start, end) => return Next::Match { start, end },
+                Leftmost::Pending(start) => return Next::Pending(start),
+                Leftmost::NoMatch => return Next::Exhausted,
+                Leftmost::Abandoned(start) => {
+                    *abandoned += 1;
+                    if self.re.sticky {
+                        return Next::Exhausted;
+                    }
+                    from = start + 1;
+                }
+            }
+        }
+    }
+}
