@@ -226,10 +226,17 @@ fn behind(dfa: &Dfa, hay: &Hay, (last, units): (bool, bool), reach: usize, at: u
     let from_tail = &hay.tail[hay.tail.len().saturating_sub(reach - from_view.len())..];
     // The stage keeps `reach` bytes of what it wrote out: fewer are all there is.
     let whole = from_view.len() == at && from_tail.len() == hay.tail.len() && hay.tail.len() < reach;
-    let context = [from_tail, from_view].concat();
+    // Most positions have what the body can reach in the view itself: no copy.
+    let joined;
+    let context = if from_tail.is_empty() {
+        from_view
+    } else {
+        joined = [from_tail, from_view].concat();
+        &joined[..]
+    };
     // A body's match may start only where JavaScript has a position: not inside a character (but for the
     // low half of an astral one without `u`).
-    let starts_here = |t: usize| t == context.len() || !is_continuation(context[t]) || units && low_half(&context, t);
+    let starts_here = |t: usize| t == context.len() || !is_continuation(context[t]) || units && low_half(context, t);
     for t in (0..context.len()).rev() {
         state = dfa.next_state(state, context[t]);
         if dfa.is_match_state(state) && starts_here(t + 1) {

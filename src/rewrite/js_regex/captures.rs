@@ -122,7 +122,7 @@ impl JsCaptures {
         let slots = 2 * self.groups;
         let mut current: Vec<Thread> = Vec::new();
         let mut next = Vec::new();
-        let mut seen = HashSet::new();
+        let mut seen = Seen::new(self.insts.len());
         let first = Thread { pc: 0, bits: 0, slots: vec![None; slots] };
         self.closure(
             &mut current,
@@ -179,7 +179,7 @@ impl JsCaptures {
         let (hay, len) = (search.hay, search.hay.len());
         let mut ctx = Ctx { look: &look, hay, before: search.before, last: search.last, oracle };
         let (mut current, mut next) = (Vec::new(), Vec::new());
-        let mut seen = HashSet::new();
+        let mut seen = Seen::new(self.insts.len());
         let mut found = None;
         let mut at = from;
         loop {
@@ -240,18 +240,11 @@ impl JsCaptures {
     }
 
     /// Adds `thread` and everything it reaches without consuming, in order of preference, to `list`.
-    fn closure(
-        &self,
-        list: &mut Vec<Thread>,
-        seen: &mut HashSet<(u32, u64)>,
-        ctx: &mut Ctx<'_>,
-        at: usize,
-        thread: Thread,
-    ) {
+    fn closure(&self, list: &mut Vec<Thread>, seen: &mut Seen, ctx: &mut Ctx<'_>, at: usize, thread: Thread) {
         let mut stack = vec![thread];
         while let Some(mut t) = stack.pop() {
             let pc = t.pc as usize;
-            if !seen.insert((t.pc, t.bits & self.masks[pc])) {
+            if !seen.insert(t.pc, t.bits & self.masks[pc]) {
                 continue;
             }
             match self.insts[pc] {
@@ -314,6 +307,40 @@ impl Ctx<'_> {
             }
             _ => Some(self.look.matches(l, self.hay, at)),
         }
+    }
+}
+
+/// The (instruction, loop bits) pairs a list holds: a stamp per instruction for the bits-free ones (most
+/// programs have no repetition that can match empty), a set for the rest.
+struct Seen {
+    stamps: Vec<u32>,
+    stamp: u32,
+    with_bits: HashSet<(u32, u64)>,
+}
+
+impl Seen {
+    fn new(insts: usize) -> Seen {
+        Seen { stamps: vec![0; insts], stamp: 1, with_bits: HashSet::new() }
+    }
+
+    /// Whether `(pc, bits)` is new to the list.
+    fn insert(&mut self, pc: u32, bits: u64) -> bool {
+        if bits != 0 {
+            return self.with_bits.insert((pc, bits));
+        }
+        let stamp = &mut self.stamps[pc as usize];
+        let new = *stamp != self.stamp;
+        *stamp = self.stamp;
+        new
+    }
+
+    fn clear(&mut self) {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.stamps.fill(0);
+            self.stamp = 1;
+        }
+        self.with_bits.clear();
     }
 }
 
