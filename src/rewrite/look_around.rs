@@ -55,11 +55,24 @@ struct LookItem {
 /// such as `(?=[^<]*>)` would read on from every position; with it each byte is read about once per state.
 /// Positions are one hay's: the stage clears it for each.
 #[derive(Default)]
-pub(super) struct LookMemo(HashMap<(u32, usize, StateID), Outcome>);
+pub(super) struct LookMemo {
+    runs: HashMap<(u32, usize, StateID), Outcome>,
+    /// Size at which positions behind the search are dropped.
+    prune_at: usize,
+}
 
 impl LookMemo {
     pub(super) fn clear(&mut self) {
-        self.0.clear();
+        self.runs.clear();
+    }
+
+    /// Drops what runs found before `at` once the memo has grown: searches only go forward, so no run
+    /// reaches there again. Keeps the memo bounded by what lies ahead of the search, not by the hay.
+    fn forget_before(&mut self, at: usize) {
+        if self.runs.len() > self.prune_at.max(1 << 14) {
+            self.runs.retain(|&(_, pos, _), _| pos >= at);
+            self.prune_at = 2 * self.runs.len();
+        }
     }
 }
 
@@ -168,12 +181,13 @@ fn ahead(
     let view = hay.view;
     let limit = at.saturating_add(max_match).saturating_add(1);
     let end = view.len().min(limit);
+    memo.forget_before(at);
     let mut pos = at;
     let mut visited = Vec::new();
     let outcome = loop {
         // Every pair passed through learns how this run ends, so that the next run jumps straight there.
         visited.push((pos, state));
-        match memo.0.get(&(k, pos, state)) {
+        match memo.runs.get(&(k, pos, state)) {
             Some(&Outcome::Stopped(further, next)) if further > pos && further <= end => {
                 (pos, state) = (further, next);
                 continue;
@@ -202,7 +216,7 @@ fn ahead(
         }
     };
     for (pos, state) in visited {
-        memo.0.insert((k, pos, state), outcome);
+        memo.runs.insert((k, pos, state), outcome);
     }
     match outcome {
         Outcome::Yes => Some(Found::Yes),
