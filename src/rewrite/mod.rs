@@ -14,7 +14,8 @@
 //! stages over a body in chunks; `stage` is one rule's state between chunks (`view`: its automata's view of
 //! the held bytes), with `replacement` and `links` writing what replaces a match; `origins` is the table of
 //! an origin's written forms and the matcher that swaps origins in all of them (both ways: JSON answers
-//! out, what the browser sends in); `sticky` is the `y` flag's search.
+//! out, what the browser sends in); `sticky` is the `y` flag's search; `look_rule` a rule with look-arounds
+//! (a Pike VM program, not a DFA, whose look-arounds ask the automata in `look_around`).
 
 mod fingerprint;
 mod grouped;

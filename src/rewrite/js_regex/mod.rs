@@ -6,7 +6,9 @@
 //! on the engine's own flags or class syntax for meaning: every character matcher (literal, escape, class,
 //! `.`) is turned into an explicit set of code points, with JavaScript's case folding applied by us, so the
 //! engine's idea of `\s`, `\w` or `(?i)` never leaks in. Capture groups are emitted one-for-one, so `$1` and
-//! `$<name>` keep their meaning.
+//! `$<name>` keep their meaning. A look-around's body is translated in place, then moved out into a pattern of
+//! its own, an empty placeholder group standing where it was ([`translate_with_looks`]); [`captures`] runs
+//! such a pattern.
 //!
 //! What cannot be reproduced exactly (see also the comments at each place):
 //! - (no difference) multi-line `^`/`$` are written for the rule's line view, in which JavaScript's four line
