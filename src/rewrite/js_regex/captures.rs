@@ -189,10 +189,16 @@ impl JsCaptures {
                     None => return Leftmost::NoMatch,
                 }
             }
-            if found.is_none() && (!sticky || at == from) && (search.can_start)(at) {
+            // A thread waiting on more input outranks every later start: none is added after one.
+            let waits = current.iter().any(|t: &Thread| t.pc == BLOCKED);
+            if found.is_none() && !waits && (!sticky || at == from) && (search.can_start)(at) {
                 let mut slots = vec![None; 2 * self.groups];
                 slots[0] = Some(at);
                 self.closure(&mut current, &mut seen, &mut ctx, at, Thread { pc: 0, bits: 0, slots });
+            }
+            // The most preferred thread waits on more input: whatever the others do, so does the answer.
+            if let Some(first) = current.first().filter(|t| t.pc == BLOCKED) {
+                return Leftmost::Pending(first.slots[0].unwrap_or(at));
             }
             // Earlier starts come first: the first thread's start is the oldest still in play.
             if let Some(oldest) = current.first().and_then(|t: &Thread| t.slots[0]) {
@@ -220,7 +226,11 @@ impl JsCaptures {
                     }
                     // A byte thread that does not match here dies.
                     (_, Some(Inst::Byte(..))) if at < len => {}
-                    (BLOCKED, _) if at < len => next.push(thread),
+                    // Less preferred threads cannot change the answer while it waits: they go.
+                    (BLOCKED, _) if at < len => {
+                        next.push(thread);
+                        break;
+                    }
                     // Alive or undecided at the end of the data.
                     _ if !search.last => {
                         waiting = waiting.or(thread.slots[0]);
