@@ -303,6 +303,22 @@ fn lookaheads_that_read_far_from_every_position_stay_linear() {
     assert_eq!(out, input);
 }
 
+/// The same rule fed in 4 KiB chunks: every start's lookahead waits on the next chunk, and the one most
+/// preferred stands for all (waiting threads piled up, one per position: 64 KiB took 28 s in release).
+#[test]
+fn lookaheads_waiting_on_the_next_chunk_stay_linear() {
+    let rule = text_rule("(?=(?:a+)+c)a", "g", "x");
+    let input = "a".repeat(128 * 1024) + "b";
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sent = input.clone();
+    std::thread::spawn(move || {
+        let cuts: Vec<usize> = (1..sent.len() / 4096 + 1).map(|i| i * 4096).collect();
+        tx.send(chunked(sent.as_bytes(), &[rule], &cuts, DEFAULT_MAX_MATCH_BYTES)).unwrap()
+    });
+    let out = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the lookahead rule did not finish");
+    assert_eq!(out, input.as_bytes());
+}
+
 #[test]
 fn look_arounds_the_engine_cannot_run_are_refused_by_name() {
     for (source, flags, what) in [
