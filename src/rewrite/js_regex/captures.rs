@@ -185,7 +185,12 @@ impl JsCaptures {
         loop {
             if current.is_empty() && found.is_none() && !sticky {
                 match (search.skip_to)(at) {
-                    Some(next) => at = at.max(next),
+                    // What the list saw was at the old position.
+                    Some(next) if next > at => {
+                        at = next;
+                        seen.clear();
+                    }
+                    Some(_) => {}
                     None => return Leftmost::NoMatch,
                 }
             }
