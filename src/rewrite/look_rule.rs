@@ -17,13 +17,7 @@ impl Rule {
         flags: &JsFlags,
         replacement: RuleReplacement,
     ) -> Result<Rule, RuleError> {
-        let refuse = |what: &str, offset: usize| {
-            RuleError::from(crate::error::JsRegexError::Unsupported {
-                feature: what.to_string(),
-                offset,
-                hint: String::new(),
-            })
-        };
+        let refuse = |what: &str, offset: usize| RuleError::from(js_regex::unsupported(what, offset, ""));
         let first = translated.looks[0].offset;
         if translated.low_view.is_some() {
             return Err(refuse("look-around in a pattern that names lone low surrogates", first));

@@ -29,7 +29,7 @@ pub(crate) struct JsFlags {
     pub unicode_sets: bool,
 }
 
-pub(super) fn unsupported(feature: impl Into<String>, offset: usize, hint: &str) -> JsRegexError {
+pub(crate) fn unsupported(feature: impl Into<String>, offset: usize, hint: &str) -> JsRegexError {
     JsRegexError::Unsupported { feature: feature.into(), offset, hint: hint.to_string() }
 }
 
