@@ -1,10 +1,11 @@
-//! Where a literal set's match may start, for WebAssembly: aho-corasick's Teddy (the candidate search
-//! of [`super::literals`] natively) is x86/ARM SIMD only, and without it the automaton walks every byte,
-//! 3-4x slower than native. This is Teddy's idea on wasm `simd128`: the needles' first bytes (up to
-//! three) in at most 8 buckets, each byte position a pair of nibble tables whose lookups (`swizzle`) give
-//! the buckets a byte may belong to; a position where every compared byte shares a bucket is a candidate,
-//! which the automaton then confirms anchored. Candidates are a superset of the match starts (nibbles
-//! of different needles may combine), never missing one.
+//! Where a literal set's match may start, 32 positions at a time: Teddy's idea (aho-corasick's packed
+//! searcher) with the candidates handed out as a bit mask instead of one search per match. The needles'
+//! first bytes (up to three) go in at most 8 buckets, each compared byte position a pair of nibble
+//! tables whose lookups (`pshufb`, wasm `swizzle`) give the buckets a byte may belong to; a position where
+//! every compared byte shares a bucket is a candidate. Candidates are a superset of the match starts
+//! (nibbles of different needles may combine), never missing one. Where matches are dense (a word list
+//! over text, one match every ~10 bytes), aho-corasick's search restarted after each match cost ~18 ns
+//! a match, these masks under 2 (benches/rules.rs `rules/words`).
 
 /// Needles' starts as bucket bits per nibble, for each compared position.
 #[derive(Debug, Clone)]
@@ -13,10 +14,44 @@ pub(super) struct Fingerprints {
     len: usize,
     lo: [[u8; 16]; MAX_LEN],
     hi: [[u8; 16]; MAX_LEN],
+    simd: Simd,
 }
 
 const MAX_LEN: usize = 3;
 const BUCKETS: usize = 8;
+/// Positions a [`Fingerprints::block`] covers.
+pub(super) const BLOCK: usize = 32;
+
+/// The vector instructions this machine has for [`Fingerprints::block`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Simd {
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    #[cfg(target_arch = "x86_64")]
+    Ssse3,
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    Simd128,
+    /// None: one position at a time (far slower than aho-corasick's own search).
+    Scalar,
+}
+
+impl Simd {
+    fn detect() -> Simd {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return Simd::Avx2;
+            }
+            if std::arch::is_x86_feature_detected!("ssse3") {
+                return Simd::Ssse3;
+            }
+        }
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        return Simd::Simd128;
+        #[allow(unreachable_code)]
+        Simd::Scalar
+    }
+}
 
 impl Fingerprints {
     /// `None` for an empty needle (a match may start anywhere) or no needle.
@@ -38,57 +73,169 @@ impl Fingerprints {
                 hi[k][usize::from(b >> 4)] |= bit;
             }
         }
-        Some(Fingerprints { len, lo, hi })
+        Some(Fingerprints { len, lo, hi, simd: Simd::detect() })
+    }
+
+    /// Whether [`Fingerprints::block`] runs on vector instructions here.
+    pub(super) fn vectorised(&self) -> bool {
+        self.simd != Simd::Scalar
+    }
+
+    /// Where a block may be read from `p`: `p` and the [`BLOCK`] positions after it, each with the bytes
+    /// it compares.
+    #[cfg(test)]
+    fn block_fits(&self, hay: &[u8], p: usize) -> bool {
+        p + BLOCK + self.len - 1 <= hay.len()
+    }
+
+    /// The candidates among positions `p..p + BLOCK`, bit `i` for `p + i`. Needs [`Fingerprints::block_fits`].
+    #[cfg(test)]
+    fn block(&self, hay: &[u8], p: usize) -> u32 {
+        self.next_block(hay, p, p + 1).1
+    }
+
+    /// From `p` on, block after block, the first block with a candidate, as (its first position, its
+    /// candidates); stops at a block that would start at `stop` or after or not fit in `hay` (then with no
+    /// candidates). Where candidates are rare the loop stays in vector code.
+    pub(super) fn next_block(&self, hay: &[u8], p: usize, stop: usize) -> (usize, u32) {
+        // Where the last block that fits starts.
+        let Some(fits) = (hay.len() + 1).checked_sub(BLOCK + self.len) else { return (p, 0) };
+        let stop = stop.min(fits + 1);
+        if p >= stop {
+            return (p, 0);
+        }
+        match self.simd {
+            // SAFETY: `detect` found the instructions on this CPU; every block read starts before `stop`,
+            // at or before `fits`, so its loads stay in `hay`.
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx2 => unsafe { self.blocks_avx2(hay, p, stop) },
+            // SAFETY: as for AVX2.
+            #[cfg(target_arch = "x86_64")]
+            Simd::Ssse3 => unsafe { self.blocks_ssse3(hay, p, stop) },
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Simd::Simd128 => self.blocks_simd128(hay, p, stop),
+            Simd::Scalar => {
+                let mut p = p;
+                while p < stop {
+                    let bits = (0..BLOCK).fold(0, |bits, i| bits | (u32::from(self.candidate(hay, p + i)) << i));
+                    if bits != 0 {
+                        return (p, bits);
+                    }
+                    p += BLOCK;
+                }
+                (p, 0)
+            }
+        }
+    }
+
+    /// Whether a needle may start at `p` (its compared bytes all in `hay`).
+    pub(super) fn candidate(&self, hay: &[u8], p: usize) -> bool {
+        let Some(bytes) = hay.get(p..p + self.len) else { return false };
+        let mut buckets = 0xff;
+        for (k, &b) in bytes.iter().enumerate() {
+            buckets &= self.lo[k][usize::from(b & 15)] & self.hi[k][usize::from(b >> 4)];
+        }
+        buckets != 0
     }
 
     /// The first position at or after `from` where a needle may start and fit in `hay`.
     pub(super) fn find(&self, hay: &[u8], from: usize) -> Option<usize> {
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        return self.find_simd(hay, from);
-        #[allow(unreachable_code)]
-        self.find_scalar(hay, from)
+        let (p, bits) = self.next_block(hay, from, usize::MAX);
+        if bits != 0 {
+            return Some(p + bits.trailing_zeros() as usize);
+        }
+        (p..hay.len()).find(|&p| self.candidate(hay, p))
     }
 
-    fn find_scalar(&self, hay: &[u8], from: usize) -> Option<usize> {
-        let last = hay.len().checked_sub(self.len)?;
-        (from..=last).find(|&p| {
-            let mut buckets = 0xff;
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn blocks_avx2(&self, hay: &[u8], mut p: usize, stop: usize) -> (usize, u32) {
+        use std::arch::x86_64::*;
+        let nibble = _mm256_set1_epi8(15);
+        // SAFETY: the tables are 16 bytes each.
+        let table = |t: &[u8; 16]| _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(t.as_ptr().cast()) });
+        let lo: [__m256i; MAX_LEN] = std::array::from_fn(|k| table(&self.lo[k]));
+        let hi: [__m256i; MAX_LEN] = std::array::from_fn(|k| table(&self.hi[k]));
+        while p < stop {
+            let mut buckets = _mm256_set1_epi8(-1);
             for k in 0..self.len {
-                let b = hay[p + k];
-                buckets &= self.lo[k][usize::from(b & 15)] & self.hi[k][usize::from(b >> 4)];
+                // SAFETY: `next_block` keeps `p + k + 32 <= hay.len()` for every `p` before `stop`.
+                let bytes = unsafe { _mm256_loadu_si256(hay.as_ptr().add(p + k).cast()) };
+                let low = _mm256_shuffle_epi8(lo[k], _mm256_and_si256(bytes, nibble));
+                let high = _mm256_shuffle_epi8(hi[k], _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble));
+                buckets = _mm256_and_si256(buckets, _mm256_and_si256(low, high));
             }
-            buckets != 0
-        })
+            let bits = !(_mm256_movemask_epi8(_mm256_cmpeq_epi8(buckets, _mm256_setzero_si256())) as u32);
+            if bits != 0 {
+                return (p, bits);
+            }
+            p += BLOCK;
+        }
+        (p, 0)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "ssse3")]
+    unsafe fn blocks_ssse3(&self, hay: &[u8], mut p: usize, stop: usize) -> (usize, u32) {
+        use std::arch::x86_64::*;
+        let nibble = _mm_set1_epi8(15);
+        // SAFETY: the tables are 16 bytes each.
+        let table = |t: &[u8; 16]| unsafe { _mm_loadu_si128(t.as_ptr().cast()) };
+        let lo: [__m128i; MAX_LEN] = std::array::from_fn(|k| table(&self.lo[k]));
+        let hi: [__m128i; MAX_LEN] = std::array::from_fn(|k| table(&self.hi[k]));
+        while p < stop {
+            let mut bits = 0u32;
+            for half in [0, 16] {
+                let mut buckets = _mm_set1_epi8(-1);
+                for k in 0..self.len {
+                    // SAFETY: `next_block` keeps `p + half + k + 16 <= hay.len()` for every `p` before `stop`.
+                    let bytes = unsafe { _mm_loadu_si128(hay.as_ptr().add(p + half + k).cast()) };
+                    let low = _mm_shuffle_epi8(lo[k], _mm_and_si128(bytes, nibble));
+                    let high = _mm_shuffle_epi8(hi[k], _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble));
+                    buckets = _mm_and_si128(buckets, _mm_and_si128(low, high));
+                }
+                let empty = _mm_movemask_epi8(_mm_cmpeq_epi8(buckets, _mm_setzero_si128())) as u32;
+                bits |= (!empty & 0xffff) << half;
+            }
+            if bits != 0 {
+                return (p, bits);
+            }
+            p += BLOCK;
+        }
+        (p, 0)
     }
 
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    fn find_simd(&self, hay: &[u8], from: usize) -> Option<usize> {
+    fn blocks_simd128(&self, hay: &[u8], mut p: usize, stop: usize) -> (usize, u32) {
+        while p < stop {
+            let bits = self.half_simd128(hay, p) | (self.half_simd128(hay, p + 16) << 16);
+            if bits != 0 {
+                return (p, bits);
+            }
+            p += BLOCK;
+        }
+        (p, 0)
+    }
+
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    fn half_simd128(&self, hay: &[u8], p: usize) -> u32 {
         use core::arch::wasm32::*;
         let load = |bytes: &[u8]| {
             assert!(bytes.len() >= 16);
-            // SAFETY: 16 bytes are there to read (checked above, and the loop's bound keeps it true).
+            // SAFETY: 16 bytes are there to read (checked above).
             unsafe { core::ptr::read_unaligned(bytes.as_ptr().cast::<v128>()) }
         };
-        let lo: [v128; MAX_LEN] = core::array::from_fn(|k| load(&self.lo[k]));
-        let hi: [v128; MAX_LEN] = core::array::from_fn(|k| load(&self.hi[k]));
         let nibble = u8x16_splat(15);
-        let mut p = from;
-        // 16 positions a step; the last compared byte of the last position is p + 15 + len - 1.
-        while p + 15 + self.len <= hay.len() {
-            let mut buckets = u8x16_splat(0xff);
-            for k in 0..self.len {
-                let bytes = load(&hay[p + k..]);
-                let found =
-                    v128_and(u8x16_swizzle(lo[k], v128_and(bytes, nibble)), u8x16_swizzle(hi[k], u8x16_shr(bytes, 4)));
-                buckets = v128_and(buckets, found);
-            }
-            let lanes = u8x16_bitmask(u8x16_ne(buckets, u8x16_splat(0)));
-            if lanes != 0 {
-                return Some(p + lanes.trailing_zeros() as usize);
-            }
-            p += 16;
+        let mut buckets = u8x16_splat(0xff);
+        for k in 0..self.len {
+            let bytes = load(&hay[p + k..]);
+            let found = v128_and(
+                u8x16_swizzle(load(&self.lo[k]), v128_and(bytes, nibble)),
+                u8x16_swizzle(load(&self.hi[k]), u8x16_shr(bytes, 4)),
+            );
+            buckets = v128_and(buckets, found);
         }
-        self.find_scalar(hay, p)
+        u32::from(u8x16_bitmask(u8x16_ne(buckets, u8x16_splat(0))))
     }
 }
 
@@ -111,7 +258,14 @@ mod tests {
                 (0..1 + next(20)).map(|_| (0..1 + next(5)).map(|_| b'a' + next(4)).collect()).collect();
             let refs: Vec<&[u8]> = needles.iter().map(|n| &n[..]).collect();
             let fp = Fingerprints::new(&refs).unwrap();
-            let hay: Vec<u8> = (0..next(60)).map(|_| b'a' + next(5)).collect();
+            let hay: Vec<u8> = (0..next(120)).map(|_| b'a' + next(5)).collect();
+            // Every kind of vector this machine has gives the same blocks as the scalar code.
+            for simd in available() {
+                let other = Fingerprints { simd, ..fp.clone() };
+                for p in 0..hay.len() {
+                    assert_eq!(other.next_block(&hay, p, hay.len()), fp.next_block(&hay, p, hay.len()), "{simd:?}");
+                }
+            }
             let starts: Vec<usize> = (0..hay.len()).filter(|&p| refs.iter().any(|n| hay[p..].starts_with(n))).collect();
             for &s in &starts {
                 assert_eq!(fp.find(&hay, s), Some(s), "{needles:?} in {hay:?} at {s}");
@@ -119,8 +273,22 @@ mod tests {
             if let Some(c) = fp.find(&hay, 0) {
                 assert!(starts.first().is_none_or(|&s| c <= s));
             }
+            // A block's bits are the positions' own answers.
+            for p in (0..hay.len()).filter(|&p| fp.block_fits(&hay, p)) {
+                let one_by_one = (0..BLOCK).fold(0, |bits, i| bits | (u32::from(fp.candidate(&hay, p + i)) << i));
+                assert_eq!(fp.block(&hay, p), one_by_one, "{needles:?} in {hay:?} from {p}");
+            }
         }
         assert!(Fingerprints::new(&[b"", b"ab"]).is_none());
+    }
+
+    fn available() -> Vec<Simd> {
+        let mut kinds = vec![Simd::Scalar, Simd::detect()];
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("ssse3") {
+            kinds.push(Simd::Ssse3);
+        }
+        kinds
     }
 
     #[test]
@@ -128,5 +296,11 @@ mod tests {
         let fp = Fingerprints::new(&[b"legacy-host", b"content-block", b"throughput"]).unwrap();
         let hay = b"the cat of a page: lengthy text, then throughput";
         assert_eq!(fp.find(hay, 0), Some(hay.len() - 10));
+    }
+
+    #[test]
+    fn this_machine_has_vectors() {
+        // The build machines (x86-64 with AVX2 or SSSE3, wasm with simd128) all do.
+        assert!(Fingerprints::new(&[b"abc"]).unwrap().vectorised());
     }
 }

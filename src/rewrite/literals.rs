@@ -20,6 +20,8 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 
 use super::fingerprint::Fingerprints;
 use super::hay::Next;
+use super::literal_interactions::interactions;
+use super::needle_scan::{copy_short, NeedleScan};
 
 /// One literal rule: what it finds and what it writes.
 #[derive(Debug, Clone)]
@@ -43,11 +45,35 @@ pub(super) struct LiteralSet {
     /// match, as (offset, member). Only where such a pair is found in the text does the shared search
     /// differ from the rules in turn (see [`group`]).
     watch: Vec<Vec<(u32, u32)>>,
+    /// For each member with watched pairs, the bytes (as bits of `byte % 64`) that may follow its match as
+    /// the rest of an earlier member's needle: any other byte after it, and the match stands.
+    watch_next: Vec<u64>,
     /// Where the members that must be searched apart begin, after the first: the sets that run in turn
     /// once a watched pair is found.
     strict_starts: Vec<usize>,
     /// Those sets, built when first needed (most bodies never need them) and kept for the next body.
     in_turn: OnceLock<Result<InTurnSets, String>>,
+    /// The members' outputs end to end, then 16 bytes more, and where each one is: see [`copy_short`].
+    outputs: Vec<u8>,
+    output_spans: Vec<(usize, usize)>,
+}
+
+/// Where [`LiteralSet::replace_run`] starts and where it left off.
+pub(super) struct Progress {
+    /// Where the search goes on.
+    pub(super) from: usize,
+    /// The input's bytes before this are written out.
+    pub(super) emitted: usize,
+    /// Matches replaced, counted on.
+    pub(super) replaced: u64,
+    /// No member can match any more.
+    pub(super) finished: bool,
+}
+
+impl Progress {
+    pub(super) fn at(from: usize, emitted: usize, replaced: u64) -> Progress {
+        Progress { from, emitted, replaced, finished: false }
+    }
 }
 
 /// The sets that run in turn in a shared search's place, each with the range of its members.
@@ -57,6 +83,9 @@ pub(super) type InTurnSets = Vec<(Range<usize>, LiteralSet)>;
 #[derive(Debug, Clone)]
 enum Searcher {
     One(Box<memchr::memmem::Finder<'static>>),
+    /// Up to [`PACKED_LIMIT`] needles where the machine has the vector instructions: found a block of
+    /// positions at a time, and replaced in one loop (see [`LiteralSet::replace_run`]).
+    Scan(Box<NeedleScan>),
     /// Up to [`PACKED_LIMIT`] needles: Teddy finds and confirms them in one search, with no automaton.
     Packed(Box<aho_corasick::packed::Searcher>),
     Many {
@@ -80,6 +109,9 @@ const PACKED_LIMIT: usize = 100;
 impl Searcher {
     fn many(needles: &[&[u8]]) -> Result<Searcher, String> {
         if needles.len() <= PACKED_LIMIT {
+            if let Some(scan) = NeedleScan::new(needles) {
+                return Ok(Searcher::Scan(Box::new(scan)));
+            }
             let packed = aho_corasick::packed::Config::new()
                 .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
                 .builder()
@@ -124,6 +156,9 @@ impl Searcher {
         let found = |m: aho_corasick::Match| (m.start(), m.end(), m.pattern().as_usize());
         match self {
             Searcher::One(finder) => finder.find(&hay[at..]).map(|i| (at + i, at + i + finder.needle().len(), 0)),
+            Searcher::Scan(scan) => {
+                scan.starts(hay, at, hay.len()).next().map(|(start, member)| (start, start + scan.len(member), member))
+            }
             Searcher::Packed(searcher) => searcher
                 .find_in(hay, aho_corasick::Span { start: at, end: hay.len() })
                 .map(|m| (m.start(), m.end(), m.pattern().as_usize())),
@@ -160,6 +195,7 @@ impl Searcher {
     fn memory_usage(&self) -> usize {
         match self {
             Searcher::One(finder) => finder.needle().len(),
+            Searcher::Scan(scan) => scan.memory_usage(),
             Searcher::Packed(searcher) => searcher.memory_usage(),
             Searcher::Many { automaton, starts, fingerprints } => {
                 automaton.memory_usage()
@@ -187,7 +223,35 @@ impl LiteralSet {
         let longest = members.iter().map(|m| m.needle.len()).max().unwrap_or(1);
         let mut sorted: Vec<Vec<u8>> = members.iter().map(|m| m.needle.clone()).collect();
         sorted.sort_unstable();
-        Ok(LiteralSet { members, searcher, longest, sorted, watch, strict_starts, in_turn: OnceLock::new() })
+        let mut outputs = Vec::new();
+        let mut output_spans = Vec::with_capacity(members.len());
+        for member in &members {
+            output_spans.push((outputs.len(), outputs.len() + member.output.len()));
+            outputs.extend_from_slice(&member.output);
+        }
+        outputs.extend_from_slice(&[0; 16]);
+        let watch_next = watch
+            .iter()
+            .zip(&members)
+            .map(|(pairs, member)| {
+                let next = |&(offset, earlier): &(u32, u32)| {
+                    members[earlier as usize].needle[member.needle.len() - offset as usize]
+                };
+                pairs.iter().map(next).fold(0u64, |bits, byte| bits | 1 << (byte % 64))
+            })
+            .collect();
+        Ok(LiteralSet {
+            members,
+            searcher,
+            longest,
+            sorted,
+            watch,
+            watch_next,
+            strict_starts,
+            in_turn: OnceLock::new(),
+            outputs,
+            output_spans,
+        })
     }
 
     /// The sets that run one after another in this set's place once a watched pair is found, each with the
@@ -288,6 +352,55 @@ impl LiteralSet {
         None
     }
 
+    /// Replaces, in one loop, the matches that start from `at.from` on and lie far enough from the data's
+    /// end that no byte they depend on can be missing (a watched pair needs the bytes after a match): the
+    /// search one match at a time ([`LiteralSet::next_match`]) settles the rest. Only for a set searched by
+    /// a [`NeedleScan`]; others return `at` as it came.
+    pub(super) fn replace_run(
+        &self,
+        hay: &[u8],
+        mut at: Progress,
+        (last, max_match): (bool, usize),
+        states: &mut MemberStates,
+        out: &mut Vec<u8>,
+        abandoned: &mut u64,
+    ) -> Progress {
+        let Searcher::Scan(scan) = &self.searcher else { return at };
+        let limit = hay.len().saturating_sub(2 * self.longest);
+        let mut starts = scan.starts(hay, at.from, limit);
+        let mut stopped = false;
+        while let Some((start, member)) = starts.next() {
+            let end = start + scan.len(member);
+            if states.done[member] || end - start > max_match {
+                // As in `next_match`: left as it is, and the search goes on from the next byte.
+                *abandoned += u64::from(!states.done[member]);
+                continue;
+            }
+            if self.watch_next.get(member).is_some_and(|next| next & 1 << (hay[end] % 64) != 0)
+                && self.watched(hay, start, member, last, max_match, &states.done).is_some()
+            {
+                // The search one match at a time finds it again and says what it needs.
+                (at.from, stopped) = (start, true);
+                break;
+            }
+            copy_short(out, hay, at.emitted, start);
+            let (from, to) = self.output_spans[member];
+            copy_short(out, &self.outputs, from, to);
+            (at.emitted, at.from) = (end, end);
+            at.replaced += 1;
+            states.current = member;
+            if states.replaced(self) {
+                at.finished = true;
+                return at;
+            }
+            starts.skip_to(end);
+        }
+        if !stopped {
+            at.from = at.from.max(limit);
+        }
+        at
+    }
+
     /// Whether `tail` is the start of some needle (shorter than it).
     fn starts_a_needle(&self, tail: &[u8]) -> bool {
         let first = self.sorted.partition_point(|needle| needle.as_slice() < tail);
@@ -339,7 +452,9 @@ pub(super) struct Group {
 /// `serverewrite`) does not split the set: the pair is watched, and only a body where it is found runs
 /// the rules in turn from there (see `Next::InTurn`).
 pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
-    let found = interactions(&literals);
+    let needles: Vec<&[u8]> = literals.iter().map(|l| &l.needle[..]).collect();
+    let outputs: Vec<&[u8]> = literals.iter().map(|l| &l.output[..]).collect();
+    let found = interactions(&needles, &outputs);
     let mut groups: Vec<Group> = Vec::new();
     // The set each rule went to, to tell whether an earlier rule it may interact with is in the open one.
     let mut group_of: Vec<usize> = Vec::with_capacity(literals.len());
@@ -385,135 +500,6 @@ pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
         }
     }
     groups
-}
-
-/// At most this many interactions are kept; past it every rule keeps its own stage (a rule set built to
-/// interact everywhere gains nothing from grouping).
-const MAX_INTERACTIONS: usize = 1 << 20;
-
-/// For each literal, the earlier ones it may interact with.
-struct Interactions {
-    /// Their needles overlap one inside the other, or the earlier one's replacement overlaps this one's
-    /// needle (this rule would read what the earlier wrote): never in one set.
-    hard: Vec<Vec<u32>>,
-    /// The earlier one's needle may begin inside this one's match, at this offset, and end after it: in
-    /// one set, watched.
-    soft: Vec<Vec<(u32, u32)>>,
-}
-
-/// The interactions of `literals` (see [`Interactions`]); `None`: too many to keep.
-fn interactions(literals: &[Literal]) -> Option<Interactions> {
-    let n = literals.len();
-    let mut earlier: Vec<Vec<u32>> = vec![Vec::new(); n];
-    let mut soft: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
-    if n < 2 {
-        return Some(Interactions { hard: earlier, soft });
-    }
-    let needles: Vec<&[u8]> = literals.iter().map(|l| &l.needle[..]).collect();
-    let outputs: Vec<&[u8]> = literals.iter().map(|l| &l.output[..]).collect();
-    let by_needle = Sorted::new(&needles);
-    let mut kept = 0;
-    for (i, soft) in soft.iter_mut().enumerate() {
-        for (offset, j) in by_needle.starting_with_a_suffix_of(needles[i]) {
-            if j < i {
-                kept += 1;
-                soft.push((offset as u32, j as u32));
-            }
-        }
-    }
-    if kept > MAX_INTERACTIONS {
-        return None;
-    }
-    // Needles overlap whatever their order; a replacement matters only to the rules after it.
-    let mut note = |a: usize, b: usize, symmetric: bool| -> bool {
-        let (first, second) = (a.min(b), a.max(b));
-        if a == b || (!symmetric && a > b) {
-            return true;
-        }
-        kept += 1;
-        earlier[second].push(first as u32);
-        kept <= MAX_INTERACTIONS
-    };
-    let needle_search = overlapping_search(&needles).ok()?;
-    // A needle inside another needle, and a needle inside a replacement.
-    for (i, needle) in needles.iter().enumerate() {
-        for found in needle_search.find_overlapping_iter(*needle) {
-            if !note(i, found.pattern().as_usize(), true) {
-                return None;
-            }
-        }
-    }
-    for (i, output) in outputs.iter().enumerate() {
-        for found in needle_search.find_overlapping_iter(*output) {
-            if !note(i, found.pattern().as_usize(), false) {
-                return None;
-            }
-        }
-    }
-    // A replacement inside a needle.
-    let written: Vec<(usize, &[u8])> = outputs.iter().copied().enumerate().filter(|(_, o)| !o.is_empty()).collect();
-    let output_search = overlapping_search(&written.iter().map(|(_, o)| *o).collect::<Vec<_>>()).ok()?;
-    for (j, needle) in needles.iter().enumerate() {
-        for found in output_search.find_overlapping_iter(*needle) {
-            if !note(written[found.pattern().as_usize()].0, j, false) {
-                return None;
-            }
-        }
-    }
-    // A text's end that is another's start: replacement then needle, needle then replacement (hard), and
-    // needle then needle. Two needles that overlap so interact only when the later rule's comes first (the
-    // earlier rule's match wins in turn though it starts further right); the other way round, the leftmost
-    // match is the one rule order picks.
-    let by_output = Sorted::new(&outputs);
-    for i in 0..n {
-        for (_, j) in by_needle.starting_with_a_suffix_of(outputs[i]) {
-            if !note(i, j, false) {
-                return None;
-            }
-        }
-        for (_, j) in by_output.starting_with_a_suffix_of(needles[i]) {
-            if !note(j, i, false) {
-                return None;
-            }
-        }
-    }
-    Some(Interactions { hard: earlier, soft })
-}
-
-fn overlapping_search(patterns: &[&[u8]]) -> Result<AhoCorasick, aho_corasick::BuildError> {
-    AhoCorasick::builder().match_kind(MatchKind::Standard).build(patterns)
-}
-
-/// Texts sorted, to find those that start with a given text by binary search.
-struct Sorted<'a> {
-    texts: Vec<(&'a [u8], usize)>,
-}
-
-impl<'a> Sorted<'a> {
-    fn new(texts: &[&'a [u8]]) -> Sorted<'a> {
-        let mut texts: Vec<(&[u8], usize)> = texts.iter().copied().enumerate().map(|(i, t)| (t, i)).collect();
-        texts.sort_unstable();
-        Sorted { texts }
-    }
-
-    /// The texts that start with a proper, non-empty suffix of `text` and are longer than it (a text equal
-    /// to the suffix lies inside `text`: found by the overlapping search), as (where the suffix starts,
-    /// index).
-    fn starting_with_a_suffix_of(&self, text: &[u8]) -> Vec<(usize, usize)> {
-        let mut found = Vec::new();
-        for k in 1..text.len() {
-            let suffix = &text[k..];
-            let first = self.texts.partition_point(|(t, _)| *t < suffix);
-            found.extend(
-                self.texts[first..]
-                    .iter()
-                    .take_while(|(t, _)| t.starts_with(suffix))
-                    .filter(|(t, _)| t.len() > suffix.len())
-                    .map(|(_, i)| (k, *i)),
-            );
-        }
-        found
-    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! it knows, at every chunk edge, which bytes can still belong to a match and must be held back.
 //!
 //! Files: `rule` compiles rules (with `js_regex` translating the patterns, `prefixes` building the automaton
-//! of held-back data, `grouped`, `literals` and `regex_groups` grouping rules that cannot interact, `in_turn`
+//! of held-back data, `grouped`, `literals` (with `literal_interactions`) and `regex_groups` grouping rules that cannot interact, with
+//! `fingerprint` and `needle_scan` finding a literal set's matches for one loop that replaces them, `in_turn`
 //! the way out of a shared search where a body needs the rules one after another, `overlap`
 //! telling whether two regular languages' matches can overlap); `hay` holds what every search works on and
 //! answers with; `search` is one regex search's candidates and anchored runs; `next_match` is a regex rule's
@@ -24,9 +25,11 @@ mod in_turn;
 mod js_regex;
 mod lines;
 mod links;
+mod literal_interactions;
 mod literals;
 mod look_around;
 mod look_rule;
+mod needle_scan;
 mod next_match;
 mod origins;
 mod overlap;

@@ -16,7 +16,7 @@ use super::hay::{
 };
 use std::sync::Arc;
 
-use super::literals::MemberStates;
+use super::literals::{MemberStates, Progress};
 use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
 use super::rule::{Engine, GroupFinder, Rule};
 use super::search::{RegexSearch, Run};
@@ -330,6 +330,17 @@ impl Stage {
     fn scan(&mut self, hay: Hay, last: bool, out: &mut Vec<u8>) -> Result<usize, ReplaceError> {
         let len = hay.bytes.len();
         let units = self.units();
+        if let Engine::Literals(set) = &self.rule.inner.engine {
+            // Most of a literal set's matches in one loop; the search one match at a time goes on from there.
+            let at = Progress::at(self.search_from, self.emitted, self.matches);
+            let run =
+                set.replace_run(hay.bytes, at, (last, self.max_match), &mut self.members, out, &mut self.abandoned);
+            (self.search_from, self.emitted, self.matches, self.done) =
+                (run.from, run.emitted, run.replaced, run.finished);
+            if self.done {
+                return Ok(len);
+            }
+        }
         loop {
             if self.skip_char {
                 if self.search_from >= len {
@@ -402,15 +413,11 @@ impl Stage {
         if group.members.is_empty() {
             return Ok(None);
         }
-        let member = group.pattern_at(hay, start, end).and_then(|m| Some((m, group.members.get(m)?)));
-        let Some((index, member)) = member.filter(|(index, _)| *index < self.members.done.len()) else {
-            return Err(ReplaceError {
-                rule: self.rule.inner.label.clone(),
-                message: "internal error: no member of the group matched".into(),
-            });
-        };
+        let index = group.pattern_at(hay, start, end).filter(|&index| index < self.members.done.len());
+        let global = index.and_then(|index| Some(group.members.get(index)?.inner.global));
+        let (Some(index), Some(global)) = (index, global) else { return Err(no_member(&self.rule)) };
         self.members.current = index;
-        Ok(Some(member.inner.global))
+        Ok(Some(global))
     }
 
     fn next_match(&mut self, hay: Hay, last: bool) -> Next {
@@ -462,16 +469,8 @@ impl Stage {
                 return Ok(());
             }
             Engine::Regex(re) if re.members.is_empty() => re,
-            Engine::Regex(group) => match group.member(self.members.current) {
-                // The member that matched (see `group_member`), with its own template and captures search.
-                Some(re) => re,
-                None => {
-                    return Err(ReplaceError {
-                        rule: rule.inner.label.clone(),
-                        message: "internal error: no member of the group matched".into(),
-                    })
-                }
-            },
+            // The member that matched (see `group_member`), with its own template and captures search.
+            Engine::Regex(group) => group.member(self.members.current).ok_or_else(|| no_member(rule))?,
         };
         // Halves of an astral character cut off by the match (rules without `u`) are lone surrogates in `$&`
         // and groups, as in JavaScript.
@@ -594,4 +593,8 @@ impl Stage {
         }
         Ok(())
     }
+}
+
+fn no_member(rule: &Rule) -> ReplaceError {
+    ReplaceError { rule: rule.inner.label.clone(), message: "internal error: no member of the group matched".into() }
 }

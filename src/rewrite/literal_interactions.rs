@@ -1,0 +1,132 @@
+//! Which literal rules may interact when applied one after another (see `literals::group`, which splits a
+//! run of literal rules into sets by these answers): a needle inside another or inside an earlier rule's
+//! replacement, a replacement's end that starts a needle, and needles that overlap at their ends.
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
+/// At most this many interactions are kept; past it every rule keeps its own stage (a rule set built to
+/// interact everywhere gains nothing from grouping).
+const MAX_INTERACTIONS: usize = 1 << 20;
+
+/// For each literal, the earlier ones it may interact with.
+pub(super) struct Interactions {
+    /// Their needles overlap one inside the other, or the earlier one's replacement overlaps this one's
+    /// needle (this rule would read what the earlier wrote): never in one set.
+    pub(super) hard: Vec<Vec<u32>>,
+    /// The earlier one's needle may begin inside this one's match, at this offset, and end after it: in
+    /// one set, watched.
+    pub(super) soft: Vec<Vec<(u32, u32)>>,
+}
+
+/// The interactions of literal rules, by their needles and outputs in rule order (see [`Interactions`]); `None`: too many to keep.
+pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]]) -> Option<Interactions> {
+    let n = needles.len();
+    let mut earlier: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut soft: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
+    if n < 2 {
+        return Some(Interactions { hard: earlier, soft });
+    }
+    let by_needle = Sorted::new(needles);
+    let mut kept = 0;
+    for (i, soft) in soft.iter_mut().enumerate() {
+        for (offset, j) in by_needle.starting_with_a_suffix_of(needles[i]) {
+            if j < i {
+                kept += 1;
+                soft.push((offset as u32, j as u32));
+            }
+        }
+    }
+    if kept > MAX_INTERACTIONS {
+        return None;
+    }
+    // Needles overlap whatever their order; a replacement matters only to the rules after it.
+    let mut note = |a: usize, b: usize, symmetric: bool| -> bool {
+        let (first, second) = (a.min(b), a.max(b));
+        if a == b || (!symmetric && a > b) {
+            return true;
+        }
+        kept += 1;
+        earlier[second].push(first as u32);
+        kept <= MAX_INTERACTIONS
+    };
+    let needle_search = overlapping_search(needles).ok()?;
+    // A needle inside another needle, and a needle inside a replacement.
+    for (i, needle) in needles.iter().enumerate() {
+        for found in needle_search.find_overlapping_iter(*needle) {
+            if !note(i, found.pattern().as_usize(), true) {
+                return None;
+            }
+        }
+    }
+    for (i, output) in outputs.iter().enumerate() {
+        for found in needle_search.find_overlapping_iter(*output) {
+            if !note(i, found.pattern().as_usize(), false) {
+                return None;
+            }
+        }
+    }
+    // A replacement inside a needle.
+    let written: Vec<(usize, &[u8])> = outputs.iter().copied().enumerate().filter(|(_, o)| !o.is_empty()).collect();
+    let output_search = overlapping_search(&written.iter().map(|(_, o)| *o).collect::<Vec<_>>()).ok()?;
+    for (j, needle) in needles.iter().enumerate() {
+        for found in output_search.find_overlapping_iter(*needle) {
+            if !note(written[found.pattern().as_usize()].0, j, false) {
+                return None;
+            }
+        }
+    }
+    // A text's end that is another's start: replacement then needle, needle then replacement (hard), and
+    // needle then needle. Two needles that overlap so interact only when the later rule's comes first (the
+    // earlier rule's match wins in turn though it starts further right); the other way round, the leftmost
+    // match is the one rule order picks.
+    let by_output = Sorted::new(outputs);
+    for i in 0..n {
+        for (_, j) in by_needle.starting_with_a_suffix_of(outputs[i]) {
+            if !note(i, j, false) {
+                return None;
+            }
+        }
+        for (_, j) in by_output.starting_with_a_suffix_of(needles[i]) {
+            if !note(j, i, false) {
+                return None;
+            }
+        }
+    }
+    Some(Interactions { hard: earlier, soft })
+}
+
+fn overlapping_search(patterns: &[&[u8]]) -> Result<AhoCorasick, aho_corasick::BuildError> {
+    AhoCorasick::builder().match_kind(MatchKind::Standard).build(patterns)
+}
+
+/// Texts sorted, to find those that start with a given text by binary search.
+struct Sorted<'a> {
+    texts: Vec<(&'a [u8], usize)>,
+}
+
+impl<'a> Sorted<'a> {
+    fn new(texts: &[&'a [u8]]) -> Sorted<'a> {
+        let mut texts: Vec<(&[u8], usize)> = texts.iter().copied().enumerate().map(|(i, t)| (t, i)).collect();
+        texts.sort_unstable();
+        Sorted { texts }
+    }
+
+    /// The texts that start with a proper, non-empty suffix of `text` and are longer than it (a text equal
+    /// to the suffix lies inside `text`: found by the overlapping search), as (where the suffix starts,
+    /// index).
+    fn starting_with_a_suffix_of(&self, text: &[u8]) -> Vec<(usize, usize)> {
+        let mut found = Vec::new();
+        for k in 1..text.len() {
+            let suffix = &text[k..];
+            let first = self.texts.partition_point(|(t, _)| *t < suffix);
+            found.extend(
+                self.texts[first..]
+                    .iter()
+                    .take_while(|(t, _)| t.starts_with(suffix))
+                    .filter(|(t, _)| t.len() > suffix.len())
+                    .map(|(_, i)| (k, *i)),
+            );
+        }
+        found
+    }
+}
