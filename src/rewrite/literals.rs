@@ -354,8 +354,8 @@ impl LiteralSet {
 
     /// Replaces, in one loop, the matches that start from `at.from` on and lie far enough from the data's
     /// end that no byte they depend on can be missing (a watched pair needs the bytes after a match): the
-    /// search one match at a time ([`LiteralSet::next_match`]) settles the rest. Only for a set searched by
-    /// a [`NeedleScan`]; others return `at` as it came.
+    /// search one match at a time ([`LiteralSet::next_match`]) settles the rest. A [`NeedleScan`] hands out
+    /// the matches of a block at once; the other searchers are asked again after each match.
     pub(super) fn replace_run(
         &self,
         hay: &[u8],
@@ -365,12 +365,17 @@ impl LiteralSet {
         out: &mut Vec<u8>,
         abandoned: &mut u64,
     ) -> Progress {
-        let Searcher::Scan(scan) = &self.searcher else { return at };
         let limit = hay.len().saturating_sub(2 * self.longest);
-        let mut starts = scan.starts(hay, at.from, limit);
+        let mut starts = match &self.searcher {
+            Searcher::Scan(scan) => Matches::Scan(scan.starts(hay, at.from, limit)),
+            // A match that starts before the limit ends before this: the search need not read further.
+            searcher => {
+                Matches::Restart { searcher, hay: &hay[..hay.len().min(limit + self.longest)], from: at.from, limit }
+            }
+        };
         let mut stopped = false;
         while let Some((start, member)) = starts.next() {
-            let end = start + scan.len(member);
+            let end = start + self.members[member].needle.len();
             if states.done[member] || end - start > max_match {
                 // As in `next_match`: left as it is, and the search goes on from the next byte.
                 *abandoned += u64::from(!states.done[member]);
@@ -405,6 +410,38 @@ impl LiteralSet {
     fn starts_a_needle(&self, tail: &[u8]) -> bool {
         let first = self.sorted.partition_point(|needle| needle.as_slice() < tail);
         self.sorted.get(first).is_some_and(|needle| needle.starts_with(tail) && needle.len() > tail.len())
+    }
+}
+
+/// A set's matches from a position on, for [`LiteralSet::replace_run`], with the member of each: every
+/// needle found in a [`NeedleScan`]'s blocks, or the other searchers' next match, searched again from
+/// where the last one ended (or the byte after a match left alone).
+enum Matches<'a> {
+    Scan(super::needle_scan::Starts<'a>),
+    Restart { searcher: &'a Searcher, hay: &'a [u8], from: usize, limit: usize },
+}
+
+impl Matches<'_> {
+    fn next(&mut self) -> Option<(usize, usize)> {
+        match self {
+            Matches::Scan(starts) => starts.next(),
+            Matches::Restart { searcher, hay, from, limit } => {
+                if *from >= *limit {
+                    return None;
+                }
+                let (start, _, member) = searcher.find(hay, *from).filter(|&(start, ..)| start < *limit)?;
+                *from = start + 1;
+                Some((start, member))
+            }
+        }
+    }
+
+    /// Leaves out the matches that start before `at`.
+    fn skip_to(&mut self, at: usize) {
+        match self {
+            Matches::Scan(starts) => starts.skip_to(at),
+            Matches::Restart { from, .. } => *from = at,
+        }
     }
 }
 

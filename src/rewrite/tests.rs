@@ -1282,6 +1282,29 @@ fn many_independent_literal_rules_run_as_one_stage_and_count_per_rule() {
     );
 }
 
+/// Dense matches of a set too big for the block scan (searched again after each match) and of one rule
+/// alone (`memmem`), chunked and whole: the rules in turn.
+#[test]
+fn dense_matches_of_big_sets_and_single_rules_equal_the_rules_in_turn() {
+    let big: Vec<(String, String, bool)> = (0..150).map(|i| (format!("w{i}z"), format!("W{i}"), i % 7 != 3)).collect();
+    let single = vec![("w7z".to_string(), "seven".to_string(), true)];
+    let input: String =
+        (0..3000).map(|i| format!("w{}z{}", (i * 37) % 170, if i % 3 == 0 { " " } else { "" })).collect();
+    for specs in [big, single] {
+        let rules = literal_rules(&specs);
+        let grouped = Rule::grouped(&rules);
+        assert_eq!(grouped.len(), 1);
+        let expected = replace_in_turn(&input, &specs);
+        assert_ne!(expected, input);
+        assert_eq!(whole(&input, &grouped), expected);
+        let cuts: Vec<usize> = (1..40).map(|k| k * input.len() / 40 + k % 5).collect();
+        assert_eq!(
+            String::from_utf8(chunked(input.as_bytes(), &grouped, &cuts, DEFAULT_MAX_MATCH_BYTES)).unwrap(),
+            expected
+        );
+    }
+}
+
 /// The same comparison over seeded rule sets drawn so that many rules can share a search: every case
 /// equals the rules in turn, and a good share of them do run grouped (so the comparison is not only of
 /// rules left alone).
