@@ -117,7 +117,7 @@ impl Fingerprints {
             Simd::Scalar => {
                 let mut p = p;
                 while p < stop {
-                    let bits = (0..BLOCK).fold(0, |bits, i| bits | (u32::from(self.candidate(hay, p + i)) << i));
+                    let bits = self.scalar_block(hay, p);
                     if bits != 0 {
                         return (p, bits);
                     }
@@ -126,6 +126,12 @@ impl Fingerprints {
                 (p, 0)
             }
         }
+    }
+
+    /// The candidates among positions `p..p + BLOCK` one position at a time (any that run past `hay`'s
+    /// end are none).
+    pub(super) fn scalar_block(&self, hay: &[u8], p: usize) -> u32 {
+        (0..BLOCK).fold(0, |bits, i| bits | (u32::from(self.candidate(hay, p + i)) << i))
     }
 
     /// Whether a needle may start at `p` (its compared bytes all in `hay`).
@@ -275,7 +281,7 @@ mod tests {
             }
             // A block's bits are the positions' own answers.
             for p in (0..hay.len()).filter(|&p| fp.block_fits(&hay, p)) {
-                let one_by_one = (0..BLOCK).fold(0, |bits, i| bits | (u32::from(fp.candidate(&hay, p + i)) << i));
+                let one_by_one = fp.scalar_block(&hay, p);
                 assert_eq!(fp.block(&hay, p), one_by_one, "{needles:?} in {hay:?} from {p}");
             }
         }

@@ -150,10 +150,7 @@ impl Starts<'_> {
             let (at, bits) = fingerprints.next_block(self.hay, p, self.end);
             // Past the blocks that fit: the last positions one by one.
             let (at, bits) = match (bits, at < self.end) {
-                (0, true) => (
-                    at,
-                    (0..BLOCK).fold(0, |bits, i| bits | (u32::from(fingerprints.candidate(self.hay, at + i)) << i)),
-                ),
+                (0, true) => (at, fingerprints.scalar_block(self.hay, at)),
                 _ => (at, bits),
             };
             let bits = match self.end.saturating_sub(at) {
