@@ -87,6 +87,13 @@ static DEFLATE_STATES: Pool<FastDeflate> = Pool::new();
 static ZSTD_STATES: Pool<zstd::stream::raw::Encoder<'static>> = Pool::new();
 
 impl Encoder {
+    /// Sets up, once per process, the compressor state most responses use (gzip's), so that the first
+    /// response costs what later ones do. Blocks for a fraction of a millisecond: call it off the async
+    /// workers.
+    pub fn prepare_process() {
+        DEFLATE_STATES.prepare(FastDeflate::new);
+    }
+
     /// An encoder for one body in `encoding`; its compressor state comes from a pool when one is idle.
     pub fn new(encoding: Encoding) -> Encoder {
         Encoder::for_upstream(encoding, Encoding::Identity)

@@ -89,6 +89,12 @@ impl ProxyServer {
         // Certificates: files, key generation and the OS trust store are read off the async workers.
         let verify = config.verify_tls.is_on() || config.routes.iter().any(|route| route.verify_tls.is_on());
         let (https, host) = (config.serves_https().then(|| config.https.clone()), config.host.clone());
+        // What the first request of a process would otherwise set up (so it is no dearer than the next),
+        // alongside the trust store.
+        let prepared = tokio::task::spawn_blocking(|| {
+            crate::codec::Encoder::prepare_process();
+            crate::observe::mask::scanner();
+        });
         let (served, verifier) = tokio::task::spawn_blocking(move || {
             let served = https.map(|https| tls::served(&https, &host)).transpose()?;
             let verifier = verify.then(tls::upstream_verifier).transpose()?;
@@ -96,6 +102,7 @@ impl ProxyServer {
         })
         .await
         .map_err(|e| StartError::Https(format!("setting up TLS failed: {e}")))??;
+        let _ = prepared.await;
         let verifier = verifier.map(|(verifier, warning)| {
             if let Some(warning) = warning {
                 stats.log_error(&warning);
