@@ -236,7 +236,8 @@ test(`rewrite() differential: chains of 2-3 rules from all categories (seed ${SE
 // Random patterns (issue 17): built from atoms that include astral characters, CRLF, \u2028/\u2029, empty
 // alternatives, groups in repetitions, lazy/greedy/bounded quantifiers and look-arounds (of the forms the
 // engine takes: no groups or look-arounds inside, lookbehinds of bounded length, none with `m`), with every
-// flag; no backreferences, so the engine must accept every one (refused: 0) and agree with V8.
+// flag; no backreferences, so the engine must accept every one (refused: 0) and agree with V8, but for those
+// V8 itself compiles wrongly (a negated `v` class in a repetition it unrolls), refused by name and counted apart.
 // DIFF_CASES=n runs n cases (default 5000).
 const RANDOM_INPUT = ['a', 'b', 'A', 'é', 'É', '😀', '😁', '🎉', '\r\n', '\r', '\n', '\u2028', '\u2029', ' ', '<', 'x', '中', '_', '1']
 const RANDOM_ATOMS = [
@@ -333,6 +334,7 @@ test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty i
   const failures = []
   let refused = 0
   let tooBig = 0
+  let v8Unrolled = 0
   let splitArgs = 0
   let v8Inside = 0
   const refusals = []
@@ -340,8 +342,8 @@ test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty i
   // Rules without `u` naming lone surrogates, on text with astral characters.
   let loneCases = 0
   let lookCases = 0
-  const seen = () => compared + refused + tooBig + splitArgs + v8Inside
-  const counts = () => `${seen()} cases: ${compared} compared, ${compared - failures.length} equal, ${failures.length} different, ${refused} refused, ${tooBig} over the size cap, ${splitArgs + v8Inside} skipped, ${((Date.now() - started) / 1000).toFixed(1)} s`
+  const seen = () => compared + refused + tooBig + v8Unrolled + splitArgs + v8Inside
+  const counts = () => `${seen()} cases: ${compared} compared, ${compared - failures.length} equal, ${failures.length} different, ${refused} refused, ${v8Unrolled} refused as V8 compiles them wrongly, ${tooBig} over the size cap, ${splitArgs + v8Inside} skipped, ${((Date.now() - started) / 1000).toFixed(1)} s`
   while (seen() < count) {
     if (seen() > 0 && seen() % 10000 === 0 && count > 10000) console.log(`random patterns progress: ${counts()}`)
     const rule = randomPatternRule(rnd)
@@ -372,6 +374,8 @@ test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty i
         // The automata's size cap (a resource limit, not a feature): large random nestings of bounded
         // repetitions of Unicode classes reach it.
         if (/too complex/.test(refusal.message)) tooBig++
+        // V8's own miscompile (see the v flag's test): its answer is not the spec's, nor any streamed one's.
+        else if (/a negated `v` class in a repetition V8 unrolls/.test(refusal.message)) v8Unrolled++
         else refused++
         if (refusals.length < 5) refusals.push(`${rule.match}: ${refusal.message}`)
         continue
@@ -392,6 +396,7 @@ test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty i
   assert.ok(compared >= count * 0.9, `only ${compared} of ${count} cases compared`)
   assert.equal(refused, 0, `refused:\n  ${refusals.join('\n  ')}`)
   assert.ok(tooBig <= count / 1000, `${tooBig} over the size cap:\n  ${refusals.join('\n  ')}`)
+  assert.ok(v8Unrolled <= count / 50, `${v8Unrolled} refused as V8 compiles them wrongly`)
   total += compared
 })
 
@@ -580,6 +585,10 @@ test('rewrite(): the v flag: set difference and intersection, nested classes, \\
     ['ſKks', /[\w--[s]]/giv, '[$&]'],
     ['Straße STRASSE', /[\q{ß|ss}]/giv, '[$&]'],
     ['<a><B>', /<[[a-z]--[b]]>/giv, ''],
+    // A negated class in a repetition V8 compiles once: `*`, a body that may match empty, a capture group.
+    ['ab<bab', /(?:[^<]b)*/gv, '[$&]'],
+    ['ab<bab', /(?:[^<][^<])+/gv, '[$&]'],
+    ['aB<bab😀b', /([^<]b)+/giv, '[$1]'],
   ].map(([input, match, replace]) => ({ input, rules: [{ match, replace }] }))
   check(cases)
   const { rewrite } = jsForm()
@@ -588,6 +597,15 @@ test('rewrite(): the v flag: set difference and intersection, nested classes, \\
   assert.equal('aAbc'.replace(/[[a-c]--a]/giv, '-'), '----', 'V8 still ignores it: the refusal may go')
   assert.throws(() => rewrite('x', [{ match: /[[a-c]--a]/giv, replace: '' }]), /a single character or \\q\{…\} subtracted with the `i` flag/)
   assert.equal(rewrite('aAbc', [{ match: /[[a-c]--[a]]/giv, replace: '-' }]), 'aA--')
+  // Another (Node 20): a negated class in a repetition V8 unrolls is complemented again in each copy, and
+  // what the copies match depends on the whole text (all Latin-1 or not); refused (issue 606's case too).
+  assert.equal('abcd'.replace(/(?:[^<].){2}/v, '-'), 'abcd', 'V8 still complements it again: the refusal may go')
+  assert.equal('ababab'.replace(/(?:[^<]b){3}/v, '-'), '-')
+  assert.equal('abababĀ'.replace(/(?:[^<]b){3}/v, '-'), 'abababĀ')
+  assert.equal(' \u2028É \r\n1é😁😁\r\n'.replace(/\r\n*?(?:[^<][\ud83d\ude00]*?.){2,}[😀]??/giv, '-'), ' \u2028É \r\n1é😁😁\r\n')
+  for (const match of [/(?:[^<].){2}/v, /\r\n*?(?:[^<][\ud83d\ude00]*?.){2,}[😀]??/giv, /(?:[^<]b)+/gv]) {
+    assert.throws(() => rewrite('x', [{ match, replace: '' }]), /a negated `v` class in a repetition V8 unrolls/, String(match))
+  }
 })
 
 test('rewrite(): the y flag matches back to back from the start of the input, whatever the chunks', () => {

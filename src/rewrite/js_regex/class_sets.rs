@@ -61,10 +61,55 @@ enum Operator {
     Difference,
 }
 
+/// A repeated atom, as V8 (11.3, Node 20) compiles its repetition. V8 complements a `v` class negated as
+/// a whole (`[^…]`) in place when it compiles the class, and does it again each time it compiles it: a
+/// second compilation gives the class itself, a third the complement again. It compiles a repetition's
+/// body more than once when it unrolls it, and what each copy then matches depends on the text (a text
+/// of Latin-1 characters only sees the last state everywhere, another text each copy's own):
+/// `/(?:[^<].){2}/v` does not match `abcd`, and `/(?:[^<]b){3}/v` matches `ababab` but not in `abababĀ`.
+/// No streamed answer can follow that, so such a class is refused there. (Later V8s complement once.)
+pub(super) struct RepeatedAtom {
+    /// V8's minimum length of the atom is above 0 (a `v` class counts 0, an assertion 0, a character 1).
+    pub(super) nonempty: bool,
+    /// Where the first `v` class negated as a whole inside the atom starts.
+    pub(super) negated_set: Option<usize>,
+    /// The atom holds a capture group (V8 does not unroll its repetitions).
+    pub(super) captures: bool,
+}
+
+impl RepeatedAtom {
+    /// Refuses the atom repeated `{min,max}` (`max` `None`: unbounded) when V8 compiles it more than once
+    /// and it holds a negated `v` class. V8 unrolls a repetition of a body that cannot match empty and
+    /// holds no capture group when `min` is 1 to 3 (the forced matches, then the rest: `+`, `{2}`, `{1,3}`,
+    /// `{2,}`, not `{1}`), or `min` is 0 and `max` 2 or 3 (`{0,2}`); `*`, `?` and `{4,}` it compiles once.
+    /// An unrolled repetition nested in another is compiled more than once by the outer one already.
+    pub(super) fn refuse_if_v8_unrolls(&self, min: u64, max: Option<u64>) -> Result<(), JsRegexError> {
+        let Some(offset) = self.negated_set else { return Ok(()) };
+        let unrolled = match min {
+            0 => matches!(max, Some(2 | 3)),
+            1 => max != Some(1),
+            2 | 3 => true,
+            _ => false,
+        };
+        if unrolled && self.nonempty && !self.captures {
+            return Err(unsupported(
+                "a negated `v` class in a repetition V8 unrolls",
+                offset,
+                " (Node 20's V8 complements it again in each copy: `/(?:[^<]b)+/v` does not match `ab`; \
+                 `[^<]+`, `(?:[^<]b)*` and `([^<]b)+` are taken)",
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Parser<'_> {
     /// A `[…]` class with the `v` flag, at its `[`.
     pub(super) fn class_set(&mut self) -> Result<(), JsRegexError> {
         let start = self.pos;
+        if self.src[start..].starts_with("[^") {
+            self.negated_sets.push(start);
+        }
         let set = self.nested_class(start)?;
         let mut strings: Vec<&Vec<char>> = set.strings.iter().collect();
         if strings.is_empty() {

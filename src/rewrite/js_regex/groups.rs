@@ -12,8 +12,9 @@ use super::parser::{look_placeholder, syntax, unsupported, LookSpec, Parser, ENG
 use crate::error::JsRegexError;
 
 impl Parser<'_> {
-    /// Parses a group; `true` when it was a look-around.
-    pub(super) fn group(&mut self) -> Result<bool, JsRegexError> {
+    /// Parses a group: `None` when it was a look-around, else whether V8 counts its body as unable to match
+    /// empty.
+    pub(super) fn group(&mut self) -> Result<Option<bool>, JsRegexError> {
         let start = self.pos;
         self.bump();
         if self.depth == MAX_NESTING {
@@ -42,7 +43,7 @@ impl Parser<'_> {
                     return Err(unsupported(feature, start, ENGINE_HINT));
                 }
                 self.look_around(start, feature)?;
-                return Ok(true);
+                return Ok(None);
             }
         } else {
             self.groups_opened += 1;
@@ -52,13 +53,13 @@ impl Parser<'_> {
         if self.depth > self.deepest.1 {
             self.deepest = (start, self.depth);
         }
-        self.disjunction()?;
+        let nonempty = self.disjunction()?;
         self.depth -= 1;
         if !self.eat(')') {
             return Err(syntax("unterminated group", start));
         }
         self.out.push(')');
-        Ok(false)
+        Ok(Some(nonempty))
     }
 
     /// A look-around at `start` (its `(?` read): its body is translated in place, then moved out into a

@@ -1,6 +1,7 @@
 //! The translator's entry points and its recursive descent: the parser's cursor, alternatives, terms and
 //! quantifiers. Groups, escapes and classes are parsed by the `impl Parser` blocks of their own files.
 
+use super::class_sets::RepeatedAtom;
 use super::classes::is_astral;
 use super::groups::scan_groups;
 use super::units::{translate_units, LowSet, LowView};
@@ -172,6 +173,9 @@ pub(super) struct Parser<'s> {
     pub(super) in_look: bool,
     /// Capture groups opened so far (none may open inside a look-around).
     pub(super) groups_opened: usize,
+    /// Where each `v` class negated as a whole (`[^…]`) starts, in the order met (see
+    /// `class_sets::RepeatedAtom`).
+    pub(super) negated_sets: Vec<usize>,
 }
 
 impl<'s> Parser<'s> {
@@ -194,6 +198,7 @@ impl<'s> Parser<'s> {
             looks: Vec::new(),
             in_look: false,
             groups_opened: 0,
+            negated_sets: Vec::new(),
         }
     }
 
@@ -248,30 +253,35 @@ impl<'s> Parser<'s> {
         }
     }
 
-    pub(super) fn disjunction(&mut self) -> Result<(), JsRegexError> {
-        self.alternative()?;
+    /// Parses alternatives; `true` when V8 counts every one as unable to match empty (see `RepeatedAtom`).
+    pub(super) fn disjunction(&mut self) -> Result<bool, JsRegexError> {
+        let mut nonempty = self.alternative()?;
         while self.eat('|') {
             self.out.push('|');
-            self.alternative()?;
+            nonempty &= self.alternative()?;
         }
-        Ok(())
+        Ok(nonempty)
     }
 
-    fn alternative(&mut self) -> Result<(), JsRegexError> {
+    fn alternative(&mut self) -> Result<bool, JsRegexError> {
+        let mut nonempty = false;
         while let Some(c) = self.peek() {
             if c == '|' || c == ')' {
                 break;
             }
-            self.term()?;
+            nonempty |= self.term()?;
         }
-        Ok(())
+        Ok(nonempty)
     }
 
-    fn term(&mut self) -> Result<(), JsRegexError> {
+    /// Parses a term; `true` when V8 counts it as unable to match empty.
+    fn term(&mut self) -> Result<bool, JsRegexError> {
         let start = self.pos;
         let Some(c) = self.peek() else {
-            return Ok(());
+            return Ok(false);
         };
+        let (sets_before, groups_before) = (self.negated_sets.len(), self.groups_opened);
+        let mut nonempty = true;
         let unicode = self.flags.unicode;
         // Assertions return early: a quantifier after one then fails as "nothing to repeat", like JavaScript.
         let out_start = self.out.len();
@@ -280,32 +290,33 @@ impl<'s> Parser<'s> {
                 self.bump();
                 // JS line terminators, as the rule's line view spells them (see `crate::rewrite::lines`).
                 self.out.push_str(if self.flags.multiline { crate::rewrite::lines::LINE_START } else { r"\A" });
-                return Ok(());
+                return Ok(false);
             }
             '$' => {
                 self.bump();
                 // Without `m`, JS `$` is only the very end (no final-newline allowance), which is `\z`.
                 self.out.push_str(if self.flags.multiline { crate::rewrite::lines::LINE_END } else { r"\z" });
-                return Ok(());
+                return Ok(false);
             }
             '\\' if matches!(self.peek_at(1), Some('b' | 'B')) => {
                 let negated = self.peek_at(1) == Some('B');
                 self.pos += 2;
                 // JS word characters are ASCII only.
                 self.out.push_str(if negated { r"(?-u:\B)" } else { r"(?-u:\b)" });
-                return Ok(());
+                return Ok(false);
             }
             '\\' => self.atom_escape()?,
             '(' => {
-                if self.group()? {
+                let Some(body_nonempty) = self.group()? else {
                     // Annex B lets `(?=a)*` repeat a lookahead; an assertion repeated is one the engine leaves out.
                     let quantified = matches!(self.peek(), Some('*' | '+' | '?'))
                         || self.peek() == Some('{') && self.braced_quantifier().is_some();
                     if quantified {
                         return Err(unsupported("quantified look-around", start, ""));
                     }
-                    return Ok(());
-                }
+                    return Ok(false);
+                };
+                nonempty = body_nonempty;
                 None
             }
             '.' => {
@@ -316,6 +327,8 @@ impl<'s> Parser<'s> {
             }
             '[' if self.flags.unicode_sets => {
                 self.class_set()?;
+                // V8 gives a `v` class no minimum length (it may hold the empty string).
+                nonempty = false;
                 None
             }
             '[' => {
@@ -342,12 +355,23 @@ impl<'s> Parser<'s> {
                 (!unicode && is_astral(c)).then_some(c)
             }
         };
-        self.quantifier(out_start, astral)
+        let atom = RepeatedAtom {
+            nonempty,
+            negated_set: self.negated_sets.get(sets_before).copied(),
+            captures: self.groups_opened > groups_before,
+        };
+        self.quantifier(out_start, astral, &atom)
     }
 
     /// Parses an optional quantifier after the atom written from `out_start` on. `astral` is the atom when it
     /// is an astral character in non-`u` mode, where JavaScript repeats only its second UTF-16 code unit.
-    fn quantifier(&mut self, out_start: usize, astral: Option<char>) -> Result<(), JsRegexError> {
+    /// Returns whether V8 counts the term as unable to match empty.
+    fn quantifier(
+        &mut self,
+        out_start: usize,
+        astral: Option<char>,
+        atom: &RepeatedAtom,
+    ) -> Result<bool, JsRegexError> {
         let start = self.pos;
         let (text, min, max) = match self.peek() {
             Some(c @ ('*' | '+' | '?')) => {
@@ -384,21 +408,23 @@ impl<'s> Parser<'s> {
                 }
                 None if self.flags.unicode => return Err(syntax("incomplete quantifier", start)),
                 // Annex B: not a quantifier; the `{` is the next literal.
-                None => return Ok(()),
+                None => return Ok(atom.nonempty),
             },
-            _ => return Ok(()),
+            _ => return Ok(atom.nonempty),
         };
+        atom.refuse_if_v8_unrolls(min, max)?;
+        let nonempty = atom.nonempty && min > 0;
         let lazy = self.eat('?');
         if let Some(c) = astral {
             self.out.truncate(out_start);
             self.emit_quantified_astral(c, min, max, lazy);
-            return Ok(());
+            return Ok(nonempty);
         }
         self.out.push_str(&text);
         if lazy {
             self.out.push('?');
         }
-        Ok(())
+        Ok(nonempty)
     }
 
     /// Reads `{n}`, `{n,}` or `{n,m}` at the current position without consuming it: `(min, max, end)`, where

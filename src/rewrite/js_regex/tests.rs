@@ -247,6 +247,17 @@ const MATCH_CASES: &[(&str, &str, &str, usize, &[Groups])] = &[
 (r"[[a-z]--[aeiou]--[xyz]]+", "v", "abcxyzdef", 0, &[&[Some("bc")], &[Some("d")], &[Some("f")]]),
 (r"[a-\uD83D]+", "v", "ab😀c", 0, &[&[Some("ab")], &[Some("c")]]),
 (r"[\uD800-\uDBFF]", "v", "a😀", 0, &[]),
+// A negated `v` class in a repetition V8 compiles once is taken (see `v8_unrolled_negated_sets_are_refused`):
+// `*`, `?`, `{1}`, `{4,}`, a body V8 lets match empty (a `v` class counts 0), one with a capture group, and
+// a negated class nested in another.
+(r"(?:[^<]b)*", "v", "ab<bab", 0, &[&[Some("ab")], &[Some("")], &[Some("")], &[Some("ab")], &[Some("")]]),
+(r"(?:[^<]b)?", "iv", "aB<b", 0, &[&[Some("aB")], &[Some("")], &[Some("")], &[Some("")]]),
+(r"(?:[^<]b){1}", "v", "ab<b", 0, &[&[Some("ab")]]),
+(r"(?:[^<]b){4,}", "v", "x<abababab", 0, &[&[Some("abababab")]]),
+(r"(?:[^<][^<])+", "v", "ab<bab", 0, &[&[Some("ab")], &[Some("ba")]]),
+(r"[^<]{2}", "v", "ab<bab", 0, &[&[Some("ab")], &[Some("ba")]]),
+(r"([^<]b)+", "v", "ab<bab", 1, &[&[Some("ab"), Some("ab")], &[Some("ab"), Some("ab")]]),
+(r"(?:[[^<]]b)+", "v", "ab<b", 0, &[&[Some("ab")]]),
 ];
 
 /// The translated pattern as the engine runs it: written for the line view (see `crate::rewrite::lines`),
@@ -582,4 +593,45 @@ fn names_the_engine_refuses_are_passed_to_it_encoded_and_read_back() {
     }
     assert_eq!(engine_name("$"), "_.[24]");
     assert_ne!(engine_name("_$"), engine_name("$_"));
+}
+
+/// Node 20's V8 (11.3) complements a `v` class negated as a whole again each time it compiles it, and it
+/// compiles a repetition's body more than once when it unrolls it: what each copy matches then depends on
+/// the whole text (see `class_sets::RepeatedAtom`). Those rules are refused at the negated class. V8's
+/// answers: `" \u2028É \r\n1é😁😁\r\n".replace(/\r\n*?(?:[^<][\ud83d\ude00]*?.){2,}[😀]??/giv, f)` calls
+/// `f` never (with `u`: once, on `\r\n1é😁`), `"abcd".replace(/(?:[^<].){2}/v, "-")` is `"abcd"` (with `u`:
+/// `"-"`), `/(?:[^<]b)+/v` does not match `ab` and matches `<b`, and `/(?:[^<]b){3}/v` matches `ababab` but
+/// not in `abababĀ`.
+#[test]
+fn v8_unrolled_negated_sets_are_refused() {
+    let hint = " (Node 20's V8 complements it again in each copy: `/(?:[^<]b)+/v` does not match `ab`; \
+                `[^<]+`, `(?:[^<]b)*` and `([^<]b)+` are taken)";
+    let cases = [
+        (r"\r\n*?(?:[^<][\ud83d\ude00]*?.){2,}[😀]??", "giv", 9),
+        (r"(?:[^<].){2}", "v", 3),
+        (r"(?:[^<]b)+", "v", 3),
+        (r"(?:[^<]b)+?", "iv", 3),
+        (r"(?:[^<]b){3}", "v", 3),
+        (r"(?:[^<]b){1,3}", "v", 3),
+        (r"(?:x|[^<]b){0,2}", "v", 5),
+        (r"(?:[^<]b|c)+", "v", 3),
+        (r"(?:[^<]+b)+", "v", 3),
+        (r"(?:(?:[^<]b)*c)+", "v", 6),
+        (r"((?:[^<]b)+)", "v", 4),
+        (r"(?:[^[<]]b)+", "v", 3),
+        (r"a(?:[ab][^\d]\w)+", "v", 8),
+    ];
+    for (src, flags, offset) in cases {
+        let want = JsRegexError::Unsupported {
+            feature: "a negated `v` class in a repetition V8 unrolls".into(),
+            offset,
+            hint: hint.into(),
+        };
+        assert_eq!(err(src, flags), want, "/{src}/{flags}");
+    }
+    // Inside a look-around too: V8 compiles it with the body around it.
+    let looks = translate_with_looks(r"(?:(?=[^<])\w)+", &parse_flags("v").unwrap());
+    assert!(matches!(looks, Err(JsRegexError::Unsupported { offset: 6, .. })), "{:?}", looks.err());
+    // Without `v` a class is compiled as the spec says, and so is it with `u`.
+    assert_eq!(match_all(&compile(r"(?:[^<].){2}", "u"), "abcd"), [[Some("abcd".to_string())]]);
 }
