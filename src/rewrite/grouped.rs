@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use super::literals::{self, Literal, LiteralSet};
-use super::regex_groups;
 use super::rule::{CompiledRule, Engine, Rule};
+use super::{regex_groups, row_search};
 
 impl Rule {
     /// `rules` with each run of consecutive literal rules (without `paths`) searched together where
@@ -47,7 +47,7 @@ impl Rule {
         }
         flush(&mut run, &mut out);
         out.extend(regex_groups::group(regexes));
-        out
+        row_search::mark(out)
     }
 
     /// The rule that runs `set`: a member's label alone, or the first one's and a count.
@@ -58,6 +58,10 @@ impl Rule {
             _ => members.first().map(|m| m.label.clone()).unwrap_or_default(),
         };
         let global = members.iter().any(|m| m.global);
-        Rule { inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }), paths: None }
+        Rule {
+            inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }),
+            paths: None,
+            row: None,
+        }
     }
 }

@@ -9,7 +9,8 @@
 //! of held-back data, `grouped`, `literals` (with `literal_interactions`) and `regex_groups` grouping rules that cannot interact, with
 //! `fingerprint` and `needle_scan` finding a literal set's matches for one loop that replaces them, `in_turn`
 //! the way out of a shared search where a body needs the rules one after another, `overlap`
-//! telling whether two regular languages' matches can overlap); `hay` holds what every search works on and
+//! telling whether two regular languages' matches can overlap, `row_search` one search shared by stages in a
+//! row that cannot share a stage); `hay` holds what every search works on and
 //! answers with; `search` is one regex search's candidates and anchored runs; `next_match` is a regex rule's
 //! search for its next final match; `sweep` settles many pending starts in one pass; `stream` runs the rules'
 //! stages over a body in chunks; `stage` is one rule's state between chunks (`view`: its automata's view of
@@ -36,6 +37,7 @@ mod overlap;
 mod prefixes;
 mod regex_groups;
 mod replacement;
+mod row_search;
 mod rule;
 mod search;
 mod stage;

@@ -226,6 +226,7 @@ fn one_stage(members: &[Rule]) -> Result<Rule, RuleError> {
             })),
         }),
         paths: None,
+        row: None,
     })
 }
 

@@ -55,6 +55,8 @@ pub struct Rule {
     pub(super) inner: Arc<CompiledRule>,
     /// Browsersync's `paths`: the rule runs only on these URLs, on any response type (see `state`).
     pub(super) paths: Option<Arc<UrlGlobs>>,
+    /// The search this rule's stage shares with the stages around it (see `row_search`).
+    pub(super) row: Option<Arc<super::row_search::RowCandidates>>,
 }
 
 /// How the stage finds the positions where a match may start, so that most bytes are skipped
@@ -236,6 +238,7 @@ impl Rule {
         Ok(Rule {
             inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }),
             paths: None,
+            row: None,
         })
     }
 
@@ -343,6 +346,7 @@ impl Rule {
                 engine: Engine::Links(Box::new(links::LinkMatcher::new(target_host, local_scheme))),
             }),
             paths: None,
+            row: None,
         }
     }
 
@@ -371,6 +375,7 @@ impl Rule {
                 engine: Engine::Origins(Box::new(swap)),
             }),
             paths: None,
+            row: None,
         }
     }
 
@@ -493,6 +498,7 @@ impl Rule {
                 })),
             }),
             paths: None,
+            row: None,
         })
     }
 }

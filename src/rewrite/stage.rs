@@ -33,22 +33,22 @@ pub(super) struct Stage {
     /// Bytes held back from earlier chunks: they may still belong to a match.
     pub(super) held: Vec<u8>,
     /// The byte before `held` (or before the next chunk when nothing is held).
-    before: Option<u8>,
+    pub(super) before: Option<u8>,
     /// The rule's look-behind (see `Rule::look_behind_len`): the last bytes of its input before `held`.
     tail: Vec<u8>,
     /// During a scan: how much of the hay is already written out.
     emitted: usize,
     /// Bytes at the start of the held data that are already written out: a rule that works on UTF-16 units
     /// holds back whole characters, also when a match took the high half of one.
-    carried: usize,
+    pub(super) carried: usize,
     /// This call wrote a lone surrogate (see `hay::unit_text`): the output needs `resolve_surrogates`.
     surrogates: bool,
     /// A high surrogate the last output ended with, which the next output may pair with.
-    pending_high: Option<u16>,
+    pub(super) pending_high: Option<u16>,
     /// Where the next match search starts (JS `lastIndex`), relative to the hay.
-    search_from: usize,
+    pub(super) search_from: usize,
     /// After an empty match JS moves `lastIndex` one character on before searching again.
-    skip_char: bool,
+    pub(super) skip_char: bool,
     /// A non-global rule that has replaced its one match, or a global one that can match no more.
     pub(super) done: bool,
     /// For a function replacement only (string rules never count): the UTF-16 units of the stage's
@@ -77,7 +77,7 @@ pub(super) struct Stage {
     view: HeldView,
     /// A regex rule's anchored run from the start it holds back from, as far as read (`search::Run`), and
     /// where its lookaheads have read in the current hay (`look_around::LookMemo`).
-    run: Option<Run>,
+    pub(super) run: Option<Run>,
     look_memo: super::look_around::LookMemo,
     /// Literal rules that shared a search must run in turn from the held bytes on (see `in_turn`).
     pub(super) in_turn: bool,

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use super::replacement::Exchange;
+use super::row_search;
 use super::rule::Rule;
 use super::stage::Stage;
 use crate::csp::PagePolicy;
@@ -148,6 +149,60 @@ fn feed(
     last: bool,
     out: &mut Vec<u8>,
 ) -> Result<(), ReplaceError> {
+    match row_search::row_len(stages) {
+        row if row >= 2 && !input.is_empty() => feed_row(stages, outputs, input, last, out, row),
+        _ => feed_each(stages, outputs, input, last, out, 0),
+    }
+}
+
+/// Bytes before the row's next candidate that are worth a piece of their own: each piece costs every later
+/// stage a call.
+const MIN_PASS: usize = 512;
+/// The first piece searched stage by stage from a candidate on; each next one without a pass between is
+/// twice as long, so bodies dense with candidates go in a few pieces.
+const FIRST_SEARCHED: usize = 4 * 1024;
+
+/// [`feed`] for stages whose first `row` share a search (see `row_search`): while none of them holds bytes
+/// back, the bytes before the row's next candidate pass them all at once; the rest goes in pieces, stage by
+/// stage, which the stages' output does not depend on.
+fn feed_row(
+    stages: &mut [Stage],
+    outputs: &mut [Vec<u8>],
+    input: &[u8],
+    last: bool,
+    out: &mut Vec<u8>,
+    row: usize,
+) -> Result<(), ReplaceError> {
+    let Some(candidates) = stages[0].rule.row.clone() else { return feed_each(stages, outputs, input, last, out, 0) };
+    let (mut from, mut searched) = (0, FIRST_SEARCHED);
+    while from < input.len() {
+        let quiet = stages[..row].iter().all(|s| s.quiet() || s.passes_through());
+        let next = if quiet { candidates.pass_end(input, from, last, row) } else { from };
+        if next == input.len() || next - from >= MIN_PASS {
+            let passed = &input[from..next];
+            stages[..row].iter_mut().for_each(|s| s.pass_over(passed));
+            let (later, later_outputs) = (&mut stages[row..], outputs.get_mut(row..).unwrap_or_default());
+            feed(later, later_outputs, passed, last && next == input.len(), out)?;
+            (from, searched) = (next, FIRST_SEARCHED);
+            continue;
+        }
+        let end = next.saturating_add(searched).min(input.len());
+        feed_each(stages, outputs, &input[from..end], last && end == input.len(), out, row)?;
+        (from, searched) = (end, searched.saturating_mul(2));
+    }
+    Ok(())
+}
+
+/// [`feed`] stage by stage; the first `in_row` stages are in a row being fed in pieces (they do not start
+/// a row of their own).
+fn feed_each(
+    stages: &mut [Stage],
+    outputs: &mut [Vec<u8>],
+    input: &[u8],
+    last: bool,
+    out: &mut Vec<u8>,
+    in_row: usize,
+) -> Result<(), ReplaceError> {
     let Some((stage, later)) = stages.split_first_mut() else {
         out.extend_from_slice(input);
         return Ok(());
@@ -156,6 +211,11 @@ fn feed(
         let untouched = stage.process(input, last, out)?;
         out.extend_from_slice(&input[untouched..]);
         return Ok(());
+    };
+    let feed = |stages: &mut [Stage], outputs: &mut [Vec<u8>], input: &[u8], last: bool, out: &mut Vec<u8>| match in_row
+    {
+        0 | 1 => feed(stages, outputs, input, last, out),
+        _ => feed_each(stages, outputs, input, last, out, in_row - 1),
     };
     if stage.passes_through() {
         return feed(later, later_outputs, input, last, out);

@@ -1,0 +1,266 @@
+//! Regex stages in a row that share one search for where any of them may start a match.
+//!
+//! Rules that cannot share a stage (a removal joins its neighbours, which a later rule may then match: see
+//! `regex_groups`) still each scan the whole body for their own prefix. Where every match of every rule
+//! in a row of stages starts with one of a few literals, one prefilter over all those literals finds
+//! where any of them may match; bytes far enough before that are the same after each stage (see
+//! [`RowCandidates::pass_end`]), so while no stage of the row holds bytes back, the whole row passes them
+//! on at once (`stream::feed_row`), each stage only noting the byte it last saw ([`Stage::pass_over`]).
+//!
+//! A stage takes part only when skipping bytes leaves nothing else of its state behind: a plain regex rule
+//! with a prefix prefilter of its own, no look-arounds, no function, no line view or view of lone low
+//! surrogates, not sticky, and matches that never start on a low half.
+
+use std::sync::Arc;
+
+use regex_automata::util::prefilter::Prefilter;
+use regex_automata::{MatchKind, Span};
+use regex_syntax::hir::literal::{ExtractKind, Extractor, Seq};
+use regex_syntax::hir::Hir;
+
+use super::js_regex;
+use super::replacement::Replacement;
+use super::rule::{Candidates, Engine, Rule};
+use super::stage::Stage;
+
+/// One search for the literals every match of a row of stages starts with.
+#[derive(Debug)]
+pub(super) struct RowCandidates {
+    prefilter: Prefilter,
+    /// What the prefilter searches for (every match of the row starts with one of them).
+    literals: Vec<Vec<u8>>,
+    longest: usize,
+}
+
+impl RowCandidates {
+    /// The row's search, when the stages' patterns have few enough prefix literals for a fast one (the
+    /// literals as regex-automata's own `Prefilter::from_hirs_prefix` picks them).
+    fn of(hirs: &[&Hir]) -> Option<RowCandidates> {
+        let mut extractor = Extractor::new();
+        extractor.kind(ExtractKind::Prefix);
+        let mut prefixes = Seq::empty();
+        for hir in hirs {
+            prefixes.union(&mut extractor.extract(hir));
+        }
+        prefixes.optimize_for_prefix_by_preference();
+        let literals: Vec<Vec<u8>> = prefixes.literals()?.iter().map(|l| l.as_bytes().to_vec()).collect();
+        let prefilter = Prefilter::new(MatchKind::LeftmostFirst, &literals).filter(Prefilter::is_fast)?;
+        let longest = literals.iter().map(Vec::len).max()?;
+        (longest > 0).then_some(RowCandidates { prefilter, literals, longest })
+    }
+
+    /// Up to where `input` from `from` on passes all `row` stages unchanged.
+    ///
+    /// No stage can start a match whose literal lies in bytes that reached it unchanged and hold no
+    /// candidate. Before the first candidate the first stage's input is the body; a match starting up to
+    /// a literal's length before it may change what the second stage reads from there on, and so on: each
+    /// stage of the row moves the point where the bytes may differ back by one literal's length (less its
+    /// last byte). With no candidate, all of `input` passes unless its end may be a literal's beginning.
+    pub(super) fn pass_end(&self, input: &[u8], from: usize, last: bool, row: usize) -> usize {
+        let len = input.len();
+        let hit = (from < len).then(|| self.prefilter.find(input, Span::from(from..len))).flatten();
+        let reach = row.saturating_mul(self.longest - 1);
+        match hit {
+            Some(span) => span.start.saturating_sub(reach),
+            None if last || !self.cut_at_end(&input[from..]) => len,
+            None => len.saturating_sub(reach),
+        }
+        .max(from)
+    }
+
+    /// Whether `bytes` end with the first bytes of a literal (the rest may come with the next chunk).
+    fn cut_at_end(&self, bytes: &[u8]) -> bool {
+        (1..self.longest.min(bytes.len() + 1)).any(|cut| {
+            let end = &bytes[bytes.len() - cut..];
+            self.literals.iter().any(|literal| literal.len() > cut && literal.starts_with(end))
+        })
+    }
+}
+
+/// The pattern a stage's prefilter is made from, when the stage can take part in a row.
+fn row_pattern(rule: &Rule) -> Option<Hir> {
+    let Engine::Regex(re) = &rule.inner.engine else { return None };
+    let plain = matches!(re.candidates, Candidates::Prefix(_))
+        && re.looks.is_none()
+        && !re.lines
+        && re.low_view.is_none()
+        && !re.sticky
+        && !re.low_half_starts
+        && !matches!(re.replacement, Replacement::Function(_))
+        && rule.look_behind_len() == 0;
+    plain.then(|| js_regex::js_repetitions(&re.hir))
+}
+
+/// `rules` with each row of two or more stages that can share a search marked with the row's search.
+pub(super) fn mark(mut rules: Vec<Rule>) -> Vec<Rule> {
+    let patterns: Vec<Option<Hir>> = rules.iter().map(row_pattern).collect();
+    let mut start = 0;
+    while start < rules.len() {
+        let len = patterns[start..].iter().take_while(|p| p.is_some()).count();
+        if len >= 2 {
+            let hirs: Vec<&Hir> = patterns[start..start + len].iter().flatten().collect();
+            if let Some(row) = RowCandidates::of(&hirs) {
+                let row = Arc::new(row);
+                for rule in &mut rules[start..start + len] {
+                    rule.row = Some(row.clone());
+                }
+            }
+        }
+        start += len.max(1);
+    }
+    rules
+}
+
+/// How many stages from the first on share its row's search (0 when it has none).
+pub(super) fn row_len(stages: &[Stage]) -> usize {
+    let Some(row) = stages.first().and_then(|s| s.rule.row.as_ref()) else { return 0 };
+    stages.iter().take_while(|s| s.rule.row.as_ref().is_some_and(|r| Arc::ptr_eq(r, row))).count()
+}
+
+impl Stage {
+    /// Nothing of the stage's state refers to bytes it has seen but not written out.
+    pub(super) fn quiet(&self) -> bool {
+        self.held.is_empty()
+            && self.run.is_none()
+            && self.carried == 0
+            && self.search_from == 0
+            && !self.skip_char
+            && self.pending_high.is_none()
+    }
+
+    /// The stage's state after bytes in which it cannot match went by it unchanged.
+    pub(super) fn pass_over(&mut self, bytes: &[u8]) {
+        if let Some(&last) = bytes.last() {
+            self.before = Some(last);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::super::{rewrite_bytes, Rewriter, Rule, RuleReplacement, DEFAULT_MAX_MATCH_BYTES};
+
+    fn rule(source: &str, flags: &str, with: &str) -> Rule {
+        Rule::regex(source, flags, RuleReplacement::Text(with.into())).unwrap()
+    }
+
+    /// The rules one after another, each over the whole body on its own: no row, no shared search.
+    fn in_turn(input: &[u8], rules: &[Rule]) -> Vec<u8> {
+        rules.iter().fold(input.to_vec(), |body, rule| {
+            rewrite_bytes(&body, std::slice::from_ref(rule), "l", DEFAULT_MAX_MATCH_BYTES).unwrap()
+        })
+    }
+
+    fn chunked(input: &[u8], rules: &[Rule], cuts: &[usize]) -> Vec<u8> {
+        let mut rewriter = Rewriter::new(rules, "l", DEFAULT_MAX_MATCH_BYTES);
+        let (mut out, mut at) = (Vec::new(), 0);
+        for &cut in cuts {
+            let cut = cut.clamp(at, input.len());
+            rewriter.push(&input[at..cut], &mut out).unwrap();
+            at = cut;
+        }
+        rewriter.push(&input[at..], &mut out).unwrap();
+        rewriter.finish(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn removals_in_a_row_share_one_search_and_remove_what_each_would() {
+        let rules: Vec<Rule> = (1..=20).map(|i| rule(&format!(" data-tracking-{i}=\"[^\"]*\""), "g", "")).collect();
+        let grouped = Rule::grouped(&rules);
+        assert_eq!(grouped.len(), 20, "a removal keeps a stage of its own");
+        let row = grouped[0].row.clone().expect("the removals make a row");
+        assert!(grouped.iter().all(|r| r.row.as_ref().is_some_and(|other| std::sync::Arc::ptr_eq(other, &row))));
+        let filler = "<p class=x data-tracking-21=\"no\">text</p>\n".repeat(150);
+        let input =
+            format!("{filler}<a data-tracking-3=\"a\" data-tracking-20=\"b\">{filler}<b data-tracking-7=\"\">{filler}");
+        let expected = in_turn(input.as_bytes(), &rules);
+        assert_eq!(expected.len(), input.len() - 60, "three attributes removed");
+        assert_eq!(rewrite_bytes(input.as_bytes(), &grouped, "l", DEFAULT_MAX_MATCH_BYTES).unwrap(), expected);
+        for piece in [1, 7, 100, 4096, 32 * 1024] {
+            let cuts: Vec<usize> = (piece..input.len()).step_by(piece).collect();
+            assert_eq!(chunked(input.as_bytes(), &grouped, &cuts), expected, "pieces of {piece}");
+        }
+    }
+
+    #[test]
+    fn matches_later_stages_make_back_across_a_removal_are_found() {
+        // `-X-` goes; `<ab` then meets across where it was, and `z[Y` one byte further back (regexes: plain
+        // literals would run as literal rules).
+        let rules = [rule("-X-+", "g", ""), rule("<ab+", "g", "[Y]"), rule("z\\[Y+", "g", "!")];
+        let grouped = Rule::grouped(&rules);
+        assert!(grouped.iter().all(|r| r.row.is_some()), "one row");
+        let pad = ".".repeat(3000);
+        let (input, expected) = (format!("{pad}z<a-X-b{pad}"), format!("{pad}!]{pad}").into_bytes());
+        assert_eq!(in_turn(input.as_bytes(), &rules), expected);
+        assert_eq!(rewrite_bytes(input.as_bytes(), &grouped, "l", DEFAULT_MAX_MATCH_BYTES).unwrap(), expected);
+        for cut in 2990..3010 {
+            assert_eq!(chunked(input.as_bytes(), &grouped, &[cut]), expected, "cut at {cut}");
+        }
+    }
+
+    const PATTERNS: &[(&str, &str)] = &[
+        (" data-t=\"[^\"]*\"", "g"),
+        ("-X-+", "g"),
+        ("<ab+", "g"),
+        ("z\\[Y+", "g"),
+        ("<a[^a]{0,3}b", "g"),
+        ("\\bfoo\\w*", "g"),
+        ("dat", "gi"),
+        ("x(?:ab|cd)", "g"),
+        ("éé+", "gu"),
+        ("😀", "g"),
+        ("foo.", ""),
+        ("[a-c]+", "g"),
+        ("(?<=a)b", "g"),
+    ];
+    const REPLACEMENTS: &[&str] = &["", "[Y", "-X-", "<a", "$&$&", "[$&]", "z", "DAT"];
+    const TOKENS: &[&str] = &[
+        "........",
+        " data-t=\"",
+        "\"",
+        "-X-",
+        "<a",
+        "b",
+        "z",
+        "[Y",
+        "foo",
+        "da",
+        "t",
+        "T",
+        "x",
+        "cd",
+        "é",
+        "😀",
+        "\n",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(256),
+            ..ProptestConfig::default()
+        })]
+
+        /// Rows (and the rules between them that break them) give what the rules one after another give,
+        /// whole and cut anywhere, on bodies where long quiet stretches and dense candidates alternate.
+        #[test]
+        fn rows_give_what_the_rules_in_turn_give(
+            picks in prop::collection::vec((0..PATTERNS.len(), 0..REPLACEMENTS.len()), 2..8),
+            tokens in prop::collection::vec((0..TOKENS.len(), 0..4usize), 0..400),
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+        ) {
+            let rules: Vec<Rule> = picks.iter().map(|&(p, r)| rule(PATTERNS[p].0, PATTERNS[p].1, REPLACEMENTS[r])).collect();
+            // A token now and then stands for a long quiet stretch, so that rows get bytes to pass.
+            let input: String =
+                tokens.iter().map(|&(t, long)| if long == 0 && t == 0 { ".".repeat(1500) } else { TOKENS[t].to_string() }).collect();
+            let grouped = Rule::grouped(&rules);
+            let expected = in_turn(input.as_bytes(), &rules);
+            prop_assert_eq!(&rewrite_bytes(input.as_bytes(), &grouped, "l", DEFAULT_MAX_MATCH_BYTES).unwrap(), &expected);
+            let mut cuts: Vec<usize> = cuts.iter().map(|c| c.index(input.len() + 1)).collect();
+            cuts.sort_unstable();
+            prop_assert_eq!(&chunked(input.as_bytes(), &grouped, &cuts), &expected);
+        }
+    }
+}
