@@ -466,10 +466,11 @@ impl MemberStates {
     pub(super) fn replaced_member(&mut self, global: bool) -> bool {
         let member = self.current;
         self.matches[member] += 1;
-        if !global {
+        // A global member that matched is not done: only a first-match-only one can end the set.
+        !global && {
             self.done[member] = true;
+            self.done.iter().all(|&done| done)
         }
-        self.done.iter().all(|&done| done)
     }
 }
 
