@@ -755,3 +755,32 @@ test('proxy: a function rule gets UTF-16 offsets into the decoded body and `stri
     await up.close()
   }
 })
+
+test('rewrite(): rules of plain text with \\b at either end (whole words, run as literal rules) equal V8, whole and in byte chunks', () => {
+  const { rewrite } = jsForm()
+  const rnd = mulberry32(51)
+  const pick = (list) => list[Math.floor(rnd() * list.length)]
+  const alphabet = ['a', 'b', '_', 'é', ' ', '-', '1', 'ab', 'ba', '😀', '\n']
+  const needles = ['a', 'ab', 'b_', '-a', 'é', 'a1', ' ', 'ba-']
+  const outputs = ['', 'X', 'x', '-', 'é', 'ab', '$&$&']
+  const escape = (s) => s.replace(/[\\^$*+?.()|[\]{}]/g, '\\$&')
+  for (let c = 0; c < 3000; c++) {
+    const rules = Array.from({ length: 1 + Math.floor(rnd() * 5) }, () => {
+      const bounds = Math.floor(rnd() * 4)
+      const source = `${bounds & 1 ? '\\b' : ''}${escape(pick(needles))}${bounds & 2 ? '\\b' : ''}`
+      return { match: new RegExp(source, rnd() < 0.2 ? 'gu' : 'g'), replace: pick(outputs) }
+    })
+    const input = Array.from({ length: Math.floor(rnd() * 40) }, () => pick(alphabet)).join('')
+    const want = rules.reduce((text, rule) => text.replace(rule.match, rule.replace), input)
+    const label = `${rules.map((r) => `${r.match} -> ${JSON.stringify(r.replace)}`).join(', ')} on ${JSON.stringify(input)}`
+    assert.equal(rewrite(input, rules), want, label)
+    const bytes = Buffer.from(input)
+    const chunks = []
+    for (let at = 0; at < bytes.length; ) {
+      const size = 1 + Math.floor(rnd() * 4)
+      chunks.push(bytes.subarray(at, at + size))
+      at += size
+    }
+    assert.equal(rewrite(chunks, rules), want, `${label}, in chunks`)
+  }
+})

@@ -300,6 +300,13 @@ fn benches(c: &mut Criterion) {
         let rules = pipeline(&word_list[range]);
         group.bench_function(format!("words-part/{part}"), |b| b.iter(|| chunked(black_box(&words), &rules, &mut out)));
     }
+    // The 17 words as users also write them: whole words (`/\bheader\b/g`) and in any case (`/header/gi`).
+    for (variant, pattern, flags) in [("whole-words", r"\b{}\b", "g"), ("any-case", "{}", "gi")] {
+        let word = |w: &str| Rule::regex(&pattern.replace("{}", w), flags, RuleReplacement::Text(w.to_uppercase()));
+        let rules = pipeline(&WORDS.map(|w| word(w).expect("a word rule")));
+        group
+            .bench_function(format!("words-as/{variant}"), |b| b.iter(|| chunked(black_box(&words), &rules, &mut out)));
+    }
     for (n, rules) in &literal_cases {
         group.bench_with_input(BenchmarkId::new("literals", n), rules, |b, rules| {
             b.iter(|| chunked(black_box(&page), rules, &mut out))

@@ -16,10 +16,12 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
+use super::literal_bounds::{Bounded, WordBounds};
+
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 
 use super::fingerprint::Fingerprints;
-use super::hay::Next;
+use super::hay::{Hay, Next};
 use super::literal_interactions::interactions;
 use super::needle_scan::{copy_short, NeedleScan};
 
@@ -31,6 +33,8 @@ pub(super) struct Literal {
     pub(super) output: Vec<u8>,
     /// Every occurrence (`g`), or the first only (a string `match`, a regex without `g`).
     pub(super) global: bool,
+    /// `\b` at the needle's ends (see `literal_bounds`).
+    pub(super) bounds: WordBounds,
 }
 
 /// Literal rules searched together (one rule alone is a set of one).
@@ -283,13 +287,14 @@ impl LiteralSet {
     /// needle less one byte (or than `max_match`).
     pub(super) fn next_match(
         &self,
-        hay: &[u8],
+        hay: Hay,
         from: usize,
         last: bool,
         max_match: usize,
         done: &[bool],
         abandoned: &mut u64,
     ) -> (Next, usize) {
+        let (hay, before) = (hay.bytes, hay.before);
         let len = hay.len();
         let mut at = from;
         while at < len {
@@ -300,6 +305,16 @@ impl LiteralSet {
                 // A later rule's needle may start inside it (see `group`): searched again from the next byte.
                 at = start + 1;
                 continue;
+            }
+            let literal = &self.members[member];
+            match literal.bounds.check(&literal.needle, hay, before, start, last) {
+                Bounded::Yes => {}
+                // Not a match: the text stays, and another rule's needle may start inside it.
+                Bounded::No => {
+                    at = start + 1;
+                    continue;
+                }
+                Bounded::Unknown => return (Next::Pending(start), 0),
             }
             if let Some(next) = self.watched(hay, start, member, last, max_match, done) {
                 return (next, member);
@@ -358,13 +373,14 @@ impl LiteralSet {
     /// the matches of a block at once; the other searchers are asked again after each match.
     pub(super) fn replace_run(
         &self,
-        hay: &[u8],
+        hay: Hay,
         mut at: Progress,
         (last, max_match): (bool, usize),
         states: &mut MemberStates,
         out: &mut Vec<u8>,
         abandoned: &mut u64,
     ) -> Progress {
+        let (hay, before) = (hay.bytes, hay.before);
         let limit = hay.len().saturating_sub(2 * self.longest);
         let mut starts = match &self.searcher {
             Searcher::Scan(scan) => Matches::Scan(scan.starts(hay, at.from, limit)),
@@ -375,7 +391,14 @@ impl LiteralSet {
         };
         let mut stopped = false;
         while let Some((start, member)) = starts.next() {
-            let end = start + self.members[member].needle.len();
+            let literal = &self.members[member];
+            let end = start + literal.needle.len();
+            // Far from the data's end the bytes around a match are all there: `Unknown` cannot be.
+            if literal.bounds.any()
+                && !matches!(literal.bounds.check(&literal.needle, hay, before, start, last), Bounded::Yes)
+            {
+                continue;
+            }
             if states.done[member] || end - start > max_match {
                 // As in `next_match`: left as it is, and the search goes on from the next byte.
                 *abandoned += u64::from(!states.done[member]);
@@ -501,11 +524,11 @@ pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
     let mut open = false;
     for (index, literal) in literals.into_iter().enumerate() {
         let current = groups.len().wrapping_sub(1);
-        let joins = open
-            && match &found {
+        let joins =
+            open && match &found {
                 Some(found) => !found.hard[index].iter().any(|&u| group_of[u as usize] == current),
                 None => false,
-            };
+            } && groups[current].members.iter().all(|a| literal.bounds.see_alike(&a.needle, &a.output));
         // A removal joins the text around it: no later rule may share its search.
         let ends_group = literal.output.is_empty();
         if joins {
@@ -544,8 +567,18 @@ pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
 mod tests {
     use super::*;
 
+    fn hay(bytes: &[u8]) -> Hay<'_> {
+        Hay { bytes, view: bytes, before: None, tail: &[] }
+    }
+
     fn lit(needle: &str, output: &str) -> Literal {
-        Literal { label: needle.into(), needle: needle.into(), output: output.into(), global: true }
+        Literal {
+            label: needle.into(),
+            needle: needle.into(),
+            output: output.into(),
+            global: true,
+            bounds: WordBounds::default(),
+        }
     }
 
     fn sizes(literals: Vec<Literal>) -> Vec<usize> {
@@ -598,12 +631,12 @@ mod tests {
         let set = LiteralSet::new(vec![lit("header", "H"), lit("rewrite", "W")]).unwrap();
         let mut abandoned = 0;
         assert!(matches!(
-            set.next_match(b"headerewrite rewrite", 0, true, 100, &[false, false], &mut abandoned),
+            set.next_match(hay(b"headerewrite rewrite"), 0, true, 100, &[false, false], &mut abandoned),
             (Next::Match { start: 0, end: 6 }, 0)
         ));
         // A first-match-only rule that is done leaves its needle to the others, overlaps included.
         assert!(matches!(
-            set.next_match(b"headerewrite", 0, true, 100, &[true, false], &mut abandoned),
+            set.next_match(hay(b"headerewrite"), 0, true, 100, &[true, false], &mut abandoned),
             (Next::Match { start: 5, end: 12 }, 1)
         ));
     }
@@ -615,7 +648,7 @@ mod tests {
         assert_eq!(sizes(rules()), [3]);
         assert_eq!(strict_sizes(rules()), [[2, 1]]);
         let set = LiteralSet::of_group(group(rules()).remove(0)).unwrap();
-        let next = |hay: &[u8], last: bool| set.next_match(hay, 0, last, 100, &[false; 3], &mut 0).0;
+        let next = |hay: &[u8], last: bool| set.next_match(self::hay(hay), 0, last, 100, &[false; 3], &mut 0).0;
         // Alone, `server` stands; followed by `ewrite` the pair is found and the rules must run in turn.
         assert!(matches!(next(b"a server b", true), Next::Match { start: 2, end: 8 }));
         assert!(matches!(next(b"a serverewrite", true), Next::InTurn(2)));
@@ -624,7 +657,7 @@ mod tests {
         assert!(matches!(next(b"a serverew", true), Next::Match { start: 2, end: 8 }));
         // An earlier rule that is done (first match only) is no threat.
         assert!(matches!(
-            set.next_match(b"a serverewrite", 0, true, 100, &[true, false, false], &mut 0).0,
+            set.next_match(hay(b"a serverewrite"), 0, true, 100, &[true, false, false], &mut 0).0,
             Next::Match { start: 2, end: 8 }
         ));
     }
@@ -640,22 +673,25 @@ mod tests {
         let mut abandoned = 0;
         let done = [false, false];
         assert!(matches!(
-            set.next_match(b"say world hello", 0, false, 100, &done, &mut abandoned),
+            set.next_match(hay(b"say world hello"), 0, false, 100, &done, &mut abandoned),
             (Next::Match { start: 4, end: 9 }, 1)
         ));
         // Only a tail that starts a needle is held.
         assert!(matches!(
-            set.next_match(b"abcdefghijk wor", 0, false, 100, &done, &mut abandoned),
+            set.next_match(hay(b"abcdefghijk wor"), 0, false, 100, &done, &mut abandoned),
             (Next::Pending(12), _)
         ));
-        assert!(matches!(set.next_match(b"abcdefghijk", 0, false, 100, &done, &mut abandoned), (Next::Exhausted, _)));
         assert!(matches!(
-            set.next_match(b"abcdefghijk wor", 0, true, 100, &done, &mut abandoned),
+            set.next_match(hay(b"abcdefghijk"), 0, false, 100, &done, &mut abandoned),
+            (Next::Exhausted, _)
+        ));
+        assert!(matches!(
+            set.next_match(hay(b"abcdefghijk wor"), 0, true, 100, &done, &mut abandoned),
             (Next::Exhausted, _)
         ));
         // A member that is done is passed over.
         assert!(matches!(
-            set.next_match(b"world hello", 0, true, 100, &[false, true], &mut abandoned),
+            set.next_match(hay(b"world hello"), 0, true, 100, &[false, true], &mut abandoned),
             (Next::Match { start: 6, end: 11 }, 0)
         ));
     }

@@ -5,23 +5,13 @@
 //! in a row of stages starts with one of a few literals, one prefilter over all those literals finds
 //! where any of them may match; bytes far enough before that are the same after each stage (see
 //! [`RowCandidates::pass_end`]), so while no stage of the row holds bytes back, the whole row passes them
-//! on at once (`stream::feed_row`), each stage only noting the byte it last saw ([`Stage::pass_over`]).
-//!
-//! A stage takes part only when skipping bytes leaves nothing else of its state behind: a plain regex rule
-//! with a prefix prefilter of its own, no look-arounds, no function, no line view or view of lone low
-//! surrogates, not sticky, and matches that never start on a low half.
-
-use std::sync::Arc;
+//! on at once (`stream::feed_row`), each stage only noting the byte it last saw (`Stage::pass_over`).
+//! `Rule::grouped` marks the rows, of the stages that can take part (`grouped::row_pattern`).
 
 use regex_automata::util::prefilter::Prefilter;
 use regex_automata::{MatchKind, Span};
 use regex_syntax::hir::literal::{ExtractKind, Extractor, Seq};
 use regex_syntax::hir::Hir;
-
-use super::js_regex;
-use super::replacement::Replacement;
-use super::rule::{Candidates, Engine, Rule};
-use super::stage::Stage;
 
 /// One search for the literals every match of a row of stages starts with.
 #[derive(Debug)]
@@ -35,7 +25,7 @@ pub(super) struct RowCandidates {
 impl RowCandidates {
     /// The row's search, when the stages' patterns have few enough prefix literals for a fast one (the
     /// literals as regex-automata's own `Prefilter::from_hirs_prefix` picks them).
-    fn of(hirs: &[&Hir]) -> Option<RowCandidates> {
+    pub(super) fn of(hirs: &[&Hir]) -> Option<RowCandidates> {
         let mut extractor = Extractor::new();
         extractor.kind(ExtractKind::Prefix);
         let mut prefixes = Seq::empty();
@@ -74,65 +64,6 @@ impl RowCandidates {
             let end = &bytes[bytes.len() - cut..];
             self.literals.iter().any(|literal| literal.len() > cut && literal.starts_with(end))
         })
-    }
-}
-
-/// The pattern a stage's prefilter is made from, when the stage can take part in a row.
-fn row_pattern(rule: &Rule) -> Option<Hir> {
-    let Engine::Regex(re) = &rule.inner.engine else { return None };
-    let plain = matches!(re.candidates, Candidates::Prefix(_))
-        && re.looks.is_none()
-        && !re.lines
-        && re.low_view.is_none()
-        && !re.sticky
-        && !re.low_half_starts
-        && !matches!(re.replacement, Replacement::Function(_))
-        && rule.look_behind_len() == 0;
-    plain.then(|| js_regex::js_repetitions(&re.hir))
-}
-
-/// `rules` with each row of two or more stages that can share a search marked with the row's search.
-pub(super) fn mark(mut rules: Vec<Rule>) -> Vec<Rule> {
-    let patterns: Vec<Option<Hir>> = rules.iter().map(row_pattern).collect();
-    let mut start = 0;
-    while start < rules.len() {
-        let len = patterns[start..].iter().take_while(|p| p.is_some()).count();
-        if len >= 2 {
-            let hirs: Vec<&Hir> = patterns[start..start + len].iter().flatten().collect();
-            if let Some(row) = RowCandidates::of(&hirs) {
-                let row = Arc::new(row);
-                for rule in &mut rules[start..start + len] {
-                    rule.row = Some(row.clone());
-                }
-            }
-        }
-        start += len.max(1);
-    }
-    rules
-}
-
-/// How many stages from the first on share its row's search (0 when it has none).
-pub(super) fn row_len(stages: &[Stage]) -> usize {
-    let Some(row) = stages.first().and_then(|s| s.rule.row.as_ref()) else { return 0 };
-    stages.iter().take_while(|s| s.rule.row.as_ref().is_some_and(|r| Arc::ptr_eq(r, row))).count()
-}
-
-impl Stage {
-    /// Nothing of the stage's state refers to bytes it has seen but not written out.
-    pub(super) fn quiet(&self) -> bool {
-        self.held.is_empty()
-            && self.run.is_none()
-            && self.carried == 0
-            && self.search_from == 0
-            && !self.skip_char
-            && self.pending_high.is_none()
-    }
-
-    /// The stage's state after bytes in which it cannot match went by it unchanged.
-    pub(super) fn pass_over(&mut self, bytes: &[u8]) {
-        if let Some(&last) = bytes.last() {
-            self.before = Some(last);
-        }
     }
 }
 

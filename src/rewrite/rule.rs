@@ -13,6 +13,7 @@ use regex_automata::util::start;
 use regex_automata::{meta, Anchored, MatchKind};
 use regex_syntax::hir::Hir;
 
+use super::literal_bounds::WordBounds;
 use super::literals::{Literal, LiteralSet};
 use super::replacement::{group_info, ReplaceFn, Replacement, Template};
 use super::{js_regex, lines, links, origins, prefixes};
@@ -206,10 +207,12 @@ impl Rule {
             return Rule::with_looks(label, translated, &parsed, replacement);
         }
         let (pattern, low_view) = (translated.pattern, translated.low_view);
-        // A pattern that is plain text (no `i`, no astral character cut in halves) is a literal rule.
+        // Plain text, also with `\b` at its ends (no `i`, no astral character cut in halves): a literal rule.
         if let (RuleReplacement::Text(text), None, false) = (&replacement, &low_view, parsed.sticky) {
-            if let Some(needle) = literal_text(&pattern).filter(|n| parsed.unicode || !has_astral(n)) {
-                return Rule::literal_rule(label, needle, text, parsed.global);
+            let (bounds, plain) = WordBounds::split(&pattern).unwrap_or((WordBounds::default(), &pattern));
+            // Past U+FFFF a character is two UTF-16 units, which a regex without `u` may split.
+            if let Some(needle) = literal_text(plain).filter(|n| parsed.unicode || !n.iter().any(|&b| b >= 0xF0)) {
+                return Rule::literal_rule(label, (needle, bounds), text, parsed.global);
             }
         }
         let rule = Rule::compile(label, &pattern, parsed.global, Units::of(&parsed, low_view), replacement);
@@ -223,17 +226,22 @@ impl Rule {
         let label = format!("{text:?}");
         match &replacement {
             RuleReplacement::Text(replace) if !text.is_empty() => {
-                Rule::literal_rule(label, text.as_bytes().to_vec(), replace, false)
+                Rule::literal_rule(label, (text.as_bytes().to_vec(), WordBounds::default()), replace, false)
             }
             _ => Rule::compile(label, &js_regex::literal(text), false, Units::No, replacement),
         }
     }
 
     /// A literal rule: its replacement, a template without groups, is the same bytes at every match.
-    fn literal_rule(label: String, needle: Vec<u8>, replacement: &str, global: bool) -> Result<Rule, RuleError> {
+    fn literal_rule(
+        label: String,
+        (needle, bounds): (Vec<u8>, WordBounds),
+        replacement: &str,
+        global: bool,
+    ) -> Result<Rule, RuleError> {
         let mut output = Vec::new();
         Template::parse(replacement, 0, false)?.expand(&needle, |_| None, |_| None, &mut output);
-        let set = LiteralSet::new(vec![Literal { label: label.clone(), needle, output, global }])
+        let set = LiteralSet::new(vec![Literal { label: label.clone(), needle, output, global, bounds }])
             .map_err(RuleError::TooComplex)?;
         Ok(Rule {
             inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }),
@@ -512,11 +520,6 @@ fn literal_text(pattern: &str) -> Option<Vec<u8>> {
         }
         _ => None,
     }
-}
-
-/// Whether `bytes` hold a character past U+FFFF: two UTF-16 units, which a regex without `u` may split.
-fn has_astral(bytes: &[u8]) -> bool {
-    bytes.iter().any(|&b| b >= 0xF0)
 }
 
 pub(super) fn parse(pattern: &str) -> Result<Hir, RuleError> {

@@ -333,8 +333,7 @@ impl Stage {
         if let Engine::Literals(set) = &self.rule.inner.engine {
             // Most of a literal set's matches in one loop; the search one match at a time goes on from there.
             let at = Progress::at(self.search_from, self.emitted, self.matches);
-            let run =
-                set.replace_run(hay.bytes, at, (last, self.max_match), &mut self.members, out, &mut self.abandoned);
+            let run = set.replace_run(hay, at, (last, self.max_match), &mut self.members, out, &mut self.abandoned);
             (self.search_from, self.emitted, self.matches, self.done) =
                 (run.from, run.emitted, run.replaced, run.finished);
             if self.done {
@@ -425,8 +424,7 @@ impl Stage {
         let Stage { rule, search_from, max_match, members, .. } = self;
         let next = match &rule.inner.engine {
             Engine::Literals(set) => {
-                let (next, member) =
-                    set.next_match(hay.bytes, *search_from, last, *max_match, &members.done, &mut abandoned);
+                let (next, member) = set.next_match(hay, *search_from, last, *max_match, &members.done, &mut abandoned);
                 members.current = member;
                 next
             }

@@ -8,7 +8,6 @@
 use std::sync::Arc;
 
 use super::replacement::Exchange;
-use super::row_search;
 use super::rule::Rule;
 use super::stage::Stage;
 use crate::csp::PagePolicy;
@@ -149,7 +148,7 @@ fn feed(
     last: bool,
     out: &mut Vec<u8>,
 ) -> Result<(), ReplaceError> {
-    match row_search::row_len(stages) {
+    match row_len(stages) {
         row if row >= 2 && !input.is_empty() => feed_row(stages, outputs, input, last, out, row),
         _ => feed_each(stages, outputs, input, last, out, 0),
     }
@@ -250,4 +249,29 @@ pub fn rewrite_bytes(
     feed(&mut rewriter.stages, &mut rewriter.outputs, input, true, &mut out)?;
     rewriter.run_in_turn(true, &mut out)?;
     Ok(out)
+}
+
+/// How many stages from the first on share its row's search (0 when it has none).
+pub(super) fn row_len(stages: &[Stage]) -> usize {
+    let Some(row) = stages.first().and_then(|s| s.rule.row.as_ref()) else { return 0 };
+    stages.iter().take_while(|s| s.rule.row.as_ref().is_some_and(|r| Arc::ptr_eq(r, row))).count()
+}
+
+impl Stage {
+    /// Nothing of the stage's state refers to bytes it has seen but not written out.
+    pub(super) fn quiet(&self) -> bool {
+        self.held.is_empty()
+            && self.run.is_none()
+            && self.carried == 0
+            && self.search_from == 0
+            && !self.skip_char
+            && self.pending_high.is_none()
+    }
+
+    /// The stage's state after bytes in which it cannot match went by it unchanged.
+    pub(super) fn pass_over(&mut self, bytes: &[u8]) {
+        if let Some(&last) = bytes.last() {
+            self.before = Some(last);
+        }
+    }
 }

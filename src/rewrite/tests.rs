@@ -1488,3 +1488,57 @@ fn sticky_rules_match_back_to_back_from_the_start_only() {
         );
     }
 }
+
+/// A literal rule's JS source: `needle` escaped, with `\b` at the ends asked for.
+fn bounded_source(needle: &str, bounds: usize) -> String {
+    let escaped: String = needle
+        .chars()
+        .map(|c| if c.is_alphanumeric() || c == '_' { c.to_string() } else { format!("\\{c}") })
+        .collect();
+    format!("{}{escaped}{}", if bounds & 1 != 0 { r"\b" } else { "" }, if bounds & 2 != 0 { r"\b" } else { "" })
+}
+
+#[test]
+fn whole_words_run_as_one_literal_set_and_replace_whole_words_only() {
+    let words = ["header", "rewrite", "node", "stream", "domain"];
+    let rules: Vec<Rule> = words.iter().map(|w| text_rule(&format!(r"\b{w}\b"), "g", &w.to_uppercase())).collect();
+    assert!(rules.iter().all(|r| matches!(r.inner.engine, Engine::Literals(_))), "each a literal rule");
+    let grouped = Rule::grouped(&rules);
+    assert_eq!(grouped.len(), 1, "one search for all");
+    let input = "header headers subheader node_ node-stream domain.\nrewrite(header)_domain domain";
+    let expected = "HEADER headers subheader node_ NODE-STREAM DOMAIN.\nREWRITE(HEADER)_domain DOMAIN";
+    assert_eq!(whole(input, &grouped), expected);
+    assert_eq!(String::from_utf8(one_byte_chunks(input.as_bytes(), &grouped)).unwrap(), expected);
+    // A rule that writes a word character where its needle had none would change what a later `\b` sees.
+    let rules = [text_rule(r"\-", "g", "x"), text_rule(r"\bnode\b", "g", "NODE")];
+    assert_eq!(Rule::grouped(&rules).len(), 2);
+    assert_eq!(whole("-node node", &Rule::grouped(&rules)), "xnode NODE");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(512),
+        ..ProptestConfig::default()
+    })]
+
+    /// Literal rules with `\b` at either end, grouped, give what the rules in turn give (the regex
+    /// reference), whole and however the body is cut.
+    #[test]
+    fn literal_rules_with_word_bounds_equal_the_rules_in_turn(
+        specs in prop::collection::vec(("[ab_é -]{1,3}", 0..4usize, "[ab_é-]{0,2}"), 1..8),
+        input in "[ab_é -]{0,60}",
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..10),
+    ) {
+        let rules: Vec<Rule> =
+            specs.iter().map(|(needle, bounds, output)| text_rule(&bounded_source(needle, *bounds), "g", output)).collect();
+        prop_assert!(rules.iter().all(|r| matches!(r.inner.engine, Engine::Literals(_))));
+        let grouped = Rule::grouped(&rules);
+        let expected = specs
+            .iter()
+            .fold(input.clone(), |text, (needle, bounds, output)| reference(&text, &bounded_source(needle, *bounds), "g", output));
+        prop_assert_eq!(whole(&input, &grouped), expected.clone());
+        let cut_at: Vec<usize> = cut_positions(&cuts, input.len());
+        prop_assert_eq!(String::from_utf8(chunked(input.as_bytes(), &grouped, &cut_at, DEFAULT_MAX_MATCH_BYTES)).unwrap(), expected.clone());
+        prop_assert_eq!(String::from_utf8(one_byte_chunks(input.as_bytes(), &grouped)).unwrap(), expected);
+    }
+}

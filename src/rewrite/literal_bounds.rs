@@ -1,0 +1,75 @@
+//! Literal rules with word boundaries: a pattern that is plain text with `\b` at either end
+//! (`/\bheader\b/g`, how whole words are written) runs as a literal rule, whose matches are the needle's
+//! occurrences that have their `\b`s, instead of through the regex automata.
+//!
+//! Without `u` and `i` together (and literal rules have no `i`), JavaScript's `\w` is ASCII letters, digits
+//! and `_`: the byte on either side of the needle decides (a character past ASCII is a non-word character,
+//! and so are all its bytes), the body's start and end count as non-word characters.
+
+/// Which ends of a literal rule's needle must be word boundaries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct WordBounds {
+    pub(super) start: bool,
+    pub(super) end: bool,
+}
+
+/// Whether an occurrence of a needle is a match.
+pub(super) enum Bounded {
+    Yes,
+    No,
+    /// The byte after it has not arrived yet.
+    Unknown,
+}
+
+/// `\b` as the translator writes it (see `js_regex`).
+const WORD_BOUNDARY: &str = r"(?-u:\b)";
+
+fn is_word(byte: Option<&u8>) -> bool {
+    byte.is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+impl WordBounds {
+    /// The bounds and the rest of a translated pattern that begins or ends with `\b`.
+    pub(super) fn split(pattern: &str) -> Option<(WordBounds, &str)> {
+        let (start, rest) = pattern.strip_prefix(WORD_BOUNDARY).map_or((false, pattern), |rest| (true, rest));
+        let (end, rest) = rest.strip_suffix(WORD_BOUNDARY).map_or((false, rest), |rest| (true, rest));
+        (start || end).then_some((WordBounds { start, end }, rest))
+    }
+
+    pub(super) fn any(self) -> bool {
+        self.start || self.end
+    }
+
+    /// Whether `needle`, found at `hay[start..]`, has its bounds; `before` is the byte before `hay` (`None`:
+    /// the body's start), `last` whether the body ends with `hay`.
+    pub(super) fn check(self, needle: &[u8], hay: &[u8], before: Option<u8>, start: usize, last: bool) -> Bounded {
+        if self.start {
+            let previous = match start {
+                0 => before,
+                _ => Some(hay[start - 1]),
+            };
+            if is_word(previous.as_ref()) == is_word(needle.first()) {
+                return Bounded::No;
+            }
+        }
+        if self.end {
+            let next = match hay.get(start + needle.len()) {
+                Some(byte) => Some(byte),
+                None if last => None,
+                None => return Bounded::Unknown,
+            };
+            if is_word(next) == is_word(needle.last()) {
+                return Bounded::No;
+            }
+        }
+        Bounded::Yes
+    }
+
+    /// Whether a rule with these bounds may share a search with an earlier literal rule that writes `output`
+    /// for `needle`: in turn this rule reads the written bytes beside its match, the shared search the
+    /// needle's, so both must be word characters at each end, or both not.
+    pub(super) fn see_alike(self, needle: &[u8], output: &[u8]) -> bool {
+        !self.any()
+            || is_word(needle.first()) == is_word(output.first()) && is_word(needle.last()) == is_word(output.last())
+    }
+}
