@@ -28,6 +28,9 @@ impl Stage {
             stage.members.matches = self.members.matches[range.clone()].to_vec();
             stage.exchange = self.exchange.clone();
             stage.pass_on_unchanged = true;
+            // Each reads on from the same place; the byte before it, as `\b` sees it, is the set's input byte
+            // there (an earlier member writes word characters where its needle had them, see `literal_bounds`).
+            stage.before = self.before;
             stages.push(stage);
         }
         if let Some(end) = stages.last_mut() {
