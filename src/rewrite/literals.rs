@@ -16,12 +16,11 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use super::literal_bounds::{Bounded, WordBounds};
-
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 
 use super::fingerprint::Fingerprints;
 use super::hay::{Hay, Next};
+use super::literal_bounds::{Bounded, WordBounds};
 use super::literal_interactions::interactions;
 use super::needle_scan::{copy_short, NeedleScan};
 
