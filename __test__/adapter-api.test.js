@@ -468,12 +468,15 @@ test("a plugin browser-sync cannot load: init's callback gets browser-sync's err
   const { execFile } = require('node:child_process')
   // browser-sync calls back with the error and ends the process itself (its `utils.fail`), so the
   // callback is the only place a user sees it: in a child process.
-  const script = `
+  // Each run its own port: two runs on one port saw each other's listener come and go (ECONNRESET).
+  const script = (port) => `
     process.on('exit', (code) => console.log('exit ' + code))
-    require(process.argv[1]).create().init(${JSON.stringify({ ...QUIET, proxy: `http://${HOST}:9`, listen: HOST, port: await deadPort(), plugins: ['devproxy-no-such-plugin'] })},
+    require(process.argv[1]).create().init(${JSON.stringify({ ...QUIET, proxy: `http://${HOST}:9`, listen: HOST, port, plugins: ['devproxy-no-such-plugin'] })},
       (err, value) => console.log('callback: ' + (err && err.message.split('\\n')[0]) + ', ' + typeof value))`
-  const run = (moduleId) =>
-    new Promise((resolve) => execFile(process.execPath, ['-e', script, moduleId], { cwd: ROOT, timeout: 30000 }, (err, stdout) => resolve({ code: err?.code ?? 0, stdout })))
+  const run = async (moduleId) => {
+    const code = script(await deadPort())
+    return new Promise((resolve) => execFile(process.execPath, ['-e', code, moduleId], { cwd: ROOT, timeout: 30000 }, (err, stdout) => resolve({ code: err?.code ?? 0, stdout })))
+  }
   const [adapterRun, browserSyncRun] = await Promise.all([run(`${ROOT}/browser-sync.js`), run('browser-sync')])
   assert.deepEqual(browserSyncRun, { code: 1, stdout: "callback: Cannot find module 'devproxy-no-such-plugin', undefined\nexit 1\n" })
   assert.deepEqual(adapterRun, browserSyncRun)

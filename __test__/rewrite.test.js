@@ -756,19 +756,20 @@ test('proxy: a function rule gets UTF-16 offsets into the decoded body and `stri
   }
 })
 
-test('rewrite(): rules of plain text with \\b at either end (whole words, run as literal rules) equal V8, whole and in byte chunks', () => {
+test('rewrite(): rules of plain text with \\b at either end (whole words) or `i` (any case), run as literal rules, equal V8, whole and in byte chunks', () => {
   const { rewrite } = jsForm()
   const rnd = mulberry32(51)
   const pick = (list) => list[Math.floor(rnd() * list.length)]
-  const alphabet = ['a', 'b', '_', 'é', ' ', '-', '1', 'ab', 'ba', '😀', '\n']
-  const needles = ['a', 'ab', 'b_', '-a', 'é', 'a1', ' ', 'ba-']
+  const alphabet = ['a', 'A', 'b', 'B', '_', 'é', 'É', ' ', '-', '1', 'ab', 'ba', 'Ab', '😀', '\n', 'ſ', 'K']
+  const needles = ['a', 'ab', 'Ab', 'b_', '-a', 'é', 'a1', ' ', 'ba-', 'k', 's']
   const outputs = ['', 'X', 'x', '-', 'é', 'ab', '$&$&']
   const escape = (s) => s.replace(/[\\^$*+?.()|[\]{}]/g, '\\$&')
   for (let c = 0; c < 3000; c++) {
     const rules = Array.from({ length: 1 + Math.floor(rnd() * 5) }, () => {
       const bounds = Math.floor(rnd() * 4)
       const source = `${bounds & 1 ? '\\b' : ''}${escape(pick(needles))}${bounds & 2 ? '\\b' : ''}`
-      return { match: new RegExp(source, rnd() < 0.2 ? 'gu' : 'g'), replace: pick(outputs) }
+      // Not `iu`: there `\b` counts ſ and K (U+212A) as word characters, which the engine's `\b` does not yet (issue 54).
+      return { match: new RegExp(source, pick(['g', 'g', 'gu', 'gi', 'gi'])), replace: pick(outputs) }
     })
     const input = Array.from({ length: Math.floor(rnd() * 40) }, () => pick(alphabet)).join('')
     const want = rules.reduce((text, rule) => text.replace(rule.match, rule.replace), input)

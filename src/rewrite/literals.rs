@@ -16,13 +16,11 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
-
-use super::fingerprint::Fingerprints;
 use super::hay::{Hay, Next};
-use super::literal_bounds::{Bounded, WordBounds};
 use super::literal_interactions::interactions;
-use super::needle_scan::{copy_short, NeedleScan};
+use super::literal_search::Searcher;
+use super::needle_scan::copy_short;
+use super::word_bounds::{Bounded, WordBounds};
 
 /// One literal rule: what it finds and what it writes.
 #[derive(Debug, Clone)]
@@ -32,14 +30,18 @@ pub(super) struct Literal {
     pub(super) output: Vec<u8>,
     /// Every occurrence (`g`), or the first only (a string `match`, a regex without `g`).
     pub(super) global: bool,
-    /// `\b` at the needle's ends (see `literal_bounds`).
+    /// `\b` at the needle's ends (see `word_bounds`).
     pub(super) bounds: WordBounds,
+    /// ASCII letters match in either case (`i` without `u`, see `plain_text`); a set's members all do or none.
+    pub(super) any_case: bool,
 }
 
 /// Literal rules searched together (one rule alone is a set of one).
 #[derive(Debug, Clone)]
 pub(super) struct LiteralSet {
     members: Vec<Literal>,
+    /// The members match ASCII letters in either case.
+    any_case: bool,
     searcher: Searcher,
     longest: usize,
     /// The needles in order, to tell whether the data's end may start one.
@@ -82,133 +84,6 @@ impl Progress {
 /// The sets that run in turn in a shared search's place, each with the range of its members.
 pub(super) type InTurnSets = Vec<(Range<usize>, LiteralSet)>;
 
-/// One needle's search (a rule alone, most of them until grouped: no automaton to keep), or many's.
-#[derive(Debug, Clone)]
-enum Searcher {
-    One(Box<memchr::memmem::Finder<'static>>),
-    /// Up to [`PACKED_LIMIT`] needles where the machine has the vector instructions: found a block of
-    /// positions at a time, and replaced in one loop (see [`LiteralSet::replace_run`]).
-    Scan(Box<NeedleScan>),
-    /// Up to [`PACKED_LIMIT`] needles: Teddy finds and confirms them in one search, with no automaton.
-    Packed(Box<aho_corasick::packed::Searcher>),
-    Many {
-        automaton: AhoCorasick,
-        /// Where a match may start: the needles' distinct first bytes (up to four) found with Teddy, far
-        /// faster than the automaton over every byte; `None` when there are too many of them.
-        starts: Option<aho_corasick::packed::Searcher>,
-        /// Where Teddy is missing (WebAssembly), the same idea on wasm SIMD (see [`Fingerprints`]).
-        fingerprints: Option<Box<Fingerprints>>,
-    },
-}
-
-/// Bytes of each needle's start that the candidates' search looks for.
-const START_BYTES: usize = 4;
-
-/// Sets of fewer needles are searched by Teddy whole (its own limit is 128). Where matches are dense (a
-/// word list over text), finding a candidate by its start and confirming it with the automaton cost twice
-/// as much per match (benches/rules.rs `rules/words`).
-const PACKED_LIMIT: usize = 100;
-
-impl Searcher {
-    fn many(needles: &[&[u8]]) -> Result<Searcher, String> {
-        if needles.len() <= PACKED_LIMIT {
-            if let Some(scan) = NeedleScan::new(needles) {
-                return Ok(Searcher::Scan(Box::new(scan)));
-            }
-            let packed = aho_corasick::packed::Config::new()
-                .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
-                .builder()
-                .extend(needles)
-                .build()
-                .filter(|searcher| searcher.minimum_len() <= 64 << 10);
-            if let Some(packed) = packed {
-                return Ok(Searcher::Packed(Box::new(packed)));
-            }
-        }
-        let builder = || {
-            let mut builder = AhoCorasick::builder();
-            builder.match_kind(MatchKind::LeftmostFirst).start_kind(aho_corasick::StartKind::Both);
-            builder
-        };
-        let automaton = builder()
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(needles)
-            // A DFA over its size budget: the NFA finds the same matches.
-            .or_else(|_| builder().build(needles))
-            .map_err(|e| e.to_string())?;
-        let mut starts: Vec<&[u8]> = needles.iter().map(|n| &n[..n.len().min(START_BYTES)]).collect();
-        starts.sort_unstable();
-        starts.dedup();
-        let starts = aho_corasick::packed::Config::new()
-            .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
-            .builder()
-            .extend(starts)
-            .build()
-            .filter(|searcher| searcher.minimum_len() <= 64 << 10);
-        // Natively Teddy is there (`starts`), whose search is faster than these candidates'.
-        let fingerprints = if cfg!(target_arch = "wasm32") && starts.is_none() {
-            Fingerprints::new(needles).map(Box::new)
-        } else {
-            None
-        };
-        Ok(Searcher::Many { automaton, starts, fingerprints })
-    }
-
-    /// The leftmost match in `hay[at..]`: its start, end and member.
-    fn find(&self, hay: &[u8], at: usize) -> Option<(usize, usize, usize)> {
-        let found = |m: aho_corasick::Match| (m.start(), m.end(), m.pattern().as_usize());
-        match self {
-            Searcher::One(finder) => finder.find(&hay[at..]).map(|i| (at + i, at + i + finder.needle().len(), 0)),
-            Searcher::Scan(scan) => {
-                scan.starts(hay, at, hay.len()).next().map(|(start, member)| (start, start + scan.len(member), member))
-            }
-            Searcher::Packed(searcher) => searcher
-                .find_in(hay, aho_corasick::Span { start: at, end: hay.len() })
-                .map(|m| (m.start(), m.end(), m.pattern().as_usize())),
-            Searcher::Many { automaton, starts: None, fingerprints: None } => {
-                automaton.find(Input::new(hay).range(at..)).map(found)
-            }
-            Searcher::Many { automaton, starts: None, fingerprints: Some(fingerprints) } => {
-                // As with `starts` below: the first candidate with an anchored match has the leftmost.
-                let mut from = at;
-                while let Some(candidate) = fingerprints.find(hay, from) {
-                    let input = Input::new(hay).range(candidate..).anchored(aho_corasick::Anchored::Yes);
-                    if let Some(m) = automaton.find(input) {
-                        return Some(found(m));
-                    }
-                    from = candidate + 1;
-                }
-                None
-            }
-            Searcher::Many { automaton, starts: Some(starts), .. } => {
-                // Every match starts with a needle's start: the first candidate with a match has the leftmost.
-                let mut from = at;
-                while let Some(candidate) = starts.find_in(hay, aho_corasick::Span { start: from, end: hay.len() }) {
-                    let input = Input::new(hay).range(candidate.start()..).anchored(aho_corasick::Anchored::Yes);
-                    if let Some(m) = automaton.find(input) {
-                        return Some(found(m));
-                    }
-                    from = candidate.start() + 1;
-                }
-                None
-            }
-        }
-    }
-
-    fn memory_usage(&self) -> usize {
-        match self {
-            Searcher::One(finder) => finder.needle().len(),
-            Searcher::Scan(scan) => scan.memory_usage(),
-            Searcher::Packed(searcher) => searcher.memory_usage(),
-            Searcher::Many { automaton, starts, fingerprints } => {
-                automaton.memory_usage()
-                    + starts.as_ref().map_or(0, aho_corasick::packed::Searcher::memory_usage)
-                    + fingerprints.as_ref().map_or(0, |_| std::mem::size_of::<Fingerprints>())
-            }
-        }
-    }
-}
-
 impl LiteralSet {
     /// `members` must not interact (see [`group`]) and have non-empty needles.
     pub(super) fn new(members: Vec<Literal>) -> Result<LiteralSet, String> {
@@ -219,12 +94,15 @@ impl LiteralSet {
     /// need the rules in turn.
     pub(super) fn of_group(group: Group) -> Result<LiteralSet, String> {
         let Group { members, watch, strict_starts } = group;
+        let any_case = members.first().is_some_and(|m| m.any_case);
+        let needles: Vec<&[u8]> = members.iter().map(|m| &m.needle[..]).collect();
         let searcher = match &members[..] {
+            _ if any_case => Searcher::any_case(&needles)?,
             [one] => Searcher::One(Box::new(memchr::memmem::Finder::new(&one.needle).into_owned())),
-            _ => Searcher::many(&members.iter().map(|m| &m.needle[..]).collect::<Vec<_>>())?,
+            _ => Searcher::many(&needles)?,
         };
         let longest = members.iter().map(|m| m.needle.len()).max().unwrap_or(1);
-        let mut sorted: Vec<Vec<u8>> = members.iter().map(|m| m.needle.clone()).collect();
+        let mut sorted: Vec<Vec<u8>> = members.iter().map(|m| folded(&m.needle, any_case)).collect();
         sorted.sort_unstable();
         let mut outputs = Vec::new();
         let mut output_spans = Vec::with_capacity(members.len());
@@ -240,11 +118,21 @@ impl LiteralSet {
                 let next = |&(offset, earlier): &(u32, u32)| {
                     members[earlier as usize].needle[member.needle.len() - offset as usize]
                 };
-                pairs.iter().map(next).fold(0u64, |bits, byte| bits | 1 << (byte % 64))
+                // Both cases of a letter, for a set that matches any case.
+                let bits = |byte: u8| {
+                    1 << (byte % 64)
+                        | if any_case {
+                            1 << (byte.to_ascii_uppercase() % 64) | 1 << (byte.to_ascii_lowercase() % 64)
+                        } else {
+                            0
+                        }
+                };
+                pairs.iter().map(next).fold(0u64, |all, byte| all | bits(byte))
             })
             .collect();
         Ok(LiteralSet {
             members,
+            any_case,
             searcher,
             longest,
             sorted,
@@ -353,13 +241,14 @@ impl LiteralSet {
             }
             // The pair overlaps in this match's own bytes (so it was found): only what follows it is left to compare.
             let (after, wanted) = (&hay[end..], &needle[end - start - offset as usize..]);
-            if after.first().is_some_and(|&byte| byte != wanted[0]) {
+            let same = |a: &[u8], b: &[u8]| if self.any_case { a.eq_ignore_ascii_case(b) } else { a == b };
+            if after.first().is_some_and(|&byte| !same(&[byte], &wanted[..1])) {
                 continue;
             }
-            if after.starts_with(wanted) {
+            if after.len() >= wanted.len() && same(&after[..wanted.len()], wanted) {
                 return Some(Next::InTurn(start));
             }
-            if !last && after.len() < wanted.len() && wanted.starts_with(after) {
+            if !last && after.len() < wanted.len() && same(&wanted[..after.len()], after) {
                 return Some(Next::Pending(start));
             }
         }
@@ -430,6 +319,7 @@ impl LiteralSet {
 
     /// Whether `tail` is the start of some needle (shorter than it).
     fn starts_a_needle(&self, tail: &[u8]) -> bool {
+        let tail = &folded(tail, self.any_case)[..];
         let first = self.sorted.partition_point(|needle| needle.as_slice() < tail);
         self.sorted.get(first).is_some_and(|needle| needle.starts_with(tail) && needle.len() > tail.len())
     }
@@ -496,6 +386,15 @@ impl MemberStates {
     }
 }
 
+/// `text` in lower case where `any_case` (ASCII letters only), as it is otherwise.
+fn folded(text: &[u8], any_case: bool) -> Vec<u8> {
+    if any_case {
+        text.to_ascii_lowercase()
+    } else {
+        text.to_vec()
+    }
+}
+
 /// A set of consecutive literal rules that share one search, and what keeps it exact.
 #[derive(Debug)]
 pub(super) struct Group {
@@ -512,9 +411,15 @@ pub(super) struct Group {
 /// `serverewrite`) does not split the set: the pair is watched, and only a body where it is found runs
 /// the rules in turn from there (see `Next::InTurn`).
 pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
-    let needles: Vec<&[u8]> = literals.iter().map(|l| &l.needle[..]).collect();
-    let outputs: Vec<&[u8]> = literals.iter().map(|l| &l.output[..]).collect();
-    let found = interactions(&needles, &outputs);
+    // A rule that matches any case reads the others' texts in any case: compared folded, every interaction
+    // stays one (and some are added, which only keeps rules apart).
+    let any_case = literals.iter().any(|l| l.any_case);
+    let needles: Vec<Vec<u8>> = literals.iter().map(|l| folded(&l.needle, any_case)).collect();
+    let outputs: Vec<Vec<u8>> = literals.iter().map(|l| folded(&l.output, any_case)).collect();
+    let found = interactions(
+        &needles.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+        &outputs.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+    );
     let mut groups: Vec<Group> = Vec::new();
     // The set each rule went to, to tell whether an earlier rule it may interact with is in the open one.
     let mut group_of: Vec<usize> = Vec::with_capacity(literals.len());
@@ -527,7 +432,10 @@ pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
             open && match &found {
                 Some(found) => !found.hard[index].iter().any(|&u| group_of[u as usize] == current),
                 None => false,
-            } && groups[current].members.iter().all(|a| literal.bounds.see_alike(&a.needle, &a.output));
+            } && groups[current]
+                .members
+                .iter()
+                .all(|a| a.any_case == literal.any_case && literal.bounds.see_alike(&a.needle, &a.output));
         // A removal joins the text around it: no later rule may share its search.
         let ends_group = literal.output.is_empty();
         if joins {
@@ -577,6 +485,7 @@ mod tests {
             output: output.into(),
             global: true,
             bounds: WordBounds::default(),
+            any_case: false,
         }
     }
 

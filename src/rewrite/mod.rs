@@ -6,7 +6,7 @@
 //! it knows, at every chunk edge, which bytes can still belong to a match and must be held back.
 //!
 //! Files: `rule` compiles rules (with `js_regex` translating the patterns, `prefixes` building the automaton
-//! of held-back data, `grouped`, `literals` (with `literal_interactions`, and `literal_bounds` for whole words) and `regex_groups` grouping rules that cannot interact, with
+//! of held-back data, `grouped`, `literals` (with `literal_interactions`, and `plain_text` making literal rules of plain-text patterns, whole words and any case included) and `regex_groups` grouping rules that cannot interact, with
 //! `fingerprint` and `needle_scan` finding a literal set's matches for one loop that replaces them, `in_turn`
 //! the way out of a shared search where a body needs the rules one after another, `overlap`
 //! telling whether two regular languages' matches can overlap, `row_search` one search shared by stages in a
@@ -26,8 +26,8 @@ mod in_turn;
 mod js_regex;
 mod lines;
 mod links;
-mod literal_bounds;
 mod literal_interactions;
+mod literal_search;
 mod literals;
 mod look_around;
 mod look_rule;
@@ -35,6 +35,7 @@ mod needle_scan;
 mod next_match;
 mod origins;
 mod overlap;
+mod plain_text;
 mod prefixes;
 mod regex_groups;
 mod replacement;
@@ -46,6 +47,7 @@ mod sticky;
 mod stream;
 mod sweep;
 mod view;
+mod word_bounds;
 
 pub use crate::error::{ReplaceError, RuleError};
 pub use origins::{Forms, OriginSwap};

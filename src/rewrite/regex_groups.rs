@@ -349,8 +349,8 @@ mod tests {
     fn a_first_match_only_member_replaces_its_first_match_and_leaves_the_rest() {
         let first_only =
             |source: &str, replace: &str| Rule::regex(source, "", RuleReplacement::Text(replace.into())).unwrap();
-        // (`i`: a plain-text pattern without it is a literal rule, grouped with the literal rules.)
-        let head = Rule::regex("<\\/head>", "i", RuleReplacement::Text("<x></head>".into())).unwrap();
+        // (`$&` with `i`: a plain-text pattern without them is a literal rule, grouped with the literal rules.)
+        let head = Rule::regex("<\\/head>", "i", RuleReplacement::Text("<x>$&".into())).unwrap();
         let rules = [first_only("k[0-9]", "K"), rule("m[0-9]", "M"), head];
         let grouped = Rule::grouped(&rules);
         assert_eq!(grouped.len(), 1);

@@ -13,8 +13,7 @@ use regex_automata::util::start;
 use regex_automata::{meta, Anchored, MatchKind};
 use regex_syntax::hir::Hir;
 
-use super::literal_bounds::WordBounds;
-use super::literals::{Literal, LiteralSet};
+use super::literals::LiteralSet;
 use super::replacement::{group_info, ReplaceFn, Replacement, Template};
 use super::{js_regex, lines, links, origins, prefixes};
 use crate::error::RuleError;
@@ -207,12 +206,9 @@ impl Rule {
             return Rule::with_looks(label, translated, &parsed, replacement);
         }
         let (pattern, low_view) = (translated.pattern, translated.low_view);
-        // Plain text, also with `\b` at its ends (no `i`, no astral character cut in halves): a literal rule.
-        if let (RuleReplacement::Text(text), None, false) = (&replacement, &low_view, parsed.sticky) {
-            let (bounds, plain) = WordBounds::split(&pattern).unwrap_or((WordBounds::default(), &pattern));
-            // Past U+FFFF a character is two UTF-16 units, which a regex without `u` may split.
-            if let Some(needle) = literal_text(plain).filter(|n| parsed.unicode || !n.iter().any(|&b| b >= 0xF0)) {
-                return Rule::literal_rule(label, (needle, bounds), text, parsed.global);
+        if let (RuleReplacement::Text(text), None) = (&replacement, &low_view) {
+            if let Some(literal) = Rule::plain_text(source, &parsed, &pattern, text)? {
+                return Rule::literal_rule(label, literal, text, parsed.global);
             }
         }
         let rule = Rule::compile(label, &pattern, parsed.global, Units::of(&parsed, low_view), replacement);
@@ -225,29 +221,9 @@ impl Rule {
         js_regex::check_length(text)?;
         let label = format!("{text:?}");
         match &replacement {
-            RuleReplacement::Text(replace) if !text.is_empty() => {
-                Rule::literal_rule(label, (text.as_bytes().to_vec(), WordBounds::default()), replace, false)
-            }
+            RuleReplacement::Text(replace) if !text.is_empty() => Rule::exact_text(label, text, replace),
             _ => Rule::compile(label, &js_regex::literal(text), false, Units::No, replacement),
         }
-    }
-
-    /// A literal rule: its replacement, a template without groups, is the same bytes at every match.
-    fn literal_rule(
-        label: String,
-        (needle, bounds): (Vec<u8>, WordBounds),
-        replacement: &str,
-        global: bool,
-    ) -> Result<Rule, RuleError> {
-        let mut output = Vec::new();
-        Template::parse(replacement, 0, false)?.expand(&needle, |_| None, |_| None, &mut output);
-        let set = LiteralSet::new(vec![Literal { label: label.clone(), needle, output, global, bounds }])
-            .map_err(RuleError::TooComplex)?;
-        Ok(Rule {
-            inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }),
-            paths: None,
-            row: None,
-        })
     }
 
     /// How many user rules this rule stands for (one but for a group of rules searched together).
@@ -508,17 +484,6 @@ impl Rule {
             paths: None,
             row: None,
         })
-    }
-}
-
-/// The bytes a translated pattern matches when it is plain text, and nothing else.
-fn literal_text(pattern: &str) -> Option<Vec<u8>> {
-    let hir = parse(pattern).ok()?;
-    match hir.kind() {
-        regex_syntax::hir::HirKind::Literal(literal) if std::str::from_utf8(&literal.0).is_ok() => {
-            Some(literal.0.to_vec())
-        }
-        _ => None,
     }
 }
 

@@ -1513,6 +1513,11 @@ fn whole_words_run_as_one_literal_set_and_replace_whole_words_only() {
     let rules = [text_rule(r"\-", "g", "x"), text_rule(r"\bnode\b", "g", "NODE")];
     assert_eq!(Rule::grouped(&rules).len(), 2);
     assert_eq!(whole("-node node", &Rule::grouped(&rules)), "xnode NODE");
+    // Any case, but `$&` (the text as found) keeps a regex rule.
+    let rules = [text_rule("node", "gi", "N"), text_rule(r"\bheader", "gi", "H"), text_rule("node", "gi", "[$&]")];
+    assert!(rules[..2].iter().all(|r| matches!(r.inner.engine, Engine::Literals(_))));
+    assert!(matches!(rules[2].inner.engine, Engine::Regex(_)));
+    assert_eq!(whole("NODE Node subHeader HEADER", &Rule::grouped(&rules[..2])), "N N subHeader H");
 }
 
 proptest! {
@@ -1525,17 +1530,23 @@ proptest! {
     /// reference), whole and however the body is cut.
     #[test]
     fn literal_rules_with_word_bounds_equal_the_rules_in_turn(
-        specs in prop::collection::vec(("[ab_é -]{1,3}", 0..4usize, "[ab_é-]{0,2}"), 1..8),
-        input in "[ab_é -]{0,60}",
+        specs in prop::collection::vec(("[aAb_é -]{1,3}", 0..4usize, "[abB_é-]{0,2}", any::<bool>()), 1..8),
+        input in "[aAbB_é -]{0,60}",
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..10),
     ) {
-        let rules: Vec<Rule> =
-            specs.iter().map(|(needle, bounds, output)| text_rule(&bounded_source(needle, *bounds), "g", output)).collect();
-        prop_assert!(rules.iter().all(|r| matches!(r.inner.engine, Engine::Literals(_))));
-        let grouped = Rule::grouped(&rules);
-        let expected = specs
+        let flags = |any_case: bool| if any_case { "gi" } else { "g" };
+        let rules: Vec<Rule> = specs
             .iter()
-            .fold(input.clone(), |text, (needle, bounds, output)| reference(&text, &bounded_source(needle, *bounds), "g", output));
+            .map(|(needle, bounds, output, any_case)| text_rule(&bounded_source(needle, *bounds), flags(*any_case), output))
+            .collect();
+        // Any case runs as a literal rule for ASCII text only.
+        for ((needle, _, _, any_case), rule) in specs.iter().zip(&rules) {
+            prop_assert_eq!(matches!(rule.inner.engine, Engine::Literals(_)), !any_case || needle.is_ascii());
+        }
+        let grouped = Rule::grouped(&rules);
+        let expected = specs.iter().fold(input.clone(), |text, (needle, bounds, output, any_case)| {
+            reference(&text, &bounded_source(needle, *bounds), flags(*any_case), output)
+        });
         prop_assert_eq!(whole(&input, &grouped), expected.clone());
         let cut_at: Vec<usize> = cut_positions(&cuts, input.len());
         prop_assert_eq!(String::from_utf8(chunked(input.as_bytes(), &grouped, &cut_at, DEFAULT_MAX_MATCH_BYTES)).unwrap(), expected.clone());

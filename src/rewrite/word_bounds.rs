@@ -1,10 +1,7 @@
-//! Literal rules with word boundaries: a pattern that is plain text with `\b` at either end
-//! (`/\bheader\b/g`, how whole words are written) runs as a literal rule, whose matches are the needle's
-//! occurrences that have their `\b`s, instead of through the regex automata.
-//!
-//! Without `u` and `i` together (and literal rules have no `i`), JavaScript's `\w` is ASCII letters, digits
-//! and `_`: the byte on either side of the needle decides (a character past ASCII is a non-word character,
-//! and so are all its bytes), the body's start and end count as non-word characters.
+//! Word boundaries at a literal rule's ends (see `plain_text`). Without `u` and `i` together, JavaScript's
+//! `\w` is ASCII letters, digits and `_`, so the byte on either side of the needle decides (a character past
+//! ASCII is a non-word character, and so are all its bytes); the body's start and end count as non-word
+//! characters.
 
 /// Which ends of a literal rule's needle must be word boundaries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
