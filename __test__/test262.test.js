@@ -36,7 +36,6 @@ const REFUSED_AT_MOST = {
   lookahead: { patterns: 15, cases: 417 },
   lookbehind: { patterns: 44, cases: 1390 },
   'look-around': { patterns: 28, cases: 672 },
-  'property of strings': { patterns: 40, cases: 966 },
   'Unicode property unknown': { patterns: 0, cases: 0 },
   other: { patterns: 0, cases: 0 },
 }
@@ -50,7 +49,6 @@ const FEATURES = [
   ['lookahead', /lookahead/],
   ['lookbehind', /lookbehind/],
   ['backreference', /backreference/],
-  ['property of strings', /property of strings/],
   ['Unicode property unknown', /Unicode property .*tables do not have it/],
   // The look-around forms the engine leaves out (quantified, with the m flag's anchors, nested...).
   ['look-around', /look-around/],

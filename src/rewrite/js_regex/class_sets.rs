@@ -1,33 +1,26 @@
 //! Classes with the `v` flag (ES2024 `unicodeSets`): nested classes, `&&` intersection, `--` difference and
 //! `\q{…}` strings. A class is a set of characters plus a set of strings; it is written out as an
-//! alternation, longest strings first (as JavaScript tries them), then the characters, then the empty
-//! string. With `i`, every operand is closed under simple case folding before the set operations: that is
-//! the spec's `MaybeSimpleCaseFolding` and `CharacterComplement` seen as sets of whole case classes.
-//! Properties of strings (`\p{RGI_Emoji}`...) are refused: the engine has no emoji sequence tables.
+//! alternation, its longer strings first (as JavaScript tries them, in a trie: see `Trie`), then the
+//! characters, then the empty string. With `i`, every operand is closed under simple case folding before
+//! the set operations: that is the spec's `MaybeSimpleCaseFolding` and `CharacterComplement` seen as sets
+//! of whole case classes.
+//! A property of strings (`\p{RGI_Emoji}`..., Unicode 17.0's lists in `unicode_tables`) is such a set too,
+//! in a class or alone. What may contain strings cannot be negated (`[^\p{RGI_Emoji}]`, `\P{RGI_Emoji}`):
+//! a syntax error, decided on the pattern as the spec's `MayContainStrings` does, not on the set it makes.
 //!
 //! The source comes from a `RegExp` V8 built, so it is valid `v` syntax; what is not is refused as a
 //! syntax error rather than read some other way.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use regex_syntax::hir::ClassUnicode;
 
 use super::classes::{negate, simple_fold};
 use super::escapes::Escape;
 use super::parser::{syntax, unsupported, Parser, MAX_NESTING};
+use super::unicode_tables::string_property_names::STRING_PROPERTIES;
 use super::units::push_scalar_range;
 use crate::error::JsRegexError;
-
-/// Properties of strings (ECMA-262 table "Binary Unicode properties of strings").
-const STRING_PROPERTIES: &[&str] = &[
-    "Basic_Emoji",
-    "Emoji_Keycap_Sequence",
-    "RGI_Emoji_Modifier_Sequence",
-    "RGI_Emoji_Flag_Sequence",
-    "RGI_Emoji_Tag_Sequence",
-    "RGI_Emoji_ZWJ_Sequence",
-    "RGI_Emoji",
-];
 
 /// Punctuators a `v` class may escape (`ClassSetReservedPunctuator`).
 const RESERVED_PUNCTUATORS: &str = "&-!#%,:;<=>@`~";
@@ -37,11 +30,34 @@ struct ClassSet {
     chars: ClassUnicode,
     /// By case-folded key (equal to the string without `i`), each with a spelling to write out.
     strings: BTreeSet<Vec<char>>,
+    /// The spec's `MayContainStrings`: what the pattern says, whatever the set holds (`[\q{ab}--\q{ab}]`).
+    may_contain_strings: bool,
 }
 
 impl Default for ClassSet {
     fn default() -> ClassSet {
-        ClassSet { chars: ClassUnicode::empty(), strings: BTreeSet::new() }
+        ClassSet { chars: ClassUnicode::empty(), strings: BTreeSet::new(), may_contain_strings: false }
+    }
+}
+
+/// A class's strings by their characters (case-folded with `i`). JavaScript tries the strings longest
+/// first; two strings that both match at a place are one the start of the other, so a trie that tries a
+/// node's longer branches before the string ending there finds the same match, and its branches with the
+/// same rest joined (`[©®]\x{FE0F}`) keep the automata small: `\p{RGI_Emoji}` holds 3953 strings.
+#[derive(Default)]
+struct Trie {
+    /// A string ends here.
+    end: bool,
+    next: BTreeMap<char, Trie>,
+}
+
+impl Trie {
+    fn insert(&mut self, string: &[char]) {
+        let mut node = self;
+        for &c in string {
+            node = node.next.entry(c).or_default();
+        }
+        node.end = true;
     }
 }
 
@@ -111,39 +127,95 @@ impl Parser<'_> {
             self.negated_sets.push(start);
         }
         let set = self.nested_class(start)?;
-        let mut strings: Vec<&Vec<char>> = set.strings.iter().collect();
-        if strings.is_empty() {
-            self.emit_set(&set.chars);
-            return Ok(());
-        }
-        // Longest first; the characters come between the longer strings and the empty one.
-        strings.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        self.out.push_str("(?:");
-        let mut first = true;
-        let mut chars_written = set.chars.ranges().is_empty();
-        for string in strings {
-            if string.len() < 2 && !chars_written {
-                self.alternative_separator(&mut first);
-                self.emit_set(&set.chars);
-                chars_written = true;
-            }
-            self.alternative_separator(&mut first);
-            for &c in string {
-                self.emit_char(c);
-            }
-        }
-        if !chars_written {
-            self.alternative_separator(&mut first);
-            self.emit_set(&set.chars);
-        }
-        self.out.push(')');
+        self.emit_class_set(&set);
         Ok(())
     }
 
-    fn alternative_separator(&mut self, first: &mut bool) {
-        if !std::mem::take(first) {
-            self.out.push('|');
+    /// `\p{…}` of a property of strings outside a class, at its `\`; whether it has single code points (V8
+    /// then counts it as unable to match empty, and `RepeatedAtom` must know: `/(?:[^<]\p{RGI_Emoji})+/v`
+    /// is unrolled, `/(?:[^<]\p{RGI_Emoji_Flag_Sequence})+/v` is not).
+    pub(super) fn string_property_atom(&mut self) -> bool {
+        let mut set = self.string_property().unwrap_or_default();
+        self.fold_case(&mut set);
+        self.emit_class_set(&set);
+        !set.chars.ranges().is_empty()
+    }
+
+    /// Writes out a set: an alternation of its strings, longest first, its characters before the strings of
+    /// one character or none (the empty one), as JavaScript tries them; the strings as a trie (`Trie`).
+    fn emit_class_set(&mut self, set: &ClassSet) {
+        if set.strings.is_empty() {
+            self.emit_set(&set.chars);
+            return;
         }
+        let mut trie = Trie::default();
+        for string in &set.strings {
+            trie.insert(string);
+        }
+        let mut alternatives = self.trie_branches(&trie);
+        if !set.chars.ranges().is_empty() {
+            alternatives.push(self.written(|p| p.emit_set(&set.chars)));
+        }
+        if trie.end {
+            alternatives.push(String::new());
+        }
+        self.out.push_str("(?:");
+        self.out.push_str(&alternatives.join("|"));
+        self.out.push(')');
+    }
+
+    /// A node's branches written out, those whose rests are written alike joined: `[©®]\x{FE0F}`.
+    fn trie_branches(&mut self, node: &Trie) -> Vec<String> {
+        let mut branches: Vec<(String, ClassUnicode, char)> = Vec::new();
+        let mut by_rest: HashMap<String, usize> = HashMap::new();
+        for (&c, child) in &node.next {
+            let rest = self.trie_rest(child);
+            match by_rest.get(&rest) {
+                Some(&i) => push_scalar_range(&mut branches[i].1, c as u32, c as u32),
+                None => {
+                    by_rest.insert(rest.clone(), branches.len());
+                    let mut first = ClassUnicode::empty();
+                    push_scalar_range(&mut first, c as u32, c as u32);
+                    branches.push((rest, first, c));
+                }
+            }
+        }
+        branches
+            .into_iter()
+            .map(|(rest, mut chars, c)| {
+                let mut head = self.written(|p| {
+                    if chars.ranges().len() == 1 && chars.ranges()[0].start() == chars.ranges()[0].end() {
+                        p.emit_char(c);
+                    } else {
+                        p.apply_ignore_case(&mut chars);
+                        p.emit_set(&chars);
+                    }
+                });
+                head.push_str(&rest);
+                head
+            })
+            .collect()
+    }
+
+    /// What follows a node's character: nothing, its one branch, or its branches then the empty string
+    /// when a string ends there (the longer ones first).
+    fn trie_rest(&mut self, node: &Trie) -> String {
+        let mut branches = self.trie_branches(node);
+        if node.end && !branches.is_empty() {
+            branches.push(String::new());
+        }
+        match branches.len() {
+            0 => String::new(),
+            1 => branches.swap_remove(0),
+            _ => format!("(?:{})", branches.join("|")),
+        }
+    }
+
+    /// What `write` writes, taken out of the pattern.
+    fn written(&mut self, write: impl FnOnce(&mut Self)) -> String {
+        let before = std::mem::take(&mut self.out);
+        write(self);
+        std::mem::replace(&mut self.out, before)
     }
 
     /// `[…]` at its `[`: the operands joined by one kind of operator, then negated if it says `^`.
@@ -207,6 +279,7 @@ impl Parser<'_> {
                     operator = Some(Operator::Union);
                     set.chars.union(&operand.chars);
                     set.strings.extend(operand.strings);
+                    set.may_contain_strings |= operand.may_contain_strings;
                 }
                 (Some(op @ Operator::Intersection), n)
                     if n > 0 && !matches!(operator, Some(Operator::Union | Operator::Difference)) =>
@@ -214,6 +287,7 @@ impl Parser<'_> {
                     operator = Some(op);
                     set.chars.intersect(&operand.chars);
                     set.strings.retain(|s| operand.strings.contains(s));
+                    set.may_contain_strings &= operand.may_contain_strings;
                 }
                 (Some(op @ Operator::Difference), n)
                     if n > 0 && !matches!(operator, Some(Operator::Union | Operator::Intersection)) =>
@@ -228,7 +302,7 @@ impl Parser<'_> {
         }
         self.depth -= 1;
         if negated {
-            if !set.strings.is_empty() {
+            if set.may_contain_strings {
                 return Err(syntax("negated character class may contain strings", start));
             }
             // Case classes stay whole: the complement of closed sets is closed.
@@ -256,8 +330,10 @@ impl Parser<'_> {
                 push_scalar_range(&mut operand.chars, c, c);
                 kind = Operand::Char(c);
             }
+            Some('\\') if self.string_property_name().is_some() => {
+                operand = self.string_property().unwrap_or_default();
+            }
             Some('\\') => {
-                self.refuse_string_property()?;
                 let negated = self.complement_folded_first();
                 match self.escape(true)? {
                     Escape::Char(cp) => {
@@ -300,6 +376,7 @@ impl Parser<'_> {
                         [c] => push_scalar_range(&mut set.chars, c as u32, c as u32),
                         ref other => {
                             set.strings.insert(other.to_vec());
+                            set.may_contain_strings = true;
                         }
                     }
                     if end {
@@ -336,18 +413,26 @@ impl Parser<'_> {
         }
     }
 
-    /// `\p{…}` naming a property of strings, refused by name.
-    pub(super) fn refuse_string_property(&self) -> Result<(), JsRegexError> {
-        let rest = &self.src[self.pos..];
-        let Some(name) = rest.strip_prefix("\\p{").and_then(|r| r.split('}').next()) else { return Ok(()) };
-        if STRING_PROPERTIES.contains(&name) {
-            return Err(unsupported(
-                format!("property of strings \\p{{{name}}}"),
-                self.pos,
-                " (the engine has no emoji sequence tables)",
-            ));
+    /// The property of strings the `\p{…}` at the current `\` names (`v` only, no aliases), if any.
+    pub(super) fn string_property_name(&self) -> Option<&'static str> {
+        let name = self.src[self.pos..].strip_prefix("\\p{")?.split('}').next()?;
+        STRING_PROPERTIES.iter().find(|(n, _)| *n == name).map(|(n, _)| *n)
+    }
+
+    /// The property of strings at the current `\p{…}`, which it passes: its code points and its strings
+    /// (Unicode 17.0's lists: Node 20's V8, ICU 78, has the same).
+    fn string_property(&mut self) -> Option<ClassSet> {
+        let name = self.string_property_name()?;
+        self.pos += name.len() + "\\p{}".len();
+        let (_, parts) = STRING_PROPERTIES.iter().find(|(n, _)| *n == name)?;
+        let mut set = ClassSet { may_contain_strings: true, ..ClassSet::default() };
+        for (ranges, strings) in parts.iter() {
+            for &(first, last) in ranges.iter() {
+                push_scalar_range(&mut set.chars, first, last);
+            }
+            set.strings.extend(strings.iter().map(|s| s.chars().collect::<Vec<char>>()));
         }
-        Ok(())
+        Some(set)
     }
 
     /// With `i`, the operand's characters closed under simple case folding, and its strings keyed by

@@ -27,9 +27,6 @@ impl Parser<'_> {
     pub(super) fn atom_escape(&mut self) -> Result<Option<char>, JsRegexError> {
         let start = self.pos;
         let complement = self.complement_folded_first();
-        if self.flags.unicode_sets {
-            self.refuse_string_property()?;
-        }
         match self.escape(false)? {
             // Without `u` a lone high surrogate is one unit: the high half of an astral character.
             Escape::Char(cp) if (0xD800..0xE000).contains(&cp) => {

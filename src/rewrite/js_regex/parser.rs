@@ -305,6 +305,10 @@ impl<'s> Parser<'s> {
                 self.out.push_str(if negated { r"(?-u:\B)" } else { r"(?-u:\b)" });
                 return Ok(false);
             }
+            '\\' if self.flags.unicode_sets && self.string_property_name().is_some() => {
+                nonempty = self.string_property_atom();
+                None
+            }
             '\\' => self.atom_escape()?,
             '(' => {
                 let Some(body_nonempty) = self.group()? else {
