@@ -1,6 +1,7 @@
 //! How a literal set finds its needles (see `literals`): one needle by `memmem`, up to a hundred by their
 //! fingerprints (`fingerprint`, `needle_scan`) or Teddy, more by an Aho-Corasick automaton whose candidates
-//! come from their first bytes; needles that match any case by the automaton alone.
+//! come from their first bytes; needles that match any case by a case-insensitive automaton whose candidates are
+//! their first bytes in both cases.
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 
@@ -12,7 +13,7 @@ use super::needle_scan::NeedleScan;
 pub(super) enum Searcher {
     One(Box<memchr::memmem::Finder<'static>>),
     /// Up to [`PACKED_LIMIT`] needles where the machine has the vector instructions: found a block of
-    /// positions at a time, and replaced in one loop (see [`LiteralSet::replace_run`]).
+    /// positions at a time, and replaced in one loop (see `LiteralSet::replace_run`).
     Scan(Box<NeedleScan>),
     /// Up to [`PACKED_LIMIT`] needles: Teddy finds and confirms them in one search, with no automaton.
     Packed(Box<aho_corasick::packed::Searcher>),
