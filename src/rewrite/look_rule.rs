@@ -56,7 +56,14 @@ impl Rule {
             return Err(RuleError::TooComplex("internal error: a look-around rule without its regex".into()));
         };
         if re.lines {
-            return Err(refuse("look-around with multi-line anchors (the m flag's ^ and $)", first));
+            let what = match translated.looks[0].word_boundary {
+                true => {
+                    "\\b or \\B with the i and u flags (ſ and K count as word characters there, which takes \
+                         look-arounds) with multi-line anchors (the m flag's ^ and $)"
+                }
+                false => "look-around with multi-line anchors (the m flag's ^ and $)",
+            };
+            return Err(refuse(what, first));
         }
         // The program finds the matches, so it is there whatever the replacement needs.
         re.captures = Some(GroupFinder::Js(program));

@@ -274,6 +274,16 @@ const LOOK_AROUND_CASES: &[(&str, &str, &str, &str, &str)] = &[
     (r#"(?=(?:ab)+c)a"#, "g", r#"ababc abab"#, r#"_"#, r#"_b_bc abab"#),
     (r#"(?<![a-z])(?:https?:)?//cdn\.example\.com(?=/)"#, "g", r#"src="//cdn.example.com/x" xhttp://cdn.example.com/y https://cdn.example.com"#, r#"LOCAL"#, r#"src="LOCAL/x" xhttp:LOCAL/y https://cdn.example.com"#),
     // A body with a part that never matches (a lone surrogate under `v`): the tail kept is its other part's.
+    // With `i` and `u` (or `v`), ſ and K (U+212A) are word characters for `\b` and `\B`; with one of the two, not.
+    ("\\bs", "giu", "\u{212A}ſ \u{212A} ſ s", "_", "\u{212A}ſ \u{212A} _ _"),
+    ("\\Bs", "giu", "\u{212A}ſ \u{212A} ſ s xs", "_", "\u{212A}_ \u{212A} ſ s x_"),
+    ("s\\b", "giu", "ſ\u{212A} ſ sſ", "_", "ſ\u{212A} _ s_"),
+    ("\\b", "giu", "aſ-\u{212A}", "|", "|aſ|-|\u{212A}|"),
+    ("\\B", "giv", "ſ\u{212A}-ſ", "|", "ſ|\u{212A}-ſ"),
+    ("\\bk\\b", "gi", "\u{212A} k", "_", "\u{212A} _"),
+    ("\\bk", "giu", "ſ\u{212A} \u{212A} é k", "_", "ſ\u{212A} _ é _"),
+    ("(?<=a)\\b", "giu", "a\u{212A} a-", "|", "a\u{212A} a|-"),
+    ("\\bs", "gu", "\u{212A}s ſs", "_", "\u{212A}_ ſ_"),
     ("(?<=[^\\n]{0,2}\\u2028[\\uDC00-\\uDE00]|\\D)\\B", "gv", "\r\n\u{2029}<中\u{2029}", "[$&]", "\r[]\n[]\u{2029}[]<[]中[]\u{2029}[]"),
 ];
 
@@ -328,6 +338,8 @@ fn look_arounds_the_engine_cannot_run_are_refused_by_name() {
         ("(?=a)*", "", "quantified look-around"),
         ("^(?=a)", "m", "multi-line anchors"),
         ("(?<=\\uDE00)a", "", "lone low surrogates"),
+        ("(?=\\bs)", "iu", "\\b with the i and u flags inside a look-around"),
+        ("^\\Bs", "imv", "\\b or \\B with the i and u flags"),
     ] {
         let err = Rule::regex(source, flags, RuleReplacement::Text(String::new())).unwrap_err().to_string();
         assert!(err.contains(what), "/{source}/{flags}: {err}");

@@ -87,7 +87,40 @@ impl Parser<'_> {
             pattern.push_str("(?:)");
         }
         self.out.push_str(&format!("(?P<{}>)", look_placeholder(self.looks.len())));
-        self.looks.push(LookSpec { ahead: !behind, negative, pattern, offset: start });
+        self.looks.push(LookSpec { ahead: !behind, negative, pattern, offset: start, word_boundary: false });
+        Ok(())
+    }
+
+    /// `\b` or `\B` at `start` (read). JavaScript's word characters are `[0-9A-Za-z_]`, and with `i` and `u`
+    /// (or `v`) also ſ (U+017F) and K (U+212A), which fold to `s` and `k`. The engine's ASCII boundary cannot
+    /// count those two, so there a boundary is written as look-arounds at either side:
+    /// `\b` is `(?:(?<=w)(?!w)|(?<!w)(?=w))`, `\B` is `(?:(?<=w)(?=w)|(?<!w)(?!w))`.
+    pub(super) fn word_boundary(&mut self, start: usize, negated: bool) -> Result<(), JsRegexError> {
+        if !(self.flags.ignore_case && self.flags.unicode) {
+            self.out.push_str(if negated { r"(?-u:\B)" } else { r"(?-u:\b)" });
+            return Ok(());
+        }
+        let what = format!("\\{} with the i and u flags", if negated { 'B' } else { 'b' });
+        let hint = " (there ſ and K count as word characters, which takes look-arounds)";
+        if !self.allow_looks {
+            return Err(unsupported(what, start, hint));
+        }
+        if self.in_look {
+            return Err(unsupported(format!("{what} inside a look-around"), start, hint));
+        }
+        const WORD: &str = r"[0-9A-Z_a-z\x{17F}\x{212A}]";
+        let look = |parser: &mut Self, ahead: bool, negative: bool| {
+            parser.out.push_str(&format!("(?P<{}>)", look_placeholder(parser.looks.len())));
+            let pattern = WORD.to_string();
+            parser.looks.push(LookSpec { ahead, negative, pattern, offset: start, word_boundary: true });
+        };
+        self.out.push_str("(?:");
+        look(self, false, false);
+        look(self, true, !negated);
+        self.out.push('|');
+        look(self, false, true);
+        look(self, true, negated);
+        self.out.push(')');
         Ok(())
     }
 

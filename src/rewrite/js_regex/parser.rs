@@ -104,6 +104,8 @@ pub(crate) struct LookSpec {
     pub(crate) pattern: String,
     /// Where it opens in the JS source.
     pub(crate) offset: usize,
+    /// It is one of the four a `\b` or `\B` is written as with `i` and `u` (see `Parser::word_boundary`).
+    pub(crate) word_boundary: bool,
 }
 
 /// [`translate_with_view`] that takes look-arounds (see [`Translated`]).
@@ -301,8 +303,7 @@ impl<'s> Parser<'s> {
             '\\' if matches!(self.peek_at(1), Some('b' | 'B')) => {
                 let negated = self.peek_at(1) == Some('B');
                 self.pos += 2;
-                // JS word characters are ASCII only.
-                self.out.push_str(if negated { r"(?-u:\B)" } else { r"(?-u:\b)" });
+                self.word_boundary(start, negated)?;
                 return Ok(false);
             }
             '\\' if self.flags.unicode_sets && self.string_property_name().is_some() => {
