@@ -8,6 +8,9 @@
 // - runaway: /(?=(?:a+)+c)a|(?<!a)b/g on n `a`s then `b` (no match). V8 backtracks through every way of
 //   splitting the run at every start: its time doubles with each `a`, so it runs on runs of 16-26.
 // - links: /(?<![\w.])cdn\.example\.com(?=\/)/g on an HTML page that names the host every ~400 bytes.
+// - quoteless: /(?<=href=")[^"]*/g on text without `"`, where the pattern without its lookbehind matches from
+//   every position to the end (the skip ahead once read that far from each: 64 KB took 6.7 s).
+// - iu words: /\bfoo\b/giu (with `iu`, `\b` counts ſ and K as word characters: look-arounds) against /gu.
 
 const { rewrite } = require('..')
 
@@ -57,4 +60,19 @@ for (const mb of [1, 4, 16, 64]) {
   const v8 = time(() => html.replace(links, 'static.example.net'), 3)
   if (b.out !== v8.out) throw new Error(`links ${mb} MB: outputs differ`)
   console.log(`${mb}\t${(a.ms / mb).toFixed(1)}\t\t${(b.ms / mb).toFixed(1)}\t\t${(v8.ms / mb).toFixed(1)}`)
+}
+
+const quoteless = /(?<=href=")[^"]*/g
+const words = [/\bfoo\b/gu, /\bfoo\b/giu]
+console.log('\nper MB: quoteless text (engine, V8), and a page with a `foo` every 64 bytes (/\\bfoo\\b/gu, /giu)')
+console.log('MB\tquoteless ms/MB\tV8 ms/MB\tgu ms/MB\tgiu ms/MB')
+for (const mb of [1, 4, 16]) {
+  const text = '<p>no quote here, just words and <b>tags</b>.</p>\n'.repeat(Math.ceil((mb * 1e6) / 52))
+  const q = time(() => rewrite(text, [{ match: quoteless, replace: 'x' }]), 3)
+  const v8 = time(() => text.replace(quoteless, 'x'), 3)
+  if (q.out !== v8.out) throw new Error(`quoteless ${mb} MB: outputs differ`)
+  const wordPage = '<p>The header of the stream, with some words and foo bar. </p>\n'.repeat(Math.ceil((mb * 1e6) / 64))
+  const [gu, giu] = words.map((match) => time(() => rewrite(wordPage, [{ match, replace: 'X' }]), 3))
+  if (gu.out !== wordPage.replace(words[0], 'X') || giu.out !== gu.out) throw new Error(`words ${mb} MB: outputs differ`)
+  console.log(`${mb}\t${(q.ms / mb).toFixed(1)}\t\t${(v8.ms / mb).toFixed(1)}\t\t${(gu.ms / mb).toFixed(1)}\t\t${(giu.ms / mb).toFixed(1)}`)
 }

@@ -43,12 +43,18 @@ pub(super) struct LookArounds {
 }
 
 #[derive(Debug)]
-struct LookItem {
-    ahead: bool,
-    negative: bool,
+pub(super) struct LookItem {
+    pub(super) ahead: bool,
+    pub(super) negative: bool,
     /// A lookahead's forward automaton, or a lookbehind's reverse one; both anchored.
-    dfa: Dfa,
+    pub(super) dfa: Dfa,
+    /// A lookahead whose body matches at most [`SHORT_LOOK_AHEAD`] bytes: a run reads no further, so it is
+    /// linear without [`LookMemo`], whose bookkeeping would cost more than the run (`(?!\w)` at a word's end).
+    pub(super) short: bool,
 }
+
+/// The longest lookahead body run without [`LookMemo`], in bytes.
+pub(super) const SHORT_LOOK_AHEAD: usize = 64;
 
 /// Where lookahead runs have been, by look-around, position and automaton state: a run that comes where
 /// another has been ends as that one did, or goes on from where that one stopped. Without it a lookahead
@@ -97,8 +103,7 @@ enum Found {
 impl LookArounds {
     /// The look-arounds `(ahead, negative, automaton)` in the pattern's order (a lookbehind's automaton is its
     /// body's reverse one); `behind_len` as the stage keeps it; `units` for a rule without `u`.
-    pub(super) fn new(items: Vec<(bool, bool, Dfa)>, behind_len: usize, units: bool) -> LookArounds {
-        let items = items.into_iter().map(|(ahead, negative, dfa)| LookItem { ahead, negative, dfa }).collect();
+    pub(super) fn new(items: Vec<LookItem>, behind_len: usize, units: bool) -> LookArounds {
         LookArounds { items, behind_len, units }
     }
 
@@ -118,7 +123,7 @@ impl LookArounds {
     ) -> Option<bool> {
         let Some(item) = self.items.get(k as usize) else { return Some(false) };
         let found = if item.ahead {
-            ahead((k, &item.dfa), hay, last, max_match, at, memo)?
+            ahead((k, item), hay, last, max_match, at, memo)?
         } else {
             behind(&item.dfa, hay, (last, self.units), self.behind_len, at)?
         };
@@ -169,25 +174,30 @@ pub(super) fn longest(hir: &Hir) -> Option<usize> {
 
 /// Lookahead `k`'s body run forward from `at`, as far as `memo` does not already know where it ends.
 fn ahead(
-    (k, dfa): (u32, &Dfa),
+    (k, item): (u32, &LookItem),
     hay: &Hay,
     last: bool,
     max_match: usize,
     at: usize,
     memo: &mut LookMemo,
 ) -> Option<Found> {
+    let (dfa, remember) = (&item.dfa, !item.short);
     let config = start::Config::new().anchored(Anchored::Yes).look_behind(hay.look_behind(at));
     let Ok(mut state) = dfa.start_state(&config) else { return Some(Found::No) };
     let view = hay.view;
     let limit = at.saturating_add(max_match).saturating_add(1);
     let end = view.len().min(limit);
-    memo.forget_before(at);
+    if remember {
+        memo.forget_before(at);
+    }
     let mut pos = at;
     let mut visited = Vec::new();
     let outcome = loop {
         // Every pair passed through learns how this run ends, so that the next run jumps straight there.
-        visited.push((pos, state));
-        match memo.runs.get(&(k, pos, state)) {
+        if remember {
+            visited.push((pos, state));
+        }
+        match remember.then(|| memo.runs.get(&(k, pos, state))).flatten() {
             Some(&Outcome::Stopped(further, next)) if further > pos && further <= end => {
                 (pos, state) = (further, next);
                 continue;

@@ -2,7 +2,7 @@
 //! Pike VM program, whose look-arounds ask their automata.
 
 use super::hay::Next;
-use super::look_around::{longest, LookArounds, LookMemo, MAX_LOOK_BEHIND};
+use super::look_around::{longest, LookArounds, LookItem, LookMemo, MAX_LOOK_BEHIND, SHORT_LOOK_AHEAD};
 use super::next_match::Scan;
 use super::rule::{build_dfas, parse, Engine, GroupFinder, Rule, RuleReplacement, Units};
 use super::search::RegexSearch;
@@ -46,7 +46,8 @@ impl Rule {
             }
             let (forward, reverse) = build_dfas(&[&js_regex::js_repetitions(&hir)], false)?;
             let dfa = if look.ahead { forward } else { reverse };
-            items.push((look.ahead, look.negative, dfa));
+            let short = longest(&hir).is_some_and(|len| len <= SHORT_LOOK_AHEAD);
+            items.push(LookItem { ahead: look.ahead, negative: look.negative, dfa, short });
         }
         let program = JsCaptures::new(&parse(&translated.pattern)?).map_err(|e| RuleError::TooComplex(e.0))?;
         let units = Units::of(flags, None);
@@ -84,6 +85,9 @@ impl Rule {
     }
 }
 
+/// Bytes a look-around rule's skip ahead may read before the rule's own program reads on (see its use).
+const SKIP_BUDGET: usize = 256;
+
 impl RegexSearch<'_> {
     /// The next match of a rule with look-arounds, by its program (see the module's comment).
     pub(super) fn look_around_match(
@@ -97,11 +101,23 @@ impl RegexSearch<'_> {
         let hay = self.hay;
         let can_start = |at| hay.can_start(at, self.re.units);
         // The pattern with its look-arounds taken as always holding matches wherever it does: its automata
-        // skip to where that pattern's leftmost match starts.
-        let skip_to = |at| match self.scan_forward(at) {
-            Scan::Match { end, pattern, .. } => Some(self.match_start(at, end, pattern)),
-            Scan::NoMatch => None,
-            Scan::Undecided => Some(at),
+        // skip to where that pattern's leftmost match starts. Its matches may be long where the rule's are
+        // not (`(?<=href=")[^"]*` on text without `"`): a scan that reads more than `SKIP_BUDGET` bytes gives
+        // up, and none is tried again for as many bytes, which the program reads itself. Each byte is then
+        // scanned a bounded number of times, not once per position before it.
+        let no_skip_before = std::cell::Cell::new(0);
+        let skip_to = |at: usize| {
+            if at < no_skip_before.get() {
+                return Some(at);
+            }
+            match self.scan_forward(at, SKIP_BUDGET) {
+                Scan::Match { end, pattern, .. } => Some(self.match_start(at, end, pattern)),
+                Scan::NoMatch => None,
+                Scan::Undecided => {
+                    no_skip_before.set(at.saturating_add(SKIP_BUDGET));
+                    Some(at)
+                }
+            }
         };
         let search = LookSearch {
             hay: hay.view,

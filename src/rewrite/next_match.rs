@@ -59,7 +59,7 @@ impl RegexSearch<'_> {
         let hay = self.hay;
         let mut from = from;
         loop {
-            let (end, died, pattern) = match self.scan_forward(from) {
+            let (end, died, pattern) = match self.scan_forward(from, usize::MAX) {
                 Scan::Match { end, died, pattern } => (end, died, pattern),
                 Scan::NoMatch => return Next::Exhausted,
                 Scan::Undecided => return self.pending_start(from, abandoned, run),
@@ -90,7 +90,8 @@ impl RegexSearch<'_> {
 
     /// Leftmost-first unanchored scan from `from`, linear in the data: finds the end of the leftmost
     /// match once it is final. While no match is in progress it skips to the next candidate position.
-    pub(super) fn scan_forward(&self, from: usize) -> Scan {
+    /// Reading more than `budget` bytes from a candidate, it stops as [`Scan::Undecided`].
+    pub(super) fn scan_forward(&self, from: usize, budget: usize) -> Scan {
         let (re, hay, last) = (self.re, self.hay, self.last);
         let dfa = &re.dfa;
         let start_at = |at: usize| re.unanchored_starts.get(hay.look_behind(at));
@@ -100,7 +101,11 @@ impl RegexSearch<'_> {
         let Some(mut state) = start_at(at) else { return Scan::NoMatch };
         let mut found = None;
         let pattern = |state| dfa.match_pattern(state, 0).as_usize();
+        let mut stop = at.saturating_add(budget);
         while at < len {
+            if at == stop {
+                return Scan::Undecided;
+            }
             state = dfa.next_state(state, hay[at]);
             at += 1;
             if dfa.is_special_state(state) {
@@ -113,6 +118,7 @@ impl RegexSearch<'_> {
                         None => return Scan::NoMatch,
                         Some(next) if next > at => {
                             at = next;
+                            stop = at.saturating_add(budget);
                             let Some(fresh) = start_at(at) else { return Scan::NoMatch };
                             state = fresh;
                         }

@@ -123,14 +123,9 @@ impl JsCaptures {
         let mut current: Vec<Thread> = Vec::new();
         let mut next = Vec::new();
         let mut seen = Seen::new(self.insts.len());
-        let first = Thread { pc: 0, bits: 0, slots: vec![None; slots] };
-        self.closure(
-            &mut current,
-            &mut seen,
-            &mut Ctx { look: &look, hay, before: None, last: true, oracle: &mut oracle },
-            start,
-            first,
-        );
+        let first = Thread { pc: 0, bits: 0, slots: Slots::from_elem(None, slots) };
+        let mut ctx = Ctx { look: &look, hay, before: None, last: true, oracle: &mut oracle, stack: Vec::new() };
+        self.closure(&mut current, &mut seen, &mut ctx, start, first);
         let mut at = start;
         loop {
             if at == end {
@@ -150,13 +145,7 @@ impl JsCaptures {
                     if (lo..=hi).contains(&byte) {
                         // Every iteration in progress has now consumed something.
                         let moved = Thread { pc: thread.pc + 1, bits: u64::MAX, slots: thread.slots };
-                        self.closure(
-                            &mut next,
-                            &mut seen,
-                            &mut Ctx { look: &look, hay, before: None, last: true, oracle: &mut oracle },
-                            at + 1,
-                            moved,
-                        );
+                        self.closure(&mut next, &mut seen, &mut ctx, at + 1, moved);
                     }
                 }
             }
@@ -177,7 +166,7 @@ impl JsCaptures {
     ) -> Leftmost {
         let look = crate::rewrite::lines::look_matcher();
         let (hay, len) = (search.hay, search.hay.len());
-        let mut ctx = Ctx { look: &look, hay, before: search.before, last: search.last, oracle };
+        let mut ctx = Ctx { look: &look, hay, before: search.before, last: search.last, oracle, stack: Vec::new() };
         let (mut current, mut next) = (Vec::new(), Vec::new());
         let mut seen = Seen::new(self.insts.len());
         let mut found = None;
@@ -197,7 +186,7 @@ impl JsCaptures {
             // A thread waiting on more input outranks every later start: none is added after one.
             let waits = current.iter().any(|t: &Thread| t.pc == BLOCKED);
             if found.is_none() && !waits && (!sticky || at == from) && (search.can_start)(at) {
-                let mut slots = vec![None; 2 * self.groups];
+                let mut slots = Slots::from_elem(None, 2 * self.groups);
                 slots[0] = Some(at);
                 self.closure(&mut current, &mut seen, &mut ctx, at, Thread { pc: 0, bits: 0, slots });
             }
@@ -256,7 +245,8 @@ impl JsCaptures {
 
     /// Adds `thread` and everything it reaches without consuming, in order of preference, to `list`.
     fn closure(&self, list: &mut Vec<Thread>, seen: &mut Seen, ctx: &mut Ctx<'_>, at: usize, thread: Thread) {
-        let mut stack = vec![thread];
+        let mut stack = std::mem::take(&mut ctx.stack);
+        stack.push(thread);
         while let Some(mut t) = stack.pop() {
             let pc = t.pc as usize;
             if !seen.insert(t.pc, t.bits & self.masks[pc]) {
@@ -295,10 +285,12 @@ impl JsCaptures {
                 }
             }
         }
+        ctx.stack = stack;
     }
 }
 
-/// What a closure reads besides the program: the hay, its assertions and the look-arounds' oracle.
+/// What a closure reads besides the program: the hay, its assertions and the look-arounds' oracle; and its
+/// work list.
 struct Ctx<'a> {
     look: &'a LookMatcher,
     hay: &'a [u8],
@@ -307,6 +299,8 @@ struct Ctx<'a> {
     /// No bytes come after `hay`; else an assertion at its end is not known yet.
     last: bool,
     oracle: &'a mut dyn FnMut(u32, usize) -> Option<bool>,
+    /// The closure's work list, kept between closures for its allocation.
+    stack: Vec<Thread>,
 }
 
 impl Ctx<'_> {
@@ -365,8 +359,11 @@ const BLOCKED: u32 = u32::MAX;
 struct Thread {
     pc: u32,
     bits: u64,
-    slots: Vec<Option<usize>>,
+    slots: Slots,
 }
+
+/// Each group's start and end, by slot; inline up to two groups.
+type Slots = smallvec::SmallVec<[Option<usize>; 4]>;
 
 /// What a capture of the translated pattern stands for: a JavaScript group (its number) or a look-around.
 #[derive(Debug, Clone, Copy)]

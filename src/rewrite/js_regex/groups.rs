@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use regex_syntax::hir::ClassUnicode;
 
-use super::classes::class_contains;
+use super::classes::{class_contains, NEVER};
 use super::escapes::property_set;
 use super::parser::{look_placeholder, syntax, unsupported, LookSpec, Parser, ENGINE_HINT, MAX_NESTING};
 use crate::error::JsRegexError;
@@ -94,10 +94,19 @@ impl Parser<'_> {
     /// `\b` or `\B` at `start` (read). JavaScript's word characters are `[0-9A-Za-z_]`, and with `i` and `u`
     /// (or `v`) also ſ (U+017F) and K (U+212A), which fold to `s` and `k`. The engine's ASCII boundary cannot
     /// count those two, so there a boundary is written as look-arounds at either side:
-    /// `\b` is `(?:(?<=w)(?!w)|(?<!w)(?=w))`, `\B` is `(?:(?<=w)(?=w)|(?<!w)(?!w))`.
-    pub(super) fn word_boundary(&mut self, start: usize, negated: bool) -> Result<(), JsRegexError> {
+    /// `\b` is `(?:(?<=w)(?!w)|(?<!w)(?=w))`, `\B` is `(?:(?<=w)(?=w)|(?<!w)(?!w))`. A side known to be a word
+    /// character needs no look (`word_before`, or a literal one next that is not optional): `\bfoo\b` is
+    /// `(?<!w)foo(?!w)`. (With `i` and `u`, an ASCII word character folds only to word characters.)
+    pub(super) fn word_boundary(&mut self, start: usize, negated: bool, word_before: bool) -> Result<(), JsRegexError> {
         if !(self.flags.ignore_case && self.flags.unicode) {
             self.out.push_str(if negated { r"(?-u:\B)" } else { r"(?-u:\b)" });
+            return Ok(());
+        }
+        let mut next = self.src[self.pos..].chars();
+        let word_after = next.next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !matches!(next.next(), Some('?' | '*' | '{'));
+        if word_before && word_after {
+            self.out.push_str(if negated { "(?:)" } else { NEVER });
             return Ok(());
         }
         let what = format!("\\{} with the i and u flags", if negated { 'B' } else { 'b' });
@@ -114,13 +123,19 @@ impl Parser<'_> {
             let pattern = WORD.to_string();
             parser.looks.push(LookSpec { ahead, negative, pattern, offset: start, word_boundary: true });
         };
-        self.out.push_str("(?:");
-        look(self, false, false);
-        look(self, true, !negated);
-        self.out.push('|');
-        look(self, false, true);
-        look(self, true, negated);
-        self.out.push(')');
+        match (word_before, word_after) {
+            (true, _) => look(self, true, !negated),
+            (_, true) => look(self, false, !negated),
+            _ => {
+                self.out.push_str("(?:");
+                look(self, false, false);
+                look(self, true, !negated);
+                self.out.push('|');
+                look(self, false, true);
+                look(self, true, negated);
+                self.out.push(')');
+            }
+        }
         Ok(())
     }
 

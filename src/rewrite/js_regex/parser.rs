@@ -178,6 +178,10 @@ pub(super) struct Parser<'s> {
     /// Where each `v` class negated as a whole (`[^…]`) starts, in the order met (see
     /// `class_sets::RepeatedAtom`).
     pub(super) negated_sets: Vec<usize>,
+    /// The term just parsed always ends with an ASCII word character (a literal one repeated at least once):
+    /// what a `\b` right after it sees before it (see `word_boundary`). Cleared where a term may follow
+    /// something else: at `|`, inside a group, after one.
+    pub(super) word_before: bool,
 }
 
 impl<'s> Parser<'s> {
@@ -201,6 +205,7 @@ impl<'s> Parser<'s> {
             in_look: false,
             groups_opened: 0,
             negated_sets: Vec::new(),
+            word_before: false,
         }
     }
 
@@ -260,6 +265,7 @@ impl<'s> Parser<'s> {
         let mut nonempty = self.alternative()?;
         while self.eat('|') {
             self.out.push('|');
+            self.word_before = false;
             nonempty &= self.alternative()?;
         }
         Ok(nonempty)
@@ -279,6 +285,7 @@ impl<'s> Parser<'s> {
     /// Parses a term; `true` when V8 counts it as unable to match empty.
     fn term(&mut self) -> Result<bool, JsRegexError> {
         let start = self.pos;
+        let word_before = std::mem::take(&mut self.word_before);
         let Some(c) = self.peek() else {
             return Ok(false);
         };
@@ -287,6 +294,7 @@ impl<'s> Parser<'s> {
         let unicode = self.flags.unicode;
         // Assertions return early: a quantifier after one then fails as "nothing to repeat", like JavaScript.
         let out_start = self.out.len();
+        let mut word_char = false;
         let astral = match c {
             '^' => {
                 self.bump();
@@ -303,7 +311,7 @@ impl<'s> Parser<'s> {
             '\\' if matches!(self.peek_at(1), Some('b' | 'B')) => {
                 let negated = self.peek_at(1) == Some('B');
                 self.pos += 2;
-                self.word_boundary(start, negated)?;
+                self.word_boundary(start, negated, word_before)?;
                 return Ok(false);
             }
             '\\' if self.flags.unicode_sets && self.string_property_name().is_some() => {
@@ -319,6 +327,7 @@ impl<'s> Parser<'s> {
                     if quantified {
                         return Err(unsupported("quantified look-around", start, ""));
                     }
+                    self.word_before = false;
                     return Ok(false);
                 };
                 nonempty = body_nonempty;
@@ -357,6 +366,7 @@ impl<'s> Parser<'s> {
             _ => {
                 self.bump();
                 self.emit_char(c);
+                word_char = c.is_ascii_alphanumeric() || c == '_';
                 (!unicode && is_astral(c)).then_some(c)
             }
         };
@@ -365,7 +375,9 @@ impl<'s> Parser<'s> {
             negated_set: self.negated_sets.get(sets_before).copied(),
             captures: self.groups_opened > groups_before,
         };
-        self.quantifier(out_start, astral, &atom)
+        let nonempty = self.quantifier(out_start, astral, &atom)?;
+        self.word_before = word_char && nonempty;
+        Ok(nonempty)
     }
 
     /// Parses an optional quantifier after the atom written from `out_start` on. `astral` is the atom when it

@@ -665,3 +665,29 @@ fn v8_unrolled_negated_sets_are_refused() {
     // Without `v` a class is compiled as the spec says, and so is it with `u`.
     assert_eq!(match_all(&compile(r"(?:[^<].){2}", "u"), "abcd"), [[Some("abcd".to_string())]]);
 }
+
+/// With `i` and `u`, a `\b` or `\B` takes a look-around for each side not known to be a word character (see
+/// `Parser::word_boundary`): none between two literal ones, and what follows `|`, opens a group or is optional
+/// is not known.
+#[test]
+fn word_boundaries_under_iu_look_only_at_sides_not_known() {
+    let iu = parse_flags("iu").unwrap();
+    let cases = [
+        (r"\bfoo\b", 2),
+        (r"\b", 4),
+        (r"a\bb", 0),
+        (r"a\Bb", 0),
+        (r"s?\bk", 1),
+        (r"x|\bs", 1),
+        (r"x(?:\bs)+", 1),
+        (r"a(?=b)\b-", 1 + 4),
+        (r"a\b-", 1),
+        (r"\bs*", 4),
+        (r"\bs{0,2}", 4),
+        (r"\b\x61", 4),
+    ];
+    for (src, looks) in cases {
+        let got = super::translate_with_looks(src, &iu).unwrap_or_else(|e| panic!("/{src}/iu: {e}")).looks.len();
+        assert_eq!(got, looks, "/{src}/iu");
+    }
+}
