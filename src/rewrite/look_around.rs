@@ -62,7 +62,7 @@ pub(super) const SHORT_LOOK_AHEAD: usize = 64;
 /// Positions are one hay's: the stage clears it for each.
 #[derive(Default)]
 pub(super) struct LookMemo {
-    runs: HashMap<(u32, usize, StateID), Outcome>,
+    runs: HashMap<(u32, usize, StateID), Outcome, foldhash::fast::RandomState>,
     /// Size at which positions behind the search are dropped.
     prune_at: usize,
 }
