@@ -272,7 +272,10 @@ function randomPattern(rnd, depth, state) {
         const kind = pick(rnd, ['(?=', '(?!', '(?<=', '(?<!'])
         const inner = randomPattern(rnd, depth + 1, { ...state, inLook: true, bounded: kind.startsWith('(?<') })
         state.looks = true
-        alt += `${kind}${inner})`
+        // Annex B repeats a lookahead (V8 throws for it with `u` or `v`: the caller then draws again).
+        const repeat = !kind.startsWith('(?<') && rnd() < 0.15 ? pick(rnd, RANDOM_QUANTIFIERS) : ''
+        if (repeat) state.marks.quantifiedLook = true
+        alt += `${kind}${inner})${repeat}`
         continue
       } else if (depth < 2 && r < 0.3) {
         const kind = rnd()
@@ -310,11 +313,11 @@ function randomPatternRule(rnd) {
     const state = { groups: 0, names: [], marks: {} }
     const source = randomPattern(rnd, 0, state)
     let flags = randomFlags(rnd)
-    // With `i` and `u` (or `v`), `\b` and `\B` are look-arounds: refused inside one, and with `m`.
+    // With `i` and `u` (or `v`), `\b` and `\B` are look-arounds: refused inside one.
     const boundaryLooks = /i/.test(flags) && /[uv]/.test(flags) && /\\[bB]/.test(source)
     if (boundaryLooks && state.marks.boundaryInLook) flags = flags.replace('i', '')
-    // Look-arounds are refused with multi-line anchors, and in patterns naming lone low surrogates.
-    if (state.looks || boundaryLooks) flags = flags.replace('m', '')
+    if (state.marks.quantifiedLook) flags = flags.replace(/[uv]/, '')
+    // Look-arounds are refused in patterns naming lone low surrogates.
     if (state.looks && !/[uv]/.test(flags) && LONE_SURROGATE.test(source)) continue
     let match
     try {
@@ -350,6 +353,8 @@ test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty i
   // Rules without `u` naming lone surrogates, on text with astral characters.
   let loneCases = 0
   let lookCases = 0
+  let lineLookCases = 0
+  let quantifiedLookCases = 0
   // `\b` or `\B` with `i` and `u` (or `v`) on text with ſ or K (U+212A), word characters there.
   let foldedWordCases = 0
   const seen = () => compared + refused + tooBig + v8Unrolled + splitArgs + v8Inside
@@ -396,14 +401,18 @@ test(`rewrite() differential: random patterns with emoji, CRLF, \\u2028, empty i
     if (rule.match.multiline && /[$^]/.test(rule.match.source) && /[\r\u2028\u2029]/.test(input)) lineCases++
     if (!unicodeMode(rule.match) && LONE_SURROGATE.test(rule.match.source.replace(/(?<!\[)\\ud83d\\ude00/g, '')) && /[\u{10000}-\u{10FFFF}]/u.test(input)) loneCases++
     if (/\(\?<?[=!]/.test(rule.match.source)) lookCases++
+    if (rule.match.multiline && /\(\?<?[=!]/.test(rule.match.source) && /(?<![[\\])\^|(?<!\\)\$/.test(rule.match.source)) lineLookCases++
+    if (/\(\?<?[=!][^)]*\)[*+?{]/.test(rule.match.source)) quantifiedLookCases++
     if (rule.match.ignoreCase && unicodeMode(rule.match) && /\\[bB]/.test(rule.match.source) && /[ſ\u212A]/.test(input)) foldedWordCases++
   }
-  console.log(`random patterns: ${counts()}; ${lineCases} with multi-line anchors on text with \\r, \\u2028 or \\u2029, ${loneCases} without \`u\` naming lone surrogates on text with astral characters, ${lookCases} with look-arounds, ${foldedWordCases} with \\b under \`iu\` on text with ſ or K; skipped: ${splitArgs} a function given half of an astral character, ${v8Inside} V8 starts a \`u\` match inside a surrogate pair`)
+  console.log(`random patterns: ${counts()}; ${lineCases} with multi-line anchors on text with \\r, \\u2028 or \\u2029, ${loneCases} without \`u\` naming lone surrogates on text with astral characters, ${lookCases} with look-arounds (${lineLookCases} with multi-line anchors, ${quantifiedLookCases} with a quantified lookahead), ${foldedWordCases} with \\b under \`iu\` on text with ſ or K; skipped: ${splitArgs} a function given half of an astral character, ${v8Inside} V8 starts a \`u\` match inside a surrogate pair`)
   assert.equal(failures.length, 0, `${failures.length}/${compared} cases differ from String.prototype.replace:\n  ${failures.slice(0, 12).join('\n  ')}`)
   assert.ok(v8Inside <= count / 100, `${v8Inside} cases where V8 starts a match inside a pair`)
   assert.ok(lineCases >= count / 100, `only ${lineCases} cases of multi-line anchors next to \\r, \\u2028 or \\u2029`)
   assert.ok(loneCases >= count / 50, `only ${loneCases} cases of lone surrogates without \`u\` on astral text`)
   assert.ok(lookCases >= count / 10, `only ${lookCases} cases with look-arounds`)
+  assert.ok(lineLookCases >= count / 250, `only ${lineLookCases} cases with look-arounds and multi-line anchors`)
+  assert.ok(quantifiedLookCases >= count / 250, `only ${quantifiedLookCases} cases with a quantified lookahead`)
   assert.ok(foldedWordCases >= count / 250, `only ${foldedWordCases} cases of \\b under \`iu\` on text with ſ or K`)
   assert.ok(compared >= count * 0.9, `only ${compared} of ${count} cases compared`)
   assert.equal(refused, 0, `refused:\n  ${refusals.join('\n  ')}`)
@@ -514,8 +523,6 @@ test('rewrite(): what the engine cannot reproduce ($`, $\', some look-arounds, b
     ['abc', /b(?=(c))/, 'x'],
     ['abc', /(?<=a+)b/, 'x'],
     ['abc', /(?=a(?!b))/, 'x'],
-    ['abc', /(?=a)*/, 'x'],
-    ['abc', /^(?=a)/m, 'x'],
     ['abb', /(b)\1/, 'x'],
   ]
   for (const [input, match, replace] of refused) {

@@ -9,9 +9,13 @@
 //! up on). A lookbehind reads back at most its body's longest match, which must be bounded: the stage keeps
 //! that many bytes of what it already wrote out (see `Rule::look_behind_len`).
 //!
+//! With the m flag's `^` or `$` anywhere, the rule reads the line view (see `lines`): the look-arounds' automata
+//! too, and a lookbehind's bytes from the stage's tail are put in that view first. Annex B's quantified
+//! lookaheads are rewritten by the parser (once, or not at all).
+//!
 //! Not taken, each refused by name: a look-around inside another, capture groups inside one (JavaScript
-//! keeps their values, which the oracle does not compute), a quantified one, and look-arounds in a rule
-//! whose automata read a view of the text (multi-line anchors, lone low surrogates).
+//! keeps their values, which the oracle does not compute), and look-arounds in a rule whose automata read
+//! the view of lone low surrogates.
 //!
 //! This module holds the look-arounds' automata and what they answer; `look_rule` builds a rule with
 //! them and searches it.
@@ -40,6 +44,8 @@ pub(super) struct LookArounds {
     behind_len: usize,
     /// The rule works on UTF-16 units (no `u`): a lookbehind's match may begin on a low half.
     units: bool,
+    /// The rule reads the line view (see `lines`), which the stage's tail is not in.
+    lines: bool,
 }
 
 #[derive(Debug)]
@@ -102,9 +108,10 @@ enum Found {
 
 impl LookArounds {
     /// The look-arounds `(ahead, negative, automaton)` in the pattern's order (a lookbehind's automaton is its
-    /// body's reverse one); `behind_len` as the stage keeps it; `units` for a rule without `u`.
-    pub(super) fn new(items: Vec<LookItem>, behind_len: usize, units: bool) -> LookArounds {
-        LookArounds { items, behind_len, units }
+    /// body's reverse one); `behind_len` as the stage keeps it; `units` for a rule without `u`; `lines` for one
+    /// that reads the line view.
+    pub(super) fn new(items: Vec<LookItem>, behind_len: usize, units: bool, lines: bool) -> LookArounds {
+        LookArounds { items, behind_len, units, lines }
     }
 
     /// Bytes of the input before a position that the lookbehinds may read.
@@ -125,7 +132,7 @@ impl LookArounds {
         let found = if item.ahead {
             ahead((k, item), hay, last, max_match, at, memo)?
         } else {
-            behind(&item.dfa, hay, (last, self.units), self.behind_len, at)?
+            behind(&item.dfa, hay, (last, self.units, self.lines), self.behind_len, at)?
         };
         Some(match found {
             Found::Yes => !item.negative,
@@ -236,8 +243,9 @@ fn ahead(
     }
 }
 
-/// A lookbehind's body run backward from `at`, over the hay and then the stage's tail.
-fn behind(dfa: &Dfa, hay: &Hay, (last, units): (bool, bool), reach: usize, at: usize) -> Option<Found> {
+/// A lookbehind's body run backward from `at`, over the hay and then the stage's tail (put in the line view
+/// first for a rule that reads it).
+fn behind(dfa: &Dfa, hay: &Hay, (last, units, lines): (bool, bool, bool), reach: usize, at: usize) -> Option<Found> {
     let view = hay.view;
     // A body ending with `\b` or `$` looks at the byte after `at`.
     if at == view.len() && !last {
@@ -250,17 +258,24 @@ fn behind(dfa: &Dfa, hay: &Hay, (last, units): (bool, bool), reach: usize, at: u
     let from_tail = &hay.tail[hay.tail.len().saturating_sub(reach - from_view.len())..];
     // The stage keeps `reach` bytes of what it wrote out: fewer are all there is.
     let whole = from_view.len() == at && from_tail.len() == hay.tail.len() && hay.tail.len() < reach;
+    let from_bytes = &hay.bytes[at - from_view.len()..at];
     // Most positions have what the body can reach in the view itself: no copy.
-    let joined;
-    let context = if from_tail.is_empty() {
-        from_view
+    let (mut joined, joined_bytes);
+    let (context, bytes) = if from_tail.is_empty() {
+        (from_view, from_bytes)
     } else {
-        joined = [from_tail, from_view].concat();
-        &joined[..]
+        joined = Vec::with_capacity(from_tail.len() + from_view.len());
+        match lines {
+            true => super::lines::line_view(from_tail, &mut joined),
+            false => joined.extend_from_slice(from_tail),
+        }
+        joined.extend_from_slice(from_view);
+        joined_bytes = [from_tail, from_bytes].concat();
+        (&joined[..], &joined_bytes[..])
     };
     // A body's match may start only where JavaScript has a position: not inside a character (but for the
-    // low half of an astral one without `u`).
-    let starts_here = |t: usize| t == context.len() || !is_continuation(context[t]) || units && low_half(context, t);
+    // low half of an astral one without `u`). The text tells, not the view (whose U+2028 has a `\n` inside).
+    let starts_here = |t: usize| t == bytes.len() || !is_continuation(bytes[t]) || units && low_half(bytes, t);
     for t in (0..context.len()).rev() {
         state = dfa.next_state(state, context[t]);
         if dfa.is_match_state(state) && starts_here(t + 1) {

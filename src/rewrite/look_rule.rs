@@ -2,12 +2,14 @@
 //! Pike VM program, whose look-arounds ask their automata.
 
 use super::hay::Next;
+use super::lines;
 use super::look_around::{longest, LookArounds, LookItem, LookMemo, MAX_LOOK_BEHIND, SHORT_LOOK_AHEAD};
 use super::next_match::Scan;
 use super::rule::{build_dfas, parse, Engine, GroupFinder, Rule, RuleReplacement, Units};
 use super::search::RegexSearch;
 use crate::error::RuleError;
 use crate::rewrite::js_regex::{self, JsCaptures, JsFlags, Leftmost, LookSearch, Translated};
+use regex_syntax::hir::Hir;
 
 impl Rule {
     /// A regex rule whose translated pattern has look-arounds (see the module's comment).
@@ -26,13 +28,15 @@ impl Rule {
         for k in 0..translated.looks.len() {
             relaxed = relaxed.replace(&format!("(?P<{}>)", js_regex::look_placeholder(k)), "(?:)");
         }
+        let bodies = translated.looks.iter().map(|look| parse(&look.pattern)).collect::<Result<Vec<_>, _>>()?;
+        let pattern = parse(&translated.pattern)?;
+        // Multi-line anchors anywhere: everything reads the line view (see `lines`), so it is written in it.
+        let on_lines = std::iter::once(&pattern).chain(&bodies).any(lines::uses_lines);
+        let in_view = |hir: Hir| if on_lines { lines::line_view_hir(&hir) } else { hir };
         let mut items = Vec::with_capacity(translated.looks.len());
         let mut behind_len = 0;
-        for look in &translated.looks {
-            let hir = parse(&look.pattern)?;
-            if super::lines::uses_lines(&hir) {
-                return Err(refuse("look-around with multi-line anchors (the m flag's ^ and $)", look.offset));
-            }
+        for (look, hir) in translated.looks.iter().zip(bodies) {
+            let hir = in_view(hir);
             if !look.ahead {
                 match longest(&hir).filter(|&len| len <= MAX_LOOK_BEHIND) {
                     // The byte before, which tells the automaton the match has begun (one byte late), and three
@@ -49,26 +53,16 @@ impl Rule {
             let short = longest(&hir).is_some_and(|len| len <= SHORT_LOOK_AHEAD);
             items.push(LookItem { ahead: look.ahead, negative: look.negative, dfa, short });
         }
-        let program = JsCaptures::new(&parse(&translated.pattern)?).map_err(|e| RuleError::TooComplex(e.0))?;
+        let program = JsCaptures::new(&in_view(pattern)).map_err(|e| RuleError::TooComplex(e.0))?;
         let units = Units::of(flags, None);
-        let mut rule = Rule::compile(label, &relaxed, flags.global, units, replacement)?;
+        let mut rule = Rule::compile_with(label, &relaxed, flags.global, units, replacement, on_lines)?;
         let inner = std::sync::Arc::get_mut(&mut rule.inner);
         let Some(Engine::Regex(re)) = inner.map(|inner| &mut inner.engine) else {
             return Err(RuleError::TooComplex("internal error: a look-around rule without its regex".into()));
         };
-        if re.lines {
-            let what = match translated.looks[0].word_boundary {
-                true => {
-                    "\\b or \\B with the i and u flags (ſ and K count as word characters there, which takes \
-                         look-arounds) with multi-line anchors (the m flag's ^ and $)"
-                }
-                false => "look-around with multi-line anchors (the m flag's ^ and $)",
-            };
-            return Err(refuse(what, first));
-        }
         // The program finds the matches, so it is there whatever the replacement needs.
         re.captures = Some(GroupFinder::Js(program));
-        re.looks = Some(Box::new(LookArounds::new(items, behind_len, !flags.unicode)));
+        re.looks = Some(Box::new(LookArounds::new(items, behind_len, !flags.unicode, on_lines)));
         // Without `u` the program may hold back from a low half: the stage then holds characters whole.
         re.low_half_starts |= re.units;
         Ok(rule.sticky_if(flags.sticky))

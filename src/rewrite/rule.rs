@@ -345,7 +345,7 @@ impl Rule {
         // the prefix alone the automaton read every byte of every page (0.55 M instructions per 100 KB).
         let candidates =
             Candidates::Inner { needle: Box::new(memchr::memmem::Finder::new(b"%3").into_owned()), offsets: (4, 5) };
-        Rule::build_with("encoded link rewrite".into(), &pattern, true, Units::No, replacement, Some(candidates))
+        Rule::build_with("encoded link rewrite".into(), &pattern, true, Units::No, replacement, Some(candidates), false)
             .expect("an escaped host always compiles")
     }
 
@@ -380,6 +380,19 @@ impl Rule {
         units: Units,
         replacement: RuleReplacement,
     ) -> Result<Rule, RuleError> {
+        Rule::compile_with(label, pattern, global, units, replacement, false)
+    }
+
+    /// [`Rule::compile`]; with `on_lines`, the automata read the line view even if `pattern` has no multi-line
+    /// anchors (a look-around's body has them).
+    pub(super) fn compile_with(
+        label: String,
+        pattern: &str,
+        global: bool,
+        units: Units,
+        replacement: RuleReplacement,
+        on_lines: bool,
+    ) -> Result<Rule, RuleError> {
         let replacement = match replacement {
             RuleReplacement::Function(f) => Replacement::Function(f),
             RuleReplacement::Text(text) => {
@@ -388,7 +401,7 @@ impl Rule {
                 Replacement::Template(Template::parse(&text, count, named)?)
             }
         };
-        Rule::build(label, pattern, global, units, replacement)
+        Rule::build_with(label, pattern, global, units, replacement, None, on_lines)
     }
 
     pub(super) fn build(
@@ -398,10 +411,11 @@ impl Rule {
         units: Units,
         replacement: Replacement,
     ) -> Result<Rule, RuleError> {
-        Rule::build_with(label, pattern, global, units, replacement, None)
+        Rule::build_with(label, pattern, global, units, replacement, None, false)
     }
 
-    /// [`Rule::build`] with the candidates given (`None`: from the pattern's prefix).
+    /// [`Rule::build`] with the candidates given (`None`: from the pattern's prefix), and on the line view
+    /// whatever the pattern (`on_lines`).
     fn build_with(
         label: String,
         pattern: &str,
@@ -409,6 +423,7 @@ impl Rule {
         units: Units,
         replacement: Replacement,
         candidates: Option<Candidates>,
+        on_lines: bool,
     ) -> Result<Rule, RuleError> {
         let (units, low_view) = match units {
             Units::No => (false, None),
@@ -416,7 +431,7 @@ impl Rule {
         };
         let groups_hir = parse(pattern)?;
         // Multi-line anchors: everything reads the line view, so the pattern is written in it.
-        let lines = lines::uses_lines(&groups_hir);
+        let lines = on_lines || lines::uses_lines(&groups_hir);
         let groups_hir = if lines { lines::line_view_hir(&groups_hir) } else { groups_hir };
         // The automata find spans only: they run the pattern with JavaScript's repetition rules made explicit.
         let hir = js_regex::js_repetitions(&groups_hir);

@@ -87,7 +87,7 @@ impl Parser<'_> {
             pattern.push_str("(?:)");
         }
         self.out.push_str(&format!("(?P<{}>)", look_placeholder(self.looks.len())));
-        self.looks.push(LookSpec { ahead: !behind, negative, pattern, offset: start, word_boundary: false });
+        self.looks.push(LookSpec { ahead: !behind, negative, pattern, offset: start });
         Ok(())
     }
 
@@ -121,7 +121,7 @@ impl Parser<'_> {
         let look = |parser: &mut Self, ahead: bool, negative: bool| {
             parser.out.push_str(&format!("(?P<{}>)", look_placeholder(parser.looks.len())));
             let pattern = WORD.to_string();
-            parser.looks.push(LookSpec { ahead, negative, pattern, offset: start, word_boundary: true });
+            parser.looks.push(LookSpec { ahead, negative, pattern, offset: start });
         };
         match (word_before, word_after) {
             (true, _) => look(self, true, !negated),

@@ -104,8 +104,6 @@ pub(crate) struct LookSpec {
     pub(crate) pattern: String,
     /// Where it opens in the JS source.
     pub(crate) offset: usize,
-    /// It is one of the four a `\b` or `\B` is written as with `i` and `u` (see `Parser::word_boundary`).
-    pub(crate) word_boundary: bool,
 }
 
 /// [`translate_with_view`] that takes look-arounds (see [`Translated`]).
@@ -321,12 +319,7 @@ impl<'s> Parser<'s> {
             '\\' => self.atom_escape()?,
             '(' => {
                 let Some(body_nonempty) = self.group()? else {
-                    // Annex B lets `(?=a)*` repeat a lookahead; an assertion repeated is one the engine leaves out.
-                    let quantified = matches!(self.peek(), Some('*' | '+' | '?'))
-                        || self.peek() == Some('{') && self.braced_quantifier().is_some();
-                    if quantified {
-                        return Err(unsupported("quantified look-around", start, ""));
-                    }
+                    self.look_around_quantifier(out_start)?;
                     self.word_before = false;
                     return Ok(false);
                 };
@@ -442,6 +435,41 @@ impl<'s> Parser<'s> {
             self.out.push('?');
         }
         Ok(nonempty)
+    }
+
+    /// Annex B lets a lookahead be repeated (`(?=a)*`, `(?!a){2}`) without `u` or `v`. A look-around holds or
+    /// not at one position however often it is asked, and an optional iteration that matches empty fails (the
+    /// repetition then stops), so a minimum of 0 is no look-around at all and any other is the look-around
+    /// once. `out_start` is where the look-around's placeholder begins.
+    fn look_around_quantifier(&mut self, out_start: usize) -> Result<(), JsRegexError> {
+        let start = self.pos;
+        let min = match self.peek() {
+            Some('*' | '?') => 0,
+            Some('+') => 1,
+            Some('{') => match self.braced_quantifier() {
+                Some((min, max, _)) if max.is_some_and(|max| max < min) => {
+                    return Err(syntax("numbers out of order in {} quantifier", start))
+                }
+                Some((min, ..)) => min,
+                // Annex B: not a quantifier (with `u`, the next term says why not).
+                None => return Ok(()),
+            },
+            _ => return Ok(()),
+        };
+        let lookahead = self.looks.last().is_some_and(|look| look.ahead);
+        if !lookahead || self.flags.unicode {
+            return Err(syntax("invalid quantifier", start));
+        }
+        match self.braced_quantifier() {
+            Some((.., end)) if self.peek() == Some('{') => self.pos = end,
+            _ => self.pos += 1,
+        }
+        self.eat('?');
+        if min == 0 {
+            self.out.truncate(out_start);
+            self.looks.pop();
+        }
+        Ok(())
     }
 
     /// Reads `{n}`, `{n,}` or `{n,m}` at the current position without consuming it: `(min, max, end)`, where
