@@ -32,9 +32,10 @@ const SEED = Number(process.env.TEST262_SEED || 262)
 
 // Ceilings, per refusal category: patterns, and cases (pattern x replacement x subject). Progress lowers them.
 const REFUSED_AT_MOST = {
-  backreference: { patterns: 70, cases: 2298 },
-  lookahead: { patterns: 15, cases: 417 },
-  lookbehind: { patterns: 44, cases: 1390 },
+  // Patterns with groups inside look-arounds and backreferences moved here once the groups were taken.
+  backreference: { patterns: 77, cases: 2472 },
+  lookahead: { patterns: 5, cases: 156 },
+  lookbehind: { patterns: 18, cases: 493 },
   'look-around': { patterns: 0, cases: 0 },
   'Unicode property unknown': { patterns: 0, cases: 0 },
   other: { patterns: 0, cases: 0 },

@@ -180,6 +180,21 @@ pub(super) fn match_text(bytes: &[u8], from: usize, to: usize, units: bool) -> s
     }
 }
 
+/// [`match_text`] of a span of the stage's tail followed by the hay, which begins in the tail (a lookbehind's
+/// group): `from` and `to` count from the tail's start. Also whether it holds a lone surrogate.
+pub(super) fn tail_text(hay: &Hay<'_>, from: usize, to: usize, units: bool) -> (Vec<u8>, bool) {
+    // With the three bytes before, which tell whether it begins on a low half.
+    let start = from.saturating_sub(3);
+    let piece = match to <= hay.tail.len() {
+        true => hay.tail[start..to].to_vec(),
+        false => [&hay.tail[start..], &hay.bytes[..to - hay.tail.len()]].concat(),
+    };
+    match match_text(&piece, from - start, to - start, units) {
+        std::borrow::Cow::Owned(text) => (text, true),
+        std::borrow::Cow::Borrowed(text) => (text.to_vec(), false),
+    }
+}
+
 /// Writes `bytes[from..to]`, text outside any match; for a rule that works on UTF-16 units, a half of an astral
 /// character cut off by a match at either edge is a lone surrogate (see [`unit_text`]). Returns whether one was
 /// written.

@@ -13,9 +13,14 @@
 //! too, and a lookbehind's bytes from the stage's tail are put in that view first. Annex B's quantified
 //! lookaheads are rewritten by the parser (once, or not at all).
 //!
-//! Not taken, each refused by name: a look-around inside another, capture groups inside one (JavaScript
-//! keeps their values, which the oracle does not compute), and look-arounds in a rule whose automata read
-//! the view of lone low surrogates.
+//! Capture groups inside a positive look-around take the values of its body's preferred match where it held
+//! (JavaScript never backtracks into a look-around): the program marks where (see
+//! `JsCaptures::mark_look_groups`), and after the rule's match the body's own program finds them, forward for
+//! a lookahead, over the reversed text for a lookbehind (whose body JavaScript matches right to left). So that
+//! the match is there, a lookahead with groups reads on past its body's first match until its automaton dies.
+//!
+//! Not taken, each refused by name: a look-around inside another, and look-arounds in a rule whose automata
+//! read the view of lone low surrogates.
 //!
 //! This module holds the look-arounds' automata and what they answer; `look_rule` builds a rule with
 //! them and searches it.
@@ -29,9 +34,12 @@ use regex_automata::Anchored;
 use regex_syntax::hir::{Class, Hir, HirKind};
 
 use super::hay::{is_continuation, low_half, Hay};
-use crate::rewrite::js_regex::JsCaptures;
+use crate::rewrite::js_regex::{JsCaptures, LOOK_MARK};
 
 type Dfa = dense::DFA<Vec<u32>>;
+
+/// Each group's start and end (index 0: the whole match), `None` where it did not take part.
+pub(super) type Spans = Vec<Option<(usize, usize)>>;
 
 /// The longest lookbehind body taken, in bytes: the stage keeps this much of what it wrote out.
 pub(super) const MAX_LOOK_BEHIND: usize = 1024;
@@ -57,6 +65,17 @@ pub(super) struct LookItem {
     /// A lookahead whose body matches at most [`SHORT_LOOK_AHEAD`] bytes: a run reads no further, so it is
     /// linear without [`LookMemo`], whose bookkeeping would cost more than the run (`(?!\w)` at a word's end).
     pub(super) short: bool,
+    /// A positive look-around's capture groups, resolved after the rule's match.
+    pub(super) groups: Option<BodyGroups>,
+}
+
+/// What a positive look-around with capture groups needs to give them their values.
+#[derive(Debug)]
+pub(super) struct BodyGroups {
+    /// The JavaScript number of the first group inside.
+    pub(super) first: u32,
+    /// The body's program: read forward for a lookahead, [`JsCaptures::reversed`] for a lookbehind.
+    pub(super) program: JsCaptures,
 }
 
 /// The longest lookahead body run without [`LookMemo`], in bytes.
@@ -88,13 +107,25 @@ impl LookMemo {
     }
 }
 
+/// How a lookahead run from a (position, state) went on. For a lookahead with groups a run goes on past its
+/// first match, until its body's preferred match is known (its automaton dies): then `Yes` and `No` say
+/// whether a match came after that pair.
 #[derive(Clone, Copy)]
 enum Outcome {
     Yes,
     No,
     /// The data ended first.
     Undecided,
-    /// The run stopped at its cap here, in this state: a later run, whose cap is further, goes on from here.
+    /// The run stopped at its cap here, in this state, having matched on the way or not: a later run, whose
+    /// cap is further, goes on from here.
+    Stopped(usize, StateID, bool),
+}
+
+/// How a lookahead run ended.
+enum RunEnd {
+    /// Its automaton died, or the data ended with the body.
+    Decided,
+    Undecided,
     Stopped(usize, StateID),
 }
 
@@ -142,7 +173,8 @@ impl LookArounds {
     }
 
     /// The groups of the match `hay[start..end]`, found by `program` in `buf` (the hay's view, or a copy of it
-    /// beginning `base` bytes earlier with the byte before it).
+    /// beginning `base` bytes earlier with the byte before it), and how far before `buf` their positions
+    /// start: a lookbehind's group may begin in the stage's tail, before the hay.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn groups(
         &self,
@@ -152,10 +184,54 @@ impl LookArounds {
         max_match: usize,
         (buf, base): (&[u8], usize),
         (start, end): (usize, usize),
-    ) -> Option<Vec<Option<(usize, usize)>>> {
+    ) -> Option<(Spans, usize)> {
         let mut memo = LookMemo::default();
         let mut oracle = |k, at: usize| self.holds(k, (hay, last), max_match, at.checked_sub(base)?, &mut memo);
-        program.captures_with(buf, start + base, end + base, &mut oracle)
+        let mut groups = program.captures_with(buf, start + base, end + base, &mut oracle)?;
+        // Positions from here on count from the tail's start.
+        let shift = hay.tail.len();
+        for span in groups.iter_mut().flatten() {
+            *span = (span.0 + shift, span.1.saturating_add(shift));
+        }
+        for item in &self.items {
+            let Some(body) = &item.groups else { continue };
+            let first = body.first as usize;
+            let Some(Some((at, mark))) = groups.get(first).copied() else { continue };
+            if mark != LOOK_MARK.saturating_add(shift) {
+                continue;
+            }
+            // Where the look-around held, in the hay.
+            let at = at - shift - base;
+            let found = match item.ahead {
+                true => body
+                    .program
+                    .preferred(hay.view, (hay.before, last), at, None, &|end| hay.can_start(end, self.units)),
+                false => self.behind_groups(&body.program, hay, at),
+            };
+            let Some(found) = found else {
+                groups[first] = None;
+                continue;
+            };
+            for (i, span) in found.into_iter().enumerate().skip(1) {
+                let to_buf = |p: usize| if item.ahead { p + shift + base } else { p + base };
+                groups[first + i - 1] = span.map(|(a, b)| (to_buf(a), to_buf(b)));
+            }
+        }
+        Some((groups, shift))
+    }
+
+    /// The groups of lookbehind body `program` (reversed) that held at `at`, counted from the tail's start.
+    fn behind_groups(&self, program: &JsCaptures, hay: &Hay, at: usize) -> Option<Spans> {
+        let behind = Behind::new(hay, self.lines, self.behind_len, at);
+        let (context, len) = (&behind.context[..], behind.context.len());
+        let reversed: Vec<u8> = context.iter().rev().copied().collect();
+        // Assertions look at the text the right way round, the byte after `at` included.
+        let text = [context, hay.view.get(at..at + 1).unwrap_or_default()].concat();
+        let starts_here = |end: usize| behind.starts_here(len - end, self.units);
+        let groups = program.preferred(&reversed, (None, true), 0, Some((&text, len)), &starts_here)?;
+        // Reversed spans: the end is where the group starts.
+        let from = hay.tail.len() + at - len;
+        Some(groups.into_iter().map(|g| g.map(|(a, b)| (from + len - b, from + len - a))).collect())
     }
 }
 
@@ -179,7 +255,8 @@ pub(super) fn longest(hir: &Hir) -> Option<usize> {
     }
 }
 
-/// Lookahead `k`'s body run forward from `at`, as far as `memo` does not already know where it ends.
+/// Lookahead `k`'s body run forward from `at`, as far as `memo` does not already know where it ends. With
+/// groups, on until the body's preferred match is known.
 fn ahead(
     (k, item): (u32, &LookItem),
     hay: &Hay,
@@ -188,7 +265,7 @@ fn ahead(
     at: usize,
     memo: &mut LookMemo,
 ) -> Option<Found> {
-    let (dfa, remember) = (&item.dfa, !item.short);
+    let (dfa, remember, whole) = (&item.dfa, !item.short, item.groups.is_some());
     let config = start::Config::new().anchored(Anchored::Yes).look_behind(hay.look_behind(at));
     let Ok(mut state) = dfa.start_state(&config) else { return Some(Found::No) };
     let view = hay.view;
@@ -199,86 +276,122 @@ fn ahead(
     }
     let mut pos = at;
     let mut visited = Vec::new();
-    let outcome = loop {
+    // Whether the body matched, and how many of the pairs visited come before its last match.
+    let (mut matched, mut matched_after) = (false, 0);
+    let run_end = loop {
         // Every pair passed through learns how this run ends, so that the next run jumps straight there.
         if remember {
             visited.push((pos, state));
         }
         match remember.then(|| memo.runs.get(&(k, pos, state))).flatten() {
-            Some(&Outcome::Stopped(further, next)) if further > pos && further <= end => {
+            Some(&Outcome::Stopped(further, next, on_the_way)) if further > pos && further <= end => {
+                if on_the_way {
+                    (matched, matched_after) = (true, visited.len());
+                }
                 (pos, state) = (further, next);
                 continue;
             }
             Some(Outcome::Stopped(..)) | None => {}
-            Some(&known) => break known,
+            Some(Outcome::Yes) => {
+                (matched, matched_after) = (true, visited.len());
+                break RunEnd::Decided;
+            }
+            Some(Outcome::No) => break RunEnd::Decided,
+            Some(Outcome::Undecided) => break RunEnd::Undecided,
         }
         if pos == end {
-            break if end == limit {
-                Outcome::Stopped(pos, state)
+            if end == limit {
+                break RunEnd::Stopped(pos, state);
             } else if !last {
-                Outcome::Undecided
-            } else if dfa.is_match_state(dfa.next_eoi_state(state)) {
-                Outcome::Yes
-            } else {
-                Outcome::No
-            };
+                break RunEnd::Undecided;
+            }
+            if dfa.is_match_state(dfa.next_eoi_state(state)) {
+                (matched, matched_after) = (true, visited.len());
+            }
+            break RunEnd::Decided;
         }
         state = dfa.next_state(state, view[pos]);
         pos += 1;
         if dfa.is_match_state(state) {
-            break Outcome::Yes;
+            (matched, matched_after) = (true, visited.len());
+            if !whole {
+                break RunEnd::Decided;
+            }
         }
         if dfa.is_dead_state(state) || dfa.is_quit_state(state) {
-            break Outcome::No;
+            break RunEnd::Decided;
         }
     };
-    for (pos, state) in visited {
+    for (i, (pos, state)) in visited.into_iter().enumerate() {
+        let after = i < matched_after;
+        let outcome = match run_end {
+            RunEnd::Decided if after => Outcome::Yes,
+            RunEnd::Decided => Outcome::No,
+            RunEnd::Undecided => Outcome::Undecided,
+            RunEnd::Stopped(further, next) => Outcome::Stopped(further, next, after),
+        };
         memo.runs.insert((k, pos, state), outcome);
     }
-    match outcome {
-        Outcome::Yes => Some(Found::Yes),
-        Outcome::No => Some(Found::No),
-        Outcome::Undecided => None,
-        Outcome::Stopped(..) => Some(Found::TooFar),
+    match run_end {
+        RunEnd::Decided if matched => Some(Found::Yes),
+        RunEnd::Decided => Some(Found::No),
+        RunEnd::Undecided => None,
+        RunEnd::Stopped(..) => Some(Found::TooFar),
     }
 }
 
-/// A lookbehind's body run backward from `at`, over the hay and then the stage's tail (put in the line view
-/// first for a rule that reads it).
-fn behind(dfa: &Dfa, hay: &Hay, (last, units, lines): (bool, bool, bool), reach: usize, at: usize) -> Option<Found> {
-    let view = hay.view;
-    // A body ending with `\b` or `$` looks at the byte after `at`.
-    if at == view.len() && !last {
-        return None;
-    }
-    let config = start::Config::new().anchored(Anchored::Yes).look_behind(view.get(at).copied());
-    let Ok(mut state) = dfa.start_state(&config) else { return Some(Found::No) };
-    // The bytes before `at` as far as the body can reach, with the bytes that tell where characters start.
-    let from_view = &view[at.saturating_sub(reach)..at];
-    let from_tail = &hay.tail[hay.tail.len().saturating_sub(reach - from_view.len())..];
-    // The stage keeps `reach` bytes of what it wrote out: fewer are all there is.
-    let whole = from_view.len() == at && from_tail.len() == hay.tail.len() && hay.tail.len() < reach;
-    let from_bytes = &hay.bytes[at - from_view.len()..at];
-    // Most positions have what the body can reach in the view itself: no copy.
-    let (mut joined, joined_bytes);
-    let (context, bytes) = if from_tail.is_empty() {
-        (from_view, from_bytes)
-    } else {
-        joined = Vec::with_capacity(from_tail.len() + from_view.len());
+/// The bytes before a position that a lookbehind may read: from the hay, and from the stage's tail before it
+/// (put in the line view for a rule that reads it).
+struct Behind<'a> {
+    /// What the automata read.
+    context: std::borrow::Cow<'a, [u8]>,
+    /// The text itself, which tells where characters start (the view's U+2028 has a `\n` inside).
+    bytes: std::borrow::Cow<'a, [u8]>,
+    /// `context` begins where the text does.
+    whole: bool,
+}
+
+impl<'a> Behind<'a> {
+    fn new(hay: &Hay<'a>, lines: bool, reach: usize, at: usize) -> Behind<'a> {
+        let from_view = &hay.view[at.saturating_sub(reach)..at];
+        let from_bytes = &hay.bytes[at - from_view.len()..at];
+        let from_tail = &hay.tail[hay.tail.len().saturating_sub(reach - from_view.len())..];
+        // The stage keeps `reach` bytes of what it wrote out: fewer are all there is.
+        let whole = from_view.len() == at && from_tail.len() == hay.tail.len() && hay.tail.len() < reach;
+        // Most positions have what the body can reach in the view itself: no copy.
+        if from_tail.is_empty() {
+            return Behind { context: from_view.into(), bytes: from_bytes.into(), whole };
+        }
+        let mut joined = Vec::with_capacity(from_tail.len() + from_view.len());
         match lines {
             true => super::lines::line_view(from_tail, &mut joined),
             false => joined.extend_from_slice(from_tail),
         }
         joined.extend_from_slice(from_view);
-        joined_bytes = [from_tail, from_bytes].concat();
-        (&joined[..], &joined_bytes[..])
-    };
-    // A body's match may start only where JavaScript has a position: not inside a character (but for the
-    // low half of an astral one without `u`). The text tells, not the view (whose U+2028 has a `\n` inside).
-    let starts_here = |t: usize| t == bytes.len() || !is_continuation(bytes[t]) || units && low_half(bytes, t);
+        Behind { context: joined.into(), bytes: [from_tail, from_bytes].concat().into(), whole }
+    }
+
+    /// Whether a body's match may start at `t`: where JavaScript has a position, not inside a character (but
+    /// for the low half of an astral one without `u`).
+    fn starts_here(&self, t: usize, units: bool) -> bool {
+        let bytes = &self.bytes[..];
+        t == bytes.len() || !is_continuation(bytes[t]) || units && low_half(bytes, t)
+    }
+}
+
+/// A lookbehind's body run backward from `at`, over the hay and then the stage's tail.
+fn behind(dfa: &Dfa, hay: &Hay, (last, units, lines): (bool, bool, bool), reach: usize, at: usize) -> Option<Found> {
+    // A body ending with `\b` or `$` looks at the byte after `at`.
+    if at == hay.view.len() && !last {
+        return None;
+    }
+    let config = start::Config::new().anchored(Anchored::Yes).look_behind(hay.view.get(at).copied());
+    let Ok(mut state) = dfa.start_state(&config) else { return Some(Found::No) };
+    let behind = Behind::new(hay, lines, reach, at);
+    let context = &behind.context[..];
     for t in (0..context.len()).rev() {
         state = dfa.next_state(state, context[t]);
-        if dfa.is_match_state(state) && starts_here(t + 1) {
+        if dfa.is_match_state(state) && behind.starts_here(t + 1, units) {
             return Some(Found::Yes);
         }
         if dfa.is_dead_state(state) || dfa.is_quit_state(state) {
@@ -286,5 +399,5 @@ fn behind(dfa: &Dfa, hay: &Hay, (last, units, lines): (bool, bool, bool), reach:
         }
     }
     // A match from the body's start ends there; from an earlier cut it would be longer than the body can be.
-    Some(if whole && dfa.is_match_state(dfa.next_eoi_state(state)) { Found::Yes } else { Found::No })
+    Some(if behind.whole && dfa.is_match_state(dfa.next_eoi_state(state)) { Found::Yes } else { Found::No })
 }

@@ -3,7 +3,7 @@
 
 use super::hay::Next;
 use super::lines;
-use super::look_around::{longest, LookArounds, LookItem, LookMemo, MAX_LOOK_BEHIND, SHORT_LOOK_AHEAD};
+use super::look_around::{longest, BodyGroups, LookArounds, LookItem, LookMemo, MAX_LOOK_BEHIND, SHORT_LOOK_AHEAD};
 use super::next_match::Scan;
 use super::rule::{build_dfas, parse, Engine, GroupFinder, Rule, RuleReplacement, Units};
 use super::search::RegexSearch;
@@ -51,9 +51,19 @@ impl Rule {
             let (forward, reverse) = build_dfas(&[&js_regex::js_repetitions(&hir)], false)?;
             let dfa = if look.ahead { forward } else { reverse };
             let short = longest(&hir).is_some_and(|len| len <= SHORT_LOOK_AHEAD);
-            items.push(LookItem { ahead: look.ahead, negative: look.negative, dfa, short });
+            // A negative look-around's groups are always undefined: its body did not match.
+            let groups = match look.groups.is_empty() || look.negative {
+                true => None,
+                false => {
+                    let program = if look.ahead { JsCaptures::new(&hir) } else { JsCaptures::reversed(&hir) };
+                    let program = program.map_err(|e| RuleError::TooComplex(e.0))?;
+                    Some(BodyGroups { first: look.groups.start, program })
+                }
+            };
+            items.push(LookItem { ahead: look.ahead, negative: look.negative, dfa, short, groups });
         }
-        let program = JsCaptures::new(&in_view(pattern)).map_err(|e| RuleError::TooComplex(e.0))?;
+        let mut program = JsCaptures::new(&in_view(pattern)).map_err(|e| RuleError::TooComplex(e.0))?;
+        program.mark_look_groups(items.iter().map(|item| item.groups.as_ref().map(|g| g.first)).collect());
         let units = Units::of(flags, None);
         let mut rule = Rule::compile_with(label, &relaxed, flags.global, units, replacement, on_lines)?;
         let inner = std::sync::Arc::get_mut(&mut rule.inner);

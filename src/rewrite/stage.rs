@@ -8,20 +8,20 @@
 //! [`super::next_match`], a group of literals' in `literals`, the link rule's in `links`.
 
 use regex_automata::util::captures::Captures;
-use regex_automata::{Anchored, Input, PatternID};
 
 use super::hay::{
     char_start, emit_plain, keep_tail, low_half, match_text, push_surrogate, resolve_surrogates, surrogates_of,
     utf8_width, Hay, Next,
 };
+use super::match_groups::{match_groups, MatchGroups};
 use std::sync::Arc;
 
 use super::literals::{MemberStates, Progress};
 use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
-use super::rule::{Engine, GroupFinder, Rule};
+use super::rule::{Engine, Rule};
 use super::search::{RegexSearch, Run};
 use super::view::HeldView;
-use super::{js_regex, lines, links};
+use super::{lines, links};
 use crate::csp::PagePolicy;
 use crate::error::ReplaceError;
 
@@ -472,11 +472,10 @@ impl Stage {
         };
         // Halves of an astral character cut off by the match (rules without `u`) are lone surrogates in `$&`
         // and groups, as in JavaScript.
-        let text = |bytes, from, to| match_text(bytes, from, to, units);
-        let whole_text = text(hay.bytes, start, end);
+        let whole_text = match_text(hay.bytes, start, end, units);
         *surrogates |= matches!(whole_text, std::borrow::Cow::Owned(_));
         let whole = &whole_text[..];
-        let Some(finder) = re.captures.as_ref() else {
+        if re.captures.is_none() {
             match &re.replacement {
                 Replacement::Template(t) => t.expand(whole, |_| None, |_| None, out),
                 Replacement::EncodedLocalOrigin { scheme } => {
@@ -500,54 +499,13 @@ impl Stage {
             }
             return Ok(());
         };
-        // The captures search reads what the automata read, so a match at its very start needs a copy that
-        // begins with the byte before it (for `\b` and `^`). The DFA run from a match's start dies within the
-        // cap, so the cap plus one look-ahead byte is all the search can read.
-        let joined;
-        let (buf, base) = match hay.before {
-            Some(byte) if start == 0 => {
-                let upto = hay.view.len().min(*max_match + 2);
-                joined = [&[byte][..], &hay.view[..upto]].concat();
-                (&joined[..], 1)
-            }
-            _ => (hay.view, 0),
-        };
-        // Each group's span in `buf` (index 0: the whole match) and name.
-        let (spans, names): (Vec<_>, Vec<Option<std::borrow::Cow<'_, str>>>) = match finder {
-            GroupFinder::Meta(regex) => {
-                let Some((caps, cache)) = captures
-                    .get_mut(self.members.current)
-                    .map(|slot| slot.get_or_insert_with(|| (regex.create_captures(), regex.create_cache())))
-                else {
-                    return Err(ReplaceError {
-                        rule: rule.inner.label.clone(),
-                        message: "internal error: no captures".into(),
-                    });
-                };
-                let input = Input::new(buf).span(start + base..buf.len()).anchored(Anchored::Yes);
-                regex.search_captures_with(cache, &input, caps);
-                debug_assert_eq!(caps.get_match().map(|m| m.end()), Some(end + base), "DFA and captures disagree");
-                (
-                    (0..caps.group_len()).map(|i| caps.get_group(i).map(|s| s.range())).collect(),
-                    caps.group_info().pattern_names(PatternID::ZERO).map(|n| n.map(js_regex::js_name)).collect(),
-                )
-            }
-            GroupFinder::Js(js) => {
-                let groups = match re.looks.as_deref() {
-                    Some(looks) => looks.groups(js, &hay, last, *max_match, (buf, base), (start, end)),
-                    None => js.captures(buf, start + base, end + base),
-                };
-                debug_assert!(groups.is_some(), "DFA and JS captures disagree");
-                let count = js.names().len();
-                (
-                    groups.map_or_else(|| vec![None; count], |g| g.into_iter().map(|g| g.map(|(a, b)| a..b)).collect()),
-                    js.names().iter().map(|n| n.as_deref().map(Into::into)).collect(),
-                )
-            }
-        };
-        let texts: Vec<Option<std::borrow::Cow<'_, [u8]>>> =
-            spans.iter().map(|span| span.clone().map(|r| text(hay.bytes, r.start - base, r.end - base))).collect();
-        *surrogates |= texts.iter().any(|t| matches!(t, Some(std::borrow::Cow::Owned(_))));
+        let cache = captures.get_mut(self.members.current);
+        let MatchGroups { texts, names, lone } = match_groups(re, &hay, last, (start, end), *max_match, cache, units)
+            .ok_or_else(|| ReplaceError {
+            rule: rule.inner.label.clone(),
+            message: "internal error: no captures".into(),
+        })?;
+        *surrogates |= lone;
         let group = |i: usize| texts.get(i).and_then(|t| t.as_deref());
         match &re.replacement {
             Replacement::Template(t) => {
@@ -564,7 +522,7 @@ impl Stage {
                     resolve_surrogates(&mut g, 0, false);
                     String::from_utf8_lossy(&g).into_owned()
                 };
-                let groups: Vec<Option<String>> = (1..spans.len()).map(|i| group(i).map(text)).collect();
+                let groups: Vec<Option<String>> = (1..texts.len()).map(|i| group(i).map(text)).collect();
                 let group_refs: Vec<Option<&str>> = groups.iter().map(|g| g.as_deref()).collect();
                 let names: Vec<Option<&str>> = names[1..].iter().map(|n| n.as_deref()).collect();
                 // Bytes are counted once each, from where the last match (or chunk) left off.

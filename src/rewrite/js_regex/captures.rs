@@ -5,42 +5,15 @@
 //! bit per repetition with a nullable body ("this iteration consumed something") and threads are merged by
 //! instruction and those bits: a later, less preferred thread in the same state has the same futures.
 //!
-//! It runs only on a match the automata already found, from its start to its known end, so its cost is
+//! The program is compiled in `program`. It runs only on a match the automata already found, from its start to its known end, so its cost is
 //! bounded by the match's length times the program's size: the rewrite stays linear in the body.
 
 use std::collections::HashSet;
 
 use regex_automata::util::look::{Look, LookMatcher};
-use regex_syntax::hir::{Class, Hir, HirKind};
-use regex_syntax::utf8::Utf8Sequences;
+use regex_syntax::hir::Hir;
 
-use super::groups::js_name;
-use super::semantics::nullable;
-
-/// Largest program accepted; a pattern whose unrolled repetitions exceed it is refused as too complex.
-const MAX_INSTRUCTIONS: usize = 1 << 20;
-/// Repetitions with a nullable body a program may have (one bit each per thread).
-const MAX_LOOPS: usize = 64;
-
-#[derive(Debug, Clone, Copy)]
-enum Inst {
-    /// Consumes one byte in the range, then goes on with the next instruction.
-    Byte(u8, u8),
-    /// Tries the first target, then the second.
-    Split(u32, u32),
-    Jump(u32),
-    Save(u32),
-    /// Clears slots `from..to` (a repetition body's groups, at each iteration).
-    Clear(u32, u32),
-    Look(Look),
-    /// An optional iteration of loop `k` begins: nothing consumed yet.
-    Enter(u32),
-    /// An optional iteration of loop `k` ends: it must have consumed something.
-    Check(u32),
-    /// Look-around `k` of the pattern must hold here (asked of the caller's oracle).
-    LookAround(u32),
-    Match,
-}
+use super::program::{self, Inst};
 
 /// A compiled pattern for [`JsCaptures::captures`].
 #[derive(Debug)]
@@ -51,7 +24,14 @@ pub(crate) struct JsCaptures {
     /// Capture groups, group 0 included.
     groups: usize,
     names: Vec<Option<String>>,
+    /// For each look-around, the first of its groups when they are to be resolved after the match (see
+    /// [`JsCaptures::mark_look_groups`]).
+    look_groups: Vec<Option<u32>>,
 }
+
+/// The end a group's slots hold while they mark where its look-around held (see
+/// [`JsCaptures::mark_look_groups`]).
+pub(crate) const LOOK_MARK: usize = usize::MAX;
 
 /// What [`JsCaptures::leftmost`] searches.
 pub(crate) struct LookSearch<'a> {
@@ -87,14 +67,27 @@ impl JsCaptures {
     /// Compiles the translated pattern's `hir` (with its groups). An empty group named
     /// [`super::look_placeholder`]`(k)` is look-around `k`; the groups after it keep JavaScript's numbers.
     pub(crate) fn new(hir: &Hir) -> Result<JsCaptures, TooComplex> {
-        let mut numbers = vec![Number::Group(0)];
-        number_groups(hir, &mut numbers);
-        let groups = numbers.iter().filter(|n| matches!(n, Number::Group(_))).count();
-        let mut compiler =
-            Compiler { insts: Vec::new(), masks: Vec::new(), loops: 0, inside: 0, names: vec![None; groups], numbers };
-        compiler.hir(hir)?;
-        compiler.push(Inst::Match)?;
-        Ok(JsCaptures { insts: compiler.insts, masks: compiler.masks, groups, names: compiler.names })
+        JsCaptures::compile(hir, false)
+    }
+
+    /// The program of `hir` read backward: run over the reversed text, it matches as JavaScript matches a
+    /// lookbehind's body (right to left, each part with its own preferences). Its group spans are in the
+    /// reversed text, start and end swapped.
+    pub(crate) fn reversed(hir: &Hir) -> Result<JsCaptures, TooComplex> {
+        JsCaptures::compile(hir, true)
+    }
+
+    fn compile(hir: &Hir, reverse: bool) -> Result<JsCaptures, TooComplex> {
+        let (insts, masks, names) = program::compile(hir, reverse)?;
+        Ok(JsCaptures { insts, masks, groups: names.len(), names, look_groups: Vec::new() })
+    }
+
+    /// Marks the groups of the look-arounds given (`firsts[k]`: the first group of look-around `k`, for a
+    /// positive one with groups): where such a look-around holds, its first group's slots take its position
+    /// and [`LOOK_MARK`], and the caller fills in its groups from the body's own match there. JavaScript keeps
+    /// that match whatever follows (no backtracking into a look-around), so it is the body's preferred one.
+    pub(crate) fn mark_look_groups(&mut self, firsts: Vec<Option<u32>>) {
+        self.look_groups = firsts;
     }
 
     /// Each group's name (index 0 is the whole match).
@@ -124,7 +117,8 @@ impl JsCaptures {
         let mut next = Vec::new();
         let mut seen = Seen::new(self.insts.len());
         let first = Thread { pc: 0, bits: 0, slots: Slots::from_elem(None, slots) };
-        let mut ctx = Ctx { look: &look, hay, before: None, last: true, oracle: &mut oracle, stack: Vec::new() };
+        let mut ctx =
+            Ctx { look: &look, hay, before: None, last: true, oracle: &mut oracle, stack: Vec::new(), mirror: None };
         self.closure(&mut current, &mut seen, &mut ctx, start, first);
         let mut at = start;
         loop {
@@ -154,6 +148,55 @@ impl JsCaptures {
         }
     }
 
+    /// The groups (index 0 included) of the preferred match starting at `start` in `hay` whose end
+    /// `accept_end` allows (a look-around's body where it held: see [`JsCaptures::mark_look_groups`]). The
+    /// text is all there; `before` and `last` as in [`LookSearch`]; `mirror` for a [`JsCaptures::reversed`]
+    /// program: the text the right way round and where `hay`'s start is in it.
+    pub(crate) fn preferred(
+        &self,
+        hay: &[u8],
+        (before, last): (Option<u8>, bool),
+        start: usize,
+        mirror: Option<(&[u8], usize)>,
+        accept_end: &dyn Fn(usize) -> bool,
+    ) -> Option<Vec<Option<(usize, usize)>>> {
+        let look = crate::rewrite::lines::look_matcher();
+        let mut oracle = |_, _| Some(false);
+        let mut ctx = Ctx { look: &look, hay, before, last, oracle: &mut oracle, stack: Vec::new(), mirror };
+        let (mut current, mut next) = (Vec::new(), Vec::new());
+        let mut seen = Seen::new(self.insts.len());
+        let first = Thread { pc: 0, bits: 0, slots: Slots::from_elem(None, 2 * self.groups) };
+        self.closure(&mut current, &mut seen, &mut ctx, start, first);
+        let mut best = None;
+        let mut at = start;
+        loop {
+            seen.clear();
+            for thread in current.drain(..) {
+                match self.insts.get(thread.pc as usize) {
+                    // Less preferred threads cannot win: they go.
+                    Some(Inst::Match) if accept_end(at) => {
+                        best = Some((at, thread.slots));
+                        break;
+                    }
+                    Some(&Inst::Byte(lo, hi)) if at < hay.len() && (lo..=hi).contains(&hay[at]) => {
+                        let moved = Thread { pc: thread.pc + 1, bits: u64::MAX, slots: thread.slots };
+                        self.closure(&mut next, &mut seen, &mut ctx, at + 1, moved);
+                    }
+                    _ => {}
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            std::mem::swap(&mut current, &mut next);
+            at += 1;
+        }
+        let (end, slots) = best?;
+        let mut groups: Vec<Option<(usize, usize)>> = slots.chunks(2).map(|pair| pair[0].zip(pair[1])).collect();
+        groups[0] = Some((start, end));
+        Some(groups)
+    }
+
     /// The leftmost match from `from` on, with JavaScript's preferences, in one pass over `search.hay` (a
     /// Pike VM: one thread per instruction, earlier starts first): how rules with look-arounds are searched.
     /// With `sticky`, only a match starting at `from`.
@@ -166,7 +209,8 @@ impl JsCaptures {
     ) -> Leftmost {
         let look = crate::rewrite::lines::look_matcher();
         let (hay, len) = (search.hay, search.hay.len());
-        let mut ctx = Ctx { look: &look, hay, before: search.before, last: search.last, oracle, stack: Vec::new() };
+        let mut ctx =
+            Ctx { look: &look, hay, before: search.before, last: search.last, oracle, stack: Vec::new(), mirror: None };
         let (mut current, mut next) = (Vec::new(), Vec::new());
         let mut seen = Seen::new(self.insts.len());
         let mut found = None;
@@ -273,7 +317,13 @@ impl JsCaptures {
                     None => list.push(Thread { pc: BLOCKED, ..t }),
                 },
                 Inst::LookAround(k) => match (ctx.oracle)(k, at) {
-                    Some(true) => stack.push(Thread { pc: t.pc + 1, ..t }),
+                    Some(true) => {
+                        if let Some(&Some(first)) = self.look_groups.get(k as usize) {
+                            t.slots[2 * first as usize] = Some(at);
+                            t.slots[2 * first as usize + 1] = Some(LOOK_MARK);
+                        }
+                        stack.push(Thread { pc: t.pc + 1, ..t })
+                    }
                     Some(false) => {}
                     None => list.push(Thread { pc: BLOCKED, ..t }),
                 },
@@ -301,11 +351,17 @@ struct Ctx<'a> {
     oracle: &'a mut dyn FnMut(u32, usize) -> Option<bool>,
     /// The closure's work list, kept between closures for its allocation.
     stack: Vec<Thread>,
+    /// A reversed program's text the right way round, and where `hay`'s start is in it: assertions are
+    /// asked there.
+    mirror: Option<(&'a [u8], usize)>,
 }
 
 impl Ctx<'_> {
     /// Whether assertion `l` holds at `at`; `None` while that needs bytes not there yet.
     fn look_at(&self, l: Look, at: usize) -> Option<bool> {
+        if let Some((text, origin)) = self.mirror {
+            return Some(self.look.matches(l, text, origin - at));
+        }
         if at == self.hay.len() && !self.last {
             return None;
         }
@@ -364,214 +420,3 @@ struct Thread {
 
 /// Each group's start and end, by slot; inline up to two groups.
 type Slots = smallvec::SmallVec<[Option<usize>; 4]>;
-
-/// What a capture of the translated pattern stands for: a JavaScript group (its number) or a look-around.
-#[derive(Debug, Clone, Copy)]
-enum Number {
-    Group(u32),
-    Look(u32),
-}
-
-/// `numbers[i]`: what the pattern's capture `i` stands for, in the order they open.
-fn number_groups(hir: &Hir, numbers: &mut Vec<Number>) {
-    match hir.kind() {
-        HirKind::Capture(cap) => {
-            let look = cap.name.as_deref().and_then(|n| n.strip_prefix("_..")).and_then(|k| k.parse().ok());
-            let groups = numbers.iter().filter(|n| matches!(n, Number::Group(_))).count() as u32;
-            numbers.push(look.map_or(Number::Group(groups), Number::Look));
-            number_groups(&cap.sub, numbers);
-        }
-        HirKind::Concat(subs) | HirKind::Alternation(subs) => subs.iter().for_each(|s| number_groups(s, numbers)),
-        HirKind::Repetition(rep) => number_groups(&rep.sub, numbers),
-        _ => {}
-    }
-}
-
-struct Compiler {
-    insts: Vec<Inst>,
-    masks: Vec<u64>,
-    loops: usize,
-    /// Bits of the loops being compiled into.
-    inside: u64,
-    names: Vec<Option<String>>,
-    numbers: Vec<Number>,
-}
-
-impl Compiler {
-    fn push(&mut self, inst: Inst) -> Result<u32, TooComplex> {
-        if self.insts.len() >= MAX_INSTRUCTIONS {
-            return Err(TooComplex(format!("more than {MAX_INSTRUCTIONS} steps to resolve its groups")));
-        }
-        self.insts.push(inst);
-        self.masks.push(self.inside);
-        Ok((self.insts.len() - 1) as u32)
-    }
-
-    fn here(&self) -> u32 {
-        self.insts.len() as u32
-    }
-
-    fn patch(&mut self, at: u32, inst: Inst) {
-        self.insts[at as usize] = inst;
-    }
-
-    fn hir(&mut self, hir: &Hir) -> Result<(), TooComplex> {
-        match hir.kind() {
-            HirKind::Empty => Ok(()),
-            HirKind::Literal(lit) => {
-                for &b in lit.0.iter() {
-                    self.push(Inst::Byte(b, b))?;
-                }
-                Ok(())
-            }
-            HirKind::Class(Class::Bytes(class)) => {
-                let seqs: Vec<Vec<(u8, u8)>> = class.ranges().iter().map(|r| vec![(r.start(), r.end())]).collect();
-                self.alternatives(&seqs)
-            }
-            HirKind::Class(Class::Unicode(class)) => {
-                let seqs: Vec<Vec<(u8, u8)>> = class
-                    .ranges()
-                    .iter()
-                    .flat_map(|r| Utf8Sequences::new(r.start(), r.end()))
-                    .map(|seq| seq.as_slice().iter().map(|r| (r.start, r.end)).collect())
-                    .collect();
-                self.alternatives(&seqs)
-            }
-            HirKind::Look(l) => {
-                let look = Look::from_repr(l.as_repr()).ok_or_else(|| TooComplex(format!("assertion {l:?}")))?;
-                self.push(Inst::Look(look)).map(drop)
-            }
-            HirKind::Capture(cap) => match self.numbers[cap.index as usize] {
-                Number::Look(k) => self.push(Inst::LookAround(k)).map(drop),
-                Number::Group(index) => {
-                    self.names[index as usize] = cap.name.as_deref().map(|n| js_name(n).into_owned());
-                    self.push(Inst::Save(2 * index))?;
-                    self.hir(&cap.sub)?;
-                    self.push(Inst::Save(2 * index + 1)).map(drop)
-                }
-            },
-            HirKind::Concat(subs) => subs.iter().try_for_each(|sub| self.hir(sub)),
-            HirKind::Alternation(subs) => {
-                let mut jumps = Vec::new();
-                for (i, sub) in subs.iter().enumerate() {
-                    let split = (i + 1 < subs.len()).then(|| self.push(Inst::Split(0, 0))).transpose()?;
-                    self.hir(sub)?;
-                    if let Some(split) = split {
-                        jumps.push(self.push(Inst::Jump(0))?);
-                        let next = self.here();
-                        self.patch(split, Inst::Split(split + 1, next));
-                    }
-                }
-                let end = self.here();
-                for jump in jumps {
-                    self.patch(jump, Inst::Jump(end));
-                }
-                Ok(())
-            }
-            HirKind::Repetition(rep) => {
-                let (from, to) = group_slots(&rep.sub, &self.numbers);
-                let check = nullable(&rep.sub);
-                let k = if check {
-                    if self.loops == MAX_LOOPS {
-                        return Err(TooComplex(format!("more than {MAX_LOOPS} repetitions that can match empty")));
-                    }
-                    self.loops += 1;
-                    Some((self.loops - 1) as u32)
-                } else {
-                    None
-                };
-                for _ in 0..rep.min {
-                    self.iteration(&rep.sub, (from, to), None)?;
-                }
-                let mut exits = Vec::new();
-                match rep.max {
-                    Some(max) => {
-                        let count = max - rep.min;
-                        for _ in 0..count {
-                            exits.push(self.push(Inst::Split(0, 0))?);
-                            self.iteration(&rep.sub, (from, to), k)?;
-                        }
-                    }
-                    None => {
-                        let head = self.push(Inst::Split(0, 0))?;
-                        self.iteration(&rep.sub, (from, to), k)?;
-                        self.push(Inst::Jump(head))?;
-                        exits.push(head);
-                    }
-                }
-                let end = self.here();
-                for split in exits {
-                    let body = split + 1;
-                    self.patch(split, if rep.greedy { Inst::Split(body, end) } else { Inst::Split(end, body) });
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// One iteration: the body's groups cleared, and for an optional iteration of a loop `k` the check that
-    /// it consumed something.
-    fn iteration(&mut self, sub: &Hir, (from, to): (u32, u32), k: Option<u32>) -> Result<(), TooComplex> {
-        if from < to {
-            self.push(Inst::Clear(from, to))?;
-        }
-        let outer = self.inside;
-        if let Some(k) = k {
-            self.inside |= 1 << k;
-            self.push(Inst::Enter(k))?;
-        }
-        self.hir(sub)?;
-        if let Some(k) = k {
-            self.push(Inst::Check(k))?;
-        }
-        self.inside = outer;
-        Ok(())
-    }
-
-    /// One of several byte sequences (they never match the same bytes, so their order does not matter).
-    fn alternatives(&mut self, seqs: &[Vec<(u8, u8)>]) -> Result<(), TooComplex> {
-        let mut jumps = Vec::new();
-        for (i, seq) in seqs.iter().enumerate() {
-            let split = (i + 1 < seqs.len()).then(|| self.push(Inst::Split(0, 0))).transpose()?;
-            for &(lo, hi) in seq {
-                self.push(Inst::Byte(lo, hi))?;
-            }
-            if let Some(split) = split {
-                jumps.push(self.push(Inst::Jump(0))?);
-                let next = self.here();
-                self.patch(split, Inst::Split(split + 1, next));
-            }
-        }
-        if seqs.is_empty() {
-            // Matches nothing: a byte no range holds is impossible to express, so use an empty range.
-            self.push(Inst::Byte(1, 0))?;
-        }
-        let end = self.here();
-        for jump in jumps {
-            self.patch(jump, Inst::Jump(end));
-        }
-        Ok(())
-    }
-}
-
-/// The slots of the groups inside `hir`, as a range (groups are numbered in order, so they are contiguous).
-fn group_slots(hir: &Hir, numbers: &[Number]) -> (u32, u32) {
-    fn walk(hir: &Hir, numbers: &[Number], range: &mut Option<(u32, u32)>) {
-        match hir.kind() {
-            HirKind::Capture(cap) => {
-                if let Number::Group(index) = numbers[cap.index as usize] {
-                    let (lo, hi) = range.get_or_insert((index, index));
-                    *lo = (*lo).min(index);
-                    *hi = (*hi).max(index);
-                }
-                walk(&cap.sub, numbers, range);
-            }
-            HirKind::Concat(subs) | HirKind::Alternation(subs) => subs.iter().for_each(|s| walk(s, numbers, range)),
-            HirKind::Repetition(rep) => walk(&rep.sub, numbers, range),
-            _ => {}
-        }
-    }
-    let mut range = None;
-    walk(hir, numbers, &mut range);
-    range.map_or((0, 0), |(lo, hi)| (2 * lo, 2 * hi + 2))
-}

@@ -79,15 +79,18 @@ impl Parser<'_> {
         if !self.eat(')') {
             return Err(syntax("unterminated group", start));
         }
-        if self.groups_opened != groups {
-            return Err(unsupported(format!("capture group inside a {feature}"), start, ""));
-        }
         let mut pattern = self.out.split_off(mark);
         if pattern.is_empty() {
             pattern.push_str("(?:)");
         }
         self.out.push_str(&format!("(?P<{}>)", look_placeholder(self.looks.len())));
-        self.looks.push(LookSpec { ahead: !behind, negative, pattern, offset: start });
+        // Its groups keep their numbers and names in the pattern around it; their values come from the body's
+        // own match (see `crate::rewrite::look_around`).
+        let groups = (groups as u32 + 1)..(self.groups_opened as u32 + 1);
+        if !groups.is_empty() {
+            self.out.push_str(&groups_only(&pattern));
+        }
+        self.looks.push(LookSpec { ahead: !behind, negative, pattern, offset: start, groups });
         Ok(())
     }
 
@@ -121,7 +124,7 @@ impl Parser<'_> {
         let look = |parser: &mut Self, ahead: bool, negative: bool| {
             parser.out.push_str(&format!("(?P<{}>)", look_placeholder(parser.looks.len())));
             let pattern = WORD.to_string();
-            parser.looks.push(LookSpec { ahead, negative, pattern, offset: start });
+            parser.looks.push(LookSpec { ahead, negative, pattern, offset: start, groups: 0..0 });
         };
         match (word_before, word_after) {
             (true, _) => look(self, true, !negated),
@@ -169,6 +172,12 @@ impl Parser<'_> {
         }
         syntax("invalid group", start)
     }
+}
+
+/// A pattern that matches empty and holds the groups of `pattern`, which it never sets (a copy after
+/// something that never matches, made optional: regex-syntax drops what is repeated no times, groups too).
+pub(super) fn groups_only(pattern: &str) -> String {
+    format!("(?:{NEVER}(?:{pattern}))?")
 }
 
 /// Counts capture groups and collects group names before parsing, since JS lets `\2` and `\k<name>` refer

@@ -43,11 +43,12 @@ mod classes;
 mod escapes;
 mod groups;
 mod parser;
+mod program;
 mod semantics;
 mod unicode_tables;
 mod units;
 
-pub(crate) use captures::{JsCaptures, Leftmost, LookSearch};
+pub(crate) use captures::{JsCaptures, Leftmost, LookSearch, LOOK_MARK};
 pub(crate) use groups::js_name;
 #[cfg(test)]
 pub(crate) use parser::translate;

@@ -104,6 +104,8 @@ pub(crate) struct LookSpec {
     pub(crate) pattern: String,
     /// Where it opens in the JS source.
     pub(crate) offset: usize,
+    /// The JavaScript numbers of the capture groups inside it.
+    pub(crate) groups: std::ops::Range<u32>,
 }
 
 /// [`translate_with_view`] that takes look-arounds (see [`Translated`]).
@@ -465,9 +467,12 @@ impl<'s> Parser<'s> {
             _ => self.pos += 1,
         }
         self.eat('?');
-        if min == 0 {
+        if let Some(look) = self.looks.pop_if(|_| min == 0) {
+            // Its groups keep their numbers (and stay undefined).
             self.out.truncate(out_start);
-            self.looks.pop();
+            if !look.groups.is_empty() {
+                self.out.push_str(&super::groups::groups_only(&look.pattern));
+            }
         }
         Ok(())
     }
