@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use regex_automata::util::look::{Look, LookMatcher};
 use regex_syntax::hir::Hir;
 
-use super::program::{self, Inst};
+use super::program::{self, Inst, TooComplex};
 
 /// A compiled pattern for [`JsCaptures::captures`].
 #[derive(Debug)]
@@ -57,10 +57,6 @@ pub(crate) enum Leftmost {
     /// The match from here outgrew the cap: the caller searches again after it.
     Abandoned(usize),
 }
-
-/// Why a pattern has no program.
-#[derive(Debug)]
-pub(crate) struct TooComplex(pub(crate) String);
 
 impl JsCaptures {
     /// Compiles the translated pattern's `hir` (with its groups).

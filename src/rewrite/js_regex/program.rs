@@ -6,7 +6,6 @@ use regex_automata::util::look::Look;
 use regex_syntax::hir::{Class, Hir, HirKind};
 use regex_syntax::utf8::Utf8Sequences;
 
-use super::captures::TooComplex;
 use super::groups::js_name;
 use super::semantics::nullable;
 
@@ -14,6 +13,10 @@ use super::semantics::nullable;
 const MAX_INSTRUCTIONS: usize = 1 << 20;
 /// Repetitions with a nullable body a program may have (one bit each per thread).
 const MAX_LOOPS: usize = 64;
+
+/// Why a pattern has no program.
+#[derive(Debug)]
+pub(crate) struct TooComplex(pub(crate) String);
 
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Inst {
