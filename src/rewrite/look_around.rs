@@ -6,8 +6,10 @@
 //!
 //! Streaming bounds what the oracle may read. A lookahead reads on within `maxMatchBytes` of its position
 //! (the stage holds back until it is decided; one still undecided there fails, as a longer match is given
-//! up on). A lookbehind reads back at most its body's longest match, which must be bounded: the stage keeps
-//! that many bytes of what it already wrote out (see `Rule::look_behind_len`).
+//! up on). A lookbehind whose body's longest match is bounded reads back at most that far: the stage keeps
+//! that many bytes of what it already wrote out (see `Rule::look_behind_len`). One with no bound runs its
+//! body's forward automaton, unanchored, over the whole text instead, its state carried from hay to hay
+//! ([`LookMemo::carried`]): a match of the body ends at a position exactly where the lookbehind holds there.
 //!
 //! With the m flag's `^` or `$` anywhere, the rule reads the line view (see `lines`): the look-arounds' automata
 //! too, and a lookbehind's bytes from the stage's tail are put in that view first. Annex B's quantified
@@ -19,8 +21,9 @@
 //! a lookahead, over the reversed text for a lookbehind (whose body JavaScript matches right to left). So that
 //! the match is there, a lookahead with groups reads on past its body's first match until its automaton dies.
 //!
-//! Not taken, each refused by name: a look-around inside another, and look-arounds in a rule whose automata
-//! read the view of lone low surrogates.
+//! Not taken, each refused by name: a look-around inside another, look-arounds in a rule whose automata read
+//! the view of lone low surrogates, groups inside an unbounded lookbehind, and an unbounded lookbehind whose
+//! body may begin where JavaScript has no position (see `look_rule::carried_dfa`).
 //!
 //! This module holds the look-arounds' automata and what they answer; `look_rule` builds a rule with
 //! them and searches it.
@@ -67,6 +70,10 @@ pub(super) struct LookItem {
     pub(super) short: bool,
     /// A positive look-around's capture groups, resolved after the rule's match.
     pub(super) groups: Option<BodyGroups>,
+    /// A lookbehind whose body has no bounded length: `dfa` is the body's forward automaton, unanchored, run
+    /// from the text's start and carried from hay to hay (see [`LookMemo::carried`]). A match of the body ends
+    /// at a position exactly where the lookbehind holds there.
+    pub(super) carried: bool,
 }
 
 /// What a positive look-around with capture groups needs to give them their values.
@@ -85,16 +92,45 @@ pub(super) const SHORT_LOOK_AHEAD: usize = 64;
 /// another has been ends as that one did, or goes on from where that one stopped. Without it a lookahead
 /// such as `(?=[^<]*>)` would read on from every position; with it each byte is read about once per state.
 /// Positions are one hay's: the stage clears it for each.
+///
+/// It also carries the unbounded lookbehinds' automata from hay to hay.
 #[derive(Default)]
 pub(super) struct LookMemo {
     runs: HashMap<(u32, usize, StateID), Outcome, foldhash::fast::RandomState>,
     /// Size at which positions behind the search are dropped.
     prune_at: usize,
+    /// By look-around: a carried lookbehind's automaton state at the hay's start, after all the text before
+    /// it (`None` before the first hay, which is the text's start).
+    carried: Vec<Option<StateID>>,
+    /// By look-around: its states after each of the hay's first bytes, as far as asked.
+    from_hay_start: Vec<Vec<StateID>>,
 }
 
 impl LookMemo {
     pub(super) fn clear(&mut self) {
         self.runs.clear();
+        self.from_hay_start.iter_mut().for_each(Vec::clear);
+    }
+
+    /// Carried lookbehind `k`'s automaton state after the hay's first `at` bytes.
+    fn carried_state(&mut self, k: usize, dfa: &Dfa, view: &[u8], at: usize) -> Option<StateID> {
+        if self.carried.len() <= k {
+            self.carried.resize(k + 1, None);
+            self.from_hay_start.resize_with(k + 1, Vec::new);
+        }
+        let start = match self.carried[k] {
+            Some(state) => state,
+            None => *self.carried[k].insert(dfa.start_state(&start::Config::new().anchored(Anchored::No)).ok()?),
+        };
+        let run = &mut self.from_hay_start[k];
+        if run.is_empty() {
+            run.push(start);
+        }
+        while run.len() <= at {
+            let i = run.len() - 1;
+            run.push(dfa.next_state(run[i], view[i]));
+        }
+        Some(run[at])
     }
 
     /// Drops what runs found before `at` once the memo has grown: searches only go forward, so no run
@@ -150,6 +186,15 @@ impl LookArounds {
         self.behind_len
     }
 
+    /// Moves the carried lookbehinds' automata on to `upto`, where the next hay begins.
+    pub(super) fn settle(&self, memo: &mut LookMemo, hay: &Hay, upto: usize) {
+        for (k, item) in self.items.iter().enumerate().filter(|(_, item)| item.carried) {
+            if let Some(state) = memo.carried_state(k, &item.dfa, hay.view, upto) {
+                memo.carried[k] = Some(state);
+            }
+        }
+    }
+
     /// Whether look-around `k` holds at `at` in `hay`; `None` while the data so far cannot tell.
     pub(super) fn holds(
         &self,
@@ -162,6 +207,19 @@ impl LookArounds {
         let Some(item) = self.items.get(k as usize) else { return Some(false) };
         let found = if item.ahead {
             ahead((k, item), hay, last, max_match, at, memo)?
+        } else if item.carried {
+            let state = memo.carried_state(k as usize, &item.dfa, hay.view, at)?;
+            // The automaton reports a match one byte late: on the byte after `at`, or at the text's end.
+            let next = match hay.view.get(at) {
+                Some(&byte) => item.dfa.next_state(state, byte),
+                None if last => item.dfa.next_eoi_state(state),
+                None => return None,
+            };
+            if item.dfa.is_match_state(next) {
+                Found::Yes
+            } else {
+                Found::No
+            }
         } else {
             behind(&item.dfa, hay, (last, self.units, self.lines), self.behind_len, at)?
         };
@@ -174,7 +232,7 @@ impl LookArounds {
 
     /// The groups of the match `hay[start..end]`, found by `program` in `buf` (the hay's view, or a copy of it
     /// beginning `base` bytes earlier with the byte before it), and how far before `buf` their positions
-    /// start: a lookbehind's group may begin in the stage's tail, before the hay.
+    /// start: a lookbehind's group may begin in the stage's tail, before the hay. `memo` is the stage's.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn groups(
         &self,
@@ -184,9 +242,9 @@ impl LookArounds {
         max_match: usize,
         (buf, base): (&[u8], usize),
         (start, end): (usize, usize),
+        memo: &mut LookMemo,
     ) -> Option<(Spans, usize)> {
-        let mut memo = LookMemo::default();
-        let mut oracle = |k, at: usize| self.holds(k, (hay, last), max_match, at.checked_sub(base)?, &mut memo);
+        let mut oracle = |k, at: usize| self.holds(k, (hay, last), max_match, at.checked_sub(base)?, memo);
         let mut groups = program.captures_with(buf, start + base, end + base, &mut oracle)?;
         // Positions from here on count from the tail's start.
         let shift = hay.tail.len();

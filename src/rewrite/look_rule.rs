@@ -5,10 +5,13 @@ use super::hay::Next;
 use super::lines;
 use super::look_around::{longest, BodyGroups, LookArounds, LookItem, LookMemo, MAX_LOOK_BEHIND, SHORT_LOOK_AHEAD};
 use super::next_match::Scan;
-use super::rule::{build_dfas, parse, Engine, GroupFinder, Rule, RuleReplacement, Units};
+use super::rule::{build_all_matches_dfa, build_dfas, parse, Dfa, Engine, GroupFinder, Rule, RuleReplacement, Units};
 use super::search::RegexSearch;
 use crate::error::RuleError;
-use crate::rewrite::js_regex::{self, JsCaptures, JsFlags, Leftmost, LookSearch, Translated};
+use crate::rewrite::js_regex::{self, JsCaptures, JsFlags, Leftmost, LookSearch, LookSpec, Translated};
+use regex_automata::dfa::Automaton;
+use regex_automata::util::start;
+use regex_automata::Anchored;
 use regex_syntax::hir::Hir;
 
 impl Rule {
@@ -37,19 +40,23 @@ impl Rule {
         let mut behind_len = 0;
         for (look, hir) in translated.looks.iter().zip(bodies) {
             let hir = in_view(hir);
-            if !look.ahead {
-                match longest(&hir).filter(|&len| len <= MAX_LOOK_BEHIND) {
-                    // The byte before, which tells the automaton the match has begun (one byte late), and three
-                    // more, which tell whether it begins inside a character.
-                    Some(len) => behind_len = behind_len.max(len + 4),
-                    None => {
-                        let what = format!("lookbehind that can match more than {MAX_LOOK_BEHIND} bytes");
-                        return Err(refuse(&what, look.offset));
-                    }
-                }
+            let bounded = longest(&hir).filter(|&len| len <= MAX_LOOK_BEHIND);
+            let carried = !look.ahead && bounded.is_none();
+            if let (false, Some(len)) = (look.ahead, bounded) {
+                // The byte before, which tells the automaton the match has begun (one byte late), and three
+                // more, which tell whether it begins inside a character.
+                behind_len = behind_len.max(len + 4);
             }
-            let (forward, reverse) = build_dfas(&[&js_regex::js_repetitions(&hir)], false)?;
-            let dfa = if look.ahead { forward } else { reverse };
+            let dfa = if carried {
+                carried_dfa(&hir, look, !flags.unicode, on_lines)?
+            } else {
+                let (forward, reverse) = build_dfas(&[&js_regex::js_repetitions(&hir)], false)?;
+                if look.ahead {
+                    forward
+                } else {
+                    reverse
+                }
+            };
             let short = longest(&hir).is_some_and(|len| len <= SHORT_LOOK_AHEAD);
             // A negative look-around's groups are always undefined: its body did not match.
             let groups = match look.groups.is_empty() || look.negative {
@@ -60,7 +67,7 @@ impl Rule {
                     Some(BodyGroups { first: look.groups.start, program })
                 }
             };
-            items.push(LookItem { ahead: look.ahead, negative: look.negative, dfa, short, groups });
+            items.push(LookItem { ahead: look.ahead, negative: look.negative, dfa, short, groups, carried });
         }
         let mut program = JsCaptures::new(&in_view(pattern)).map_err(|e| RuleError::TooComplex(e.0))?;
         program.mark_look_groups(items.iter().map(|item| item.groups.as_ref().map(|g| g.first)).collect());
@@ -87,6 +94,37 @@ impl Rule {
             Engine::Literals(_) | Engine::Origins(_) => 0,
         }
     }
+}
+
+/// The automaton of a lookbehind whose body has no bounded length (see `LookItem::carried`). It cannot tell
+/// where a body's match begins, so a body that may begin where JavaScript has no position is refused: on a
+/// continuation byte without `u` (a low half, or inside one), on the `\n` inside the line view's U+2028.
+fn carried_dfa(hir: &Hir, look: &LookSpec, units: bool, on_lines: bool) -> Result<Dfa, RuleError> {
+    let refuse = |what: String| RuleError::from(js_regex::unsupported(what, look.offset, ""));
+    let long = format!("lookbehind that can match more than {MAX_LOOK_BEHIND} bytes");
+    if !look.groups.is_empty() && !look.negative {
+        return Err(refuse(format!("capture group inside a {long}")));
+    }
+    let dfa = build_all_matches_dfa(&js_regex::js_repetitions(hir))?;
+    // Where such a start would be, a continuation byte comes before (the view's U+2028 is `0D A8 0A`).
+    let config = start::Config::new().anchored(Anchored::Yes).look_behind(Some(0xA8));
+    // Whether the body's match may begin with one of `bytes`: the automaton lives on after it (a match it
+    // reports right after the byte is the empty one before it, as matches are reported one byte late).
+    let starts_with = |bytes: std::ops::RangeInclusive<u8>| {
+        let Ok(start) = dfa.start_state(&config) else { return false };
+        let lives = |state| !dfa.is_dead_state(state);
+        bytes.into_iter().map(|byte| dfa.next_state(start, byte)).any(|after| {
+            lives(after)
+                && ((0..=255).any(|next| lives(dfa.next_state(after, next))) || lives(dfa.next_eoi_state(after)))
+        })
+    };
+    if units && starts_with(0x80..=0xBF) {
+        return Err(refuse(format!("{long} that may begin inside a character (without the u flag)")));
+    }
+    if on_lines && starts_with(b'\n'..=b'\n') {
+        return Err(refuse(format!("{long} that may begin with \\n (with the m flag)")));
+    }
+    Ok(dfa)
 }
 
 /// Bytes a look-around rule's skip ahead may read before the rule's own program reads on (see its use).

@@ -8,6 +8,7 @@ use regex_automata::{meta, Anchored, Input, PatternID};
 
 use super::hay::{match_text, tail_text, Hay};
 use super::js_regex;
+use super::look_around::LookMemo;
 use super::rule::{GroupFinder, RegexRule};
 
 /// A match's groups (index 0: the whole match).
@@ -18,15 +19,15 @@ pub(super) struct MatchGroups<'h, 'r> {
     pub(super) lone: bool,
 }
 
-/// The groups of the match `hay.bytes[start..end]` of `re`. `cache` is the stage's for the meta regex; `None`
-/// without one.
+/// The groups of the match `hay.bytes[start..end]` of `re`. `cache` is the stage's for the meta regex (`None`
+/// without one), `memo` its look-arounds' memo.
 pub(super) fn match_groups<'h, 'r>(
     re: &'r RegexRule,
     hay: &Hay<'h>,
     last: bool,
     (start, end): (usize, usize),
     max_match: usize,
-    cache: Option<&mut Option<(Captures, meta::Cache)>>,
+    (cache, memo): (Option<&mut Option<(Captures, meta::Cache)>>, &mut LookMemo),
     units: bool,
 ) -> Option<MatchGroups<'h, 'r>> {
     // The captures search reads what the automata read, so a match at its very start needs a copy that
@@ -56,7 +57,7 @@ pub(super) fn match_groups<'h, 'r>(
         }
         GroupFinder::Js(js) => {
             let (groups, from_tail) = match re.looks.as_deref() {
-                Some(looks) => looks.groups(js, hay, last, max_match, (buf, base), (start, end)).unzip(),
+                Some(looks) => looks.groups(js, hay, last, max_match, (buf, base), (start, end), memo).unzip(),
                 None => (js.captures(buf, start + base, end + base), None),
             };
             debug_assert!(groups.is_some(), "DFA and JS captures disagree");

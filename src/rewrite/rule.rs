@@ -553,6 +553,27 @@ pub(super) fn build_dfas(hirs: &[&Hir], skip_from_start_states: bool) -> Result<
     Ok((build(false)?, build(true)?))
 }
 
+/// The forward DFA of `hir` that reports every match (unanchored or anchored): an unbounded lookbehind's,
+/// run from the text's start (see `look_around`).
+pub(super) fn build_all_matches_dfa(hir: &Hir) -> Result<Dfa, RuleError> {
+    let nfa = thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .nfa_size_limit(Some(NFA_SIZE_LIMIT))
+                .look_matcher(lines::look_matcher())
+                .which_captures(thompson::WhichCaptures::None),
+        )
+        .build_from_hir(hir)
+        .map_err(|e| RuleError::TooComplex(e.to_string()))?;
+    let classes = nfa.byte_classes().alphabet_len();
+    let config = dense::Config::new()
+        .dfa_size_limit(Some(DFA_SIZE_LIMIT))
+        .determinize_size_limit(Some((DETERMINIZE_WORK_LIMIT / classes).min(DFA_SIZE_LIMIT)))
+        .match_kind(MatchKind::All)
+        .start_kind(StartKind::Both);
+    dense::Builder::new().configure(config).build_from_nfa(&nfa).map_err(|e| RuleError::TooComplex(e.to_string()))
+}
+
 /// The reverse DFA of the rule's non-empty prefixes (see `prefixes`). It only saves time, so a rule
 /// whose prefix automaton would be large does without it.
 pub(super) fn build_prefix_reverse(hir: &Hir) -> Option<Dfa> {

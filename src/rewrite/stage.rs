@@ -289,6 +289,11 @@ impl Stage {
         }
         self.carried = self.emitted.saturating_sub(held_from);
         self.before = hay.look_behind(held_from);
+        if let Engine::Regex(re) = &self.rule.inner.engine {
+            if let Some(looks) = &re.looks {
+                looks.settle(&mut self.look_memo, &hay, held_from);
+            }
+        }
         if let Some(counter) = &mut self.utf16 {
             if self.counted < held_from {
                 counter.feed(&hay.bytes[self.counted..held_from]);
@@ -449,8 +454,19 @@ impl Stage {
         out: &mut Vec<u8>,
     ) -> Result<(), ReplaceError> {
         let units = self.units();
-        let Stage { rule, captures, local_host, max_match, utf16, counted, exchange, surrogates, page_policy, .. } =
-            self;
+        let Stage {
+            rule,
+            captures,
+            local_host,
+            max_match,
+            utf16,
+            counted,
+            exchange,
+            surrogates,
+            page_policy,
+            look_memo,
+            ..
+        } = self;
         let whole = &hay.bytes[start..end];
         let re = match &rule.inner.engine {
             Engine::Links(matcher) => {
@@ -500,11 +516,10 @@ impl Stage {
             return Ok(());
         };
         let cache = captures.get_mut(self.members.current);
-        let MatchGroups { texts, names, lone } = match_groups(re, &hay, last, (start, end), *max_match, cache, units)
-            .ok_or_else(|| ReplaceError {
-            rule: rule.inner.label.clone(),
-            message: "internal error: no captures".into(),
-        })?;
+        let MatchGroups { texts, names, lone } =
+            match_groups(re, &hay, last, (start, end), *max_match, (cache, look_memo), units).ok_or_else(|| {
+                ReplaceError { rule: rule.inner.label.clone(), message: "internal error: no captures".into() }
+            })?;
         *surrogates |= lone;
         let group = |i: usize| texts.get(i).and_then(|t| t.as_deref());
         match &re.replacement {

@@ -323,6 +323,19 @@ const LOOK_AROUND_CASES: &[(&str, &str, &str, &str, &str)] = &[
     ("(?<=(?:(a)|(b)){1,3})c", "g", "abc bac", "[$1|$2]", "ab[a|] ba[|b]"),
     ("(?<=([ab]{1,2})\\D|(abc))\\w", "g", "abcdef", "[$1|$2]", "ab[a|][ab|]ef"),
     ("\\w(?=(\\w)(?<n>\\w)?)", "g", "abcd", "[$1|$<n>]", "[b|c][c|d][d|]d"),
+    // Lookbehinds with no bound on their length: their automaton reads forward from the text's start, carried
+    // from chunk to chunk.
+    ("(?<=fo+)x", "g", "foox fx fooo x", "_", "foo_ fx fooo x"),
+    ("(?<=<a[^>]*)href", "g", "<a class=\"x\" href=\"/\"> <b href=\"/\"> <a\nhref>", "HREF", "<a class=\"x\" HREF=\"/\"> <b href=\"/\"> <a\nHREF>"),
+    ("(?<=^\\w+)def", "g", "abcdef xyzdef", "_", "abc_ xyzdef"),
+    ("(?<=^\\w+)\\d", "gm", "ab1 cd2\nef3 4", "_", "ab_ cd2\nef_ 4"),
+    ("(?<=[a|b|c]*)[^a|b|c]{3}", "g", "abcdef", "[$&]", "abc[def]"),
+    ("(?<=\\w*)x", "g", "ab x x", "_", "ab _ _"),
+    ("(?<!a+)b", "g", "aab b cb", "_", "aab _ c_"),
+    ("(?<=(?:ab)+)c", "g", "ababc abc bc ac", "_", "abab_ ab_ bc ac"),
+    ("(?<=é+)x", "gu", "ééx éx ex", "_", "éé_ é_ ex"),
+    ("(?<=\\$\\d*\\.)\\d\\d", "g", "$12.50 and 3.45 $.99", "##", "$12.## and 3.45 $.##"),
+    ("(?<=^(?:[^\\n]*\\n)*[^\\n]*)z", "g", "a\nb z", "_", "a\nb _"),
     // Annex B's quantified lookaheads: a minimum of 0 is no look-around, any other the look-around once.
     (".(?=Z)*", "g", "aZb", "[$&]", "[a][Z][b]"),
     (".(?=Z)+", "g", "aZbZZ", "[$&]", "[a]Z[b][Z]Z"),
@@ -396,7 +409,9 @@ fn lookaheads_waiting_on_the_next_chunk_stay_linear() {
 #[test]
 fn look_arounds_the_engine_cannot_run_are_refused_by_name() {
     for (source, flags, what) in [
-        ("(?<=a+)b", "", "lookbehind that can match more than 1024 bytes"),
+        ("(?<=(a+))b", "", "capture group inside a lookbehind that can match more than 1024 bytes"),
+        ("(?<=[^a]*)b", "", "lookbehind that can match more than 1024 bytes that may begin inside a character"),
+        ("(?<=\\s*)b|^c", "m", "lookbehind that can match more than 1024 bytes that may begin with \\n"),
         ("(?=a(?!b))", "", "inside a look-around"),
         ("(?<=\\uDE00)a", "", "lone low surrogates"),
         ("(?=\\bs)", "iu", "\\b with the i and u flags inside a look-around"),
@@ -419,7 +434,7 @@ fn look_arounds_the_engine_cannot_run_are_refused_by_name() {
 
 #[test]
 fn rejected_features_name_themselves() {
-    for (source, feature) in [("a(?=b(?!c))", "lookahead"), ("(?<=a*)b", "lookbehind"), ("(a)\\1", "backreference")] {
+    for (source, feature) in [("a(?=b(?!c))", "lookahead"), ("(?<=(a*))b", "lookbehind"), ("(a)\\1", "backreference")] {
         let err = Rule::regex(source, "g", RuleReplacement::Text(String::new())).unwrap_err().to_string();
         assert!(err.contains(feature), "{source}: {err}");
     }
