@@ -84,7 +84,7 @@ test('wasm: shared rules give interleaved bodies their own req; freed rules are 
   assert.throws(() => wasm.__rewriteEach(['@'], compiled), freed)
   compiled.free() // twice is harmless
   assert.throws(() => new wasm.CompiledRules(), /CompiledRules are made by compileRules\(rules\)/)
-  assert.throws(() => wasm.compileRules([{ match: /(?<=a+)b/, replace: '' }]), /rules\[0\]: unsupported regex feature: lookbehind/)
+  assert.throws(() => wasm.compileRules([{ match: /(?<=[^a]*)b/, replace: '' }]), /rules\[0\]: unsupported regex feature: lookbehind/)
   assert.throws(() => wasm.compileRules({}), /rules must be an array of \{ match, replace \} or compileRules\(rules\)'s value, got an object/)
 })
 

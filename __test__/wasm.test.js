@@ -114,7 +114,7 @@ test('wasm: bad rules, options and chunks are refused naming them; a throwing fu
   const ok = [{ match: /a/, replace: 'b' }]
   const cases = [
     [() => wasm.createRewriter('x'), /rules must be an array/],
-    [() => wasm.createRewriter([ok[0], { match: /(?<=a+)b/, replace: '' }]), /rules\[1\]: unsupported regex feature: lookbehind/],
+    [() => wasm.createRewriter([ok[0], { match: /(?<=[^a]*)b/, replace: '' }]), /rules\[1\]: unsupported regex feature: lookbehind/],
     [() => wasm.createRewriter([{ match: 5, replace: '' }]), /rules\[0\]\.match must be a RegExp or a string, got a number/],
     [() => wasm.createRewriter([{ match: 'a', replace: 'b', fn: 'c' }]), /rules\[0\] has both `replace` and `fn`/],
     [() => wasm.createRewriter([{ match: 'a', replace: 'b', paths: [5] }]), /rules\[0\]\.paths must be a glob/],
@@ -236,7 +236,7 @@ test('wasm: rewriteBody reads only as it is read, cancels its source with the re
   const locked = new Response('abc').body
   locked.getReader()
   assert.throws(() => wasm.rewriteBody(locked, rules), /body is locked/)
-  assert.throws(() => wasm.rewriteBody(new Response('a').body, [{ match: /(?<=a+)b/, replace: '' }]), /rules\[0\]: unsupported regex feature: lookbehind/)
+  assert.throws(() => wasm.rewriteBody(new Response('a').body, [{ match: /(?<=[^a]*)b/, replace: '' }]), /rules\[0\]: unsupported regex feature: lookbehind/)
   assert.throws(() => wasm.rewriteBody(new Response('a').body, rules, { form: 'x' }), /options: unknown key `form`/)
   assert.equal(wasm.rewrite('abc', rules), 'X', 'the module still serves')
 })
@@ -281,7 +281,7 @@ test('wasm: replacement functions are released with their streams: a thousand bo
   // A stream that fails, and rules that do not compile, release theirs too.
   const failing = [{ match: /a/, replace: () => { throw new Error('no') } }]
   await assert.rejects(new Response(new Response('a').body.pipeThrough(wasm.createRewriter(failing))).text(), /no/)
-  assert.throws(() => wasm.createRewriter([{ match: 'a', replace: () => 'x' }, { match: /(?=(a))/, replace: '' }]), /rules\[1\]/)
+  assert.throws(() => wasm.createRewriter([{ match: 'a', replace: () => 'x' }, { match: /(?=a(?!b))/, replace: '' }]), /rules\[1\]/)
   assert.equal(wasm.__liveFunctions(), before)
   // `string` is the rule's input only inside rewrite() of a string, even after one threw.
   assert.throws(() => wasm.rewrite('a', [{ match: /a/, replace: (req, res, m, offset, string) => { throw new Error(string) } }]), /failed: a/)
