@@ -28,8 +28,6 @@
 //! This module holds the look-arounds' automata and what they answer; `look_rule` builds a rule with
 //! them and searches it.
 
-use std::collections::HashMap;
-
 use regex_automata::dfa::{dense, Automaton};
 use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
@@ -37,6 +35,8 @@ use regex_automata::Anchored;
 use regex_syntax::hir::{Class, Hir, HirKind};
 
 use super::hay::{is_continuation, low_half, Hay};
+pub(super) use super::look_memo::LookMemo;
+use super::look_memo::Outcome;
 use crate::rewrite::js_regex::{JsCaptures, LOOK_MARK};
 
 type Dfa = dense::DFA<Vec<u32>>;
@@ -87,75 +87,6 @@ pub(super) struct BodyGroups {
 
 /// The longest lookahead body run without [`LookMemo`], in bytes.
 pub(super) const SHORT_LOOK_AHEAD: usize = 64;
-
-/// Where lookahead runs have been, by look-around, position and automaton state: a run that comes where
-/// another has been ends as that one did, or goes on from where that one stopped. Without it a lookahead
-/// such as `(?=[^<]*>)` would read on from every position; with it each byte is read about once per state.
-/// Positions are one hay's: the stage clears it for each.
-///
-/// It also carries the unbounded lookbehinds' automata from hay to hay.
-#[derive(Default)]
-pub(super) struct LookMemo {
-    runs: HashMap<(u32, usize, StateID), Outcome, foldhash::fast::RandomState>,
-    /// Size at which positions behind the search are dropped.
-    prune_at: usize,
-    /// By look-around: a carried lookbehind's automaton state at the hay's start, after all the text before
-    /// it (`None` before the first hay, which is the text's start).
-    carried: Vec<Option<StateID>>,
-    /// By look-around: its states after each of the hay's first bytes, as far as asked.
-    from_hay_start: Vec<Vec<StateID>>,
-}
-
-impl LookMemo {
-    pub(super) fn clear(&mut self) {
-        self.runs.clear();
-        self.from_hay_start.iter_mut().for_each(Vec::clear);
-    }
-
-    /// Carried lookbehind `k`'s automaton state after the hay's first `at` bytes.
-    fn carried_state(&mut self, k: usize, dfa: &Dfa, view: &[u8], at: usize) -> Option<StateID> {
-        if self.carried.len() <= k {
-            self.carried.resize(k + 1, None);
-            self.from_hay_start.resize_with(k + 1, Vec::new);
-        }
-        let start = match self.carried[k] {
-            Some(state) => state,
-            None => *self.carried[k].insert(dfa.start_state(&start::Config::new().anchored(Anchored::No)).ok()?),
-        };
-        let run = &mut self.from_hay_start[k];
-        if run.is_empty() {
-            run.push(start);
-        }
-        while run.len() <= at {
-            let i = run.len() - 1;
-            run.push(dfa.next_state(run[i], view[i]));
-        }
-        Some(run[at])
-    }
-
-    /// Drops what runs found before `at` once the memo has grown: searches only go forward, so no run
-    /// reaches there again. Keeps the memo bounded by what lies ahead of the search, not by the hay.
-    fn forget_before(&mut self, at: usize) {
-        if self.runs.len() > self.prune_at.max(1 << 14) {
-            self.runs.retain(|&(_, pos, _), _| pos >= at);
-            self.prune_at = 2 * self.runs.len();
-        }
-    }
-}
-
-/// How a lookahead run from a (position, state) went on. For a lookahead with groups a run goes on past its
-/// first match, until its body's preferred match is known (its automaton dies): then `Yes` and `No` say
-/// whether a match came after that pair.
-#[derive(Clone, Copy)]
-enum Outcome {
-    Yes,
-    No,
-    /// The data ended first.
-    Undecided,
-    /// The run stopped at its cap here, in this state, having matched on the way or not: a later run, whose
-    /// cap is further, goes on from here.
-    Stopped(usize, StateID, bool),
-}
 
 /// How a lookahead run ended.
 enum RunEnd {
@@ -329,9 +260,6 @@ fn ahead(
     let view = hay.view;
     let limit = at.saturating_add(max_match).saturating_add(1);
     let end = view.len().min(limit);
-    if remember {
-        memo.forget_before(at);
-    }
     let mut pos = at;
     let mut visited = Vec::new();
     // Whether the body matched, and how many of the pairs visited come before its last match.
@@ -341,8 +269,8 @@ fn ahead(
         if remember {
             visited.push((pos, state));
         }
-        match remember.then(|| memo.runs.get(&(k, pos, state))).flatten() {
-            Some(&Outcome::Stopped(further, next, on_the_way)) if further > pos && further <= end => {
+        match remember.then(|| memo.run(k, pos, state)).flatten() {
+            Some(Outcome::Stopped(further, next, on_the_way)) if further > pos && further <= end => {
                 if on_the_way {
                     (matched, matched_after) = (true, visited.len());
                 }
@@ -388,7 +316,7 @@ fn ahead(
             RunEnd::Undecided => Outcome::Undecided,
             RunEnd::Stopped(further, next) => Outcome::Stopped(further, next, after),
         };
-        memo.runs.insert((k, pos, state), outcome);
+        memo.remember_run((k, pos, state), outcome, (at, end));
     }
     match run_end {
         RunEnd::Decided if matched => Some(Found::Yes),

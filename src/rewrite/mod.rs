@@ -30,6 +30,7 @@ mod literal_interactions;
 mod literal_search;
 mod literals;
 mod look_around;
+mod look_memo;
 mod look_rule;
 mod match_groups;
 mod needle_scan;
