@@ -331,8 +331,9 @@ fn ahead(
 struct Behind<'a> {
     /// What the automata read.
     context: std::borrow::Cow<'a, [u8]>,
-    /// The text itself, which tells where characters start (the view's U+2028 has a `\n` inside).
-    bytes: std::borrow::Cow<'a, [u8]>,
+    /// The text itself where it is not `context` (the line view's U+2028 has a `\n` inside): it tells where
+    /// characters start.
+    bytes: Option<std::borrow::Cow<'a, [u8]>>,
     /// `context` begins where the text does.
     whole: bool,
 }
@@ -346,7 +347,7 @@ impl<'a> Behind<'a> {
         let whole = from_view.len() == at && from_tail.len() == hay.tail.len() && hay.tail.len() < reach;
         // Most positions have what the body can reach in the view itself: no copy.
         if from_tail.is_empty() {
-            return Behind { context: from_view.into(), bytes: from_bytes.into(), whole };
+            return Behind { context: from_view.into(), bytes: lines.then_some(from_bytes.into()), whole };
         }
         let mut joined = Vec::with_capacity(from_tail.len() + from_view.len());
         match lines {
@@ -354,13 +355,14 @@ impl<'a> Behind<'a> {
             false => joined.extend_from_slice(from_tail),
         }
         joined.extend_from_slice(from_view);
-        Behind { context: joined.into(), bytes: [from_tail, from_bytes].concat().into(), whole }
+        let bytes = lines.then(|| [from_tail, from_bytes].concat().into());
+        Behind { context: joined.into(), bytes, whole }
     }
 
     /// Whether a body's match may start at `t`: where JavaScript has a position, not inside a character (but
     /// for the low half of an astral one without `u`).
     fn starts_here(&self, t: usize, units: bool) -> bool {
-        let bytes = &self.bytes[..];
+        let bytes = self.bytes.as_deref().unwrap_or(&self.context);
         t == bytes.len() || !is_continuation(bytes[t]) || units && low_half(bytes, t)
     }
 }

@@ -445,14 +445,15 @@ impl<'s> Parser<'s> {
     /// once. `out_start` is where the look-around's placeholder begins.
     fn look_around_quantifier(&mut self, out_start: usize) -> Result<(), JsRegexError> {
         let start = self.pos;
-        let min = match self.peek() {
-            Some('*' | '?') => 0,
-            Some('+') => 1,
+        // The minimum, and where the quantifier ends.
+        let (min, end) = match self.peek() {
+            Some('*' | '?') => (0, start + 1),
+            Some('+') => (1, start + 1),
             Some('{') => match self.braced_quantifier() {
                 Some((min, max, _)) if max.is_some_and(|max| max < min) => {
                     return Err(syntax("numbers out of order in {} quantifier", start))
                 }
-                Some((min, ..)) => min,
+                Some((min, _, end)) => (min, end),
                 // Annex B: not a quantifier (with `u`, the next term says why not).
                 None => return Ok(()),
             },
@@ -462,10 +463,7 @@ impl<'s> Parser<'s> {
         if !lookahead || self.flags.unicode {
             return Err(syntax("invalid quantifier", start));
         }
-        match self.braced_quantifier() {
-            Some((.., end)) if self.peek() == Some('{') => self.pos = end,
-            _ => self.pos += 1,
-        }
+        self.pos = end;
         self.eat('?');
         if let Some(look) = self.looks.pop_if(|_| min == 0) {
             // Its groups keep their numbers (and stay undefined).
