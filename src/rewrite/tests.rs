@@ -415,12 +415,7 @@ fn look_arounds_the_engine_cannot_run_are_refused_by_name() {
         ("(?=a(?!b))", "", "inside a look-around"),
         ("(?<=\\uDE00)a", "", "lone low surrogates"),
         ("(?=\\bs)", "iu", "\\b with the i and u flags inside a look-around"),
-    ] {
-        let err = Rule::regex(source, flags, RuleReplacement::Text(String::new())).unwrap_err().to_string();
-        assert!(err.contains(what), "/{source}/{flags}: {err}");
-    }
-    // V8 throws a SyntaxError for these: Annex B repeats lookaheads only, and only without `u` or `v`.
-    for (source, flags, what) in [
+        // V8 throws a SyntaxError for these: Annex B repeats lookaheads only, and only without `u` or `v`.
         ("(?!a){2,1}", "", "numbers out of order in {} quantifier at offset 5"),
         ("(?<=a)*", "", "invalid quantifier at offset 6"),
         ("(?<!a){1}", "", "invalid quantifier at offset 6"),
