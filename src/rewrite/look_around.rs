@@ -20,10 +20,11 @@
 //! `JsCaptures::mark_look_groups`), and after the rule's match the body's own program finds them, forward for
 //! a lookahead, over the reversed text for a lookbehind (whose body JavaScript matches right to left). So that
 //! the match is there, a lookahead with groups reads on past its body's first match until its automaton dies.
+//! An unbounded lookbehind's groups are read back at most [`MAX_LOOK_BEHIND`] bytes (see `behind_groups`).
 //!
 //! Not taken, each refused by name: a look-around inside another, look-arounds in a rule whose automata read
-//! the view of lone low surrogates, groups inside an unbounded lookbehind, and an unbounded lookbehind whose
-//! body may begin where JavaScript has no position (see `look_rule::carried_dfa`).
+//! the view of lone low surrogates, and an unbounded lookbehind whose body may begin where JavaScript has no
+//! position (see `look_rule::carried_dfa`).
 //!
 //! This module holds the look-arounds' automata and what they answer; `look_rule` builds a rule with
 //! them and searches it.
@@ -44,6 +45,16 @@ type Dfa = dense::DFA<Vec<u32>>;
 /// Each group's start and end (index 0: the whole match), `None` where it did not take part.
 pub(super) type Spans = Vec<Option<(usize, usize)>>;
 
+/// A match's groups as [`LookArounds::groups`] finds them.
+pub(super) struct LookGroups {
+    pub(super) spans: Spans,
+    /// How far before the buffer the spans' positions start: a lookbehind's group may begin in the stage's tail.
+    pub(super) shift: usize,
+    /// An unbounded lookbehind's groups would need more than [`MAX_LOOK_BEHIND`] bytes before where it held:
+    /// the match is then left as it is, as an over-long one is.
+    pub(super) beyond_reach: bool,
+}
+
 /// The longest lookbehind body taken, in bytes: the stage keeps this much of what it wrote out.
 pub(super) const MAX_LOOK_BEHIND: usize = 1024;
 
@@ -57,6 +68,8 @@ pub(super) struct LookArounds {
     units: bool,
     /// The rule reads the line view (see `lines`), which the stage's tail is not in.
     lines: bool,
+    /// A lookbehind of no bounded length has groups: the stage keeps [`MAX_LOOK_BEHIND`] bytes for them.
+    unbounded_groups: bool,
 }
 
 #[derive(Debug)]
@@ -109,12 +122,17 @@ impl LookArounds {
     /// body's reverse one); `behind_len` as the stage keeps it; `units` for a rule without `u`; `lines` for one
     /// that reads the line view.
     pub(super) fn new(items: Vec<LookItem>, behind_len: usize, units: bool, lines: bool) -> LookArounds {
-        LookArounds { items, behind_len, units, lines }
+        let unbounded_groups = items.iter().any(|item| item.carried && item.groups.is_some());
+        LookArounds { items, behind_len, units, lines, unbounded_groups }
     }
 
     /// Bytes of the input before a position that the lookbehinds may read.
     pub(super) fn behind_len(&self) -> usize {
-        self.behind_len
+        match self.unbounded_groups {
+            // With the bytes before, as for a bounded body (see where `behind_len` is made).
+            true => self.behind_len.max(MAX_LOOK_BEHIND + 4),
+            false => self.behind_len,
+        }
     }
 
     /// Moves the carried lookbehinds' automata on to `upto`, where the next hay begins.
@@ -152,7 +170,8 @@ impl LookArounds {
                 Found::No
             }
         } else {
-            behind(&item.dfa, hay, (last, self.units, self.lines), self.behind_len, at)?
+            let reach = (self.behind_len, self.behind_len());
+            behind(&item.dfa, hay, (last, self.units, self.lines), reach, at)?
         };
         Some(match found {
             Found::Yes => !item.negative,
@@ -162,8 +181,7 @@ impl LookArounds {
     }
 
     /// The groups of the match `hay[start..end]`, found by `program` in `buf` (the hay's view, or a copy of it
-    /// beginning `base` bytes earlier with the byte before it), and how far before `buf` their positions
-    /// start: a lookbehind's group may begin in the stage's tail, before the hay. `memo` is the stage's.
+    /// beginning `base` bytes earlier with the byte before it). `memo` is the stage's.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn groups(
         &self,
@@ -174,11 +192,12 @@ impl LookArounds {
         (buf, base): (&[u8], usize),
         (start, end): (usize, usize),
         memo: &mut LookMemo,
-    ) -> Option<(Spans, usize)> {
+    ) -> Option<LookGroups> {
         let mut oracle = |k, at: usize| self.holds(k, (hay, last), max_match, at.checked_sub(base)?, memo);
         let mut groups = program.captures_with(buf, start + base, end + base, &mut oracle)?;
         // Positions from here on count from the tail's start.
         let shift = hay.tail.len();
+        let mut beyond_reach = false;
         for span in groups.iter_mut().flatten() {
             *span = (span.0 + shift, span.1.saturating_add(shift));
         }
@@ -195,7 +214,13 @@ impl LookArounds {
                 true => body
                     .program
                     .preferred(hay.view, (hay.before, last), at, None, &|end| hay.can_start(end, self.units)),
-                false => self.behind_groups(&body.program, hay, at),
+                false => match self.behind_groups(&body.program, hay, (at, item.carried)) {
+                    Ok(found) => found,
+                    Err(BeyondReach) => {
+                        beyond_reach = true;
+                        None
+                    }
+                },
             };
             let Some(found) = found else {
                 groups[first] = None;
@@ -206,23 +231,52 @@ impl LookArounds {
                 groups[first + i - 1] = span.map(|(a, b)| (to_buf(a), to_buf(b)));
             }
         }
-        Some((groups, shift))
+        Some(LookGroups { spans: groups, shift, beyond_reach })
     }
 
     /// The groups of lookbehind body `program` (reversed) that held at `at`, counted from the tail's start.
-    fn behind_groups(&self, program: &JsCaptures, hay: &Hay, at: usize) -> Option<Spans> {
-        let behind = Behind::new(hay, self.lines, self.behind_len, at);
-        let (context, len) = (&behind.context[..], behind.context.len());
-        let reversed: Vec<u8> = context.iter().rev().copied().collect();
-        // Assertions look at the text the right way round, the byte after `at` included.
-        let text = [context, hay.view.get(at..at + 1).unwrap_or_default()].concat();
-        let starts_here = |end: usize| behind.starts_here(len - end, self.units);
-        let groups = program.preferred(&reversed, (None, true), 0, Some((&text, len)), &starts_here)?;
-        // Reversed spans: the end is where the group starts.
-        let from = hay.tail.len() + at - len;
-        Some(groups.into_iter().map(|g| g.map(|(a, b)| (from + len - b, from + len - a))).collect())
+    /// An unbounded body's run reads back as far as it goes on: a reach that doubles while the run comes to
+    /// its start with threads that count, up to what the stage keeps, whole text or chunks alike. That bound
+    /// keeps it linear: each match's run reads at most that far, where a run to wherever the preferred match
+    /// begins would read a long word again for each match in it (`(?<=(\w+))\w`).
+    fn behind_groups(
+        &self,
+        program: &JsCaptures,
+        hay: &Hay,
+        (at, unbounded): (usize, bool),
+    ) -> Result<Option<Spans>, BeyondReach> {
+        let kept = self.behind_len();
+        let most = if unbounded { (at + hay.tail.len()).min(kept) } else { self.behind_len };
+        let mut reach = if unbounded { FIRST_REACH.min(most) } else { most };
+        loop {
+            let behind = Behind::new(hay, self.lines, (reach, kept), at);
+            let (context, len) = (&behind.context[..], behind.context.len());
+            let reversed: Vec<u8> = context.iter().rev().copied().collect();
+            // Assertions look at the text the right way round, the byte after `at` included.
+            let text = [context, hay.view.get(at..at + 1).unwrap_or_default()].concat();
+            let starts_here = |end: usize| behind.starts_here(len - end, self.units);
+            let run = program.preferred_run(&reversed, (None, true), 0, Some((&text, len)), &starts_here);
+            // A bounded body's run never reads as far back as its context goes, but from the text's start.
+            if run.ran_out && unbounded && !behind.whole {
+                if reach >= most {
+                    return Err(BeyondReach);
+                }
+                reach = reach.saturating_mul(2).min(most);
+                continue;
+            }
+            // Reversed spans: the end is where the group starts.
+            let from = hay.tail.len() + at - len;
+            let flip = |g: Option<(usize, usize)>| g.map(|(a, b)| (from + len - b, from + len - a));
+            return Ok(run.groups.map(|groups| groups.into_iter().map(flip).collect()));
+        }
     }
 }
+
+/// An unbounded lookbehind's groups need more of the text than the stage keeps.
+struct BeyondReach;
+
+/// The first reach of an unbounded lookbehind's groups run, in bytes.
+const FIRST_REACH: usize = 256;
 
 /// The most bytes `hir` can match (`None`: no bound). Unlike regex-syntax's `maximum_len`, which is `None`
 /// for a concatenation with a part that never matches (a lone surrogate under `v`) and then for any
@@ -339,12 +393,13 @@ struct Behind<'a> {
 }
 
 impl<'a> Behind<'a> {
-    fn new(hay: &Hay<'a>, lines: bool, reach: usize, at: usize) -> Behind<'a> {
+    /// The `reach` bytes before `at`, of which the stage's tail holds up to `kept`.
+    fn new(hay: &Hay<'a>, lines: bool, (reach, kept): (usize, usize), at: usize) -> Behind<'a> {
         let from_view = &hay.view[at.saturating_sub(reach)..at];
         let from_bytes = &hay.bytes[at - from_view.len()..at];
         let from_tail = &hay.tail[hay.tail.len().saturating_sub(reach - from_view.len())..];
-        // The stage keeps `reach` bytes of what it wrote out: fewer are all there is.
-        let whole = from_view.len() == at && from_tail.len() == hay.tail.len() && hay.tail.len() < reach;
+        // The stage keeps `kept` bytes of what it wrote out: fewer are all there is.
+        let whole = from_view.len() == at && from_tail.len() == hay.tail.len() && hay.tail.len() < kept;
         // Most positions have what the body can reach in the view itself: no copy.
         if from_tail.is_empty() {
             return Behind { context: from_view.into(), bytes: lines.then_some(from_bytes.into()), whole };
@@ -367,8 +422,15 @@ impl<'a> Behind<'a> {
     }
 }
 
-/// A lookbehind's body run backward from `at`, over the hay and then the stage's tail.
-fn behind(dfa: &Dfa, hay: &Hay, (last, units, lines): (bool, bool, bool), reach: usize, at: usize) -> Option<Found> {
+/// A lookbehind's body run backward from `at`, over the hay and then the stage's tail (`reach` as for
+/// [`Behind::new`]).
+fn behind(
+    dfa: &Dfa,
+    hay: &Hay,
+    (last, units, lines): (bool, bool, bool),
+    reach: (usize, usize),
+    at: usize,
+) -> Option<Found> {
     // A body ending with `\b` or `$` looks at the byte after `at`.
     if at == hay.view.len() && !last {
         return None;

@@ -99,12 +99,10 @@ impl Rule {
 /// The automaton of a lookbehind whose body has no bounded length (see `LookItem::carried`). It cannot tell
 /// where a body's match begins, so a body that may begin where JavaScript has no position is refused: on a
 /// continuation byte without `u` (a low half, or inside one), on the `\n` inside the line view's U+2028.
+/// (Groups inside are found by the body's reversed program, which can: see `LookArounds::groups`.)
 fn carried_dfa(hir: &Hir, look: &LookSpec, units: bool, on_lines: bool) -> Result<Dfa, RuleError> {
     let refuse = |what: String| RuleError::from(js_regex::unsupported(what, look.offset, ""));
     let long = format!("lookbehind that can match more than {MAX_LOOK_BEHIND} bytes");
-    if !look.groups.is_empty() && !look.negative {
-        return Err(refuse(format!("capture group inside a {long}")));
-    }
     let dfa = build_all_matches_dfa(&js_regex::js_repetitions(hir))?;
     // Where such a start would be, a continuation byte comes before (the view's U+2028 is `0D A8 0A`).
     let config = start::Config::new().anchored(Anchored::Yes).look_behind(Some(0xA8));

@@ -17,6 +17,8 @@ pub(super) struct MatchGroups<'h, 'r> {
     pub(super) names: Vec<Option<Cow<'r, str>>>,
     /// A text holds a lone surrogate: the output then needs them resolved.
     pub(super) lone: bool,
+    /// A lookbehind's groups needed more of the text than the stage keeps (see `LookGroups::beyond_reach`).
+    pub(super) beyond_reach: bool,
 }
 
 /// The groups of the match `hay.bytes[start..end]` of `re`. `cache` is the stage's for the meta regex (`None`
@@ -43,6 +45,7 @@ pub(super) fn match_groups<'h, 'r>(
         _ => (hay.view, 0),
     };
     // Each group's span in `buf`, counted from `from_tail` bytes before it, and name.
+    let mut beyond_reach = false;
     let (spans, names, from_tail): (Vec<_>, Vec<Option<Cow<'r, str>>>, usize) = match re.captures.as_ref()? {
         GroupFinder::Meta(regex) => {
             let (caps, cache) = cache?.get_or_insert_with(|| (regex.create_captures(), regex.create_cache()));
@@ -57,7 +60,13 @@ pub(super) fn match_groups<'h, 'r>(
         }
         GroupFinder::Js(js) => {
             let (groups, from_tail) = match re.looks.as_deref() {
-                Some(looks) => looks.groups(js, hay, last, max_match, (buf, base), (start, end), memo).unzip(),
+                Some(looks) => match looks.groups(js, hay, last, max_match, (buf, base), (start, end), memo) {
+                    Some(found) => {
+                        beyond_reach = found.beyond_reach;
+                        (Some(found.spans), Some(found.shift))
+                    }
+                    None => (None, None),
+                },
                 None => (js.captures(buf, start + base, end + base), None),
             };
             debug_assert!(groups.is_some(), "DFA and JS captures disagree");
@@ -94,5 +103,5 @@ pub(super) fn match_groups<'h, 'r>(
         };
         texts.push(Some(text));
     }
-    Some(MatchGroups { texts, names, lone })
+    Some(MatchGroups { texts, names, lone, beyond_reach })
 }

@@ -465,6 +465,7 @@ impl Stage {
             surrogates,
             page_policy,
             look_memo,
+            abandoned,
             ..
         } = self;
         let whole = &hay.bytes[start..end];
@@ -491,7 +492,9 @@ impl Stage {
         let whole_text = match_text(hay.bytes, start, end, units);
         *surrogates |= matches!(whole_text, std::borrow::Cow::Owned(_));
         let whole = &whole_text[..];
-        if re.captures.is_none() {
+        // A template that names no group needs none found (a look-around rule always has its program).
+        let group_free = matches!(&re.replacement, Replacement::Template(t) if !t.needs_groups());
+        if re.captures.is_none() || group_free {
             match &re.replacement {
                 Replacement::Template(t) => t.expand(whole, |_| None, |_| None, out),
                 Replacement::EncodedLocalOrigin { scheme } => {
@@ -516,10 +519,16 @@ impl Stage {
             return Ok(());
         };
         let cache = captures.get_mut(self.members.current);
-        let MatchGroups { texts, names, lone } =
+        let MatchGroups { texts, names, lone, beyond_reach } =
             match_groups(re, &hay, last, (start, end), *max_match, (cache, look_memo), units).ok_or_else(|| {
                 ReplaceError { rule: rule.inner.label.clone(), message: "internal error: no captures".into() }
             })?;
+        if beyond_reach {
+            // Its groups are not known: the match is given up on, as an over-long one is.
+            out.extend_from_slice(whole);
+            *abandoned += 1;
+            return Ok(());
+        }
         *surrogates |= lone;
         let group = |i: usize| texts.get(i).and_then(|t| t.as_deref());
         match &re.replacement {

@@ -336,6 +336,15 @@ const LOOK_AROUND_CASES: &[(&str, &str, &str, &str, &str)] = &[
     ("(?<=é+)x", "gu", "ééx éx ex", "_", "éé_ é_ ex"),
     ("(?<=\\$\\d*\\.)\\d\\d", "g", "$12.50 and 3.45 $.99", "##", "$12.## and 3.45 $.##"),
     ("(?<=^(?:[^\\n]*\\n)*[^\\n]*)z", "g", "a\nb z", "_", "a\nb _"),
+    // Groups inside them: the body's reversed program reads back from where the lookbehind held, as far as its
+    // preferred match goes on.
+    ("(?<=(b+))c", "g", "abbbc bc c", "[$1]", "abbb[bbb] b[b] c"),
+    ("(?<=^(\\w+))def", "g", "abcdefdef", "[$1]", "abc[abc][abcdef]"),
+    ("(?<=(?<a>\\w)+)f", "u", "abcdef", "[$<a>]", "abcde[a]"),
+    ("(?<=(\\w+?))x", "g", "abxcdx x", "[$1]", "ab[b]cd[d] x"),
+    ("(?<=^(\\w+?))x", "gm", "ab\ncdx\nx", "[$1]", "ab\ncd[cd]\nx"),
+    ("(?<=(a|ab)(c*))d", "g", "abcccd acd", "[$1|$2]", "abccc[ab|ccc] ac[a|c]"),
+    ("(?<=\\b(\\w+)\\s+)is", "g", "this is what it is", "[$1]", "this [this] what it [it]"),
     // Annex B's quantified lookaheads: a minimum of 0 is no look-around, any other the look-around once.
     (".(?=Z)*", "g", "aZb", "[$&]", "[a][Z][b]"),
     (".(?=Z)+", "g", "aZbZZ", "[$&]", "[a]Z[b][Z]Z"),
@@ -409,7 +418,6 @@ fn lookaheads_waiting_on_the_next_chunk_stay_linear() {
 #[test]
 fn look_arounds_the_engine_cannot_run_are_refused_by_name() {
     for (source, flags, what) in [
-        ("(?<=(a+))b", "", "capture group inside a lookbehind that can match more than 1024 bytes"),
         ("(?<=[^a]*)b", "", "lookbehind that can match more than 1024 bytes that may begin inside a character"),
         ("(?<=\\s*)b|^c", "m", "lookbehind that can match more than 1024 bytes that may begin with \\n"),
         ("(?=a(?!b))", "", "inside a look-around"),
@@ -429,7 +437,8 @@ fn look_arounds_the_engine_cannot_run_are_refused_by_name() {
 
 #[test]
 fn rejected_features_name_themselves() {
-    for (source, feature) in [("a(?=b(?!c))", "lookahead"), ("(?<=(a*))b", "lookbehind"), ("(a)\\1", "backreference")] {
+    for (source, feature) in [("a(?=b(?!c))", "lookahead"), ("(?<=[^a]*)b", "lookbehind"), ("(a)\\1", "backreference")]
+    {
         let err = Rule::regex(source, "g", RuleReplacement::Text(String::new())).unwrap_err().to_string();
         assert!(err.contains(feature), "{source}: {err}");
     }
@@ -530,6 +539,30 @@ fn held_back_bytes_stay_under_the_cap() {
         rewriter.push(chunk.as_bytes(), &mut out).unwrap();
         assert!(rewriter.held_bytes() <= 2 * (cap + 2), "held {}", rewriter.held_bytes());
     }
+}
+
+/// An unbounded lookbehind's groups are read back at most 1024 bytes (the stage keeps that much of its text):
+/// further, whole or in chunks alike, the match is given up on and counted, as an over-long one is.
+#[test]
+fn a_lookbehinds_groups_further_back_than_1024_bytes_leave_the_match_as_it_is() {
+    let rules = [text_rule("(?<=(b+))c", "g", "[$1]")];
+    let (near, far) = ("b".repeat(1000), "b".repeat(1100));
+    let input = format!("a{near}c a{far}c");
+    let want = format!("a{near}[{near}] a{far}c");
+    for cuts in [vec![7, 500, 1030, 1900], (0..input.len()).collect()] {
+        let mut rewriter = Rewriter::new(&rules, "l", DEFAULT_MAX_MATCH_BYTES);
+        let mut out = Vec::new();
+        let mut at = 0;
+        for cut in cuts {
+            rewriter.push(&input.as_bytes()[at..cut], &mut out).unwrap();
+            at = cut;
+        }
+        rewriter.push(&input.as_bytes()[at..], &mut out).unwrap();
+        rewriter.finish(&mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+        assert_eq!(rewriter.abandoned_matches(), 1);
+    }
+    assert_eq!(whole(&input, &rules), want);
 }
 
 #[test]

@@ -156,6 +156,19 @@ impl JsCaptures {
         mirror: Option<(&[u8], usize)>,
         accept_end: &dyn Fn(usize) -> bool,
     ) -> Option<Vec<Option<(usize, usize)>>> {
+        self.preferred_run(hay, (before, last), start, mirror, accept_end).groups
+    }
+
+    /// [`JsCaptures::preferred`], and whether the run came to the end of `hay` with a thread that still
+    /// counted: with more bytes after it, the preferred match might be another.
+    pub(crate) fn preferred_run(
+        &self,
+        hay: &[u8],
+        (before, last): (Option<u8>, bool),
+        start: usize,
+        mirror: Option<(&[u8], usize)>,
+        accept_end: &dyn Fn(usize) -> bool,
+    ) -> PreferredRun {
         let look = crate::rewrite::lines::look_matcher();
         let mut oracle = |_, _| Some(false);
         let mut ctx = Ctx { look: &look, hay, before, last, oracle: &mut oracle, stack: Vec::new(), mirror };
@@ -165,9 +178,12 @@ impl JsCaptures {
         self.closure(&mut current, &mut seen, &mut ctx, start, first);
         let mut best = None;
         let mut at = start;
+        let mut ran_out = false;
         loop {
             seen.clear();
             for thread in current.drain(..) {
+                // Assertions at the end, too, may answer otherwise with bytes after it.
+                ran_out |= at == hay.len();
                 match self.insts.get(thread.pc as usize) {
                     // Less preferred threads cannot win: they go.
                     Some(Inst::Match) if accept_end(at) => {
@@ -187,10 +203,12 @@ impl JsCaptures {
             std::mem::swap(&mut current, &mut next);
             at += 1;
         }
-        let (end, slots) = best?;
-        let mut groups: Vec<Option<(usize, usize)>> = slots.chunks(2).map(|pair| pair[0].zip(pair[1])).collect();
-        groups[0] = Some((start, end));
-        Some(groups)
+        let groups = best.map(|(end, slots)| {
+            let mut groups: Vec<Option<(usize, usize)>> = slots.chunks(2).map(|pair| pair[0].zip(pair[1])).collect();
+            groups[0] = Some((start, end));
+            groups
+        });
+        PreferredRun { groups, ran_out }
     }
 
     /// The leftmost match from `from` on, with JavaScript's preferences, in one pass over `search.hay` (a
@@ -337,6 +355,13 @@ impl JsCaptures {
 
 /// What a closure reads besides the program: the hay, its assertions and the look-arounds' oracle; and its
 /// work list.
+/// What [`JsCaptures::preferred_run`] found.
+pub(crate) struct PreferredRun {
+    pub(crate) groups: Option<Vec<Option<(usize, usize)>>>,
+    /// The run read to the end of its bytes with threads that were not outranked.
+    pub(crate) ran_out: bool,
+}
+
 struct Ctx<'a> {
     look: &'a LookMatcher,
     hay: &'a [u8],
