@@ -70,6 +70,8 @@ pub(super) struct LookArounds {
     lines: bool,
     /// A lookbehind of no bounded length has groups: the stage keeps [`MAX_LOOK_BEHIND`] bytes for them.
     unbounded_groups: bool,
+    /// The carried positive lookbehind every match begins with, if any: a match may start only where it holds.
+    lead: Option<u32>,
 }
 
 #[derive(Debug)]
@@ -120,10 +122,42 @@ enum Found {
 impl LookArounds {
     /// The look-arounds `(ahead, negative, automaton)` in the pattern's order (a lookbehind's automaton is its
     /// body's reverse one); `behind_len` as the stage keeps it; `units` for a rule without `u`; `lines` for one
-    /// that reads the line view.
-    pub(super) fn new(items: Vec<LookItem>, behind_len: usize, units: bool, lines: bool) -> LookArounds {
+    /// that reads the line view; `lead` the carried lookbehind every match begins with.
+    pub(super) fn new(
+        items: Vec<LookItem>,
+        behind_len: usize,
+        (units, lines): (bool, bool),
+        lead: Option<u32>,
+    ) -> LookArounds {
         let unbounded_groups = items.iter().any(|item| item.carried && item.groups.is_some());
-        LookArounds { items, behind_len, units, lines, unbounded_groups }
+        LookArounds { items, behind_len, units, lines, unbounded_groups, lead }
+    }
+
+    /// The rule is the lookbehind it begins with and a pattern without look-arounds after it: where the
+    /// lookbehind holds, the pattern's own automaton finds the match (see `look_rule`).
+    pub(super) fn lead_only(&self) -> bool {
+        self.lead == Some(0) && self.items.len() == 1
+    }
+
+    /// The first position from `at` on where a match may start, as the lookbehind every match begins with
+    /// tells (`at` without one); `None` where none can in this hay. Its automaton reads each byte once, where
+    /// the program would start a thread at every position and ask it there (`(?<=href=")[^"]*`, whose
+    /// pattern without the lookbehind matches everywhere).
+    pub(super) fn lead_from(&self, memo: &mut LookMemo, hay: &Hay, last: bool, at: usize) -> Option<usize> {
+        let Some(k) = self.lead else { return Some(at) };
+        let dfa = &self.items[k as usize].dfa;
+        let view = hay.view;
+        let mut state = memo.carried_state(k as usize, dfa, view, at)?;
+        for (p, &byte) in view.iter().enumerate().skip(at) {
+            // The automaton reports a match one byte late (see `holds`).
+            let next = dfa.next_state(state, byte);
+            if dfa.is_match_state(next) {
+                return Some(p);
+            }
+            state = next;
+        }
+        // The end: where more may come, the program waits there; at the text's end, the body may end there.
+        (!last || dfa.is_match_state(dfa.next_eoi_state(state))).then_some(view.len())
     }
 
     /// Bytes of the input before a position that the lookbehinds may read.
@@ -194,7 +228,19 @@ impl LookArounds {
         memo: &mut LookMemo,
     ) -> Option<LookGroups> {
         let mut oracle = |k, at: usize| self.holds(k, (hay, last), max_match, at.checked_sub(base)?, memo);
-        let mut groups = program.captures_with(buf, start + base, end + base, &mut oracle)?;
+        let lead_groups = self.items.first().and_then(|item| item.groups.as_ref());
+        let mut groups =
+            match lead_groups.filter(|g| self.lead_only() && g.program.names().len() == program.names().len()) {
+                // Every group is the leading lookbehind's, which held where the match starts: the rule's program
+                // need not read the match again to tell.
+                Some(body) => {
+                    let mut groups = vec![None; program.names().len()];
+                    groups[0] = Some((start + base, end + base));
+                    groups[body.first as usize] = Some((start + base, LOOK_MARK));
+                    groups
+                }
+                None => program.captures_with(buf, start + base, end + base, &mut oracle)?,
+            };
         // Positions from here on count from the tail's start.
         let shift = hay.tail.len();
         let mut beyond_reach = false;

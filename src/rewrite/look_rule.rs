@@ -6,13 +6,13 @@ use super::lines;
 use super::look_around::{longest, BodyGroups, LookArounds, LookItem, LookMemo, MAX_LOOK_BEHIND, SHORT_LOOK_AHEAD};
 use super::next_match::Scan;
 use super::rule::{build_all_matches_dfa, build_dfas, parse, Dfa, Engine, GroupFinder, Rule, RuleReplacement, Units};
-use super::search::RegexSearch;
+use super::search::{Attempt, RegexSearch};
 use crate::error::RuleError;
 use crate::rewrite::js_regex::{self, JsCaptures, JsFlags, Leftmost, LookSearch, LookSpec, Translated};
 use regex_automata::dfa::Automaton;
 use regex_automata::util::start;
 use regex_automata::Anchored;
-use regex_syntax::hir::Hir;
+use regex_syntax::hir::{Hir, HirKind};
 
 impl Rule {
     /// A regex rule whose translated pattern has look-arounds (see the module's comment).
@@ -38,16 +38,26 @@ impl Rule {
         let in_view = |hir: Hir| if on_lines { lines::line_view_hir(&hir) } else { hir };
         let mut items = Vec::with_capacity(translated.looks.len());
         let mut behind_len = 0;
-        for (look, hir) in translated.looks.iter().zip(bodies) {
+        let leading = leading_look(&pattern).filter(|&k| !translated.looks[k].ahead && !translated.looks[k].negative);
+        for (k, (look, hir)) in translated.looks.iter().zip(bodies).enumerate() {
             let hir = in_view(hir);
             let bounded = longest(&hir).filter(|&len| len <= MAX_LOOK_BEHIND);
-            let carried = !look.ahead && bounded.is_none();
+            let mut carried = !look.ahead && bounded.is_none();
             if let (false, Some(len)) = (look.ahead, bounded) {
                 // The byte before, which tells the automaton the match has begun (one byte late), and three
                 // more, which tell whether it begins inside a character.
                 behind_len = behind_len.max(len + 4);
             }
-            let dfa = if carried {
+            // A bounded lookbehind the pattern begins with is carried where it can be: its automaton then also
+            // tells where a match may start (see `LookArounds::lead_from`).
+            let lead_dfa = match leading == Some(k) && !carried && !flags.sticky {
+                true => carried_dfa(&hir, look, !flags.unicode, on_lines).ok(),
+                false => None,
+            };
+            carried |= lead_dfa.is_some();
+            let dfa = if let Some(dfa) = lead_dfa {
+                dfa
+            } else if carried {
                 carried_dfa(&hir, look, !flags.unicode, on_lines)?
             } else {
                 let (forward, reverse) = build_dfas(&[&js_regex::js_repetitions(&hir)], false)?;
@@ -79,7 +89,8 @@ impl Rule {
         };
         // The program finds the matches, so it is there whatever the replacement needs.
         re.captures = Some(GroupFinder::Js(program));
-        re.looks = Some(Box::new(LookArounds::new(items, behind_len, !flags.unicode, on_lines)));
+        let lead = leading.filter(|&k| items[k].carried && !flags.sticky).map(|k| k as u32);
+        re.looks = Some(Box::new(LookArounds::new(items, behind_len, (!flags.unicode, on_lines), lead)));
         // Without `u` the program may hold back from a low half: the stage then holds characters whole.
         re.low_half_starts |= re.units;
         Ok(rule.sticky_if(flags.sticky))
@@ -93,6 +104,19 @@ impl Rule {
             Engine::Regex(re) => re.looks.as_ref().map_or(0, |looks| looks.behind_len()),
             Engine::Literals(_) | Engine::Origins(_) => 0,
         }
+    }
+}
+
+/// The look-around that every match of `hir` (a translated pattern) begins with, if one does: its placeholder
+/// first in the pattern, whatever groups open around it.
+fn leading_look(hir: &Hir) -> Option<usize> {
+    match hir.kind() {
+        HirKind::Concat(subs) => leading_look(subs.first()?),
+        HirKind::Capture(cap) => match cap.name.as_deref().and_then(js_regex::look_index) {
+            Some(k) => Some(k),
+            None => leading_look(&cap.sub),
+        },
+        _ => None,
     }
 }
 
@@ -129,6 +153,49 @@ fn carried_dfa(hir: &Hir, look: &LookSpec, units: bool, on_lines: bool) -> Resul
 const SKIP_BUDGET: usize = 256;
 
 impl RegexSearch<'_> {
+    /// Whether a match of the pattern without its look-arounds starts at `at`, as its anchored automaton tells
+    /// within [`SKIP_BUDGET`] bytes (`false` where it cannot). Asked before the skip's scan, which reads to the
+    /// end of the leftmost match: where a match starts at every position (`[^"]*` after a lookbehind), the scan
+    /// read to the next `"` from each, and the rule cost ~70 times V8's on a page.
+    fn relaxed_match_starts_at(&self, at: usize) -> bool {
+        let (dfa, view) = (&self.re.dfa, self.hay.view);
+        let config = start::Config::new().anchored(Anchored::Yes).look_behind(self.hay.look_behind(at));
+        let Ok(mut state) = dfa.start_state(&config) else { return false };
+        let end = view.len().min(at.saturating_add(SKIP_BUDGET));
+        for &byte in &view[at..end] {
+            state = dfa.next_state(state, byte);
+            if dfa.is_match_state(state) {
+                return true;
+            }
+            if dfa.is_dead_state(state) || dfa.is_quit_state(state) {
+                return false;
+            }
+        }
+        end == view.len() && self.last && dfa.is_match_state(dfa.next_eoi_state(state))
+    }
+
+    /// The next match of a rule that is a lookbehind and a pattern without look-arounds after it
+    /// (`(?<=href=")[^"]*`): the lookbehind's automaton finds where it holds, and the pattern's anchored one
+    /// the match from there, as a plain rule's does. No program: a Pike VM step costs many automaton steps.
+    fn match_after_lead(&self, looks: &LookArounds, from: usize, abandoned: &mut u64, memo: &mut LookMemo) -> Next {
+        let mut at = from;
+        loop {
+            let Some(start) = looks.lead_from(memo, &self.hay, self.last, at) else { return Next::Exhausted };
+            if self.hay.can_start(start, self.re.units) {
+                match self.attempt(start, &mut 0) {
+                    Attempt::Match(end) => return Next::Match { start, end },
+                    Attempt::Alive(_) => return Next::Pending(start),
+                    Attempt::Abandoned => *abandoned += 1,
+                    Attempt::NoMatch => {}
+                }
+            }
+            if start >= self.hay.view.len() {
+                return Next::Exhausted;
+            }
+            at = start + 1;
+        }
+    }
+
     /// The next match of a rule with look-arounds, by its program (see the module's comment).
     pub(super) fn look_around_match(
         &self,
@@ -138,16 +205,22 @@ impl RegexSearch<'_> {
         memo: &mut LookMemo,
     ) -> Next {
         let Some(GroupFinder::Js(program)) = &self.re.captures else { return Next::Exhausted };
+        if looks.lead_only() {
+            return self.match_after_lead(looks, from, abandoned, memo);
+        }
         let hay = self.hay;
         let can_start = |at| hay.can_start(at, self.re.units);
         // The pattern with its look-arounds taken as always holding matches wherever it does: its automata
         // skip to where that pattern's leftmost match starts. Its matches may be long where the rule's are
         // not (`(?<=href=")[^"]*` on text without `"`): a scan that reads more than `SKIP_BUDGET` bytes gives
         // up, and none is tried again for as many bytes, which the program reads itself. Each byte is then
-        // scanned a bounded number of times, not once per position before it.
+        // scanned a bounded number of times, not once per position before it. A lookbehind that every match
+        // begins with skips first (see `LookArounds::lead_from`).
         let no_skip_before = std::cell::Cell::new(0);
+        let memo = std::cell::RefCell::new(memo);
         let skip_to = |at: usize| {
-            if at < no_skip_before.get() {
+            let at = looks.lead_from(&mut memo.borrow_mut(), &hay, self.last, at)?;
+            if at < no_skip_before.get() || self.relaxed_match_starts_at(at) {
                 return Some(at);
             }
             match self.scan_forward(at, SKIP_BUDGET) {
@@ -167,7 +240,7 @@ impl RegexSearch<'_> {
             can_start: &can_start,
             skip_to: &skip_to,
         };
-        let mut oracle = |k, at| looks.holds(k, (&hay, self.last), self.max_match, at, memo);
+        let mut oracle = |k, at| looks.holds(k, (&hay, self.last), self.max_match, at, &mut memo.borrow_mut());
         let mut from = from;
         loop {
             match program.leftmost(&search, from, self.re.sticky, &mut oracle) {

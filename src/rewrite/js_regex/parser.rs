@@ -134,6 +134,11 @@ pub(crate) fn look_placeholder(k: usize) -> String {
     format!("_..{k}")
 }
 
+/// The look-around a group name written by [`look_placeholder`] stands for.
+pub(crate) fn look_index(name: &str) -> Option<usize> {
+    name.strip_prefix("_..")?.parse().ok()
+}
+
 /// A literal string match (like `String.prototype.replace` with a string pattern) as a pattern.
 /// Refuses a pattern (or a string `match`) longer than [`MAX_PATTERN_BYTES`].
 pub(crate) fn check_length(source: &str) -> Result<(), JsRegexError> {
