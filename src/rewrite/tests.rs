@@ -336,6 +336,13 @@ const LOOK_AROUND_CASES: &[(&str, &str, &str, &str, &str)] = &[
     ("(?<=é+)x", "gu", "ééx éx ex", "_", "éé_ é_ ex"),
     ("(?<=\\$\\d*\\.)\\d\\d", "g", "$12.50 and 3.45 $.99", "##", "$12.## and 3.45 $.##"),
     ("(?<=^(?:[^\\n]*\\n)*[^\\n]*)z", "g", "a\nb z", "_", "a\nb _"),
+    // A rule that begins with a positive lookbehind: its automaton finds where a match may start (and, with
+    // nothing else looking around, the rule's own automaton finds the match).
+    ("(?<=x)", "g", "axbx", "[$&]", "ax[]bx[]"),
+    ("(?<=a)b*", "g", "ab abb a", "[$&]", "a[b] a[bb] a[]"),
+    ("(?<=\\$)\\d+(?=\\.)", "g", "$12.50 $7 $3.1", "[$&]", "$[12].50 $7 $[3].1"),
+    ("(?<=é)\\w?", "gu", "éaé😀é", "[$&]", "é[a]é[]😀é[]"),
+    ("(?<=<(\\w+) )[^>]*", "g", "<a href=x><b><img src=y>", "[$1:$&]", "<a [a:href=x]><b><img [img:src=y]>"),
     // Groups inside them: the body's reversed program reads back from where the lookbehind held, as far as its
     // preferred match goes on.
     ("(?<=(b+))c", "g", "abbbc bc c", "[$1]", "abbb[bbb] b[b] c"),
