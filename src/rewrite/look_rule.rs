@@ -152,26 +152,33 @@ fn carried_dfa(hir: &Hir, look: &LookSpec, units: bool, on_lines: bool) -> Resul
 /// Bytes a look-around rule's skip ahead may read before the rule's own program reads on (see its use).
 const SKIP_BUDGET: usize = 256;
 
+/// Bytes read to tell whether the pattern without look-arounds starts a match at a position: a few automaton
+/// steps against a Pike VM thread, and never more than a small multiple of the program's own reading.
+const START_BUDGET: usize = 16;
+
 impl RegexSearch<'_> {
     /// Whether a match of the pattern without its look-arounds starts at `at`, as its anchored automaton tells
-    /// within [`SKIP_BUDGET`] bytes (`false` where it cannot). Asked before the skip's scan, which reads to the
-    /// end of the leftmost match: where a match starts at every position (`[^"]*` after a lookbehind), the scan
-    /// read to the next `"` from each, and the rule cost ~70 times V8's on a page.
-    fn relaxed_match_starts_at(&self, at: usize) -> bool {
+    /// within [`START_BUDGET`] bytes (`None` where it cannot). A match of the rule starts only where one of
+    /// that pattern does. Asked before the skip's scan, which reads to the end of the leftmost match (where one
+    /// starts at every position, `[^"]*` after a lookbehind, the scan read to the next `"` from each: ~70 times
+    /// V8's time on a page), and before the program starts a thread, which costs a closure and the oracle's
+    /// answers (`(?<![\w.])cdn\.example\.com(?=/)` started one at every byte while a candidate was read).
+    fn relaxed_match_starts_at(&self, at: usize) -> Option<bool> {
         let (dfa, view) = (&self.re.dfa, self.hay.view);
         let config = start::Config::new().anchored(Anchored::Yes).look_behind(self.hay.look_behind(at));
-        let Ok(mut state) = dfa.start_state(&config) else { return false };
-        let end = view.len().min(at.saturating_add(SKIP_BUDGET));
+        let Ok(mut state) = dfa.start_state(&config) else { return Some(false) };
+        let end = view.len().min(at.saturating_add(START_BUDGET));
         for &byte in &view[at..end] {
             state = dfa.next_state(state, byte);
             if dfa.is_match_state(state) {
-                return true;
+                return Some(true);
             }
             if dfa.is_dead_state(state) || dfa.is_quit_state(state) {
-                return false;
+                return Some(false);
             }
         }
-        end == view.len() && self.last && dfa.is_match_state(dfa.next_eoi_state(state))
+        let at_the_end = end == view.len() && self.last;
+        at_the_end.then(|| dfa.is_match_state(dfa.next_eoi_state(state)))
     }
 
     /// The next match of a rule that is a lookbehind and a pattern without look-arounds after it
@@ -209,7 +216,7 @@ impl RegexSearch<'_> {
             return self.match_after_lead(looks, from, abandoned, memo);
         }
         let hay = self.hay;
-        let can_start = |at| hay.can_start(at, self.re.units);
+        let can_start = |at| hay.can_start(at, self.re.units) && self.relaxed_match_starts_at(at) != Some(false);
         // The pattern with its look-arounds taken as always holding matches wherever it does: its automata
         // skip to where that pattern's leftmost match starts. Its matches may be long where the rule's are
         // not (`(?<=href=")[^"]*` on text without `"`): a scan that reads more than `SKIP_BUDGET` bytes gives
@@ -220,7 +227,7 @@ impl RegexSearch<'_> {
         let memo = std::cell::RefCell::new(memo);
         let skip_to = |at: usize| {
             let at = looks.lead_from(&mut memo.borrow_mut(), &hay, self.last, at)?;
-            if at < no_skip_before.get() || self.relaxed_match_starts_at(at) {
+            if at < no_skip_before.get() || self.relaxed_match_starts_at(at) == Some(true) {
                 return Some(at);
             }
             match self.scan_forward(at, SKIP_BUDGET) {
