@@ -72,6 +72,17 @@ pub(super) struct LookArounds {
     unbounded_groups: bool,
     /// The carried positive lookbehind every match begins with, if any: a match may start only where it holds.
     lead: Option<u32>,
+    /// The rule's shape when it is a middle of one length between look-arounds at its edges.
+    pub(super) edges: Option<Edges>,
+}
+
+/// A rule that is `(?<=…)MIDDLE(?=…)` (either look may be negative or missing), with no other look-around, no
+/// group inside one, and a middle whose matches all have one length: a match starting at a position can only
+/// end at one place, so the looks need asking there only (see `look_rule`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Edges {
+    pub(super) behind: Option<u32>,
+    pub(super) ahead: Option<u32>,
 }
 
 #[derive(Debug)]
@@ -130,7 +141,7 @@ impl LookArounds {
         lead: Option<u32>,
     ) -> LookArounds {
         let unbounded_groups = items.iter().any(|item| item.carried && item.groups.is_some());
-        LookArounds { items, behind_len, units, lines, unbounded_groups, lead }
+        LookArounds { items, behind_len, units, lines, unbounded_groups, lead, edges: None }
     }
 
     /// The rule is the lookbehind it begins with and a pattern without look-arounds after it: where the

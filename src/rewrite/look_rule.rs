@@ -3,7 +3,9 @@
 
 use super::hay::Next;
 use super::lines;
-use super::look_around::{longest, BodyGroups, LookArounds, LookItem, LookMemo, MAX_LOOK_BEHIND, SHORT_LOOK_AHEAD};
+use super::look_around::{
+    longest, BodyGroups, Edges, LookArounds, LookItem, LookMemo, MAX_LOOK_BEHIND, SHORT_LOOK_AHEAD,
+};
 use super::next_match::Scan;
 use super::rule::{build_all_matches_dfa, build_dfas, parse, Dfa, Engine, GroupFinder, Rule, RuleReplacement, Units};
 use super::search::{Attempt, RegexSearch};
@@ -39,6 +41,7 @@ impl Rule {
         let mut items = Vec::with_capacity(translated.looks.len());
         let mut behind_len = 0;
         let leading = leading_look(&pattern).filter(|&k| !translated.looks[k].ahead && !translated.looks[k].negative);
+        let edges = edge_looks(&pattern, &translated.looks).filter(|_| !flags.sticky);
         for (k, (look, hir)) in translated.looks.iter().zip(bodies).enumerate() {
             let hir = in_view(hir);
             let bounded = longest(&hir).filter(|&len| len <= MAX_LOOK_BEHIND);
@@ -90,7 +93,9 @@ impl Rule {
         // The program finds the matches, so it is there whatever the replacement needs.
         re.captures = Some(GroupFinder::Js(program));
         let lead = leading.filter(|&k| items[k].carried && !flags.sticky).map(|k| k as u32);
-        re.looks = Some(Box::new(LookArounds::new(items, behind_len, (!flags.unicode, on_lines), lead)));
+        let mut looks = LookArounds::new(items, behind_len, (!flags.unicode, on_lines), lead);
+        looks.edges = edges;
+        re.looks = Some(Box::new(looks));
         // Without `u` the program may hold back from a low half: the stage then holds characters whole.
         re.low_half_starts |= re.units;
         Ok(rule.sticky_if(flags.sticky))
@@ -118,6 +123,35 @@ fn leading_look(hir: &Hir) -> Option<usize> {
         },
         _ => None,
     }
+}
+
+/// The rule's shape when its pattern (translated) is a middle of one length between look-arounds at its edges
+/// (see [`Edges`]).
+fn edge_looks(hir: &Hir, looks: &[LookSpec]) -> Option<Edges> {
+    let placeholder = |hir: &Hir| match hir.kind() {
+        HirKind::Capture(cap) => cap.name.as_deref().and_then(js_regex::look_index),
+        _ => None,
+    };
+    let mut parts = match hir.kind() {
+        HirKind::Concat(subs) => &subs[..],
+        _ => std::slice::from_ref(hir),
+    };
+    let behind = parts.first().and_then(placeholder).filter(|&k| !looks[k].ahead);
+    if behind.is_some() {
+        parts = &parts[1..];
+    }
+    let ahead = parts.last().and_then(placeholder).filter(|&k| looks[k].ahead);
+    if ahead.is_some() {
+        parts = &parts[..parts.len() - 1];
+    }
+    let edges = usize::from(behind.is_some()) + usize::from(ahead.is_some());
+    if edges != looks.len() || looks.iter().any(|look| !look.groups.is_empty()) {
+        return None;
+    }
+    let middle = Hir::concat(parts.to_vec());
+    let (shortest, longest) = (middle.properties().minimum_len()?, middle.properties().maximum_len()?);
+    let to_u32 = |k: usize| u32::try_from(k).ok();
+    (shortest == longest).then(|| Edges { behind: behind.and_then(to_u32), ahead: ahead.and_then(to_u32) })
 }
 
 /// The automaton of a lookbehind whose body has no bounded length (see `LookItem::carried`). It cannot tell
@@ -203,6 +237,64 @@ impl RegexSearch<'_> {
         }
     }
 
+    /// The next match of a rule that is a middle of one length between look-arounds at its edges (see [`Edges`]:
+    /// `foo(?!bar)`, `(?<![\w.])cdn\.example\.com(?=/)`, `\bfoo\b` under `iu`): the middle's automata find
+    /// where it matches, as a plain rule's do, and the looks are asked at its two ends. No program.
+    fn match_between_edges(
+        &self,
+        looks: &LookArounds,
+        edges: Edges,
+        from: usize,
+        abandoned: &mut u64,
+        memo: &mut LookMemo,
+    ) -> Next {
+        let len = self.hay.view.len();
+        let mut at = from;
+        // The scan read to the end of the data, undecided: from there on each start is tried where it is.
+        let mut scanned_to_end = false;
+        loop {
+            let Some(lead) = looks.lead_from(memo, &self.hay, self.last, at) else { return Next::Exhausted };
+            let start = match scanned_to_end || self.relaxed_match_starts_at(lead) == Some(true) {
+                true => lead,
+                false => match self.scan_forward(lead, usize::MAX) {
+                    Scan::Match { end, pattern, .. } => self.match_start(lead, end, pattern),
+                    Scan::NoMatch => return Next::Exhausted,
+                    Scan::Undecided => {
+                        scanned_to_end = true;
+                        lead
+                    }
+                },
+            };
+            let may_start = !scanned_to_end || self.relaxed_match_starts_at(start) != Some(false);
+            if may_start && self.hay.can_start(start, self.re.units) {
+                match self.attempt(start, &mut 0) {
+                    Attempt::Match(end) => {
+                        let mut holds = |look: Option<u32>, at| match look {
+                            Some(k) => looks.holds(k, (&self.hay, self.last), self.max_match, at, memo),
+                            None => Some(true),
+                        };
+                        match holds(edges.behind, start) {
+                            Some(true) => match holds(edges.ahead, end) {
+                                Some(true) => return Next::Match { start, end },
+                                Some(false) => {}
+                                None => return Next::Pending(start),
+                            },
+                            Some(false) => {}
+                            None => return Next::Pending(start),
+                        }
+                    }
+                    Attempt::Alive(_) => return Next::Pending(start),
+                    Attempt::Abandoned => *abandoned += 1,
+                    Attempt::NoMatch => {}
+                }
+            }
+            if start >= len {
+                return Next::Exhausted;
+            }
+            at = start + 1;
+        }
+    }
+
     /// The next match of a rule with look-arounds, by its program (see the module's comment).
     pub(super) fn look_around_match(
         &self,
@@ -214,6 +306,9 @@ impl RegexSearch<'_> {
         let Some(GroupFinder::Js(program)) = &self.re.captures else { return Next::Exhausted };
         if looks.lead_only() {
             return self.match_after_lead(looks, from, abandoned, memo);
+        }
+        if let Some(edges) = looks.edges {
+            return self.match_between_edges(looks, edges, from, abandoned, memo);
         }
         let hay = self.hay;
         let can_start = |at| hay.can_start(at, self.re.units) && self.relaxed_match_starts_at(at) != Some(false);

@@ -422,6 +422,33 @@ fn lookaheads_waiting_on_the_next_chunk_stay_linear() {
     assert_eq!(out, input.as_bytes());
 }
 
+/// Rules that are a middle of one length between look-arounds (`look_rule::match_between_edges`) cut at every
+/// place and at every pair of places: a middle whose match the data's end leaves undecided (`qy` of `qYq|y `,
+/// reported only with the byte after it) is tried where it starts, not given up on.
+#[test]
+fn edge_look_rules_give_the_whole_answer_however_cut() {
+    let cases = [
+        ("q[ax-zb](?=\\s+)", "g", "qYqy tqaqy  qz"),
+        ("foo(?!bar)", "g", "foobar foobaz foo"),
+        ("(?<![\\w.])cdn\\.example\\.com(?=/)", "g", "cdn.example.com/ x.cdn.example.com/ (cdn.example.com/a"),
+        ("\\bfoo\\b", "giu", "foo Kfoo fooſ FOO"),
+        ("(?<=a)(?!b)", "g", "abacab"),
+    ];
+    for (source, flags, input) in cases {
+        let rules = [Rule::regex(source, flags, RuleReplacement::Text("[$&]".into())).unwrap()];
+        let want = whole(input, &rules);
+        assert!(want.contains('['), "/{source}/{flags} matches nothing in {input:?}");
+        let len = input.len();
+        for a in 0..=len {
+            for b in a..=len {
+                let got =
+                    String::from_utf8(chunked(input.as_bytes(), &rules, &[a, b], DEFAULT_MAX_MATCH_BYTES)).unwrap();
+                assert_eq!(got, want, "/{source}/{flags} on {input:?} cut at {a} and {b}");
+            }
+        }
+    }
+}
+
 #[test]
 fn look_arounds_the_engine_cannot_run_are_refused_by_name() {
     for (source, flags, what) in [
