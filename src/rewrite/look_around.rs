@@ -78,7 +78,8 @@ pub(super) struct LookArounds {
 
 /// A rule that is `(?<=…)MIDDLE(?=…)` (either look may be negative or missing), with no other look-around, no
 /// group inside one, and a middle whose matches all have one length: a match starting at a position can only
-/// end at one place, so the looks need asking there only (see `look_rule`).
+/// end at one place, so the looks need asking there only (see `look_rule`). Also a rule that is a leading
+/// positive lookbehind (groups inside it or not) and a middle of any length, with no look after it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Edges {
     pub(super) behind: Option<u32>,
@@ -148,6 +149,11 @@ impl LookArounds {
     /// lookbehind holds, the pattern's own automaton finds the match (see `look_rule`).
     pub(super) fn lead_only(&self) -> bool {
         self.lead == Some(0) && self.items.len() == 1
+    }
+
+    /// Whether a lookbehind every match begins with tells where matches may start (see `lead_from`).
+    pub(super) fn has_lead(&self) -> bool {
+        self.lead.is_some()
     }
 
     /// The first position from `at` on where a match may start, as the lookbehind every match begins with
@@ -268,9 +274,11 @@ impl LookArounds {
             // Where the look-around held, in the hay.
             let at = at - shift - base;
             let found = match item.ahead {
-                true => body
-                    .program
-                    .preferred(hay.view, (hay.before, last), at, None, &|end| hay.can_start(end, self.units)),
+                true => {
+                    body.program
+                        .preferred(hay.view, (hay.before, last), at, None, &|end| hay.can_start(end, self.units))
+                        .groups
+                }
                 false => match self.behind_groups(&body.program, hay, (at, item.carried)) {
                     Ok(found) => found,
                     Err(BeyondReach) => {
@@ -312,7 +320,7 @@ impl LookArounds {
             // Assertions look at the text the right way round, the byte after `at` included.
             let text = [context, hay.view.get(at..at + 1).unwrap_or_default()].concat();
             let starts_here = |end: usize| behind.starts_here(len - end, self.units);
-            let run = program.preferred_run(&reversed, (None, true), 0, Some((&text, len)), &starts_here);
+            let run = program.preferred(&reversed, (None, true), 0, Some((&text, len)), &starts_here);
             // A bounded body's run never reads as far back as its context goes, but from the text's start.
             if run.ran_out && unbounded && !behind.whole {
                 if reach >= most {

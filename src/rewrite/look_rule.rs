@@ -94,7 +94,10 @@ impl Rule {
         re.captures = Some(GroupFinder::Js(program));
         let lead = leading.filter(|&k| items[k].carried && !flags.sticky).map(|k| k as u32);
         let mut looks = LookArounds::new(items, behind_len, (!flags.unicode, on_lines), lead);
-        looks.edges = edges;
+        // A rule that is its leading lookbehind and a pattern without look-arounds has one edge: with no look
+        // after the middle, the middle's length does not matter.
+        let lead_only = looks.lead_only().then_some(Edges { behind: lead, ahead: None });
+        looks.edges = edges.or(lead_only);
         re.looks = Some(Box::new(looks));
         // Without `u` the program may hold back from a low half: the stage then holds characters whole.
         re.low_half_starts |= re.units;
@@ -215,31 +218,10 @@ impl RegexSearch<'_> {
         at_the_end.then(|| dfa.is_match_state(dfa.next_eoi_state(state)))
     }
 
-    /// The next match of a rule that is a lookbehind and a pattern without look-arounds after it
-    /// (`(?<=href=")[^"]*`): the lookbehind's automaton finds where it holds, and the pattern's anchored one
-    /// the match from there, as a plain rule's does. No program: a Pike VM step costs many automaton steps.
-    fn match_after_lead(&self, looks: &LookArounds, from: usize, abandoned: &mut u64, memo: &mut LookMemo) -> Next {
-        let mut at = from;
-        loop {
-            let Some(start) = looks.lead_from(memo, &self.hay, self.last, at) else { return Next::Exhausted };
-            if self.hay.can_start(start, self.re.units) {
-                match self.attempt(start, &mut 0) {
-                    Attempt::Match(end) => return Next::Match { start, end },
-                    Attempt::Alive(_) => return Next::Pending(start),
-                    Attempt::Abandoned => *abandoned += 1,
-                    Attempt::NoMatch => {}
-                }
-            }
-            if start >= self.hay.view.len() {
-                return Next::Exhausted;
-            }
-            at = start + 1;
-        }
-    }
-
-    /// The next match of a rule that is a middle of one length between look-arounds at its edges (see [`Edges`]:
-    /// `foo(?!bar)`, `(?<![\w.])cdn\.example\.com(?=/)`, `\bfoo\b` under `iu`): the middle's automata find
-    /// where it matches, as a plain rule's do, and the looks are asked at its two ends. No program.
+    /// The next match of a rule that is a middle between look-arounds at its edges (see [`Edges`]: `foo(?!bar)`,
+    /// `(?<![\w.])cdn\.example\.com(?=/)`, `\bfoo\b` under `iu`, `(?<=href=")[^"]*`): the middle's automata
+    /// find where it matches, as a plain rule's do, after a leading lookbehind's automaton has said where it
+    /// may start (`LookArounds::lead_from`), and the looks are asked at its two ends. No program.
     fn match_between_edges(
         &self,
         looks: &LookArounds,
@@ -250,22 +232,24 @@ impl RegexSearch<'_> {
     ) -> Next {
         let len = self.hay.view.len();
         let mut at = from;
-        // The scan read to the end of the data, undecided: from there on each start is tried where it is.
-        let mut scanned_to_end = false;
+        // Each start is tried where it stands once the scan read to the end of the data undecided, and always
+        // with a leading lookbehind, whose positions are the starts: a scan from one of them to the middle's next
+        // start elsewhere could read a long middle again for each (`(?<=q)x[^"]*z` on `qyx qyx … z`).
+        let mut each_start = looks.has_lead();
         loop {
             let Some(lead) = looks.lead_from(memo, &self.hay, self.last, at) else { return Next::Exhausted };
-            let start = match scanned_to_end || self.relaxed_match_starts_at(lead) == Some(true) {
+            let start = match each_start || self.relaxed_match_starts_at(lead) == Some(true) {
                 true => lead,
                 false => match self.scan_forward(lead, usize::MAX) {
                     Scan::Match { end, pattern, .. } => self.match_start(lead, end, pattern),
                     Scan::NoMatch => return Next::Exhausted,
                     Scan::Undecided => {
-                        scanned_to_end = true;
+                        each_start = true;
                         lead
                     }
                 },
             };
-            let may_start = !scanned_to_end || self.relaxed_match_starts_at(start) != Some(false);
+            let may_start = !each_start || self.relaxed_match_starts_at(start) != Some(false);
             if may_start && self.hay.can_start(start, self.re.units) {
                 match self.attempt(start, &mut 0) {
                     Attempt::Match(end) => {
@@ -304,9 +288,6 @@ impl RegexSearch<'_> {
         memo: &mut LookMemo,
     ) -> Next {
         let Some(GroupFinder::Js(program)) = &self.re.captures else { return Next::Exhausted };
-        if looks.lead_only() {
-            return self.match_after_lead(looks, from, abandoned, memo);
-        }
         if let Some(edges) = looks.edges {
             return self.match_between_edges(looks, edges, from, abandoned, memo);
         }

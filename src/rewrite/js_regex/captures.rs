@@ -147,21 +147,10 @@ impl JsCaptures {
     /// The groups (index 0 included) of the preferred match starting at `start` in `hay` whose end
     /// `accept_end` allows (a look-around's body where it held: see [`JsCaptures::mark_look_groups`]). The
     /// text is all there; `before` and `last` as in [`LookSearch`]; `mirror` for a [`JsCaptures::reversed`]
-    /// program: the text the right way round and where `hay`'s start is in it.
+    /// program: the text the right way round and where `hay`'s start is in it. Also whether the run came to
+    /// the end of `hay` with a thread that still counted: with more bytes after it, the preferred match might
+    /// be another.
     pub(crate) fn preferred(
-        &self,
-        hay: &[u8],
-        (before, last): (Option<u8>, bool),
-        start: usize,
-        mirror: Option<(&[u8], usize)>,
-        accept_end: &dyn Fn(usize) -> bool,
-    ) -> Option<Vec<Option<(usize, usize)>>> {
-        self.preferred_run(hay, (before, last), start, mirror, accept_end).groups
-    }
-
-    /// [`JsCaptures::preferred`], and whether the run came to the end of `hay` with a thread that still
-    /// counted: with more bytes after it, the preferred match might be another.
-    pub(crate) fn preferred_run(
         &self,
         hay: &[u8],
         (before, last): (Option<u8>, bool),
@@ -355,7 +344,7 @@ impl JsCaptures {
 
 /// What a closure reads besides the program: the hay, its assertions and the look-arounds' oracle; and its
 /// work list.
-/// What [`JsCaptures::preferred_run`] found.
+/// What [`JsCaptures::preferred`] found.
 pub(crate) struct PreferredRun {
     pub(crate) groups: Option<Vec<Option<(usize, usize)>>>,
     /// The run read to the end of its bytes with threads that were not outranked.
