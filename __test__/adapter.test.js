@@ -323,7 +323,7 @@ test('init reports a port in use and a bad option to its callback, and stops bro
   try {
     for (const [config, pattern] of [
       [{ port: busy.port, strictPort: true }, new RegExp(`${busy.port}`)],
-      [{ port: 0, rewriteRules: [{ match: /a(?=b(?!c))/, replace: 'x' }] }, /rewriteRules\[0\].*lookahead/],
+      [{ port: 0, rewriteRules: [{ match: /x(?<=[^y]*)b/, replace: 'x' }] }, /rewriteRules\[0\].*lookbehind/],
       [{ port: 0, server: 'public' }, /both server & proxy/],
     ]) {
       const bs = adapter.create()

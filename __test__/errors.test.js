@@ -58,18 +58,17 @@ test('bad options reject with a message naming the culprit', async () => {
 test('unsupported regex features in rewriteRules are rejected, naming the rule and the feature', async () => {
   const ok = { match: /fine/g, replace: 'x' }
   const rule = /rewriteRules\[0\]|rule/i
-  await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [{ match: /a(?=b(?!c))/g, replace: '' }] }, [rule, /lookahead/i], 'lookahead')
-  await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [{ match: /a(?!b(?=c))/g, replace: '' }] }, [rule, /lookahead/i], 'negative lookahead')
+  await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [{ match: /(?=a)\uDE00/g, replace: '' }] }, [rule, /look-around in a pattern that names lone low surrogates/], 'look-around with a lone low surrogate')
   await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [{ match: /(?<=[^a]*)b/g, replace: '' }] }, [rule, /lookbehind|look-behind|lookaround|look-around/i], 'lookbehind')
   await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [{ match: /(a)\1/g, replace: '' }] }, [rule, /back.?reference/i], 'backreference')
   await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [{ match: /[[a-c]--a]/giv, replace: '' }] }, [/rewriteRules\[0\]/, /a single character or \\q\{…\} subtracted with the `i` flag/], 'v flag: a character subtracted with i')
   // the culprit's index is named
-  await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [ok, { match: /x(?=y(?!z))/, replace: '' }] }, [/rewriteRules\[1\]|rule\s*#?\s*1\b/i], 'index of the bad rule')
+  await rejectsWith({ proxy: up.url, port: 0, rewriteRules: [ok, { match: /x(?<=[^y]*)b/, replace: '' }] }, [/rewriteRules\[1\]|rule\s*#?\s*1\b/i], 'index of the bad rule')
 })
 
 test('rewrite() rejects the same unsupported features synchronously', () => {
   const { rewrite } = lib()
-  assert.throws(() => rewrite('ab', [{ match: /a(?=b(?!c))/g, replace: '' }]), /lookahead/i)
+  assert.throws(() => rewrite('ab', [{ match: /(?=a)\uDE00/g, replace: '' }]), /look-around in a pattern that names lone low surrogates/)
   assert.throws(() => rewrite('ab', [{ match: /(?<=[^a]*)b/g, replace: '' }]), /lookbehind|look-behind|lookaround|look-around/i)
   assert.throws(() => rewrite('aa', [{ match: /(a)\1/g, replace: '' }]), /back.?reference/i)
   assert.throws(() => rewrite('a', [{ match: /[[a-c]--a]/iv, replace: '' }]), /subtracted with the `i` flag/)

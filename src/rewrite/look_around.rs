@@ -61,15 +61,16 @@ pub(super) const MAX_LOOK_BEHIND: usize = 1024;
 /// A rule's look-arounds, in the order the pattern opens them.
 #[derive(Debug)]
 pub(super) struct LookArounds {
-    items: Vec<LookItem>,
+    pub(super) items: Vec<LookItem>,
     /// Bytes before a position that a lookbehind may read (see where it is set).
     behind_len: usize,
     /// The rule works on UTF-16 units (no `u`): a lookbehind's match may begin on a low half.
-    units: bool,
+    pub(super) units: bool,
     /// The rule reads the line view (see `lines`), which the stage's tail is not in.
-    lines: bool,
-    /// A lookbehind of no bounded length has groups: the stage keeps [`MAX_LOOK_BEHIND`] bytes for them.
-    unbounded_groups: bool,
+    pub(super) lines: bool,
+    /// A lookbehind of no bounded length is read back by a run, not carried (its groups, or it is inside
+    /// another look-around): the stage keeps [`LONG_REACH`] bytes for it.
+    long_reach: bool,
     /// The carried positive lookbehind every match begins with, if any: a match may start only where it holds.
     lead: Option<u32>,
     /// The rule's shape when it is a middle of one length between look-arounds at its edges.
@@ -101,6 +102,26 @@ pub(super) struct LookItem {
     /// from the text's start and carried from hay to hay (see [`LookMemo::carried`]). A match of the body ends
     /// at a position exactly where the lookbehind holds there.
     pub(super) carried: bool,
+    /// The body's program where it has look-arounds inside; `dfa` is then the automaton of the body with them
+    /// taken as holding (see `look_nested`).
+    pub(super) nested: Option<JsCaptures>,
+    /// A lookbehind's bytes before its position that its run may read (its body's longest match, what the
+    /// look-arounds inside read back, and 4 more), `None` where that has no bound within [`MAX_LOOK_BEHIND`].
+    pub(super) reach: Option<usize>,
+    /// Inside another look-around's body: asked only in the joined text (see `look_nested`), so never carried;
+    /// a lookbehind of no bound there reads back what the stage keeps at most.
+    pub(super) inner: bool,
+}
+
+impl LookItem {
+    /// Whether it holds where its body was found, or not.
+    pub(super) fn answer(&self, found: Found) -> bool {
+        match found {
+            Found::Yes => !self.negative,
+            Found::No => self.negative,
+            Found::TooFar => false,
+        }
+    }
 }
 
 /// What a positive look-around with capture groups needs to give them their values.
@@ -124,7 +145,7 @@ enum RunEnd {
 }
 
 /// Whether a look-around's body matches at a position.
-enum Found {
+pub(super) enum Found {
     Yes,
     No,
     /// Not decided within `maxMatchBytes`.
@@ -141,8 +162,11 @@ impl LookArounds {
         (units, lines): (bool, bool),
         lead: Option<u32>,
     ) -> LookArounds {
-        let unbounded_groups = items.iter().any(|item| item.carried && item.groups.is_some());
-        LookArounds { items, behind_len, units, lines, unbounded_groups, lead, edges: None }
+        let long_reach = items.iter().any(|item| {
+            let read_back = !item.ahead && item.reach.is_none();
+            read_back && (!item.carried || item.groups.is_some())
+        });
+        LookArounds { items, behind_len, units, lines, long_reach, lead, edges: None }
     }
 
     /// The rule is the lookbehind it begins with and a pattern without look-arounds after it: where the
@@ -179,9 +203,8 @@ impl LookArounds {
 
     /// Bytes of the input before a position that the lookbehinds may read.
     pub(super) fn behind_len(&self) -> usize {
-        match self.unbounded_groups {
-            // With the bytes before, as for a bounded body (see where `behind_len` is made).
-            true => self.behind_len.max(MAX_LOOK_BEHIND + 4),
+        match self.long_reach {
+            true => self.behind_len.max(LONG_REACH),
             false => self.behind_len,
         }
     }
@@ -205,7 +228,24 @@ impl LookArounds {
         memo: &mut LookMemo,
     ) -> Option<bool> {
         let Some(item) = self.items.get(k as usize) else { return Some(false) };
-        let found = if item.ahead {
+        let found = match item.nested {
+            Some(_) => self.nested_found(k, (hay, last), max_match, at, memo)?,
+            None => self.found((k, item), (hay, last), max_match, at, memo)?,
+        };
+        Some(item.answer(found))
+    }
+
+    /// Whether look-around `k`'s automaton matches at `at` in `hay` (for a body with look-arounds inside, the
+    /// body with them taken as holding); `None` while the data so far cannot tell.
+    pub(super) fn found(
+        &self,
+        (k, item): (u32, &LookItem),
+        (hay, last): (&Hay, bool),
+        max_match: usize,
+        at: usize,
+        memo: &mut LookMemo,
+    ) -> Option<Found> {
+        Some(if item.ahead {
             ahead((k, item), hay, last, max_match, at, memo)?
         } else if item.carried {
             let state = memo.carried_state(k as usize, &item.dfa, hay.view, at)?;
@@ -221,13 +261,8 @@ impl LookArounds {
                 Found::No
             }
         } else {
-            let reach = (self.behind_len, self.behind_len());
-            behind(&item.dfa, hay, (last, self.units, self.lines), reach, at)?
-        };
-        Some(match found {
-            Found::Yes => !item.negative,
-            Found::No => item.negative,
-            Found::TooFar => false,
+            let reach = (item.reach.unwrap_or(LONG_REACH), self.behind_len());
+            behind(&item.dfa, hay, (last, self.units, self.lines), reach, item.reach.is_none(), at)?
         })
     }
 
@@ -264,7 +299,8 @@ impl LookArounds {
         for span in groups.iter_mut().flatten() {
             *span = (span.0 + shift, span.1.saturating_add(shift));
         }
-        for item in &self.items {
+        // The look-arounds inside others have their groups found with theirs.
+        for (k, item) in self.items.iter().enumerate().filter(|(_, item)| !item.inner) {
             let Some(body) = &item.groups else { continue };
             let first = body.first as usize;
             let Some(Some((at, mark))) = groups.get(first).copied() else { continue };
@@ -273,54 +309,59 @@ impl LookArounds {
             }
             // Where the look-around held, in the hay.
             let at = at - shift - base;
-            let found = match item.ahead {
-                true => {
-                    body.program
-                        .preferred(hay.view, (hay.before, last), at, None, &|end| hay.can_start(end, self.units))
-                        .groups
+            // The body's groups, counted from the tail's start.
+            let found = match (&item.nested, item.ahead) {
+                (Some(_), _) => self.nested_groups(k as u32, (hay, last), max_match, at, memo),
+                (None, true) => {
+                    let accept_end = |end| hay.can_start(end, self.units);
+                    let run =
+                        body.program.preferred(hay.view, (hay.before, last), at, None, &accept_end, &mut no_looks);
+                    let to_tail_start = |(a, b): (usize, usize)| (a + shift, b + shift);
+                    Ok(run.groups.map(|found| found.into_iter().map(|span| span.map(to_tail_start)).collect()))
                 }
-                false => match self.behind_groups(&body.program, hay, (at, item.carried)) {
-                    Ok(found) => found,
-                    Err(BeyondReach) => {
-                        beyond_reach = true;
-                        None
-                    }
-                },
+                (None, false) => self.behind_groups(&body.program, hay, (at, item.reach), &mut no_looks),
             };
+            let found = found.unwrap_or_else(|BeyondReach| {
+                beyond_reach = true;
+                None
+            });
             let Some(found) = found else {
                 groups[first] = None;
                 continue;
             };
             for (i, span) in found.into_iter().enumerate().skip(1) {
-                let to_buf = |p: usize| if item.ahead { p + shift + base } else { p + base };
-                groups[first + i - 1] = span.map(|(a, b)| (to_buf(a), to_buf(b)));
+                groups[first + i - 1] = span.map(|(a, b)| (a + base, b + base));
             }
         }
         Some(LookGroups { spans: groups, shift, beyond_reach })
     }
 
-    /// The groups of lookbehind body `program` (reversed) that held at `at`, counted from the tail's start.
-    /// An unbounded body's run reads back as far as it goes on: a reach that doubles while the run comes to
-    /// its start with threads that count, up to what the stage keeps, whole text or chunks alike. That bound
-    /// keeps it linear: each match's run reads at most that far, where a run to wherever the preferred match
-    /// begins would read a long word again for each match in it (`(?<=(\w+))\w`).
-    fn behind_groups(
+    /// The groups of lookbehind body `program` (reversed) that held at `at`, counted from the tail's start (a
+    /// look-around inside that held: its position and [`LOOK_MARK`]). `reach` is the item's. An unbounded
+    /// body's run reads back as far as it goes on: a reach that doubles while the run comes to its start with
+    /// threads that count, up to what the stage keeps, whole text or chunks alike. That bound keeps it linear:
+    /// each match's run reads at most that far, where a run to wherever the preferred match begins would read
+    /// a long word again for each match in it (`(?<=(\w+))\w`). `oracle` answers the look-arounds inside, at
+    /// positions in `hay`.
+    pub(super) fn behind_groups(
         &self,
         program: &JsCaptures,
         hay: &Hay,
-        (at, unbounded): (usize, bool),
+        (at, reach): (usize, Option<usize>),
+        oracle: &mut dyn FnMut(u32, usize) -> Option<bool>,
     ) -> Result<Option<Spans>, BeyondReach> {
         let kept = self.behind_len();
-        let most = if unbounded { (at + hay.tail.len()).min(kept) } else { self.behind_len };
-        let mut reach = if unbounded { FIRST_REACH.min(most) } else { most };
+        let unbounded = reach.is_none();
+        let most = reach.unwrap_or((at + hay.tail.len()).min(kept));
+        let mut reach = reach.unwrap_or(FIRST_REACH.min(most));
         loop {
             let behind = Behind::new(hay, self.lines, (reach, kept), at);
-            let (context, len) = (&behind.context[..], behind.context.len());
-            let reversed: Vec<u8> = context.iter().rev().copied().collect();
-            // Assertions look at the text the right way round, the byte after `at` included.
-            let text = [context, hay.view.get(at..at + 1).unwrap_or_default()].concat();
+            let len = behind.context.len();
+            let (reversed, text) = behind.reversed(hay.view.get(at..at + 1));
             let starts_here = |end: usize| behind.starts_here(len - end, self.units);
-            let run = program.preferred(&reversed, (None, true), 0, Some((&text, len)), &starts_here);
+            // Reversed, the run's positions count back from `at`.
+            let mut oracle = |k, back: usize| oracle(k, at.checked_sub(back)?);
+            let run = program.preferred(&reversed, (None, true), 0, Some((&text, len)), &starts_here, &mut oracle);
             // A bounded body's run never reads as far back as its context goes, but from the text's start.
             if run.ran_out && unbounded && !behind.whole {
                 if reach >= most {
@@ -330,18 +371,29 @@ impl LookArounds {
                 continue;
             }
             // Reversed spans: the end is where the group starts.
-            let from = hay.tail.len() + at - len;
-            let flip = |g: Option<(usize, usize)>| g.map(|(a, b)| (from + len - b, from + len - a));
+            let origin = hay.tail.len() + at;
+            let flip = |g: Option<(usize, usize)>| match g {
+                Some((back, LOOK_MARK)) => Some((origin - back, LOOK_MARK)),
+                g => g.map(|(a, b)| (origin - b, origin - a)),
+            };
             return Ok(run.groups.map(|groups| groups.into_iter().map(flip).collect()));
         }
     }
 }
 
 /// An unbounded lookbehind's groups need more of the text than the stage keeps.
-struct BeyondReach;
+pub(super) struct BeyondReach;
 
-/// The first reach of an unbounded lookbehind's groups run, in bytes.
-const FIRST_REACH: usize = 256;
+/// The first reach of a run that reads back from where a lookbehind of no bound held, in bytes.
+pub(super) const FIRST_REACH: usize = 256;
+
+/// What the stage keeps for a lookbehind of no bound that runs read back (see `LookArounds::long_reach`).
+const LONG_REACH: usize = MAX_LOOK_BEHIND + 4;
+
+/// The oracle of a body without look-arounds inside.
+fn no_looks(_: u32, _: usize) -> Option<bool> {
+    Some(false)
+}
 
 /// The most bytes `hir` can match (`None`: no bound). Unlike regex-syntax's `maximum_len`, which is `None`
 /// for a concatenation with a part that never matches (a lone surrogate under `v`) and then for any
@@ -447,24 +499,29 @@ fn ahead(
 
 /// The bytes before a position that a lookbehind may read: from the hay, and from the stage's tail before it
 /// (put in the line view for a rule that reads it).
-struct Behind<'a> {
+pub(super) struct Behind<'a> {
     /// What the automata read.
-    context: std::borrow::Cow<'a, [u8]>,
+    pub(super) context: std::borrow::Cow<'a, [u8]>,
     /// The text itself where it is not `context` (the line view's U+2028 has a `\n` inside): it tells where
     /// characters start.
     bytes: Option<std::borrow::Cow<'a, [u8]>>,
     /// `context` begins where the text does.
-    whole: bool,
+    pub(super) whole: bool,
 }
 
 impl<'a> Behind<'a> {
     /// The `reach` bytes before `at`, of which the stage's tail holds up to `kept`.
-    fn new(hay: &Hay<'a>, lines: bool, (reach, kept): (usize, usize), at: usize) -> Behind<'a> {
+    pub(super) fn new(hay: &Hay<'a>, lines: bool, (reach, kept): (usize, usize), at: usize) -> Behind<'a> {
         let from_view = &hay.view[at.saturating_sub(reach)..at];
         let from_bytes = &hay.bytes[at - from_view.len()..at];
         let from_tail = &hay.tail[hay.tail.len().saturating_sub(reach - from_view.len())..];
-        // The stage keeps `kept` bytes of what it wrote out: fewer are all there is.
-        let whole = from_view.len() == at && from_tail.len() == hay.tail.len() && hay.tail.len() < kept;
+        // The stage keeps `kept` bytes of what it wrote out: fewer are all there is. A hay with no tail (the
+        // joined text of `look_nested`) says where the text starts by its byte before.
+        let all_kept = match hay.tail.is_empty() {
+            true => hay.before.is_none(),
+            false => hay.tail.len() < kept,
+        };
+        let whole = from_view.len() == at && from_tail.len() == hay.tail.len() && all_kept;
         // Most positions have what the body can reach in the view itself: no copy.
         if from_tail.is_empty() {
             return Behind { context: from_view.into(), bytes: lines.then_some(from_bytes.into()), whole };
@@ -479,21 +536,29 @@ impl<'a> Behind<'a> {
         Behind { context: joined.into(), bytes, whole }
     }
 
+    /// `context` reversed, which a lookbehind body's reversed program reads, and the text the right way round
+    /// with the byte after (`after`), where its assertions look.
+    pub(super) fn reversed(&self, after: Option<&[u8]>) -> (Vec<u8>, Vec<u8>) {
+        let reversed = self.context.iter().rev().copied().collect();
+        (reversed, [&self.context[..], after.unwrap_or_default()].concat())
+    }
+
     /// Whether a body's match may start at `t`: where JavaScript has a position, not inside a character (but
     /// for the low half of an astral one without `u`).
-    fn starts_here(&self, t: usize, units: bool) -> bool {
+    pub(super) fn starts_here(&self, t: usize, units: bool) -> bool {
         let bytes = self.bytes.as_deref().unwrap_or(&self.context);
         t == bytes.len() || !is_continuation(bytes[t]) || units && low_half(bytes, t)
     }
 }
 
 /// A lookbehind's body run backward from `at`, over the hay and then the stage's tail (`reach` as for
-/// [`Behind::new`]).
+/// [`Behind::new`]). `capped`: the body may be longer than `reach`, and a run still alive there fails.
 fn behind(
     dfa: &Dfa,
     hay: &Hay,
     (last, units, lines): (bool, bool, bool),
     reach: (usize, usize),
+    capped: bool,
     at: usize,
 ) -> Option<Found> {
     // A body ending with `\b` or `$` looks at the byte after `at`.
@@ -513,6 +578,11 @@ fn behind(
             return Some(Found::No);
         }
     }
-    // A match from the body's start ends there; from an earlier cut it would be longer than the body can be.
-    Some(if behind.whole && dfa.is_match_state(dfa.next_eoi_state(state)) { Found::Yes } else { Found::No })
+    // A match from the body's start ends there; from an earlier cut it would be longer than the body can be,
+    // unless the text ends before `reach` while it goes on further back (the joined text of `look_nested`).
+    Some(match behind.whole {
+        true if dfa.is_match_state(dfa.next_eoi_state(state)) => Found::Yes,
+        false if capped || context.len() < reach.0 => Found::TooFar,
+        _ => Found::No,
+    })
 }

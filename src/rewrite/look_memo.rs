@@ -30,6 +30,21 @@ pub(crate) struct LookMemo {
     pub(super) carried: Vec<Option<StateID>>,
     /// By look-around: its states after each of the hay's first bytes, as far as asked.
     from_hay_start: Vec<Vec<StateID>>,
+    /// The stage's tail and this hay as one text, for look-arounds inside look-arounds (see `look_nested`).
+    pub(super) joined: Option<Box<Joined>>,
+}
+
+/// The stage's tail and a hay joined, made once a hay for the look-arounds inside look-arounds, which may be
+/// asked at positions in the tail; with the memo of the runs over it, whose positions are its own.
+#[derive(Default)]
+pub(crate) struct Joined {
+    /// The hay it was made for (see [`LookMemo::clear`]), once made.
+    hay: Option<u32>,
+    pub(super) bytes: Vec<u8>,
+    pub(super) view: Vec<u8>,
+    /// The byte before `view`, `None` where it starts the text.
+    pub(super) before: Option<u8>,
+    pub(super) memo: LookMemo,
 }
 
 /// The runs that passed one position: most positions see one.
@@ -114,6 +129,22 @@ impl LookMemo {
             let at = slot.pos & (size - 1);
             self.ring[at] = slot;
         }
+    }
+
+    /// This hay's joined text, made by `make` if it is not yet (the caller gives it back with
+    /// [`LookMemo::give_back`]).
+    pub(super) fn take_joined(&mut self, make: impl FnOnce(&mut Joined)) -> Box<Joined> {
+        let mut joined = self.joined.take().unwrap_or_default();
+        if joined.hay != Some(self.hay) {
+            joined.hay = Some(self.hay);
+            joined.memo.clear();
+            make(&mut joined);
+        }
+        joined
+    }
+
+    pub(super) fn give_back(&mut self, joined: Box<Joined>) {
+        self.joined = Some(joined);
     }
 
     /// Carried lookbehind `k`'s automaton state after the hay's first `at` bytes.

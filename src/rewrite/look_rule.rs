@@ -29,24 +29,34 @@ impl Rule {
         if translated.low_view.is_some() {
             return Err(refuse("look-around in a pattern that names lone low surrogates", first));
         }
-        let mut relaxed = translated.pattern.clone();
-        for k in 0..translated.looks.len() {
-            relaxed = relaxed.replace(&format!("(?P<{}>)", js_regex::look_placeholder(k)), "(?:)");
-        }
+        let relaxed = js_regex::without_placeholders(&translated.pattern);
         let bodies = translated.looks.iter().map(|look| parse(&look.pattern)).collect::<Result<Vec<_>, _>>()?;
         let pattern = parse(&translated.pattern)?;
+        // The look-arounds inside each body (each comes before its own in the list), and those inside one.
+        let inside: Vec<Vec<usize>> = bodies.iter().map(looks_inside).collect();
+        let mut inner = vec![false; bodies.len()];
+        inside.iter().flatten().for_each(|&j| inner[j] = true);
         // Multi-line anchors anywhere: everything reads the line view (see `lines`), so it is written in it.
         let on_lines = std::iter::once(&pattern).chain(&bodies).any(lines::uses_lines);
         let in_view = |hir: Hir| if on_lines { lines::line_view_hir(&hir) } else { hir };
-        let mut items = Vec::with_capacity(translated.looks.len());
+        let mut items: Vec<LookItem> = Vec::with_capacity(translated.looks.len());
         let mut behind_len = 0;
-        let leading = leading_look(&pattern).filter(|&k| !translated.looks[k].ahead && !translated.looks[k].negative);
+        let leading = leading_look(&pattern).filter(|&k| {
+            let look = &translated.looks[k];
+            !look.ahead && !look.negative && inside[k].is_empty()
+        });
         let edges = edge_looks(&pattern, &translated.looks).filter(|_| !flags.sticky);
+        // Bytes before its position that each look-around's run may read (`None`: no bound within the most kept).
+        let mut read_back: Vec<Option<usize>> = Vec::with_capacity(bodies.len());
         for (k, (look, hir)) in translated.looks.iter().zip(bodies).enumerate() {
             let hir = in_view(hir);
-            let bounded = longest(&hir).filter(|&len| len <= MAX_LOOK_BEHIND);
-            let mut carried = !look.ahead && bounded.is_none();
-            if let (false, Some(len)) = (look.ahead, bounded) {
+            let own = if look.ahead { Some(0) } else { longest(&hir) };
+            let from_inside = inside[k].iter().try_fold(0, |most: usize, &j| Some(most.max(read_back[j]?)));
+            let back = own.zip(from_inside).and_then(|(a, b)| a.checked_add(b)).filter(|&len| len <= MAX_LOOK_BEHIND);
+            read_back.push(back);
+            let nested = !inside[k].is_empty();
+            let mut carried = !look.ahead && back.is_none() && !nested && !inner[k];
+            if let (true, Some(len)) = (!look.ahead || nested, back) {
                 // The byte before, which tells the automaton the match has begun (one byte late), and three
                 // more, which tell whether it begins inside a character.
                 behind_len = behind_len.max(len + 4);
@@ -58,12 +68,20 @@ impl Rule {
                 false => None,
             };
             carried |= lead_dfa.is_some();
+            // A body's program, which reads it backward for a lookbehind.
+            let body_program = |hir: &Hir| {
+                let program = if look.ahead { JsCaptures::new(hir) } else { JsCaptures::reversed(hir) };
+                program.map_err(|e| RuleError::TooComplex(e.0))
+            };
             let dfa = if let Some(dfa) = lead_dfa {
                 dfa
             } else if carried {
                 carried_dfa(&hir, look, !flags.unicode, on_lines)?
             } else {
-                let (forward, reverse) = build_dfas(&[&js_regex::js_repetitions(&hir)], false)?;
+                // With look-arounds inside, the automaton of the body with them taken as holding.
+                let relaxed =
+                    if nested { in_view(parse(&js_regex::without_placeholders(&look.pattern))?) } else { hir.clone() };
+                let (forward, reverse) = build_dfas(&[&js_regex::js_repetitions(&relaxed)], false)?;
                 if look.ahead {
                     forward
                 } else {
@@ -75,12 +93,18 @@ impl Rule {
             let groups = match look.groups.is_empty() || look.negative {
                 true => None,
                 false => {
-                    let program = if look.ahead { JsCaptures::new(&hir) } else { JsCaptures::reversed(&hir) };
-                    let program = program.map_err(|e| RuleError::TooComplex(e.0))?;
-                    Some(BodyGroups { first: look.groups.start, program })
+                    let mut program = body_program(&hir)?;
+                    // The groups of the look-arounds inside, as the body's program numbers them.
+                    let first = look.groups.start;
+                    let relative = |item: &LookItem| Some(item.groups.as_ref()?.first.checked_sub(first)? + 1);
+                    program.mark_look_groups(items.iter().map(relative).collect());
+                    Some(BodyGroups { first, program })
                 }
             };
-            items.push(LookItem { ahead: look.ahead, negative: look.negative, dfa, short, groups, carried });
+            let nested = if nested { Some(body_program(&hir)?) } else { None };
+            let reach = back.map(|len| len + 4);
+            let (ahead, negative, inner) = (look.ahead, look.negative, inner[k]);
+            items.push(LookItem { ahead, negative, dfa, short, groups, carried, nested, reach, inner });
         }
         let mut program = JsCaptures::new(&in_view(pattern)).map_err(|e| RuleError::TooComplex(e.0))?;
         program.mark_look_groups(items.iter().map(|item| item.groups.as_ref().map(|g| g.first)).collect());
@@ -112,6 +136,19 @@ impl Rule {
             Engine::Regex(re) => re.looks.as_ref().map_or(0, |looks| looks.behind_len()),
             Engine::Literals(_) | Engine::Origins(_) => 0,
         }
+    }
+}
+
+/// The look-arounds whose placeholders `hir` (a look-around's body) holds.
+fn looks_inside(hir: &Hir) -> Vec<usize> {
+    match hir.kind() {
+        HirKind::Capture(cap) => match cap.name.as_deref().and_then(js_regex::look_index) {
+            Some(k) => vec![k],
+            None => looks_inside(&cap.sub),
+        },
+        HirKind::Concat(subs) | HirKind::Alternation(subs) => subs.iter().flat_map(looks_inside).collect(),
+        HirKind::Repetition(rep) => looks_inside(&rep.sub),
+        _ => Vec::new(),
     }
 }
 

@@ -31,6 +31,7 @@ mod literal_search;
 mod literals;
 mod look_around;
 mod look_memo;
+mod look_nested;
 mod look_rule;
 mod match_groups;
 mod needle_scan;

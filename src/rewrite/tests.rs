@@ -360,6 +360,21 @@ const LOOK_AROUND_CASES: &[(&str, &str, &str, &str, &str)] = &[
     ("x(?!y)??", "g", "xy xz", "_", "_y _z"),
     ("(?:a(?=b)*)+b", "g", "aab ab", "_", "_ _"),
     ("(?<=[^\\n]{0,2}\\u2028[\\uDC00-\\uDE00]|\\D)\\B", "gv", "\r\n\u{2029}<中\u{2029}", "[$&]", "\r[]\n[]\u{2029}[]<[]中[]\u{2029}[]"),
+    // Look-arounds inside look-arounds (V8's answers).
+    (r#"(?<=ab(?=c)\wd)\w\w"#, "g", "abcdef abxdef abcdxy abcd", r#"[$&]"#, "abcd[ef] abxdef abcd[xy] abcd"),
+    (r#"(?<=a(?=([^a]{2})d)\w{3})\w\w"#, "g", "abcdef acbdxy aaadxx", r#"<$1:$&>"#, "abcd<bc:ef> acbd<cb:xy> aaadxx"),
+    (r#"(?<=a(?=([bc]{2}(?<!a{2}))d)\w{3})\w\w"#, "g", "abcdef acbdxy aabdxx", r#"<$1:$&>"#, "abcd<bc:ef> acbd<cb:xy> aabdxx"),
+    (r#"^faaao?(?<=^f[oa]+(?=o))"#, "g", "faaao", r#"[$&]"#, "[faaa]o"),
+    (r#"(?<=\B)(?<=c(?<=\w))\w{3}"#, "g", "abcdef c def ccdef", r#"[$&]"#, "abc[def] c def c[cde]f"),
+    (r#"a(?=b(?!c))"#, "g", "abc abd ab a", r#"[$&]"#, "abc [a]bd [a]b a"),
+    (r#"(?<!(?=x)\w)y"#, "g", "xy zy y", r#"[$&]"#, "xy z[y] [y]"),
+    (r#"(?=a(?=(b)))(\w)"#, "g", "ab ac abab", r#"<$1$2>"#, "<ba>b ac <ba>b<ba>b"),
+    (r#"(?=\bs)\w+"#, "giu", "so ſo as ſ s", r#"[$&]"#, "[so] [ſo] as [ſ] [s]"),
+    (r#"(?<=^a(?=b))b"#, "gm", "ab\nab\u{2028}ab xab", r#"[$&]"#, "a[b]\na[b]\u{2028}a[b] xab"),
+    (r#"(?<=.(?=x))x"#, "g", "😀x ax", r#"[$&]"#, "😀[x] a[x]"),
+    (r#"(?<=(?<!b)a(?=(\w)))\w"#, "g", "aa ba ac", r#"<$1$&>"#, "a<aa> ba a<cc>"),
+    (r#"(?<=(a(?<=(\w)a)))b"#, "g", "ab aab cab", r#"<$1.$2>"#, "ab aa<a.a> ca<a.c>"),
+    (r#"(?<=a(?!b[^x]*x)\w*)z"#, "g", "abyz aqz abyxz", r#"[$&]"#, "abyz aq[z] abyxz"),
 ];
 
 #[test]
@@ -449,14 +464,48 @@ fn edge_look_rules_give_the_whole_answer_however_cut() {
     }
 }
 
+/// Look-arounds inside look-arounds read the stage's tail and the hay as one text: a cut anywhere gives the
+/// whole answer (the lookbehind's context, the lookahead inside it and their groups on either side of it).
+#[test]
+fn nested_look_arounds_give_the_whole_answer_however_cut() {
+    let nested = LOOK_AROUND_CASES.iter().skip_while(|case| case.0 != r"(?<=ab(?=c)\wd)\w\w");
+    let mut checked = 0;
+    for &(source, flags, input, replace, want) in nested {
+        let rules = [Rule::regex(source, flags, RuleReplacement::Text(replace.into())).unwrap()];
+        let len = input.len();
+        for a in 0..=len {
+            for b in a..=len {
+                let got =
+                    String::from_utf8(chunked(input.as_bytes(), &rules, &[a, b], DEFAULT_MAX_MATCH_BYTES)).unwrap();
+                assert_eq!(got, want, "/{source}/{flags} on {input:?} cut at {a} and {b}");
+            }
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 14);
+}
+
+/// A lookbehind with a look-around inside has no automaton to carry over the text: its body's run reads back
+/// 1024 bytes at most, and where it is still alive there the lookbehind fails, whole or streamed.
+#[test]
+fn a_lookbehind_with_a_look_around_inside_reads_back_1024_bytes_at_most() {
+    let rules = [text_rule("(?<=x[^y]*(?=z))z", "g", "[$&]")];
+    let (near, far) = ("q".repeat(1000), "q".repeat(1100));
+    let input = format!("x{near}z x{far}z");
+    let want = format!("x{near}[z] x{far}z");
+    assert_eq!(whole(&input, &rules), want);
+    for cuts in [vec![7, 500, 1030, 1900], (0..input.len()).collect()] {
+        let out = chunked(input.as_bytes(), &rules, &cuts, DEFAULT_MAX_MATCH_BYTES);
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+}
+
 #[test]
 fn look_arounds_the_engine_cannot_run_are_refused_by_name() {
     for (source, flags, what) in [
         ("(?<=[^a]*)b", "", "lookbehind that can match more than 1024 bytes that may begin inside a character"),
         ("(?<=\\s*)b|^c", "m", "lookbehind that can match more than 1024 bytes that may begin with \\n"),
-        ("(?=a(?!b))", "", "inside a look-around"),
         ("(?<=\\uDE00)a", "", "lone low surrogates"),
-        ("(?=\\bs)", "iu", "\\b with the i and u flags inside a look-around"),
         // V8 throws a SyntaxError for these: Annex B repeats lookaheads only, and only without `u` or `v`.
         ("(?!a){2,1}", "", "numbers out of order in {} quantifier at offset 5"),
         ("(?<=a)*", "", "invalid quantifier at offset 6"),
@@ -471,8 +520,7 @@ fn look_arounds_the_engine_cannot_run_are_refused_by_name() {
 
 #[test]
 fn rejected_features_name_themselves() {
-    for (source, feature) in [("a(?=b(?!c))", "lookahead"), ("(?<=[^a]*)b", "lookbehind"), ("(a)\\1", "backreference")]
-    {
+    for (source, feature) in [("(?<=[^a]*)b", "lookbehind"), ("(a)\\1", "backreference")] {
         let err = Rule::regex(source, "g", RuleReplacement::Text(String::new())).unwrap_err().to_string();
         assert!(err.contains(feature), "{source}: {err}");
     }

@@ -149,7 +149,8 @@ impl JsCaptures {
     /// text is all there; `before` and `last` as in [`LookSearch`]; `mirror` for a [`JsCaptures::reversed`]
     /// program: the text the right way round and where `hay`'s start is in it. Also whether the run came to
     /// the end of `hay` with a thread that still counted: with more bytes after it, the preferred match might
-    /// be another.
+    /// be another. `oracle` answers the look-arounds inside (at positions in `hay`; `None` is taken as not
+    /// holding, as the match is final).
     pub(crate) fn preferred(
         &self,
         hay: &[u8],
@@ -157,9 +158,10 @@ impl JsCaptures {
         start: usize,
         mirror: Option<(&[u8], usize)>,
         accept_end: &dyn Fn(usize) -> bool,
+        oracle: &mut dyn FnMut(u32, usize) -> Option<bool>,
     ) -> PreferredRun {
         let look = crate::rewrite::lines::look_matcher();
-        let mut oracle = |_, _| Some(false);
+        let mut oracle = |k, at| Some(oracle(k, at).unwrap_or(false));
         let mut ctx = Ctx { look: &look, hay, before, last, oracle: &mut oracle, stack: Vec::new(), mirror };
         let (mut current, mut next) = (Vec::new(), Vec::new());
         let mut seen = Seen::new(self.insts.len());
@@ -198,6 +200,59 @@ impl JsCaptures {
             groups
         });
         PreferredRun { groups, ran_out }
+    }
+
+    /// Whether the pattern (a look-around's body with look-arounds inside) matches from `start` in `hay` at all,
+    /// ending where `accept_end` allows, reading no byte at or after `limit`. Which match does not matter: a
+    /// look-around holds if any does. `before`, `last`, `mirror` and `oracle` as in [`JsCaptures::preferred`],
+    /// but an oracle's `None` (or an assertion's at the end of `hay`) leaves the answer undecided.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn body_matches(
+        &self,
+        hay: &[u8],
+        (before, last): (Option<u8>, bool),
+        start: usize,
+        limit: usize,
+        mirror: Option<(&[u8], usize)>,
+        accept_end: &dyn Fn(usize) -> bool,
+        oracle: &mut dyn FnMut(u32, usize) -> Option<bool>,
+    ) -> BodyMatch {
+        let look = crate::rewrite::lines::look_matcher();
+        let mut ctx = Ctx { look: &look, hay, before, last, oracle, stack: Vec::new(), mirror };
+        let (mut current, mut next) = (Vec::new(), Vec::new());
+        let mut seen = Seen::new(self.insts.len());
+        let first = Thread { pc: 0, bits: 0, slots: Slots::from_elem(None, 2 * self.groups) };
+        self.closure(&mut current, &mut seen, &mut ctx, start, first);
+        let (mut at, mut waits, mut at_limit) = (start, false, false);
+        loop {
+            seen.clear();
+            for thread in current.drain(..) {
+                match self.insts.get(thread.pc as usize) {
+                    Some(Inst::Match) if accept_end(at) => return BodyMatch::Yes,
+                    Some(&Inst::Byte(lo, hi)) if at < hay.len().min(limit) => {
+                        if (lo..=hi).contains(&hay[at]) {
+                            let moved = Thread { pc: thread.pc + 1, bits: u64::MAX, slots: thread.slots };
+                            self.closure(&mut next, &mut seen, &mut ctx, at + 1, moved);
+                        }
+                    }
+                    Some(Inst::Byte(..)) if at == limit => at_limit = true,
+                    Some(Inst::Byte(..)) => waits |= !last,
+                    Some(_) => {}
+                    // Blocked on an assertion or look-around that more bytes decide.
+                    None => waits = true,
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            std::mem::swap(&mut current, &mut next);
+            at += 1;
+        }
+        match (waits, at_limit) {
+            (true, _) => BodyMatch::Undecided,
+            (false, true) => BodyMatch::AtLimit,
+            (false, false) => BodyMatch::No,
+        }
     }
 
     /// The leftmost match from `from` on, with JavaScript's preferences, in one pass over `search.hay` (a
@@ -344,6 +399,17 @@ impl JsCaptures {
 
 /// What a closure reads besides the program: the hay, its assertions and the look-arounds' oracle; and its
 /// work list.
+/// How [`JsCaptures::body_matches`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyMatch {
+    Yes,
+    No,
+    /// No match yet, and bytes after `hay` (or a look-around inside) may still give one.
+    Undecided,
+    /// No match before the limit, where threads were still alive.
+    AtLimit,
+}
+
 /// What [`JsCaptures::preferred`] found.
 pub(crate) struct PreferredRun {
     pub(crate) groups: Option<Vec<Option<(usize, usize)>>>,
@@ -351,6 +417,8 @@ pub(crate) struct PreferredRun {
     pub(crate) ran_out: bool,
 }
 
+/// What a closure reads besides the program: the hay, its assertions and the look-arounds' oracle; and its
+/// work list.
 struct Ctx<'a> {
     look: &'a LookMatcher,
     hay: &'a [u8],

@@ -42,7 +42,7 @@ impl Parser<'_> {
                 if !self.allow_looks {
                     return Err(unsupported(feature, start, ENGINE_HINT));
                 }
-                self.look_around(start, feature)?;
+                self.look_around(start)?;
                 return Ok(None);
             }
         } else {
@@ -63,19 +63,15 @@ impl Parser<'_> {
     }
 
     /// A look-around at `start` (its `(?` read): its body is translated in place, then moved out into a
-    /// [`LookSpec`] and replaced by an empty placeholder group.
-    fn look_around(&mut self, start: usize, feature: &str) -> Result<(), JsRegexError> {
-        if self.in_look {
-            return Err(unsupported(format!("{feature} inside a look-around"), start, ""));
-        }
+    /// [`LookSpec`] and replaced by an empty placeholder group. Look-arounds inside it come first in the list,
+    /// their placeholders in its body.
+    fn look_around(&mut self, start: usize) -> Result<(), JsRegexError> {
         let behind = self.eat('<');
         let negative = self.bump() == Some('!');
         let (mark, groups) = (self.out.len(), self.groups_opened);
-        self.in_look = true;
         self.depth += 1;
         self.disjunction()?;
         self.depth -= 1;
-        self.in_look = false;
         if !self.eat(')') {
             return Err(syntax("unterminated group", start));
         }
@@ -116,9 +112,6 @@ impl Parser<'_> {
         let hint = " (there ſ and K count as word characters, which takes look-arounds)";
         if !self.allow_looks {
             return Err(unsupported(what, start, hint));
-        }
-        if self.in_look {
-            return Err(unsupported(format!("{what} inside a look-around"), start, hint));
         }
         const WORD: &str = r"[0-9A-Z_a-z\x{17F}\x{212A}]";
         let look = |parser: &mut Self, ahead: bool, negative: bool| {
@@ -176,8 +169,9 @@ impl Parser<'_> {
 
 /// A pattern that matches empty and holds the groups of `pattern`, which it never sets (a copy after
 /// something that never matches, made optional: regex-syntax drops what is repeated no times, groups too).
+/// The placeholders of look-arounds inside are left out of the copy: each names its look-around once.
 pub(super) fn groups_only(pattern: &str) -> String {
-    format!("(?:{NEVER}(?:{pattern}))?")
+    format!("(?:{NEVER}(?:{}))?", super::parser::without_placeholders(pattern))
 }
 
 /// Counts capture groups and collects group names before parsing, since JS lets `\2` and `\k<name>` refer

@@ -48,13 +48,13 @@ mod semantics;
 mod unicode_tables;
 mod units;
 
-pub(crate) use captures::{JsCaptures, Leftmost, LookSearch, LOOK_MARK};
+pub(crate) use captures::{BodyMatch, JsCaptures, Leftmost, LookSearch, LOOK_MARK};
 pub(crate) use groups::js_name;
 #[cfg(test)]
 pub(crate) use parser::translate;
 pub(crate) use parser::{
-    check_length, literal, look_index, look_placeholder, parse_flags, translate_with_looks, translate_with_view,
-    unsupported, JsFlags, LookSpec, Translated,
+    check_length, literal, look_index, parse_flags, translate_with_looks, translate_with_view, unsupported,
+    without_placeholders, JsFlags, LookSpec, Translated,
 };
 pub(crate) use semantics::{js_repetitions, needs_js_captures};
 pub(crate) use units::LowView;

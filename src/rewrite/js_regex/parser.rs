@@ -134,6 +134,22 @@ pub(crate) fn look_placeholder(k: usize) -> String {
     format!("_..{k}")
 }
 
+/// `pattern` (translated) with its look-arounds' placeholders as empty groups: it matches wherever the
+/// pattern would if they all held.
+pub(crate) fn without_placeholders(pattern: &str) -> String {
+    let placeholder = format!("(?P<{}", look_placeholder(0).trim_end_matches('0'));
+    let mut relaxed = String::with_capacity(pattern.len());
+    let mut rest = pattern;
+    while let Some(at) = rest.find(&placeholder) {
+        relaxed.push_str(&rest[..at]);
+        let close = rest[at..].find(">)").map_or(rest.len(), |end| at + end + 2);
+        relaxed.push_str("(?:)");
+        rest = &rest[close..];
+    }
+    relaxed.push_str(rest);
+    relaxed
+}
+
 /// The look-around a group name written by [`look_placeholder`] stands for.
 pub(crate) fn look_index(name: &str) -> Option<usize> {
     name.strip_prefix("_..")?.parse().ok()
@@ -175,10 +191,9 @@ pub(super) struct Parser<'s> {
     pub(super) low_view: Option<LowView>,
     /// Look-arounds are taken (else refused by name).
     pub(super) allow_looks: bool,
-    /// The look-arounds met so far; inside one, `in_look`.
+    /// The look-arounds met so far, each after those inside it.
     pub(super) looks: Vec<LookSpec>,
-    pub(super) in_look: bool,
-    /// Capture groups opened so far (none may open inside a look-around).
+    /// Capture groups opened so far.
     pub(super) groups_opened: usize,
     /// Where each `v` class negated as a whole (`[^…]`) starts, in the order met (see
     /// `class_sets::RepeatedAtom`).
@@ -207,7 +222,6 @@ impl<'s> Parser<'s> {
             low_view,
             allow_looks: false,
             looks: Vec::new(),
-            in_look: false,
             groups_opened: 0,
             negated_sets: Vec::new(),
             word_before: false,
