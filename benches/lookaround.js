@@ -13,6 +13,8 @@
 // - iu words: /\bfoo\b/giu (with `iu`, `\b` counts ſ and K as word characters: look-arounds) against /gu.
 // - groups: /(?<=(\w+)=")[^"]*/g with `[$1]`: a group inside an unbounded lookbehind, against V8 and the rule
 //   without the group.
+// - nested: /(?=a*b(?!c))a/g and test262's /(?<=a(?=([bc]{2}(?<!a{2}))d)\w{3})\w\w/g, look-arounds inside
+//   look-arounds.
 
 const { rewrite } = require('..')
 
@@ -92,4 +94,24 @@ for (const mb of [1, 4, 16]) {
   if (g.out !== v8.out) throw new Error(`group ${mb} MB: outputs differ`)
   const n = time(() => rewrite(html, [{ match: unnamed, replace: '_' }]), 3)
   console.log(`${mb}\t${(g.ms / mb).toFixed(1)}\t\t${(v8.ms / mb).toFixed(1)}\t\t${(n.ms / mb).toFixed(1)}`)
+}
+
+// Look-arounds inside look-arounds: a lookahead with one inside whose body reads to the end of a run of 1,000
+// `a` from every position (V8 reads the run again from each; the engine's runs meet in the same threads), and
+// test262's three levels (a lookbehind, a lookahead with a group, a lookbehind) with a match every 9 bytes.
+const nestedAhead = /(?=a*b(?!c))a/g
+const nestedBehind = /(?<=a(?=([bc]{2}(?<!a{2}))d)\w{3})\w\w/g
+console.log('\nper MB: /(?=a*b(?!c))a/g on runs of 1,000 a and b (engine, V8); /(?<=a(?=([bc]{2}(?<!a{2}))d)\\w{3})\\w\\w/g with [$1] on "abcdefgh " (engine, V8)')
+console.log('MB\tahead ms/MB\tV8 ms/MB\tbehind ms/MB\tV8 ms/MB')
+for (const mb of [1, 4, 16]) {
+  const runs = ('a'.repeat(1000) + 'b').repeat(Math.ceil((mb * 1e6) / 1001))
+  const ahead = time(() => rewrite(runs, [{ match: nestedAhead, replace: 'x' }]), 3)
+  const aheadV8 = time(() => runs.replace(nestedAhead, 'x'), 3)
+  if (ahead.out !== aheadV8.out) throw new Error(`nested ahead ${mb} MB: outputs differ`)
+  const text = 'abcdefgh '.repeat(Math.ceil((mb * 1e6) / 9))
+  const behind = time(() => rewrite(text, [{ match: nestedBehind, replace: '[$1]' }]), 3)
+  const behindV8 = time(() => text.replace(nestedBehind, '[$1]'), 3)
+  if (behind.out !== behindV8.out) throw new Error(`nested behind ${mb} MB: outputs differ`)
+  const perMb = (t) => (t.ms / mb).toFixed(1)
+  console.log(`${mb}\t${perMb(ahead)}\t\t${perMb(aheadV8)}\t\t${perMb(behind)}\t\t${perMb(behindV8)}`)
 }

@@ -22,9 +22,9 @@
 //! the match is there, a lookahead with groups reads on past its body's first match until its automaton dies.
 //! An unbounded lookbehind's groups are read back at most [`MAX_LOOK_BEHIND`] bytes (see `behind_groups`).
 //!
-//! Not taken, each refused by name: a look-around inside another, look-arounds in a rule whose automata read
-//! the view of lone low surrogates, and an unbounded lookbehind whose body may begin where JavaScript has no
-//! position (see `look_rule::carried_dfa`).
+//! A look-around inside another is asked by its body's program (see `look_nested`). Not taken, each refused by
+//! name: look-arounds in a rule whose automata read the view of lone low surrogates, and an unbounded
+//! lookbehind whose body may begin where JavaScript has no position (see `look_rule::carried_dfa`).
 //!
 //! This module holds the look-arounds' automata and what they answer; `look_rule` builds a rule with
 //! them and searches it.

@@ -6,6 +6,9 @@ use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
 use regex_automata::Anchored;
 
+use crate::rewrite::js_regex::BodyMatch;
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 type Dfa = dense::DFA<Vec<u32>>;
 
 /// Where lookahead runs have been, by look-around, position and automaton state: a run that comes where
@@ -45,6 +48,20 @@ pub(crate) struct Joined {
     /// The byte before `view`, `None` where it starts the text.
     pub(super) before: Option<u8>,
     pub(super) memo: LookMemo,
+    /// How the runs of lookahead bodies with look-arounds inside ended, by look-around and position: the
+    /// threads each came there with, how it ended and where that was decided (see `js_regex::BodyRuns`).
+    pub(super) runs: std::sync::Mutex<BodyRunsSeen>,
+}
+
+/// One run that passed a position: the threads it came with, how it ended and where that was decided.
+pub(super) type RunSeen = (Vec<(u32, u64)>, BodyMatch, usize);
+
+/// See [`Joined::runs`].
+#[derive(Default)]
+pub(super) struct BodyRunsSeen {
+    pub(super) by_position: HashMap<(u32, usize), Vec<RunSeen>>,
+    /// How many entries were left by the last pruning (see `look_nested`).
+    pub(super) after_pruning: usize,
 }
 
 /// The runs that passed one position: most positions see one.
@@ -138,6 +155,7 @@ impl LookMemo {
         if joined.hay != Some(self.hay) {
             joined.hay = Some(self.hay);
             joined.memo.clear();
+            *joined.runs.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = BodyRunsSeen::default();
             make(&mut joined);
         }
         joined

@@ -14,8 +14,10 @@
 
 use super::hay::Hay;
 use super::look_around::{Behind, BeyondReach, Found, LookArounds, LookMemo, Spans, FIRST_REACH};
+use super::look_memo::BodyRunsSeen;
 use super::look_memo::Joined;
-use crate::rewrite::js_regex::{BodyMatch, LOOK_MARK};
+use crate::rewrite::js_regex::{BodyMatch, BodyRuns, LOOK_MARK};
+use std::sync::{Mutex, PoisonError};
 
 impl Joined {
     /// Makes it the stage's tail (`kept` bytes at most: fewer are the whole text before) and `hay`, in the view
@@ -48,12 +50,8 @@ impl LookArounds {
         at: usize,
         memo: &mut LookMemo,
     ) -> Option<Found> {
-        let mut joined = memo.take_joined(|joined| joined.fill(hay, self.lines, self.behind_len()));
-        let Joined { bytes, view, before, memo: joined_memo, .. } = &mut *joined;
-        let text = Hay { bytes, view, before: *before, tail: &[] };
-        let found = self.found_in_joined(k, (&text, last), max_match, hay.tail.len() + at, joined_memo);
-        memo.give_back(joined);
-        found
+        let at = hay.tail.len() + at;
+        self.in_joined((hay, memo), |text, memos| self.found_in_joined(k, (text, last), max_match, at, memos))
     }
 
     /// The groups of look-around `k` (positive, with look-arounds inside), which held at `at` in `hay`: its
@@ -66,23 +64,22 @@ impl LookArounds {
         at: usize,
         memo: &mut LookMemo,
     ) -> Result<Option<Spans>, BeyondReach> {
+        let at = hay.tail.len() + at;
+        self.in_joined((hay, memo), |text, memos| self.body_groups(k, (text, last), max_match, at, memos))
+    }
+
+    /// `run` on the joined text of `hay` (made once a hay), where `hay`'s positions are `hay.tail.len()` further.
+    fn in_joined<T>(&self, (hay, memo): (&Hay, &mut LookMemo), run: impl FnOnce(&Hay, Memos) -> T) -> T {
         let mut joined = memo.take_joined(|joined| joined.fill(hay, self.lines, self.behind_len()));
-        let Joined { bytes, view, before, memo: joined_memo, .. } = &mut *joined;
+        let Joined { bytes, view, before, memo: joined_memo, runs, .. } = &mut *joined;
         let text = Hay { bytes, view, before: *before, tail: &[] };
-        let found = self.body_groups(k, (&text, last), max_match, hay.tail.len() + at, joined_memo);
+        let found = run(&text, (joined_memo, runs));
         memo.give_back(joined);
         found
     }
 
     /// Whether look-around `k` holds at `at` in the joined text.
-    fn holds_in_joined(
-        &self,
-        k: u32,
-        text: (&Hay, bool),
-        max_match: usize,
-        at: usize,
-        memo: &mut LookMemo,
-    ) -> Option<bool> {
+    fn holds_in_joined(&self, k: u32, text: (&Hay, bool), max_match: usize, at: usize, memo: Memos) -> Option<bool> {
         let item = &self.items[k as usize];
         Some(item.answer(self.found_in_joined(k, text, max_match, at, memo)?))
     }
@@ -94,19 +91,21 @@ impl LookArounds {
         (text, last): (&Hay, bool),
         max_match: usize,
         at: usize,
-        memo: &mut LookMemo,
+        (memo, runs): Memos,
     ) -> Option<Found> {
         let item = &self.items[k as usize];
-        // Where the body with the look-arounds inside taken as holding cannot match, the body cannot.
+        // Where the body with the look-arounds inside taken as holding cannot match, the body cannot; where it
+        // is undecided within its bounds, the body cannot match within them either (and its run would read as
+        // far: each such run would read its bounds again).
         let relaxed = self.found((k, item), (text, last), max_match, at, memo)?;
-        let Some(program) = item.nested.as_ref().filter(|_| !matches!(relaxed, Found::No)) else {
+        let Some(program) = item.nested.as_ref().filter(|_| matches!(relaxed, Found::Yes)) else {
             return Some(relaxed);
         };
         // A look-around inside that is not decided within its bounds fails, and a body's run may then fail where
         // it would have matched: its "no" is not known either.
         let gave_up = std::cell::Cell::new(false);
         let mut oracle = |inner: u32, q| {
-            let found = self.found_in_joined(inner, (text, last), max_match, q, memo)?;
+            let found = self.found_in_joined(inner, (text, last), max_match, q, (&mut *memo, runs))?;
             gave_up.set(gave_up.get() || matches!(found, Found::TooFar));
             Some(self.items[inner as usize].answer(found))
         };
@@ -114,7 +113,9 @@ impl LookArounds {
         if item.ahead {
             let limit = at.saturating_add(max_match).saturating_add(1);
             let accept_end = |end| text.can_start(end, self.units);
-            let run = program.body_matches(text.view, (text.before, last), at, limit, None, &accept_end, &mut oracle);
+            let seen = Seen { k, runs };
+            let (range, seen) = ((at, limit), Some(&seen as &dyn BodyRuns));
+            let run = program.body_matches(text.view, (text.before, last), range, None, &accept_end, &mut oracle, seen);
             return match run {
                 BodyMatch::Yes => Some(Found::Yes),
                 BodyMatch::No => Some(no()),
@@ -137,8 +138,8 @@ impl LookArounds {
             let accept_end = |back: usize| behind.starts_here(len - back, self.units);
             let limit = if behind.whole { usize::MAX } else { len };
             let (reversed, mirror) = behind.reversed(text.view.get(at..at + 1));
-            let run =
-                program.body_matches(&reversed, (None, true), 0, limit, Some((&mirror, len)), &accept_end, &mut oracle);
+            let mirror = Some((&mirror[..], len));
+            let run = program.body_matches(&reversed, (None, true), (0, limit), mirror, &accept_end, &mut oracle, None);
             match run {
                 BodyMatch::Yes => return Some(Found::Yes),
                 BodyMatch::No => return Some(no()),
@@ -158,11 +159,11 @@ impl LookArounds {
         (text, last): (&Hay, bool),
         max_match: usize,
         at: usize,
-        memo: &mut LookMemo,
+        (memo, runs): Memos,
     ) -> Result<Option<Spans>, BeyondReach> {
         let item = &self.items[k as usize];
         let Some(body) = &item.groups else { return Ok(None) };
-        let mut oracle = |inner, q| self.holds_in_joined(inner, (text, last), max_match, q, memo);
+        let mut oracle = |inner, q| self.holds_in_joined(inner, (text, last), max_match, q, (&mut *memo, runs));
         let spans = match item.ahead {
             true => {
                 let accept_end = |end| text.can_start(end, self.units);
@@ -177,7 +178,7 @@ impl LookArounds {
             // The inner look-around's first group as the body's program numbers it.
             let Some(slot) = inner_body.first.checked_sub(body.first).map(|d| d as usize + 1) else { continue };
             let Some(&Some((held, LOOK_MARK))) = spans.get(slot) else { continue };
-            match self.body_groups(inner as u32, (text, last), max_match, held, memo)? {
+            match self.body_groups(inner as u32, (text, last), max_match, held, (&mut *memo, runs))? {
                 Some(found) => {
                     for (i, span) in found.into_iter().enumerate().skip(1) {
                         spans[slot + i - 1] = span;
@@ -189,3 +190,42 @@ impl LookArounds {
         Ok(Some(spans))
     }
 }
+
+/// The joined text's memo, and how its bodies' runs ended.
+type Memos<'a> = (&'a mut LookMemo, &'a Mutex<BodyRunsSeen>);
+
+/// Look-around `k`'s runs in [`BodyRunsSeen`].
+struct Seen<'a> {
+    k: u32,
+    runs: &'a Mutex<BodyRunsSeen>,
+}
+
+impl BodyRuns for Seen<'_> {
+    fn ended(&self, at: usize, threads: &[(u32, u64)]) -> Option<(BodyMatch, usize)> {
+        let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        let known = runs.by_position.get(&(self.k, at))?;
+        known.iter().find(|(seen, ..)| seen == threads).map(|&(_, ended, decided)| (ended, decided))
+    }
+
+    fn learn(&self, visited: Vec<(usize, Vec<(u32, u64)>)>, (ended, decided): (BodyMatch, usize)) {
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        // Runs start further on as the rule's search goes (a lookbehind's inside a little before): what lies well
+        // before this one's start goes, so that what is kept stays within about `maxMatchBytes` of positions.
+        let start = visited.first().map_or(0, |&(at, _)| at);
+        if runs.by_position.len() > (2 * runs.after_pruning).max(PRUNE_FROM) {
+            let floor = start.saturating_sub(KEEP_BEFORE_START);
+            runs.by_position.retain(|&(_, at), _| at >= floor);
+            runs.after_pruning = runs.by_position.len();
+        }
+        for (at, threads) in visited {
+            runs.by_position.entry((self.k, at)).or_default().push((threads, ended, decided));
+        }
+    }
+}
+
+/// Entries of [`BodyRunsSeen`] below which it is never pruned.
+const PRUNE_FROM: usize = 4096;
+
+/// Positions before a run's start that pruning keeps: a lookahead inside a lookbehind is asked up to what the
+/// stage keeps before the position the lookbehind is asked at.
+const KEEP_BEFORE_START: usize = 4096;

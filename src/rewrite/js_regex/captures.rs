@@ -205,17 +205,18 @@ impl JsCaptures {
     /// Whether the pattern (a look-around's body with look-arounds inside) matches from `start` in `hay` at all,
     /// ending where `accept_end` allows, reading no byte at or after `limit`. Which match does not matter: a
     /// look-around holds if any does. `before`, `last`, `mirror` and `oracle` as in [`JsCaptures::preferred`],
-    /// but an oracle's `None` (or an assertion's at the end of `hay`) leaves the answer undecided.
+    /// but an oracle's `None` (or an assertion's at the end of `hay`) leaves the answer undecided. `runs`: how
+    /// runs from other starts in the same `hay` ended, which this one learns from and adds to.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn body_matches(
         &self,
         hay: &[u8],
         (before, last): (Option<u8>, bool),
-        start: usize,
-        limit: usize,
+        (start, limit): (usize, usize),
         mirror: Option<(&[u8], usize)>,
         accept_end: &dyn Fn(usize) -> bool,
         oracle: &mut dyn FnMut(u32, usize) -> Option<bool>,
+        runs: Option<&dyn BodyRuns>,
     ) -> BodyMatch {
         let look = crate::rewrite::lines::look_matcher();
         let mut ctx = Ctx { look: &look, hay, before, last, oracle, stack: Vec::new(), mirror };
@@ -224,11 +225,23 @@ impl JsCaptures {
         let first = Thread { pc: 0, bits: 0, slots: Slots::from_elem(None, 2 * self.groups) };
         self.closure(&mut current, &mut seen, &mut ctx, start, first);
         let (mut at, mut waits, mut at_limit) = (start, false, false);
-        loop {
+        let mut visited = Vec::new();
+        let ended = loop {
+            if let Some(runs) = runs {
+                let threads = self.threads_key(&current);
+                if let Some(ended) = runs.ended(at, &threads).filter(|&(_, decided)| decided <= limit) {
+                    break ended;
+                }
+                visited.push((at, threads));
+            }
             seen.clear();
+            let mut matched = false;
             for thread in current.drain(..) {
                 match self.insts.get(thread.pc as usize) {
-                    Some(Inst::Match) if accept_end(at) => return BodyMatch::Yes,
+                    Some(Inst::Match) if accept_end(at) => {
+                        matched = true;
+                        break;
+                    }
                     Some(&Inst::Byte(lo, hi)) if at < hay.len().min(limit) => {
                         if (lo..=hi).contains(&hay[at]) {
                             let moved = Thread { pc: thread.pc + 1, bits: u64::MAX, slots: thread.slots };
@@ -242,17 +255,32 @@ impl JsCaptures {
                     None => waits = true,
                 }
             }
+            if matched {
+                break (BodyMatch::Yes, at);
+            }
             if next.is_empty() {
-                break;
+                break match (waits, at_limit) {
+                    (true, _) => (BodyMatch::Undecided, at),
+                    (false, true) => (BodyMatch::AtLimit, at),
+                    (false, false) => (BodyMatch::No, at),
+                };
             }
             std::mem::swap(&mut current, &mut next);
             at += 1;
+        };
+        if let Some(runs) = runs.filter(|_| ended.0 != BodyMatch::AtLimit) {
+            runs.learn(visited, ended);
         }
-        match (waits, at_limit) {
-            (true, _) => BodyMatch::Undecided,
-            (false, true) => BodyMatch::AtLimit,
-            (false, false) => BodyMatch::No,
-        }
+        ended.0
+    }
+
+    /// A thread list as [`BodyRuns`] knows it: each thread's instruction and the loop bits that matter there,
+    /// in order (which thread is preferred does not change whether one matches).
+    fn threads_key(&self, threads: &[Thread]) -> Vec<(u32, u64)> {
+        let mask = |pc: u32| self.masks.get(pc as usize).copied().unwrap_or(0);
+        let mut key: Vec<(u32, u64)> = threads.iter().map(|t| (t.pc, t.bits & mask(t.pc))).collect();
+        key.sort_unstable();
+        key
     }
 
     /// The leftmost match from `from` on, with JavaScript's preferences, in one pass over `search.hay` (a
@@ -399,6 +427,16 @@ impl JsCaptures {
 
 /// What a closure reads besides the program: the hay, its assertions and the look-arounds' oracle; and its
 /// work list.
+/// How runs of [`JsCaptures::body_matches`] from other starts ended: a run that comes to a position with the
+/// same threads ends as that one did (where it was decided), so it stops there. Without it each start of a
+/// lookahead whose body reads far would read it all again (`(?=a*b(?!c))` on a long run of `a`).
+pub(crate) trait BodyRuns {
+    /// How a run that came to `at` with `threads` ended, and where that was decided, if one did.
+    fn ended(&self, at: usize, threads: &[(u32, u64)]) -> Option<(BodyMatch, usize)>;
+    /// Remembers that the runs that came to these positions with these threads ended so.
+    fn learn(&self, visited: Vec<(usize, Vec<(u32, u64)>)>, ended: (BodyMatch, usize));
+}
+
 /// How [`JsCaptures::body_matches`] ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BodyMatch {

@@ -48,7 +48,7 @@ mod semantics;
 mod unicode_tables;
 mod units;
 
-pub(crate) use captures::{BodyMatch, JsCaptures, Leftmost, LookSearch, LOOK_MARK};
+pub(crate) use captures::{BodyMatch, BodyRuns, JsCaptures, Leftmost, LookSearch, LOOK_MARK};
 pub(crate) use groups::js_name;
 #[cfg(test)]
 pub(crate) use parser::translate;
