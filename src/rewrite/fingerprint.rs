@@ -56,11 +56,22 @@ impl Simd {
 impl Fingerprints {
     /// `None` for an empty needle (a match may start anywhere) or no needle.
     pub(super) fn new(needles: &[&[u8]]) -> Option<Fingerprints> {
+        Fingerprints::of_starts(needles, false)
+    }
+
+    /// For needles whose ASCII letters match in either case: a letter's two cases differ only in their
+    /// high nibble, so both go in its bucket (the variants of one needle kept together).
+    pub(super) fn any_case(needles: &[&[u8]]) -> Option<Fingerprints> {
+        Fingerprints::of_starts(needles, true)
+    }
+
+    fn of_starts(needles: &[&[u8]], any_case: bool) -> Option<Fingerprints> {
         let len = needles.iter().map(|n| n.len()).min()?.min(MAX_LEN);
         if len == 0 {
             return None;
         }
-        let mut starts: Vec<&[u8]> = needles.iter().map(|n| &n[..len]).collect();
+        let mut starts: Vec<Vec<u8>> =
+            needles.iter().map(|n| if any_case { n[..len].to_ascii_lowercase() } else { n[..len].to_vec() }).collect();
         starts.sort_unstable();
         starts.dedup();
         let (mut lo, mut hi) = ([[0u8; 16]; MAX_LEN], [[0u8; 16]; MAX_LEN]);
@@ -69,8 +80,11 @@ impl Fingerprints {
             // of different needles come out as candidates.
             let bit = 1u8 << (i * BUCKETS / starts.len());
             for (k, &b) in start.iter().enumerate() {
-                lo[k][usize::from(b & 15)] |= bit;
-                hi[k][usize::from(b >> 4)] |= bit;
+                let cases = if any_case { [b, b.to_ascii_uppercase()] } else { [b, b] };
+                for b in cases {
+                    lo[k][usize::from(b & 15)] |= bit;
+                    hi[k][usize::from(b >> 4)] |= bit;
+                }
             }
         }
         Some(Fingerprints { len, lo, hi, simd: Simd::detect() })

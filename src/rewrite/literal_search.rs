@@ -1,7 +1,8 @@
 //! How a literal set finds its needles (see `literals`): one needle by `memmem`, up to a hundred by their
 //! fingerprints (`fingerprint`, `needle_scan`) or Teddy, more by an Aho-Corasick automaton whose candidates
-//! come from their first bytes; needles that match any case by a case-insensitive automaton whose candidates are
-//! their first bytes in both cases.
+//! come from their first bytes. Needles that match any case: up to a hundred by the fingerprints with both
+//! cases of each letter, more by a case-insensitive automaton whose candidates are their first bytes in both
+//! cases.
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 
@@ -83,9 +84,15 @@ impl Searcher {
         Ok(Searcher::Many { automaton, starts, fingerprints })
     }
 
-    /// The search of needles that match any case: the automaton over every byte (Teddy and the fingerprints
-    /// compare bytes exactly).
+    /// The search of needles that match any case: up to [`PACKED_LIMIT`] by their fingerprints with both cases
+    /// of each letter, more (or without vector instructions) by a case-insensitive automaton whose candidates
+    /// Teddy finds.
     pub(super) fn any_case(needles: &[&[u8]]) -> Result<Searcher, String> {
+        if needles.len() <= PACKED_LIMIT {
+            if let Some(scan) = NeedleScan::any_case(needles) {
+                return Ok(Searcher::Scan(Box::new(scan)));
+            }
+        }
         let builder = || {
             let mut builder = AhoCorasick::builder();
             builder

@@ -19,7 +19,10 @@ pub(super) struct NeedleScan {
     /// Per slot, the first needle (lowest index) whose key falls in it, [`NONE`] for none.
     slots: Vec<u32>,
     heads: Vec<Head>,
+    /// In lower case where `any_case`.
     needles: Vec<Box<[u8]>>,
+    /// ASCII letters match in either case: the hay's bytes are folded to lower case before they are compared.
+    any_case: bool,
 }
 
 /// A needle's first 8 bytes as a little-endian word, for one compare.
@@ -39,7 +42,20 @@ impl NeedleScan {
     /// `None` where the fingerprints would not run on vector instructions (one by one they lose to
     /// aho-corasick's search) or a needle is empty.
     pub(super) fn new(needles: &[&[u8]]) -> Option<NeedleScan> {
-        let fingerprints = Fingerprints::new(needles).filter(Fingerprints::vectorised)?;
+        NeedleScan::build(needles, false)
+    }
+
+    /// The same for needles whose ASCII letters match in either case.
+    pub(super) fn any_case(needles: &[&[u8]]) -> Option<NeedleScan> {
+        NeedleScan::build(needles, true)
+    }
+
+    fn build(needles: &[&[u8]], any_case: bool) -> Option<NeedleScan> {
+        let fingerprints = if any_case { Fingerprints::any_case(needles) } else { Fingerprints::new(needles) };
+        let fingerprints = fingerprints.filter(Fingerprints::vectorised)?;
+        let folded: Vec<Vec<u8>> =
+            needles.iter().map(|n| if any_case { n.to_ascii_lowercase() } else { n.to_vec() }).collect();
+        let needles: Vec<&[u8]> = folded.iter().map(Vec::as_slice).collect();
         let key_len = needles.iter().map(|n| n.len()).min()?.min(4);
         let bits = (needles.len() * 4).next_power_of_two().max(16).trailing_zeros();
         let shift = 32 - bits;
@@ -63,7 +79,7 @@ impl NeedleScan {
         }
         let needles = needles.iter().map(|n| Box::from(*n)).collect();
         let key_mask = u32::MAX >> (8 * (4 - key_len));
-        Some(NeedleScan { fingerprints, key_len, key_mask, shift, slots, heads, needles })
+        Some(NeedleScan { fingerprints, key_len, key_mask, shift, slots, heads, needles, any_case })
     }
 
     /// The needles that start at `from` or after and before `end`, leftmost first, each with its index.
@@ -81,10 +97,20 @@ impl NeedleScan {
     /// The needle (the lowest index of those) that starts at `at` in `hay`.
     #[inline(always)]
     fn needle_at(&self, hay: &[u8], at: usize) -> Option<usize> {
-        let word = hay.get(at..at + 8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        let word = hay.get(at..at + 8).map(|w| {
+            let word = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+            if self.any_case {
+                to_lower_case(word)
+            } else {
+                word
+            }
+        });
         let key = match word {
             Some(word) => word as u32 & self.key_mask,
-            None => key(hay.get(at..at + self.key_len)?, self.key_len),
+            None => {
+                let start = hay.get(at..at + self.key_len)?;
+                key(&if self.any_case { start.to_ascii_lowercase() } else { start.to_vec() }, self.key_len)
+            }
         };
         let mut index = self.slots[hash(key, self.shift)];
         while index != NONE {
@@ -92,9 +118,9 @@ impl NeedleScan {
             let found = match word {
                 Some(word) => {
                     word & head.mask == head.first
-                        && (head.len <= 8 || hay[at + 8..].starts_with(&self.needles[index as usize][8..]))
+                        && (head.len <= 8 || self.starts_with(&hay[at + 8..], &self.needles[index as usize][8..]))
                 }
-                None => hay[at..].starts_with(&self.needles[index as usize]),
+                None => self.starts_with(&hay[at..], &self.needles[index as usize]),
             };
             if found {
                 return Some(index as usize);
@@ -102,6 +128,15 @@ impl NeedleScan {
             index = head.next;
         }
         None
+    }
+
+    /// Whether `hay` starts with `needle` (folded where `any_case`).
+    fn starts_with(&self, hay: &[u8], needle: &[u8]) -> bool {
+        match hay.get(..needle.len()) {
+            Some(start) if self.any_case => start.eq_ignore_ascii_case(needle),
+            Some(start) => start == needle,
+            None => false,
+        }
     }
 
     pub(super) fn memory_usage(&self) -> usize {
@@ -115,6 +150,18 @@ fn key(bytes: &[u8], len: usize) -> u32 {
     let mut key = [0u8; 4];
     key[..len].copy_from_slice(&bytes[..len]);
     u32::from_le_bytes(key)
+}
+
+/// The word's ASCII capitals in lower case, eight bytes at once: a byte's low seven bits plus 0x3f carry into
+/// its top bit from `A` up, plus 0x25 from past `Z`; a byte with its own top bit set is no letter.
+fn to_lower_case(word: u64) -> u64 {
+    const LOW_SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const TOP: u64 = 0x8080_8080_8080_8080;
+    let low = word & LOW_SEVEN;
+    let from_a = low + 0x3f3f_3f3f_3f3f_3f3f;
+    let past_z = low + 0x2525_2525_2525_2525;
+    let capitals = from_a & !past_z & !word & TOP;
+    word | capitals >> 2
 }
 
 fn hash(key: u32, shift: u32) -> usize {
@@ -234,6 +281,47 @@ mod tests {
             starts.skip_to(skip);
             let after: Vec<(usize, usize)> = expected.iter().copied().filter(|&(at, _)| at >= skip).collect();
             assert_eq!(starts.collect::<Vec<_>>(), after);
+        }
+    }
+
+    #[test]
+    fn finds_in_any_case_what_a_plain_search_finds() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n) as usize
+        };
+        // Letters in both cases and the bytes next to them (`@[`{`), and bytes whose low seven bits are letters.
+        let alphabet = b"abAB-@[`{\xc1\xe1";
+        for _ in 0..3000 {
+            let needles: Vec<Vec<u8>> = (0..1 + next(12))
+                .map(|_| (0..1 + next(12)).map(|_| alphabet[next(alphabet.len() as u64)]).collect())
+                .collect();
+            let refs: Vec<&[u8]> = needles.iter().map(|n| &n[..]).collect();
+            let scan = NeedleScan::any_case(&refs).expect("vectors here");
+            let hay: Vec<u8> = (0..next(200)).map(|_| alphabet[next(alphabet.len() as u64)]).collect();
+            let from = next(hay.len() as u64 + 1);
+            let end = from + next((hay.len() - from) as u64 + 1);
+            let expected: Vec<(usize, usize)> = (from..end)
+                .filter_map(|at| {
+                    let starts = |n: &&[u8]| hay.get(at..at + n.len()).is_some_and(|h| h.eq_ignore_ascii_case(n));
+                    refs.iter().position(starts).map(|index| (at, index))
+                })
+                .collect();
+            let found: Vec<(usize, usize)> = scan.starts(&hay, from, end).collect();
+            assert_eq!(found, expected, "{needles:?} in {hay:?} from {from} to {end}");
+        }
+    }
+
+    #[test]
+    fn words_fold_as_their_bytes_do() {
+        for byte in 0..=255u8 {
+            let word = u64::from_le_bytes([byte, b'Z', byte, b'@', b'[', byte, 0xc1, byte]);
+            let mut folded = word.to_le_bytes();
+            folded.make_ascii_lowercase();
+            assert_eq!(to_lower_case(word), u64::from_le_bytes(folded), "{byte:#x}");
         }
     }
 
