@@ -1,6 +1,7 @@
 //! Which literal rules may interact when applied one after another (see `literals::group`, which splits a
 //! run of literal rules into sets by these answers): a needle inside another or inside an earlier rule's
-//! replacement, a replacement's end that starts a needle, and needles that overlap at their ends.
+//! replacement, a replacement's end that starts a later needle or its start that ends one, and needles that
+//! overlap at their ends.
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
@@ -13,16 +14,34 @@ pub(super) struct Interactions {
     /// Their needles overlap one inside the other, or the earlier one's replacement overlaps this one's
     /// needle (this rule would read what the earlier wrote): never in one set.
     pub(super) hard: Vec<Vec<u32>>,
-    /// The earlier one's needle may begin inside this one's match, at this offset, and end after it: in
-    /// one set, watched.
-    pub(super) soft: Vec<Vec<(u32, u32)>>,
+    /// A pair that may meet only across a match's end: in one set, watched (each pair is listed under its
+    /// later rule).
+    pub(super) soft: Vec<Vec<Watched>>,
+}
+
+/// Two rules that give the same output in one search as in turn unless a match of rule `on` is followed
+/// by the rest of rule `other`'s needle, from byte `overlap` on: the earlier rule's needle beginning
+/// inside the later one's match, or the earlier rule's replacement ending with the start of the later
+/// one's needle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Watched {
+    pub(super) on: u32,
+    pub(super) other: u32,
+    pub(super) overlap: u32,
+}
+
+impl Watched {
+    /// The earlier of the two rules.
+    pub(super) fn earlier(&self) -> u32 {
+        self.on.min(self.other)
+    }
 }
 
 /// The interactions of literal rules, by their needles and outputs in rule order (see [`Interactions`]); `None`: too many to keep.
 pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]]) -> Option<Interactions> {
     let n = needles.len();
     let mut earlier: Vec<Vec<u32>> = vec![Vec::new(); n];
-    let mut soft: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
+    let mut soft: Vec<Vec<Watched>> = vec![Vec::new(); n];
     if n < 2 {
         return Some(Interactions { hard: earlier, soft });
     }
@@ -32,7 +51,18 @@ pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]]) -> Option<Inter
         for (offset, j) in by_needle.starting_with_a_suffix_of(needles[i]) {
             if j < i {
                 kept += 1;
-                soft.push((offset as u32, j as u32));
+                let overlap = (needles[i].len() - offset) as u32;
+                soft.push(Watched { on: i as u32, other: j as u32, overlap });
+            }
+        }
+    }
+    // A replacement's end that starts a later needle: the later rule would find its needle across the
+    // replacement's end and the text after it.
+    for (i, output) in outputs.iter().enumerate() {
+        for (offset, j) in by_needle.starting_with_a_suffix_of(output) {
+            if j > i {
+                kept += 1;
+                soft[j].push(Watched { on: i as u32, other: j as u32, overlap: (output.len() - offset) as u32 });
             }
         }
     }
@@ -75,17 +105,13 @@ pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]]) -> Option<Inter
             }
         }
     }
-    // A text's end that is another's start: replacement then needle, needle then replacement (hard), and
-    // needle then needle. Two needles that overlap so interact only when the later rule's comes first (the
+    // A needle's end that is a replacement's start (hard: the later rule's match would begin before the
+    // replacement, in text the search has passed). Needle then needle, and replacement then needle, are
+    // watched (above). Two needles that overlap so interact only when the later rule's comes first (the
     // earlier rule's match wins in turn though it starts further right); the other way round, the leftmost
     // match is the one rule order picks.
     let by_output = Sorted::new(outputs);
     for i in 0..n {
-        for (_, j) in by_needle.starting_with_a_suffix_of(outputs[i]) {
-            if !note(i, j, false) {
-                return None;
-            }
-        }
         for (_, j) in by_output.starting_with_a_suffix_of(needles[i]) {
             if !note(j, i, false) {
                 return None;

@@ -11,13 +11,16 @@
 //! `rewrite` in `headerewrite`), do not interact: the leftmost match is the earlier rule's, and the later
 //! rule's is gone in turn too. Where no interaction can happen, the leftmost search gives the same result
 //! as the rules in turn. [`group`] decides it conservatively; a rule that may interact with one in the
-//! open set starts the next set, in its place.
+//! open set starts the next set, in its place. Two kinds of interaction can only happen across the end of
+//! a match, so they are watched rather than kept apart: a later needle that ends where an earlier one
+//! begins, and an earlier replacement whose end begins a later needle (`new-1.example.net` then `token`);
+//! a body where the rest of such a needle follows the match runs the rules in turn from that match on.
 
 use std::ops::Range;
 use std::sync::OnceLock;
 
 use super::hay::{Hay, Next};
-use super::literal_interactions::interactions;
+use super::literal_interactions::{interactions, Watched};
 use super::literal_search::Searcher;
 use super::needle_scan::copy_short;
 use super::word_bounds::{Bounded, WordBounds};
@@ -46,12 +49,12 @@ pub(super) struct LiteralSet {
     longest: usize,
     /// The needles in order, to tell whether the data's end may start one.
     sorted: Vec<Vec<u8>>,
-    /// For each member (no entry when none has any): where an earlier member's needle may begin inside its
-    /// match, as (offset, member). Only where such a pair is found in the text does the shared search
-    /// differ from the rules in turn (see [`group`]).
+    /// For each member (no entry when none has any): the other members whose needle's rest, from a byte on,
+    /// would make a pair with its match if it follows it, as (that byte, member). Only where such a pair is
+    /// found in the text does the shared search differ from the rules in turn (see [`group`]).
     watch: Vec<Vec<(u32, u32)>>,
     /// For each member with watched pairs, the bytes (as bits of `byte % 64`) that may follow its match as
-    /// the rest of an earlier member's needle: any other byte after it, and the match stands.
+    /// the rest of another member's needle: any other byte after it, and the match stands.
     watch_next: Vec<u64>,
     /// Where the members that must be searched apart begin, after the first: the sets that run in turn
     /// once a watched pair is found.
@@ -113,11 +116,8 @@ impl LiteralSet {
         outputs.extend_from_slice(&[0; 16]);
         let watch_next = watch
             .iter()
-            .zip(&members)
-            .map(|(pairs, member)| {
-                let next = |&(offset, earlier): &(u32, u32)| {
-                    members[earlier as usize].needle[member.needle.len() - offset as usize]
-                };
+            .map(|pairs| {
+                let next = |&(overlap, other): &(u32, u32)| members[other as usize].needle[overlap as usize];
                 // Both cases of a letter, for a set that matches any case.
                 let bits = |byte: u8| {
                     1 << (byte % 64)
@@ -219,9 +219,11 @@ impl LiteralSet {
         }
     }
 
-    /// At a match of `member` at `start`: [`Next::InTurn`] where an earlier member's needle begins inside
-    /// it (the rules in turn would replace that one first), [`Next::Pending`] where the data may end
-    /// inside such a needle, `None` where the match stands.
+    /// At a match of `member` at `start`: [`Next::InTurn`] where the rest of a watched member's needle
+    /// follows it (an earlier member's needle that begins inside the match, which the rules in turn would
+    /// replace first; a later member's needle that begins inside the replacement, which they would find
+    /// across it), [`Next::Pending`] where the data may end inside such a needle, `None` where the match
+    /// stands.
     fn watched(
         &self,
         hay: &[u8],
@@ -233,14 +235,15 @@ impl LiteralSet {
     ) -> Option<Next> {
         let watch = self.watch.get(member)?;
         let end = start + self.members[member].needle.len();
-        for &(offset, earlier) in watch {
-            let needle = &self.members[earlier as usize].needle;
-            // A match the earlier rule would leave alone (first-match-only and had, or too long) is no threat.
-            if done[earlier as usize] || needle.len() > max_match {
+        for &(overlap, other) in watch {
+            let needle = &self.members[other as usize].needle;
+            // A match the other rule would leave alone (first-match-only and had, or too long) is no threat.
+            if done[other as usize] || needle.len() > max_match {
                 continue;
             }
-            // The pair overlaps in this match's own bytes (so it was found): only what follows it is left to compare.
-            let (after, wanted) = (&hay[end..], &needle[end - start - offset as usize..]);
+            // The needle's start is in this match's own bytes or its replacement's (so the pair was found):
+            // only what follows it is left to compare.
+            let (after, wanted) = (&hay[end..], &needle[overlap as usize..]);
             let same = |a: &[u8], b: &[u8]| if self.any_case { a.eq_ignore_ascii_case(b) } else { a == b };
             if after.first().is_some_and(|&byte| !same(&[byte], &wanted[..1])) {
                 continue;
@@ -408,8 +411,9 @@ pub(super) struct Group {
 /// A run of consecutive literal rules split into as few sets as the interactions allow (see the module's
 /// doc), the order kept: each rule joins the open set unless it may interact with a rule in it. A later
 /// rule's needle whose end may be where an earlier one's begins (`server` then `rewrite` in
-/// `serverewrite`) does not split the set: the pair is watched, and only a body where it is found runs
-/// the rules in turn from there (see `Next::InTurn`).
+/// `serverewrite`), or that may begin where an earlier rule's replacement ends (`.net` then `token`),
+/// does not split the set: the pair is watched, and only a body where it is found runs the rules in turn
+/// from there (see `Next::InTurn`).
 pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
     // A rule that matches any case reads the others' texts in any case: compared folded, every interaction
     // stays one (and some are added, which only keeps rules apart).
@@ -441,18 +445,17 @@ pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
         if joins {
             let group = &mut groups[current];
             let soft = found.as_ref().map_or(&[][..], |found| &found.soft[index][..]);
-            let watched: Vec<(u32, u32)> = soft
-                .iter()
-                .filter(|&&(_, earlier)| earlier as usize >= first)
-                .map(|&(offset, earlier)| (offset, (earlier as usize - first) as u32))
-                .collect();
-            if watched.iter().any(|&(_, earlier)| earlier as usize + first >= strict_first) {
+            let watched: Vec<&Watched> = soft.iter().filter(|pair| pair.earlier() as usize >= first).collect();
+            if watched.iter().any(|pair| pair.earlier() as usize >= strict_first) {
                 strict_first = index;
                 group.strict_starts.push(index - first);
             }
             if !watched.is_empty() {
-                group.watch.resize(group.members.len(), Vec::new());
-                group.watch.push(watched);
+                group.watch.resize(group.members.len() + 1, Vec::new());
+                for pair in watched {
+                    let local = |rule: u32| (rule as usize - first) as u32;
+                    group.watch[local(pair.on) as usize].push((pair.overlap, local(pair.other)));
+                }
             }
             group.members.push(literal);
         } else {
@@ -512,8 +515,6 @@ mod tests {
         assert_eq!(sizes(vec![lit("old", "mid"), lit("mid", "new"), lit("q", "r")]), [1, 2]);
         // A needle inside another; a suffix of one that starts another.
         assert_eq!(sizes(vec![lit("cat", "1"), lit("concat", "2"), lit("zz", "3")]), [1, 2]);
-        // A replacement whose end starts a needle (text written + text after = a match).
-        assert_eq!(sizes(vec![lit("k", "xa"), lit("ab", "2"), lit("q", "3")]), [1, 2]);
         // A later needle whose end starts an earlier replacement (text before + text written = a match).
         assert_eq!(sizes(vec![lit("m", "ay"), lit("pa", "1"), lit("q", "3")]), [1, 2]);
         // A pair that may interact is split where the second comes; the rules around it still group.
@@ -525,7 +526,7 @@ mod tests {
         assert_eq!(sizes(vec![lit("mid", "x"), lit("old", "mid"), lit("q", "r")]), [3]);
         // One rule that may interact with all the others does not split them from each other.
         assert_eq!(
-            sizes(vec![lit("red", "rot"), lit("blue", "blat"), lit("throughput", "T"), lit("green", "grunt")]),
+            sizes(vec![lit("red", "a fox"), lit("blue", "a box"), lit("ox", "O"), lit("green", "grunt")]),
             [2, 2]
         );
     }
@@ -568,6 +569,29 @@ mod tests {
             set.next_match(hay(b"a serverewrite"), 0, true, 100, &[true, false, false], &mut 0).0,
             Next::Match { start: 2, end: 8 }
         ));
+    }
+
+    #[test]
+    fn a_later_needle_that_may_begin_where_an_earlier_replacement_ends_is_watched() {
+        // `k` written as `xa`, then `ab`: in turn `ab` is found across the replacement's end and a `b` after it.
+        let rules = || vec![lit("k", "xa"), lit("q", "Q"), lit("ab", "2")];
+        assert_eq!(sizes(rules()), [3]);
+        assert_eq!(strict_sizes(rules()), [[2, 1]]);
+        let set = LiteralSet::of_group(group(rules()).remove(0)).unwrap();
+        let next = |hay: &[u8], last: bool| set.next_match(self::hay(hay), 0, last, 100, &[false; 3], &mut 0).0;
+        assert!(matches!(next(b"a k c", true), Next::Match { start: 2, end: 3 }));
+        assert!(matches!(next(b"a kb", true), Next::InTurn(2)));
+        // The data may end before the byte that tells.
+        assert!(matches!(next(b"a k", false), Next::Pending(2)));
+        assert!(matches!(next(b"a k", true), Next::Match { start: 2, end: 3 }));
+        // A later rule that is done leaves nothing to find.
+        assert!(matches!(
+            set.next_match(hay(b"a kb"), 0, true, 100, &[false, false, true], &mut 0).0,
+            Next::Match { start: 2, end: 3 }
+        ));
+        // The replacement's start that ends a later needle still keeps them apart: that match would begin
+        // before the replacement, in text already passed.
+        assert_eq!(sizes(vec![lit("m", "ay"), lit("pa", "1")]), [1, 1]);
     }
 
     #[test]
