@@ -111,8 +111,8 @@ pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]]) -> Option<Inter
     // earlier rule's match wins in turn though it starts further right); the other way round, the leftmost
     // match is the one rule order picks.
     let by_output = Sorted::new(outputs);
-    for i in 0..n {
-        for (_, j) in by_output.starting_with_a_suffix_of(needles[i]) {
+    for (i, needle) in needles.iter().enumerate() {
+        for (_, j) in by_output.starting_with_a_suffix_of(needle) {
             if !note(j, i, false) {
                 return None;
             }
