@@ -307,6 +307,23 @@ fn benches(c: &mut Criterion) {
         group
             .bench_function(format!("words-as/{variant}"), |b| b.iter(|| chunked(black_box(&words), &rules, &mut out)));
     }
+    // Workload 12's whole list (`manyRules({ literals: 100, regexes: 20 })`): the literals above, then 18
+    // removals that never match and, at 5 and 15, the page's ` loading="lazy"` removal and `sku-123` rule.
+    let mut workload_12 = compile_literals(&literal_specs(100));
+    workload_12.extend((0..20).map(|i| {
+        match i {
+            5 => Rule::regex(r#" loading="[a-z]+""#, "g", RuleReplacement::Text(String::new())),
+            15 => Rule::regex(r"\b(sku|ticket)-(\d{3,})\b", "g", RuleReplacement::Text("$1#$2".into())),
+            _ => Rule::regex(&format!(r#"data-track-{i}="[^"]*""#), "g", RuleReplacement::Text(String::new())),
+        }
+        .expect("a workload 12 rule")
+    }));
+    let (rules, alone) = (pipeline(&workload_12), pipeline_alone(&workload_12));
+    chunked(&page, &rules, &mut out);
+    let expected = rewrite_bytes(&page, &alone, LOCAL_HOST, DEFAULT_MAX_MATCH_BYTES).expect("rules in turn");
+    assert!(out == expected, "workload-12: output differs from the rules in turn");
+    eprintln!("workload-12: {} stages", rules.len());
+    group.bench_function("workload-12", |b| b.iter(|| chunked(black_box(&page), &rules, &mut out)));
     for (n, rules) in &literal_cases {
         group.bench_with_input(BenchmarkId::new("literals", n), rules, |b, rules| {
             b.iter(|| chunked(black_box(&page), rules, &mut out))

@@ -49,6 +49,9 @@ pub(super) struct LiteralSet {
     longest: usize,
     /// The needles in order, to tell whether the data's end may start one.
     sorted: Vec<Vec<u8>>,
+    /// The bytes a needle may begin with (both cases where the members match any case): most of a chunk's
+    /// last bytes are none, and need no look-up in `sorted`.
+    first_bytes: [bool; 256],
     /// For each member (no entry when none has any): the other members whose needle's rest, from a byte on,
     /// would make a pair with its match if it follows it, as (that byte, member). Only where such a pair is
     /// found in the text does the shared search differ from the rules in turn (see [`group`]).
@@ -107,6 +110,11 @@ impl LiteralSet {
         let longest = members.iter().map(|m| m.needle.len()).max().unwrap_or(1);
         let mut sorted: Vec<Vec<u8>> = members.iter().map(|m| folded(&m.needle, any_case)).collect();
         sorted.sort_unstable();
+        let mut first_bytes = [false; 256];
+        for &byte in sorted.iter().filter_map(|needle| needle.first()) {
+            first_bytes[usize::from(byte)] = true;
+            first_bytes[usize::from(byte.to_ascii_uppercase())] |= any_case;
+        }
         let mut outputs = Vec::new();
         let mut output_spans = Vec::with_capacity(members.len());
         for member in &members {
@@ -136,6 +144,7 @@ impl LiteralSet {
             searcher,
             longest,
             sorted,
+            first_bytes,
             watch,
             watch_next,
             strict_starts,
@@ -322,7 +331,16 @@ impl LiteralSet {
 
     /// Whether `tail` is the start of some needle (shorter than it).
     fn starts_a_needle(&self, tail: &[u8]) -> bool {
-        let tail = &folded(tail, self.any_case)[..];
+        if !tail.first().is_some_and(|&byte| self.first_bytes[usize::from(byte)]) {
+            return false;
+        }
+        let folded_tail;
+        let tail = if self.any_case {
+            folded_tail = tail.to_ascii_lowercase();
+            &folded_tail[..]
+        } else {
+            tail
+        };
         let first = self.sorted.partition_point(|needle| needle.as_slice() < tail);
         self.sorted.get(first).is_some_and(|needle| needle.starts_with(tail) && needle.len() > tail.len())
     }
