@@ -109,7 +109,10 @@ impl NeedleScan {
             Some(word) => word as u32 & self.key_mask,
             None => {
                 let start = hay.get(at..at + self.key_len)?;
-                key(&if self.any_case { start.to_ascii_lowercase() } else { start.to_vec() }, self.key_len)
+                match self.any_case {
+                    true => key(&start.to_ascii_lowercase(), self.key_len),
+                    false => key(start, self.key_len),
+                }
             }
         };
         let mut index = self.slots[hash(key, self.shift)];
