@@ -11,8 +11,8 @@ const MAX_INTERACTIONS: usize = 1 << 20;
 
 /// For each literal, the earlier ones it may interact with.
 pub(super) struct Interactions {
-    /// Their needles overlap one inside the other, or the earlier one's replacement overlaps this one's
-    /// needle (this rule would read what the earlier wrote): never in one set.
+    /// Their needles lie one inside the other, or the earlier one's replacement holds this one's needle, lies
+    /// inside it or begins with its end (this rule would read what the earlier wrote): never in one set.
     pub(super) hard: Vec<Vec<u32>>,
     /// A pair that may meet only across a match's end: in one set, watched (each pair is listed under its
     /// later rule).
