@@ -60,7 +60,8 @@ impl Fingerprints {
     }
 
     /// For needles whose ASCII letters match in either case: a letter's two cases differ only in their
-    /// high nibble, so both go in its bucket (the variants of one needle kept together).
+    /// high nibble, so both go in its bucket. Needles given in one case keep a needle's variants in one
+    /// bucket (other needles sort between them otherwise, which only adds candidates).
     pub(super) fn any_case(needles: &[&[u8]]) -> Option<Fingerprints> {
         Fingerprints::of_starts(needles, true)
     }
@@ -70,8 +71,7 @@ impl Fingerprints {
         if len == 0 {
             return None;
         }
-        let mut starts: Vec<Vec<u8>> =
-            needles.iter().map(|n| if any_case { n[..len].to_ascii_lowercase() } else { n[..len].to_vec() }).collect();
+        let mut starts: Vec<&[u8]> = needles.iter().map(|n| &n[..len]).collect();
         starts.sort_unstable();
         starts.dedup();
         let (mut lo, mut hi) = ([[0u8; 16]; MAX_LEN], [[0u8; 16]; MAX_LEN]);
@@ -80,7 +80,7 @@ impl Fingerprints {
             // of different needles come out as candidates.
             let bit = 1u8 << (i * BUCKETS / starts.len());
             for (k, &b) in start.iter().enumerate() {
-                let cases = if any_case { [b, b.to_ascii_uppercase()] } else { [b, b] };
+                let cases = if any_case { [b.to_ascii_lowercase(), b.to_ascii_uppercase()] } else { [b, b] };
                 for b in cases {
                     lo[k][usize::from(b & 15)] |= bit;
                     hi[k][usize::from(b >> 4)] |= bit;

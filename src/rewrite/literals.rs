@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use super::hay::{Hay, Next};
 use super::literal_interactions::{interactions, Watched};
 use super::literal_search::Searcher;
-use super::needle_scan::copy_short;
+use super::needle_scan::{copy_short, folded};
 use super::word_bounds::{Bounded, WordBounds};
 
 /// One literal rule: what it finds and what it writes.
@@ -404,15 +404,6 @@ impl MemberStates {
             self.done[member] = true;
             self.done.iter().all(|&done| done)
         }
-    }
-}
-
-/// `text` in lower case where `any_case` (ASCII letters only), as it is otherwise.
-fn folded(text: &[u8], any_case: bool) -> Vec<u8> {
-    if any_case {
-        text.to_ascii_lowercase()
-    } else {
-        text.to_vec()
     }
 }
 

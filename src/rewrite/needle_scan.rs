@@ -51,11 +51,10 @@ impl NeedleScan {
     }
 
     fn build(needles: &[&[u8]], any_case: bool) -> Option<NeedleScan> {
-        let fingerprints = if any_case { Fingerprints::any_case(needles) } else { Fingerprints::new(needles) };
-        let fingerprints = fingerprints.filter(Fingerprints::vectorised)?;
-        let folded: Vec<Vec<u8>> =
-            needles.iter().map(|n| if any_case { n.to_ascii_lowercase() } else { n.to_vec() }).collect();
+        let folded: Vec<Vec<u8>> = needles.iter().map(|n| folded(n, any_case)).collect();
         let needles: Vec<&[u8]> = folded.iter().map(Vec::as_slice).collect();
+        let fingerprints = if any_case { Fingerprints::any_case(&needles) } else { Fingerprints::new(&needles) };
+        let fingerprints = fingerprints.filter(Fingerprints::vectorised)?;
         let key_len = needles.iter().map(|n| n.len()).min()?.min(4);
         let bits = (needles.len() * 4).next_power_of_two().max(16).trailing_zeros();
         let shift = 32 - bits;
@@ -167,6 +166,15 @@ fn to_lower_case(word: u64) -> u64 {
     word | capitals >> 2
 }
 
+/// `text` in lower case where `any_case` (ASCII letters only), as it is otherwise.
+pub(super) fn folded(text: &[u8], any_case: bool) -> Vec<u8> {
+    if any_case {
+        text.to_ascii_lowercase()
+    } else {
+        text.to_vec()
+    }
+}
+
 fn hash(key: u32, shift: u32) -> usize {
     (key.wrapping_mul(0x9E37_79B1) >> shift) as usize
 }
@@ -256,15 +264,19 @@ pub(super) fn copy_short(out: &mut Vec<u8>, bytes: &[u8], from: usize, to: usize
 mod tests {
     use super::*;
 
-    #[test]
-    fn finds_what_a_plain_search_finds() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
+    /// Numbers below `n` from a xorshift generator started at `seed`.
+    fn random(mut seed: u64) -> impl FnMut(u64) -> usize {
+        move |n| {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
             (seed % n) as usize
-        };
+        }
+    }
+
+    #[test]
+    fn finds_what_a_plain_search_finds() {
+        let mut next = random(0x9e37_79b9_7f4a_7c15);
         for _ in 0..3000 {
             let needles: Vec<Vec<u8>> =
                 (0..1 + next(12)).map(|_| (0..1 + next(12)).map(|_| b"abcd"[next(4)]).collect()).collect();
@@ -289,13 +301,7 @@ mod tests {
 
     #[test]
     fn finds_in_any_case_what_a_plain_search_finds() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n) as usize
-        };
+        let mut next = random(0x2545_f491_4f6c_dd1d);
         // Letters in both cases and the bytes next to them (`@[`{`), and bytes whose low seven bits are letters.
         let alphabet = b"abAB-@[`{\xc1\xe1";
         for _ in 0..3000 {
