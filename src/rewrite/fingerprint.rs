@@ -18,6 +18,8 @@ pub(super) struct Fingerprints {
 }
 
 const MAX_LEN: usize = 3;
+// The vector code compares the three positions written out.
+const _: () = assert!(MAX_LEN == 3);
 const BUCKETS: usize = 8;
 /// Positions a [`Fingerprints::block`] covers.
 pub(super) const BLOCK: usize = 32;
@@ -87,6 +89,10 @@ impl Fingerprints {
                 }
             }
         }
+        // Past the compared bytes every byte is in every bucket: the vector code compares all three.
+        for k in len..MAX_LEN {
+            (lo[k], hi[k]) = ([0xff; 16], [0xff; 16]);
+        }
         Some(Fingerprints { len, lo, hi, simd: Simd::detect() })
     }
 
@@ -114,41 +120,34 @@ impl Fingerprints {
     pub(super) fn next_block(&self, hay: &[u8], p: usize, stop: usize) -> (usize, u32) {
         // Where the last block that fits starts.
         let Some(fits) = (hay.len() + 1).checked_sub(BLOCK + self.len) else { return (p, 0) };
-        let stop = stop.min(fits + 1);
-        if p >= stop {
-            return (p, 0);
-        }
+        self.drive(hay, NextBlock { p, stop: stop.min(fits + 1) })
+    }
+
+    /// Runs `body` with the block function of this machine's vector instructions, its tables loaded once.
+    /// `body` is inlined into a function compiled for those instructions, so a loop that asks for a block
+    /// after every match (`literal_run`) pays no call for it.
+    pub(super) fn drive<L: BlockLoop>(&self, hay: &[u8], body: L) -> L::Output {
+        // Where the last block that fits starts, for the vector code, which reads all [`MAX_LEN`] bytes.
+        let fits = (hay.len() + 1).checked_sub(BLOCK + MAX_LEN);
         match self.simd {
-            // SAFETY: `detect` found the instructions on this CPU; every block read starts before `stop`,
-            // at or before `fits`, so its loads stay in `hay`.
+            // SAFETY: `detect` found the instructions on this CPU.
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2 => unsafe { self.blocks_avx2(hay, p, stop) },
-            // SAFETY: as for AVX2.
+            Simd::Avx2 => unsafe { self.drive_avx2(hay, fits, body) },
+            // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
-            Simd::Ssse3 => unsafe { self.blocks_ssse3(hay, p, stop) },
+            Simd::Ssse3 => unsafe { self.drive_ssse3(hay, fits, body) },
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            Simd::Simd128 => self.blocks_simd128(hay, p, stop),
-            Simd::Scalar => {
-                let mut p = p;
-                while p < stop {
-                    let bits = self.scalar_block(hay, p);
-                    if bits != 0 {
-                        return (p, bits);
-                    }
-                    p += BLOCK;
-                }
-                (p, 0)
-            }
+            Simd::Simd128 => body.run(Simd128Blocks { fingerprints: self, hay, fits }),
+            Simd::Scalar => body.run(ScalarBlocks { fingerprints: self, hay }),
         }
     }
 
-    /// The candidates among positions `p..p + BLOCK` one position at a time (any that run past `hay`'s
-    /// end are none).
+    /// The candidates among `p..p + BLOCK`, one position at a time (past the blocks that fit in the hay).
     pub(super) fn scalar_block(&self, hay: &[u8], p: usize) -> u32 {
         (0..BLOCK).fold(0, |bits, i| bits | (u32::from(self.candidate(hay, p + i)) << i))
     }
 
-    /// Whether a needle may start at `p` (its compared bytes all in `hay`).
+    /// Whether a needle may start at `p`.
     pub(super) fn candidate(&self, hay: &[u8], p: usize) -> bool {
         let Some(bytes) = hay.get(p..p + self.len) else { return false };
         let mut buckets = 0xff;
@@ -158,7 +157,7 @@ impl Fingerprints {
         buckets != 0
     }
 
-    /// The first position at or after `from` where a needle may start and fit in `hay`.
+    /// The first candidate at or after `from`.
     pub(super) fn find(&self, hay: &[u8], from: usize) -> Option<usize> {
         let (p, bits) = self.next_block(hay, from, usize::MAX);
         if bits != 0 {
@@ -169,54 +168,55 @@ impl Fingerprints {
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn blocks_avx2(&self, hay: &[u8], mut p: usize, stop: usize) -> (usize, u32) {
+    unsafe fn drive_avx2<L: BlockLoop>(&self, hay: &[u8], fits: Option<usize>, body: L) -> L::Output {
         use std::arch::x86_64::*;
-        let nibble = _mm256_set1_epi8(15);
-        // SAFETY: the tables are 16 bytes each.
+        // SAFETY: a table is 16 bytes, the load's width.
         let table = |t: &[u8; 16]| _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(t.as_ptr().cast()) });
-        let lo: [__m256i; MAX_LEN] = std::array::from_fn(|k| table(&self.lo[k]));
-        let hi: [__m256i; MAX_LEN] = std::array::from_fn(|k| table(&self.hi[k]));
-        while p < stop {
-            let mut buckets = _mm256_set1_epi8(-1);
-            for k in 0..self.len {
-                // SAFETY: `next_block` keeps `p + k + 32 <= hay.len()` for every `p` before `stop`.
-                let bytes = unsafe { _mm256_loadu_si256(hay.as_ptr().add(p + k).cast()) };
-                let low = _mm256_shuffle_epi8(lo[k], _mm256_and_si256(bytes, nibble));
-                let high = _mm256_shuffle_epi8(hi[k], _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble));
-                buckets = _mm256_and_si256(buckets, _mm256_and_si256(low, high));
-            }
-            let bits = !(_mm256_movemask_epi8(_mm256_cmpeq_epi8(buckets, _mm256_setzero_si256())) as u32);
-            if bits != 0 {
-                return (p, bits);
-            }
-            p += BLOCK;
-        }
-        (p, 0)
+        let lo = std::array::from_fn(|k| table(&self.lo[k]));
+        let hi = std::array::from_fn(|k| table(&self.hi[k]));
+        body.run(Avx2Blocks { fingerprints: self, hay, fits, lo, hi })
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "ssse3")]
-    unsafe fn blocks_ssse3(&self, hay: &[u8], mut p: usize, stop: usize) -> (usize, u32) {
+    unsafe fn drive_ssse3<L: BlockLoop>(&self, hay: &[u8], fits: Option<usize>, body: L) -> L::Output {
         use std::arch::x86_64::*;
-        let nibble = _mm_set1_epi8(15);
-        // SAFETY: the tables are 16 bytes each.
+        // SAFETY: a table is 16 bytes, the load's width.
         let table = |t: &[u8; 16]| unsafe { _mm_loadu_si128(t.as_ptr().cast()) };
-        let lo: [__m128i; MAX_LEN] = std::array::from_fn(|k| table(&self.lo[k]));
-        let hi: [__m128i; MAX_LEN] = std::array::from_fn(|k| table(&self.hi[k]));
-        while p < stop {
-            let mut bits = 0u32;
-            for half in [0, 16] {
-                let mut buckets = _mm_set1_epi8(-1);
-                for k in 0..self.len {
-                    // SAFETY: `next_block` keeps `p + half + k + 16 <= hay.len()` for every `p` before `stop`.
-                    let bytes = unsafe { _mm_loadu_si128(hay.as_ptr().add(p + half + k).cast()) };
-                    let low = _mm_shuffle_epi8(lo[k], _mm_and_si128(bytes, nibble));
-                    let high = _mm_shuffle_epi8(hi[k], _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble));
-                    buckets = _mm_and_si128(buckets, _mm_and_si128(low, high));
-                }
-                let empty = _mm_movemask_epi8(_mm_cmpeq_epi8(buckets, _mm_setzero_si128())) as u32;
-                bits |= (!empty & 0xffff) << half;
-            }
+        let lo = std::array::from_fn(|k| table(&self.lo[k]));
+        let hi = std::array::from_fn(|k| table(&self.hi[k]));
+        body.run(Ssse3Blocks { fingerprints: self, hay, fits, lo, hi })
+    }
+}
+
+/// A loop that takes a block of candidates at a time, from wherever it stands (see [`Fingerprints::drive`]).
+pub(super) trait BlockLoop {
+    type Output;
+    /// Runs the loop with `blocks`; implementations are `#[inline(always)]`, so that the loop is compiled
+    /// with the vector instructions of the block function it is given.
+    fn run<B: Blocks>(self, blocks: B) -> Self::Output;
+}
+
+/// The candidates of a block of positions.
+pub(super) trait Blocks {
+    /// Bit `i` for position `p + i`, for any `p` (one by one where the block does not fit in the hay).
+    fn block(&self, p: usize) -> u32;
+}
+
+/// [`Fingerprints::next_block`]'s loop.
+struct NextBlock {
+    p: usize,
+    stop: usize,
+}
+
+impl BlockLoop for NextBlock {
+    type Output = (usize, u32);
+
+    #[inline(always)]
+    fn run<B: Blocks>(self, blocks: B) -> (usize, u32) {
+        let mut p = self.p;
+        while p < self.stop {
+            let bits = blocks.block(p);
             if bits != 0 {
                 return (p, bits);
             }
@@ -224,25 +224,161 @@ impl Fingerprints {
         }
         (p, 0)
     }
+}
 
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    fn blocks_simd128(&self, hay: &[u8], mut p: usize, stop: usize) -> (usize, u32) {
-        while p < stop {
-            let bits = self.half_simd128(hay, p) | (self.half_simd128(hay, p + 16) << 16);
-            if bits != 0 {
-                return (p, bits);
-            }
-            p += BLOCK;
-        }
-        (p, 0)
+struct ScalarBlocks<'a> {
+    fingerprints: &'a Fingerprints,
+    hay: &'a [u8],
+}
+
+impl Blocks for ScalarBlocks<'_> {
+    #[inline(always)]
+    fn block(&self, p: usize) -> u32 {
+        self.fingerprints.scalar_block(self.hay, p)
     }
+}
 
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+/// The tables in AVX2 registers; made only where the CPU has AVX2 (`drive_avx2`).
+#[cfg(target_arch = "x86_64")]
+struct Avx2Blocks<'a> {
+    fingerprints: &'a Fingerprints,
+    hay: &'a [u8],
+    /// Where the last block that fits starts.
+    fits: Option<usize>,
+    lo: [std::arch::x86_64::__m256i; MAX_LEN],
+    hi: [std::arch::x86_64::__m256i; MAX_LEN],
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Blocks for Avx2Blocks<'_> {
+    #[inline(always)]
+    fn block(&self, p: usize) -> u32 {
+        use std::arch::x86_64::*;
+        let (fingerprints, hay) = (self.fingerprints, self.hay);
+        if self.fits.is_none_or(|fits| p > fits) {
+            return fingerprints.scalar_block(hay, p);
+        }
+        // SAFETY: this is made only where the CPU has AVX2 (`drive_avx2`); a block that starts at or before
+        // `fits` loads `hay[p + k..p + k + 32]` for `k` below [`MAX_LEN`], all inside `hay`.
+        unsafe {
+            let bytes = hay.as_ptr().add(p);
+            let first = avx2_buckets(bytes, self.lo[0], self.hi[0]);
+            let second = avx2_buckets(bytes.add(1), self.lo[1], self.hi[1]);
+            let third = avx2_buckets(bytes.add(2), self.lo[2], self.hi[2]);
+            let buckets = _mm256_and_si256(_mm256_and_si256(first, second), third);
+            !(_mm256_movemask_epi8(_mm256_cmpeq_epi8(buckets, _mm256_setzero_si256())) as u32)
+        }
+    }
+}
+
+/// The buckets of the 32 bytes at `bytes` by one position's tables.
+///
+/// # Safety
+/// The CPU has AVX2 and 32 bytes are readable at `bytes`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn avx2_buckets(
+    bytes: *const u8,
+    lo: std::arch::x86_64::__m256i,
+    hi: std::arch::x86_64::__m256i,
+) -> std::arch::x86_64::__m256i {
+    use std::arch::x86_64::*;
+    // SAFETY: as the caller promises.
+    unsafe {
+        let nibble = _mm256_set1_epi8(15);
+        let bytes = _mm256_loadu_si256(bytes.cast());
+        let low = _mm256_shuffle_epi8(lo, _mm256_and_si256(bytes, nibble));
+        let high = _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble));
+        _mm256_and_si256(low, high)
+    }
+}
+
+/// The same for the 16 bytes at `bytes` with SSSE3.
+///
+/// # Safety
+/// The CPU has SSSE3 and 16 bytes are readable at `bytes`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn ssse3_buckets(
+    bytes: *const u8,
+    lo: std::arch::x86_64::__m128i,
+    hi: std::arch::x86_64::__m128i,
+) -> std::arch::x86_64::__m128i {
+    use std::arch::x86_64::*;
+    // SAFETY: as the caller promises.
+    unsafe {
+        let nibble = _mm_set1_epi8(15);
+        let bytes = _mm_loadu_si128(bytes.cast());
+        let low = _mm_shuffle_epi8(lo, _mm_and_si128(bytes, nibble));
+        let high = _mm_shuffle_epi8(hi, _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble));
+        _mm_and_si128(low, high)
+    }
+}
+
+/// The tables in SSSE3 registers; made only where the CPU has SSSE3 (`drive_ssse3`).
+#[cfg(target_arch = "x86_64")]
+struct Ssse3Blocks<'a> {
+    fingerprints: &'a Fingerprints,
+    hay: &'a [u8],
+    fits: Option<usize>,
+    lo: [std::arch::x86_64::__m128i; MAX_LEN],
+    hi: [std::arch::x86_64::__m128i; MAX_LEN],
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Blocks for Ssse3Blocks<'_> {
+    #[inline(always)]
+    fn block(&self, p: usize) -> u32 {
+        use std::arch::x86_64::*;
+        let (fingerprints, hay) = (self.fingerprints, self.hay);
+        if self.fits.is_none_or(|fits| p > fits) {
+            return fingerprints.scalar_block(hay, p);
+        }
+        let mut bits = 0u32;
+        for half in [0, 16] {
+            // SAFETY: made only where the CPU has SSSE3 (`drive_ssse3`); the loads stay inside `hay` as in
+            // `Avx2Blocks`.
+            let empty = unsafe {
+                let bytes = hay.as_ptr().add(p + half);
+                let first = ssse3_buckets(bytes, self.lo[0], self.hi[0]);
+                let second = ssse3_buckets(bytes.add(1), self.lo[1], self.hi[1]);
+                let third = ssse3_buckets(bytes.add(2), self.lo[2], self.hi[2]);
+                let buckets = _mm_and_si128(_mm_and_si128(first, second), third);
+                _mm_movemask_epi8(_mm_cmpeq_epi8(buckets, _mm_setzero_si128())) as u32
+            };
+            bits |= (!empty & 0xffff) << half;
+        }
+        bits
+    }
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+struct Simd128Blocks<'a> {
+    fingerprints: &'a Fingerprints,
+    hay: &'a [u8],
+    fits: Option<usize>,
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+impl Blocks for Simd128Blocks<'_> {
+    #[inline(always)]
+    fn block(&self, p: usize) -> u32 {
+        let (fingerprints, hay) = (self.fingerprints, self.hay);
+        if self.fits.is_none_or(|fits| p > fits) {
+            return fingerprints.scalar_block(hay, p);
+        }
+        fingerprints.half_simd128(hay, p) | (fingerprints.half_simd128(hay, p + 16) << 16)
+    }
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+impl Fingerprints {
+    #[inline(always)]
     fn half_simd128(&self, hay: &[u8], p: usize) -> u32 {
         use core::arch::wasm32::*;
         let load = |bytes: &[u8]| {
             assert!(bytes.len() >= 16);
-            // SAFETY: 16 bytes are there to read (checked above).
+            // SAFETY: 16 bytes are there (asserted); `v128` may be read unaligned.
             unsafe { core::ptr::read_unaligned(bytes.as_ptr().cast::<v128>()) }
         };
         let nibble = u8x16_splat(15);

@@ -21,6 +21,7 @@ use std::sync::OnceLock;
 
 use super::hay::{Hay, Next};
 use super::literal_interactions::{interactions, Watched};
+use super::literal_run::{DenseMember, DenseRun};
 use super::literal_search::Searcher;
 use super::needle_scan::{copy_short, folded};
 use super::word_bounds::{Bounded, WordBounds};
@@ -56,16 +57,19 @@ pub(super) struct LiteralSet {
     /// would make a pair with its match if it follows it, as (that byte, member). Only where such a pair is
     /// found in the text does the shared search differ from the rules in turn (see [`group`]).
     watch: Vec<Vec<(u32, u32)>>,
-    /// For each member with watched pairs, the bytes (as bits of `byte % 64`) that may follow its match as
-    /// the rest of another member's needle: any other byte after it, and the match stands.
+    /// For each member, the bytes (as bits of `byte % 64`) that may follow its match as the rest of another
+    /// member's needle (none for a member with no watched pairs): any other byte after it, and the match stands.
     watch_next: Vec<u64>,
+    /// Where every member's match is its needle alone (global, no word bounds) and the search is a
+    /// [`NeedleScan`](super::needle_scan::NeedleScan): what `literal_run`'s loop needs of each member.
+    dense: Option<Box<[DenseMember]>>,
     /// Where the members that must be searched apart begin, after the first: the sets that run in turn
     /// once a watched pair is found.
     strict_starts: Vec<usize>,
     /// Those sets, built when first needed (most bodies never need them) and kept for the next body.
     in_turn: OnceLock<Result<InTurnSets, String>>,
     /// The members' outputs end to end, then 16 bytes more, and where each one is: see [`copy_short`].
-    outputs: Vec<u8>,
+    pub(super) outputs: Vec<u8>,
     output_spans: Vec<(usize, usize)>,
 }
 
@@ -122,7 +126,7 @@ impl LiteralSet {
             outputs.extend_from_slice(&member.output);
         }
         outputs.extend_from_slice(&[0; 16]);
-        let watch_next = watch
+        let mut watch_next: Vec<u64> = watch
             .iter()
             .map(|pairs| {
                 let next = |&(overlap, other): &(u32, u32)| members[other as usize].needle[overlap as usize];
@@ -138,6 +142,13 @@ impl LiteralSet {
                 pairs.iter().map(next).fold(0u64, |all, byte| all | bits(byte))
             })
             .collect();
+        watch_next.resize(members.len(), 0);
+        let dense = match matches!(searcher, Searcher::Scan(_)) && members.iter().all(|m| m.global && !m.bounds.any()) {
+            true => (0..members.len())
+                .map(|i| DenseMember::new(members[i].needle.len(), output_spans[i], watch_next[i]))
+                .collect(),
+            false => None,
+        };
         Ok(LiteralSet {
             members,
             any_case,
@@ -147,6 +158,7 @@ impl LiteralSet {
             first_bytes,
             watch,
             watch_next,
+            dense,
             strict_starts,
             in_turn: OnceLock::new(),
             outputs,
@@ -233,7 +245,7 @@ impl LiteralSet {
     /// replace first; a later member's needle that begins inside the replacement, which they would find
     /// across it), [`Next::Pending`] where the data may end inside such a needle, `None` where the match
     /// stands.
-    fn watched(
+    pub(super) fn watched(
         &self,
         hay: &[u8],
         start: usize,
@@ -282,6 +294,12 @@ impl LiteralSet {
     ) -> Progress {
         let (hay, before) = (hay.bytes, hay.before);
         let limit = hay.len().saturating_sub(2 * self.longest);
+        if let (Searcher::Scan(scan), Some(members)) = (&self.searcher, &self.dense) {
+            if self.longest <= max_match {
+                let run = DenseRun { set: self, members, scan, hay, at, limit, last, max_match, states, out };
+                return scan.drive(hay, run);
+            }
+        }
         let mut starts = match &self.searcher {
             Searcher::Scan(scan) => Matches::Scan(scan.starts(hay, at.from, limit)),
             // A match that starts before the limit ends before this: the search need not read further.
@@ -304,7 +322,7 @@ impl LiteralSet {
                 *abandoned += u64::from(!states.done[member]);
                 continue;
             }
-            if self.watch_next.get(member).is_some_and(|next| next & 1 << (hay[end] % 64) != 0)
+            if self.watch_next[member] & 1 << (hay[end] % 64) != 0
                 && self.watched(hay, start, member, last, max_match, &states.done).is_some()
             {
                 // The search one match at a time finds it again and says what it needs.

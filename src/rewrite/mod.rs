@@ -27,6 +27,7 @@ mod js_regex;
 mod lines;
 mod links;
 mod literal_interactions;
+mod literal_run;
 mod literal_search;
 mod literals;
 mod look_around;

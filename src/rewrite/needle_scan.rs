@@ -4,7 +4,7 @@
 //! needles). A search that starts over after every match (aho-corasick's) is the fastest where matches are
 //! rare, but where they are dense its restart is most of the cost of a match.
 
-use super::fingerprint::{Fingerprints, BLOCK};
+use super::fingerprint::{BlockLoop, Fingerprints, BLOCK};
 
 /// The needles of a set, by where they may start and by their first bytes.
 #[derive(Debug, Clone)]
@@ -88,6 +88,11 @@ impl NeedleScan {
         starts
     }
 
+    /// Runs `body` with the fingerprints' blocks (see [`Fingerprints::drive`]).
+    pub(super) fn drive<L: BlockLoop>(&self, hay: &[u8], body: L) -> L::Output {
+        self.fingerprints.drive(hay, body)
+    }
+
     /// The length of needle `index`.
     pub(super) fn len(&self, index: usize) -> usize {
         self.heads[index].len as usize
@@ -95,7 +100,7 @@ impl NeedleScan {
 
     /// The needle (the lowest index of those) that starts at `at` in `hay`.
     #[inline(always)]
-    fn needle_at(&self, hay: &[u8], at: usize) -> Option<usize> {
+    pub(super) fn needle_at(&self, hay: &[u8], at: usize) -> Option<usize> {
         let word = hay.get(at..at + 8).map(|w| {
             let word = u64::from_le_bytes(w.try_into().expect("8 bytes"));
             if self.any_case {

@@ -1514,6 +1514,50 @@ fn dense_matches_of_big_sets_and_single_rules_equal_the_rules_in_turn() {
     }
 }
 
+/// The loop for dense matches (`literal_run`): global sets of needles up to 20 bytes long that overlap each
+/// other, outputs from empty to 40 bytes, gaps from none to hundreds of bytes, every case cut into chunks at
+/// random places and whole: the rules in turn. Some sets must share a search, or the loop is not tested.
+#[test]
+fn dense_runs_of_long_needles_and_outputs_equal_the_rules_in_turn() {
+    let mut seed = 0xd15e_u64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let mut shared = 0;
+    for _ in 0..1000 {
+        let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
+            (0..len).map(|_| letters[next(letters.len())] as char).collect()
+        };
+        // Needles of `a`, `b` and `c` (so that they overlap and watch each other), outputs of other letters
+        // (so that they never chain), all global.
+        let specs: Vec<(String, String, bool)> = (0..1 + next(10))
+            .map(|_| (text(1 + next(20), b"abc", &mut next), text(next(41), b"xyzXYZ", &mut next), true))
+            .collect();
+        let mut input = String::new();
+        while input.len() < 200 + next(3000) {
+            let piece = match next(3) {
+                0 => specs[next(specs.len())].0.clone(),
+                1 => text(next(4), b"abc", &mut next),
+                _ => text(next(300), b"abcq", &mut next),
+            };
+            input.push_str(&piece);
+        }
+        let rules = literal_rules(&specs);
+        let grouped = Rule::grouped(&rules);
+        shared += usize::from(grouped.len() < rules.len());
+        let expected = replace_in_turn(&input, &specs);
+        assert_eq!(whole(&input, &grouped), expected, "{specs:?} over {input:?}");
+        let mut cuts: Vec<usize> = (0..next(12)).map(|_| next(input.len() + 1)).collect();
+        cuts.sort_unstable();
+        let out = chunked(input.as_bytes(), &grouped, &cuts, DEFAULT_MAX_MATCH_BYTES);
+        assert_eq!(String::from_utf8(out).unwrap(), expected, "{specs:?} over {input:?} cut at {cuts:?}");
+    }
+    assert!(shared > 300, "only {shared} of 1000 cases shared a search");
+}
+
 /// The same comparison over seeded rule sets drawn so that many rules can share a search: every case
 /// equals the rules in turn, and a good share of them do run grouped (so the comparison is not only of
 /// rules left alone).
