@@ -6,8 +6,25 @@
 //! this one's end), and writes into the output's spare room without a length update per copy.
 
 use super::fingerprint::{BlockLoop, Blocks, BLOCK};
-use super::literals::{LiteralSet, MemberStates, Progress};
 use super::needle_scan::NeedleScan;
+
+/// Where `LiteralSet::replace_run` starts and where it left off.
+pub(super) struct Progress {
+    /// Where the search goes on.
+    pub(super) from: usize,
+    /// The input's bytes before this are written out.
+    pub(super) emitted: usize,
+    /// Matches replaced, counted on.
+    pub(super) replaced: u64,
+    /// No member can match any more.
+    pub(super) finished: bool,
+}
+
+impl Progress {
+    pub(super) fn at(from: usize, emitted: usize, replaced: u64) -> Progress {
+        Progress { from, emitted, replaced, finished: false }
+    }
+}
 
 /// What the loop needs of a member at its match, in one place.
 #[derive(Debug, Clone, Copy)]
@@ -30,27 +47,30 @@ impl DenseMember {
     }
 }
 
-/// One call of the loop (see [`LiteralSet::replace_run`], whose contract it keeps).
-pub(super) struct DenseRun<'a> {
-    pub(super) set: &'a LiteralSet,
+/// One call of the loop (see `LiteralSet::replace_run`, whose contract it keeps).
+pub(super) struct DenseRun<'a, W> {
     pub(super) members: &'a [DenseMember],
     pub(super) scan: &'a NeedleScan,
+    /// The members' outputs end to end, 16 bytes more after the last.
+    pub(super) outputs: &'a [u8],
     pub(super) hay: &'a [u8],
     pub(super) at: Progress,
     /// Matches that start here or later are left to the search one match at a time.
     pub(super) limit: usize,
-    pub(super) last: bool,
-    pub(super) max_match: usize,
-    pub(super) states: &'a mut MemberStates,
+    /// Whether a watched pair is found at the match of a member at a position (see `LiteralSet::watched`).
+    pub(super) watched: W,
+    /// The members' match counts, and the member last replaced.
+    pub(super) matches: &'a mut [u64],
+    pub(super) current: &'a mut usize,
     pub(super) out: &'a mut Vec<u8>,
 }
 
-impl BlockLoop for DenseRun<'_> {
+impl<W: Fn(usize, usize) -> bool> BlockLoop for DenseRun<'_, W> {
     type Output = Progress;
 
     #[inline(always)]
     fn run<B: Blocks>(self, blocks: B) -> Progress {
-        let DenseRun { set, members, scan, hay, mut at, limit, last, max_match, states, out } = self;
+        let DenseRun { members, scan, outputs, hay, mut at, limit, watched, matches, current, out } = self;
         let mut output = Output { len: out.len(), out };
         // Two blocks at a time: the loop over a block's candidates ends where the CPU cannot guess it, so
         // the fewer ends the better.
@@ -58,7 +78,7 @@ impl BlockLoop for DenseRun<'_> {
         let mut base = at.from;
         let mut bits = if base < limit { pair(base) } else { 0 };
         let mut stopped = false;
-        let mut current = None;
+        let mut last_replaced = None;
         'matches: loop {
             while bits == 0 {
                 base += 2 * BLOCK;
@@ -80,22 +100,20 @@ impl BlockLoop for DenseRun<'_> {
             let Some(member) = scan.needle_at(hay, start) else { continue };
             let DenseMember { needle_len, output: (from, to), watch_next } = members[member];
             let end = start + needle_len as usize;
-            if watch_next & 1 << (hay[end] % 64) != 0
-                && set.watched(hay, start, member, last, max_match, &states.done).is_some()
-            {
+            if watch_next & 1 << (hay[end] % 64) != 0 && watched(start, member) {
                 // The search one match at a time finds it again and says what it needs.
                 (at.from, stopped) = (start, true);
                 break;
             }
-            output.append(hay, at.emitted, start, &set.outputs, from as usize, to as usize);
+            output.append(hay, at.emitted, start, outputs, from as usize, to as usize);
             at.emitted = end;
             at.replaced += 1;
-            states.matches[member] += 1;
-            current = Some(member);
+            matches[member] += 1;
+            last_replaced = Some(member);
         }
         output.finish();
-        if let Some(member) = current {
-            states.current = member;
+        if let Some(member) = last_replaced {
+            *current = member;
         }
         if !stopped {
             at.from = at.from.max(at.emitted).max(limit);

@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 
 use super::hay::{Hay, Next};
 use super::literal_interactions::{interactions, Watched};
-use super::literal_run::{DenseMember, DenseRun};
+use super::literal_run::{DenseMember, DenseRun, Progress};
 use super::literal_search::Searcher;
 use super::needle_scan::{copy_short, folded};
 use super::word_bounds::{Bounded, WordBounds};
@@ -69,26 +69,8 @@ pub(super) struct LiteralSet {
     /// Those sets, built when first needed (most bodies never need them) and kept for the next body.
     in_turn: OnceLock<Result<InTurnSets, String>>,
     /// The members' outputs end to end, then 16 bytes more, and where each one is: see [`copy_short`].
-    pub(super) outputs: Vec<u8>,
+    outputs: Vec<u8>,
     output_spans: Vec<(usize, usize)>,
-}
-
-/// Where [`LiteralSet::replace_run`] starts and where it left off.
-pub(super) struct Progress {
-    /// Where the search goes on.
-    pub(super) from: usize,
-    /// The input's bytes before this are written out.
-    pub(super) emitted: usize,
-    /// Matches replaced, counted on.
-    pub(super) replaced: u64,
-    /// No member can match any more.
-    pub(super) finished: bool,
-}
-
-impl Progress {
-    pub(super) fn at(from: usize, emitted: usize, replaced: u64) -> Progress {
-        Progress { from, emitted, replaced, finished: false }
-    }
 }
 
 /// The sets that run in turn in a shared search's place, each with the range of its members.
@@ -245,7 +227,7 @@ impl LiteralSet {
     /// replace first; a later member's needle that begins inside the replacement, which they would find
     /// across it), [`Next::Pending`] where the data may end inside such a needle, `None` where the match
     /// stands.
-    pub(super) fn watched(
+    fn watched(
         &self,
         hay: &[u8],
         start: usize,
@@ -296,7 +278,19 @@ impl LiteralSet {
         let limit = hay.len().saturating_sub(2 * self.longest);
         if let (Searcher::Scan(scan), Some(members)) = (&self.searcher, &self.dense) {
             if self.longest <= max_match {
-                let run = DenseRun { set: self, members, scan, hay, at, limit, last, max_match, states, out };
+                let done = &states.done;
+                let run = DenseRun {
+                    members,
+                    scan,
+                    outputs: &self.outputs,
+                    hay,
+                    at,
+                    limit,
+                    watched: |start, member| self.watched(hay, start, member, last, max_match, done).is_some(),
+                    matches: &mut states.matches,
+                    current: &mut states.current,
+                    out,
+                };
                 return scan.drive(hay, run);
             }
         }

@@ -16,7 +16,8 @@ use super::hay::{
 use super::match_groups::{match_groups, MatchGroups};
 use std::sync::Arc;
 
-use super::literals::{MemberStates, Progress};
+use super::literal_run::Progress;
+use super::literals::MemberStates;
 use super::replacement::{Exchange, ReplaceCall, Replacement, Utf16Counter};
 use super::rule::{Engine, Rule};
 use super::search::{RegexSearch, Run};
