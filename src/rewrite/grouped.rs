@@ -68,6 +68,7 @@ impl Rule {
             inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }),
             paths: None,
             row: None,
+            row_index: 0,
         }
     }
 }
@@ -106,8 +107,8 @@ fn mark_rows(mut rules: Vec<Rule>) -> Vec<Rule> {
         }
         if let (Some(search), 2..) = (search, len) {
             let search = Arc::new(search);
-            for rule in &mut rules[start..start + len] {
-                rule.row = Some(search.clone());
+            for (index, rule) in rules[start..start + len].iter_mut().enumerate() {
+                (rule.row, rule.row_index) = (Some(search.clone()), index);
             }
         }
         start += len.max(1);

@@ -77,6 +77,7 @@ impl Rule {
             inner: Arc::new(CompiledRule { label, global, engine: Engine::Literals(Box::new(set)) }),
             paths: None,
             row: None,
+            row_index: 0,
         })
     }
 }

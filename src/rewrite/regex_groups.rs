@@ -227,6 +227,7 @@ fn one_stage(members: &[Rule]) -> Result<Rule, RuleError> {
         }),
         paths: None,
         row: None,
+        row_index: 0,
     })
 }
 

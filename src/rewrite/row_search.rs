@@ -20,6 +20,9 @@ pub(super) struct RowCandidates {
     /// What the prefilter searches for (every match of the row starts with one of them).
     literals: Vec<Vec<u8>>,
     longest: usize,
+    /// For each stage of the row, the literals each of its matches starts with (`None`: no finite set):
+    /// a piece that holds none of a stage's passes it unchanged (see [`RowCandidates::first_stage_in`]).
+    stage_literals: Vec<Option<Vec<Vec<u8>>>>,
 }
 
 impl RowCandidates {
@@ -29,14 +32,17 @@ impl RowCandidates {
         let mut extractor = Extractor::new();
         extractor.kind(ExtractKind::Prefix);
         let mut prefixes = Seq::empty();
+        let mut stage_literals = Vec::with_capacity(hirs.len());
         for hir in hirs {
-            prefixes.union(&mut extractor.extract(hir));
+            let mut own = extractor.extract(hir);
+            stage_literals.push(own.literals().map(|l| l.iter().map(|l| l.as_bytes().to_vec()).collect()));
+            prefixes.union(&mut own);
         }
         prefixes.optimize_for_prefix_by_preference();
         let literals: Vec<Vec<u8>> = prefixes.literals()?.iter().map(|l| l.as_bytes().to_vec()).collect();
         let prefilter = Prefilter::new(MatchKind::LeftmostFirst, &literals).filter(Prefilter::is_fast)?;
         let longest = literals.iter().map(Vec::len).max()?;
-        (longest > 0).then_some(RowCandidates { prefilter, literals, longest })
+        (longest > 0).then_some(RowCandidates { prefilter, literals, longest, stage_literals })
     }
 
     /// Up to where `input` from `from` on passes all `row` stages unchanged.
@@ -56,6 +62,35 @@ impl RowCandidates {
             None => len.saturating_sub(reach),
         }
         .max(from)
+    }
+
+    /// Of `stages` stages of the row from stage `offset` on, the first that may change `piece` (counted from
+    /// `offset`), where the stages before it hold nothing back: one whose literal starts in it, or may start
+    /// at its end (the rest to come), or whose literals are not known; `stages` where none. The stages
+    /// before it pass the piece on unchanged (it reaches each of them unchanged, and none can match in it),
+    /// so they need not search it: one search for all the row's literals instead of one per stage.
+    pub(super) fn first_stage_in(&self, piece: &[u8], last: bool, offset: usize, stages: usize) -> usize {
+        let stage_literals = &self.stage_literals[offset..offset + stages];
+        let mut first = stage_literals.iter().position(Option::is_none).unwrap_or(stages);
+        let starts_at = |at: usize, literals: &[Vec<u8>]| literals.iter().any(|l| piece[at..].starts_with(l));
+        let mut from = 0;
+        while first > 0 && from < piece.len() {
+            let Some(span) = self.prefilter.find(piece, Span::from(from..piece.len())) else { break };
+            let holds = |stage: &usize| stage_literals[*stage].as_deref().is_some_and(|own| starts_at(span.start, own));
+            first = (0..first).find(holds).unwrap_or(first);
+            from = span.start + 1;
+        }
+        if !last {
+            let cut = |own: &Vec<Vec<u8>>| {
+                let longest = own.iter().map(Vec::len).max().unwrap_or(0);
+                (1..longest.min(piece.len() + 1)).any(|cut| {
+                    let end = &piece[piece.len() - cut..];
+                    own.iter().any(|literal| literal.len() > cut && literal.starts_with(end))
+                })
+            };
+            first = (0..first).find(|&stage| stage_literals[stage].as_ref().is_some_and(cut)).unwrap_or(first);
+        }
+        first
     }
 
     /// Whether `bytes` end with the first bytes of a literal (the rest may come with the next chunk).
@@ -114,6 +149,24 @@ mod tests {
             let cuts: Vec<usize> = (piece..input.len()).step_by(piece).collect();
             assert_eq!(chunked(input.as_bytes(), &grouped, &cuts), expected, "pieces of {piece}");
         }
+    }
+
+    #[test]
+    fn a_piece_skips_the_stages_whose_literals_it_does_not_hold() {
+        let rules: Vec<Rule> = (1..=20).map(|i| rule(&format!(" data-tracking-{i}=\"[^\"]*\""), "g", "")).collect();
+        let grouped = Rule::grouped(&rules);
+        let row = grouped[0].row.clone().expect("the removals make a row");
+        let piece = b"<p data-tracking-21=\"x\" data-tracking-7=\"a\" data-tracking-12=\"b\">text</p>";
+        // Stage 7 (index 6) is the first whose literal the piece holds; fewer quiet stages cap it.
+        assert_eq!(row.first_stage_in(piece, true, 0, 20), 6);
+        assert_eq!(row.first_stage_in(piece, true, 0, 4), 4);
+        // From stage 5 on (index 4), stage 7 is the third.
+        assert_eq!(row.first_stage_in(piece, true, 4, 16), 2);
+        assert_eq!(row.first_stage_in(b"<p data-tracking-21=\"x\">", true, 0, 20), 20, "21 is no stage's");
+        // A piece that may end inside stage 2's literal stops there, unless the body ends with it.
+        let cut = b"<p data-tracking-12=\"b\"> data-tracking-2";
+        assert_eq!(row.first_stage_in(cut, false, 0, 20), 1);
+        assert_eq!(row.first_stage_in(cut, true, 0, 20), 11);
     }
 
     #[test]

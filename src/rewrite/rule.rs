@@ -57,6 +57,8 @@ pub struct Rule {
     pub(super) paths: Option<Arc<UrlGlobs>>,
     /// The search this rule's stage shares with the stages around it (see `row_search`).
     pub(super) row: Option<Arc<super::row_search::RowCandidates>>,
+    /// Where the stage stands in that row.
+    pub(super) row_index: usize,
 }
 
 /// How the stage finds the positions where a match may start, so that most bytes are skipped
@@ -331,6 +333,7 @@ impl Rule {
             }),
             paths: None,
             row: None,
+            row_index: 0,
         }
     }
 
@@ -360,6 +363,7 @@ impl Rule {
             }),
             paths: None,
             row: None,
+            row_index: 0,
         }
     }
 
@@ -498,6 +502,7 @@ impl Rule {
             }),
             paths: None,
             row: None,
+            row_index: 0,
         })
     }
 }

@@ -186,7 +186,16 @@ fn feed_row(
             continue;
         }
         let end = next.saturating_add(searched).min(input.len());
-        feed_each(stages, outputs, &input[from..end], last && end == input.len(), out, row)?;
+        let (piece, piece_last) = (&input[from..end], last && end == input.len());
+        // The stages before the first that may change the piece pass it over, as in a pass.
+        let quiet = stages[..row].iter().position(|s| !(s.quiet() || s.passes_through())).unwrap_or(row);
+        let first = candidates.first_stage_in(piece, piece_last, stages[0].rule.row_index, quiet);
+        stages[..first].iter_mut().for_each(|s| s.pass_over(piece));
+        let (stages, outputs) = (&mut stages[first..], outputs.get_mut(first..).unwrap_or_default());
+        match row - first {
+            0 => feed(stages, outputs, piece, piece_last, out)?,
+            in_row => feed_each(stages, outputs, piece, piece_last, out, in_row)?,
+        }
         (from, searched) = (end, searched.saturating_mul(2));
     }
     Ok(())
