@@ -137,7 +137,8 @@ impl Output<'_> {
         let (gap, output_len) = (gap_to - gap_from, to - from);
         let room = gap.max(16) + output_len.max(16);
         if self.out.capacity() - self.len < room {
-            // SAFETY: the first `len` bytes are written (below), so the reserve keeps them.
+            // SAFETY: the first `len` bytes were written by earlier appends (or were there), so the reserve
+            // keeps them.
             unsafe { self.out.set_len(self.len) };
             self.out.reserve(room);
         }
