@@ -124,8 +124,8 @@ impl Fingerprints {
     }
 
     /// Runs `body` with the block function of this machine's vector instructions, its tables loaded once.
-    /// `body` is inlined into a function compiled for those instructions, so a loop that asks for a block
-    /// after every match (`literal_run`) pays no call for it.
+    /// `body` is inlined into a function compiled for those instructions, so a loop that does its own work
+    /// between blocks (`literal_run` replaces matches) pays no call per block.
     pub(super) fn drive<L: BlockLoop>(&self, hay: &[u8], body: L) -> L::Output {
         // Where the last block that fits starts, for the vector code, which reads all [`MAX_LEN`] bytes.
         let fits = (hay.len() + 1).checked_sub(BLOCK + MAX_LEN);
