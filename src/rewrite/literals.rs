@@ -277,7 +277,8 @@ impl LiteralSet {
         let (hay, before) = (hay.bytes, hay.before);
         let limit = hay.len().saturating_sub(2 * self.longest);
         if let (Searcher::Scan(scan), Some(members)) = (&self.searcher, &self.dense) {
-            if self.longest <= max_match {
+            // Members left out for this body (`Stage::skip_members`) need the general loop's test per match.
+            if self.longest <= max_match && !states.done.contains(&true) {
                 let done = &states.done;
                 let run = DenseRun {
                     members,
