@@ -325,16 +325,11 @@ impl Rule {
     /// Browsersync's link rewrite for a target `host` (`hostname` or `hostname:port`), on a proxy
     /// served with `local_scheme`.
     pub fn links(target_host: &str, local_scheme: &'static str) -> Rule {
-        Rule {
-            inner: Arc::new(CompiledRule {
-                label: "link rewrite".into(),
-                global: true,
-                engine: Engine::Links(Box::new(links::LinkMatcher::new(target_host, local_scheme))),
-            }),
-            paths: None,
-            row: None,
-            row_index: 0,
-        }
+        Rule::of(CompiledRule {
+            label: "link rewrite".into(),
+            global: true,
+            engine: Engine::Links(Box::new(links::LinkMatcher::new(target_host, local_scheme))),
+        })
     }
 
     /// The target's origin percent-encoded (`https%3A%2F%2Fwp.test%3A8088`, any case: a `redirect_to`
@@ -355,16 +350,12 @@ impl Rule {
     /// The origins `swap` looks for, in the forms it looks for, become its one origin (`rewriteJson`,
     /// `rewriteRequestBodies`): a literal matcher, so nothing is compiled per request `Host`.
     pub fn origins(label: &str, swap: origins::OriginSwap) -> Rule {
-        Rule {
-            inner: Arc::new(CompiledRule {
-                label: label.into(),
-                global: true,
-                engine: Engine::Origins(Box::new(swap)),
-            }),
-            paths: None,
-            row: None,
-            row_index: 0,
-        }
+        Rule::of(CompiledRule { label: label.into(), global: true, engine: Engine::Origins(Box::new(swap)) })
+    }
+
+    /// A rule of its own: on every URL, in no row.
+    pub(super) fn of(compiled: CompiledRule) -> Rule {
+        Rule { inner: Arc::new(compiled), paths: None, row: None, row_index: 0 }
     }
 
     /// Whether matches are replaced by a function (which may wait on another thread, e.g. Node's).
