@@ -1,5 +1,5 @@
-//! The loop that replaces a literal set's matches where a match is the needle and nothing else (every member
-//! global, no word bounds): a word list over text finds one every ~10 bytes, so what a match costs beyond
+//! The loop that replaces a literal set's matches where every member is global (a match is the needle, with
+//! its word bounds where it has them): a word list over text finds one every ~10 bytes, so what a match costs beyond
 //! copying its bytes is most of the stage's time. The loop keeps its state in registers, gets its blocks of
 //! candidates from vector code inlined into it (see `Fingerprints::drive`), passes over the candidates
 //! inside a match by a test instead of masking them out (so that finding the next match does not wait for
@@ -7,6 +7,7 @@
 
 use super::fingerprint::{BlockLoop, Blocks, BLOCK};
 use super::needle_scan::NeedleScan;
+use super::word_bounds::NeedleBounds;
 
 /// Where `LiteralSet::replace_run` starts and where it left off.
 pub(super) struct Progress {
@@ -34,15 +35,22 @@ pub(super) struct DenseMember {
     output: (u32, u32),
     /// See `LiteralSet::watch_next`.
     watch_next: u64,
+    bounds: NeedleBounds,
 }
 
 impl DenseMember {
-    pub(super) fn new(needle_len: usize, output: (usize, usize), watch_next: u64) -> Option<DenseMember> {
+    pub(super) fn new(
+        needle_len: usize,
+        output: (usize, usize),
+        watch_next: u64,
+        bounds: NeedleBounds,
+    ) -> Option<DenseMember> {
         let narrow = |n: usize| u32::try_from(n).ok();
         Some(DenseMember {
             needle_len: narrow(needle_len)?,
             output: (narrow(output.0)?, narrow(output.1)?),
             watch_next,
+            bounds,
         })
     }
 }
@@ -54,6 +62,8 @@ pub(super) struct DenseRun<'a, W> {
     /// The members' outputs end to end, 16 bytes more after the last.
     pub(super) outputs: &'a [u8],
     pub(super) hay: &'a [u8],
+    /// The byte before `hay` (`None`: the body's start), for word bounds.
+    pub(super) before: Option<u8>,
     pub(super) at: Progress,
     /// Matches that start here or later are left to the search one match at a time.
     pub(super) limit: usize,
@@ -70,7 +80,7 @@ impl<W: Fn(usize, usize) -> bool> BlockLoop for DenseRun<'_, W> {
 
     #[inline(always)]
     fn run<B: Blocks>(self, blocks: B) -> Progress {
-        let DenseRun { members, scan, outputs, hay, mut at, limit, watched, matches, current, out } = self;
+        let DenseRun { members, scan, outputs, hay, before, mut at, limit, watched, matches, current, out } = self;
         let mut output = Output { len: out.len(), out };
         // Two blocks at a time: the loop over a block's candidates ends where the CPU cannot guess it, so
         // the fewer ends the better.
@@ -98,8 +108,12 @@ impl<W: Fn(usize, usize) -> bool> BlockLoop for DenseRun<'_, W> {
                 continue;
             }
             let Some(member) = scan.needle_at(hay, start) else { continue };
-            let DenseMember { needle_len, output: (from, to), watch_next } = members[member];
+            let DenseMember { needle_len, output: (from, to), watch_next, bounds } = members[member];
             let end = start + needle_len as usize;
+            // Not a match: the text stays, and a later candidate may start inside it.
+            if bounds.any() && !bounds.hold(hay, before, start, end) {
+                continue;
+            }
             if watch_next & 1 << (hay[end] % 64) != 0 && watched(start, member) {
                 // The search one match at a time finds it again and says what it needs.
                 (at.from, stopped) = (start, true);

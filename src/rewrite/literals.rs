@@ -24,7 +24,7 @@ use super::literal_interactions::{interactions, Watched};
 use super::literal_run::{DenseMember, DenseRun, Progress};
 use super::literal_search::Searcher;
 use super::needle_scan::{copy_short, folded};
-use super::word_bounds::{Bounded, WordBounds};
+use super::word_bounds::{Bounded, NeedleBounds, WordBounds};
 
 /// One literal rule: what it finds and what it writes.
 #[derive(Debug, Clone)]
@@ -60,7 +60,7 @@ pub(super) struct LiteralSet {
     /// For each member, the bytes (as bits of `byte % 64`) that may follow its match as the rest of another
     /// member's needle (none for a member with no watched pairs): any other byte after it, and the match stands.
     watch_next: Vec<u64>,
-    /// Where every member's match is its needle alone (global, no word bounds) and the search is a
+    /// Where every member is global (its match is its needle, within its word bounds) and the search is a
     /// [`NeedleScan`](super::needle_scan::NeedleScan): what `literal_run`'s loop needs of each member.
     dense: Option<Box<[DenseMember]>>,
     /// Where the members that must be searched apart begin, after the first: the sets that run in turn
@@ -125,9 +125,14 @@ impl LiteralSet {
             })
             .collect();
         watch_next.resize(members.len(), 0);
-        let dense = match matches!(searcher, Searcher::Scan(_)) && members.iter().all(|m| m.global && !m.bounds.any()) {
-            true => (0..members.len())
-                .map(|i| DenseMember::new(members[i].needle.len(), output_spans[i], watch_next[i]))
+        let dense = match matches!(searcher, Searcher::Scan(_)) && members.iter().all(|m| m.global) {
+            true => members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    let bounds = NeedleBounds::of(m.bounds, &m.needle);
+                    DenseMember::new(m.needle.len(), output_spans[i], watch_next[i], bounds)
+                })
                 .collect(),
             false => None,
         };
@@ -285,6 +290,7 @@ impl LiteralSet {
                     scan,
                     outputs: &self.outputs,
                     hay,
+                    before,
                     at,
                     limit,
                     watched: |start, member| self.watched(hay, start, member, last, max_match, done).is_some(),

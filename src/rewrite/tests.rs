@@ -1558,6 +1558,60 @@ fn dense_runs_of_long_needles_and_outputs_equal_the_rules_in_turn() {
     assert!(shared > 300, "only {shared} of 1000 cases shared a search");
 }
 
+/// As above with `\b` at either end of the needles, which stay in the dense loop: needles and outputs are
+/// word characters with `-` and ` ` inside, the text has the needles next to word characters and not.
+#[test]
+fn dense_runs_of_whole_words_equal_the_rules_in_turn() {
+    let mut seed = 0xb0d5_u64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
+        (0..len).map(|_| letters[next(letters.len())] as char).collect()
+    };
+    let mut shared = 0;
+    for _ in 0..400 {
+        // Word characters at both ends of every needle and output, so that they may share a search.
+        let edged = |inner: String, next: &mut dyn FnMut(usize) -> usize| {
+            format!("{}{inner}{}", text(1, b"ab", next), text(1, b"bc", next))
+        };
+        let specs: Vec<(String, usize, String)> = (0..1 + next(8))
+            .map(|_| {
+                let needle = edged(text(next(12), b"abc- ", &mut next), &mut next);
+                (needle, next(4), edged(text(next(20), b"xyzXYZ", &mut next), &mut next))
+            })
+            .collect();
+        let mut input = String::new();
+        while input.len() < 200 + next(3000) {
+            let piece = match next(3) {
+                0 => specs[next(specs.len())].0.clone(),
+                1 => text(next(4), b"abc -", &mut next),
+                _ => text(next(200), b"abcq -", &mut next),
+            };
+            input.push_str(&piece);
+        }
+        let rules: Vec<Rule> = specs
+            .iter()
+            .map(|(needle, bounds, output)| text_rule(&bounded_source(needle, *bounds), "g", output))
+            .collect();
+        assert!(rules.iter().all(|r| matches!(r.inner.engine, Engine::Literals(_))), "{specs:?}");
+        let grouped = Rule::grouped(&rules);
+        shared += usize::from(grouped.len() < rules.len());
+        let expected = specs.iter().fold(input.clone(), |text, (needle, bounds, output)| {
+            reference(&text, &bounded_source(needle, *bounds), "g", output)
+        });
+        assert_eq!(whole(&input, &grouped), expected, "{specs:?} over {input:?}");
+        let mut cuts: Vec<usize> = (0..next(12)).map(|_| next(input.len() + 1)).collect();
+        cuts.sort_unstable();
+        let out = chunked(input.as_bytes(), &grouped, &cuts, DEFAULT_MAX_MATCH_BYTES);
+        assert_eq!(String::from_utf8(out).unwrap(), expected, "{specs:?} over {input:?} cut at {cuts:?}");
+    }
+    assert!(shared > 100, "only {shared} of 400 cases shared a search");
+}
+
 /// The same comparison over seeded rule sets drawn so that many rules can share a search: every case
 /// equals the rules in turn, and a good share of them do run grouped (so the comparison is not only of
 /// rules left alone).

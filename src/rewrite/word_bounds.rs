@@ -25,6 +25,46 @@ fn is_word(byte: Option<&u8>) -> bool {
     byte.is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// A needle's bounds as `literal_run`'s loop tests them, in one byte: which ends must be boundaries and
+/// whether the needle's own byte at each is a word character.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct NeedleBounds(u8);
+
+const START: u8 = 1;
+const FIRST_IS_WORD: u8 = 2;
+const END: u8 = 4;
+const LAST_IS_WORD: u8 = 8;
+
+impl NeedleBounds {
+    pub(super) fn of(bounds: WordBounds, needle: &[u8]) -> NeedleBounds {
+        let flag = |on: bool, bit: u8| if on { bit } else { 0 };
+        NeedleBounds(
+            flag(bounds.start, START)
+                | flag(bounds.start && is_word(needle.first()), FIRST_IS_WORD)
+                | flag(bounds.end, END)
+                | flag(bounds.end && is_word(needle.last()), LAST_IS_WORD),
+        )
+    }
+
+    #[inline(always)]
+    pub(super) fn any(self) -> bool {
+        self.0 != 0
+    }
+
+    /// Whether the needle found at `hay[start..end]` has its bounds; `before` as for [`WordBounds::check`].
+    /// The byte at `end` must be in `hay` (the loop stops well before the data's end).
+    #[inline(always)]
+    pub(super) fn hold(self, hay: &[u8], before: Option<u8>, start: usize, end: usize) -> bool {
+        if self.0 & START != 0 {
+            let previous = if start == 0 { before } else { Some(hay[start - 1]) };
+            if is_word(previous.as_ref()) == (self.0 & FIRST_IS_WORD != 0) {
+                return false;
+            }
+        }
+        self.0 & END == 0 || is_word(Some(&hay[end])) != (self.0 & LAST_IS_WORD != 0)
+    }
+}
+
 impl WordBounds {
     /// The bounds and the rest of a translated pattern that begins or ends with `\b`.
     pub(super) fn split(pattern: &str) -> Option<(WordBounds, &str)> {
