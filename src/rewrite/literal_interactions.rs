@@ -110,9 +110,16 @@ pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]]) -> Option<Inter
     // watched (above). Two needles that overlap so interact only when the later rule's comes first (the
     // earlier rule's match wins in turn though it starts further right); the other way round, the leftmost
     // match is the one rule order picks.
+    // Not where the earlier rule's own needle also begins with that end (an any-case word replaced by its
+    // capitals): the later rule's needle then stands in the text too, overlapping the earlier one's, and
+    // that pair of needles is watched (above) whichever comes first.
     let by_output = Sorted::new(outputs);
     for (i, needle) in needles.iter().enumerate() {
-        for (_, j) in by_output.starting_with_a_suffix_of(needle) {
+        for (k, j) in by_output.starting_with_a_suffix_of(needle) {
+            let end = &needle[k..];
+            if needles[j].len() > end.len() && needles[j].starts_with(end) {
+                continue;
+            }
             if !note(j, i, false) {
                 return None;
             }

@@ -1686,6 +1686,83 @@ fn seeded_literal_rule_sets_group_and_equal_the_rules_in_turn() {
     assert!(in_turn * 200 >= cases, "only {in_turn} of {cases} bodies ran rules in turn after a shared search");
 }
 
+/// Rules whose replacement begins as their needle does: any-case words replaced by their capitals, and
+/// needles replaced by themselves and more. A later needle that ends where such a replacement begins is
+/// then the pair of needles that is watched, not a reason to keep the rules apart: every case equals the
+/// rules in turn (the regex reference), whole and cut. Some replacements begin otherwise: those pairs must
+/// stay apart, and the comparison fails if they do not.
+#[test]
+fn replacements_that_begin_as_their_needles_share_a_search_and_equal_the_rules_in_turn() {
+    let mut seed = 0xca95_u64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
+        (0..len).map(|_| letters[next(letters.len())] as char).collect()
+    };
+    let (mut merged, mut in_turn) = (0, 0);
+    let rounds = std::env::var("LITERAL_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1500);
+    for _ in 0..rounds {
+        let any_case = next(2) == 0;
+        let specs: Vec<(String, String)> = (0..2 + next(6))
+            .map(|_| {
+                let needle = text(2 + next(4), b"abcd", &mut next);
+                // And now and then one that does not, so that the pairs that must stay apart are drawn too.
+                let output = match (any_case, next(4)) {
+                    (_, 0) => text(1 + next(3), b"abcdxy", &mut next),
+                    (true, 1) => needle.to_uppercase(),
+                    (true, _) => needle[..1].to_uppercase() + &needle[1..],
+                    (false, 1) => needle.clone() + &text(1 + next(3), b"xyz", &mut next),
+                    (false, _) => needle[..1 + next(needle.len())].to_string() + &text(next(3), b"xyz", &mut next),
+                };
+                (needle, output)
+            })
+            .collect();
+        let flags = if any_case { "gi" } else { "g" };
+        let input: String = (0..next(60))
+            .map(|_| match next(3) {
+                0 => text(1 + next(3), b"abcdABx", &mut next),
+                _ if any_case && next(2) == 0 => specs[next(specs.len())].0.to_uppercase(),
+                _ => specs[next(specs.len())].0.clone(),
+            })
+            .collect();
+        let rules: Vec<Rule> = specs.iter().map(|(needle, output)| text_rule(needle, flags, output)).collect();
+        assert!(rules.iter().all(|r| matches!(r.inner.engine, Engine::Literals(_))), "{specs:?}");
+        let grouped = Rule::grouped(&rules);
+        merged += usize::from(grouped.len() < rules.len());
+        let expected =
+            specs.iter().fold(input.clone(), |text, (needle, output)| reference(&text, needle, flags, output));
+        assert_eq!(whole(&input, &grouped), expected, "{specs:?} /{flags} on {input:?}");
+        let cuts: Vec<usize> =
+            (0..6).map(|_| next(input.len() + 1)).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        let out = chunked(input.as_bytes(), &grouped, &cuts, DEFAULT_MAX_MATCH_BYTES);
+        assert_eq!(String::from_utf8(out).unwrap(), expected, "{specs:?} /{flags} on {input:?} cut at {cuts:?}");
+        let mut rewriter = Rewriter::new(&grouped, "local:3000", DEFAULT_MAX_MATCH_BYTES);
+        rewriter.finish_with(input.as_bytes());
+        in_turn += usize::from(rewriter.stage_count() > grouped.len());
+    }
+    assert!(merged * 2 >= rounds, "only {merged} of {rounds} rule sets shared a search");
+    assert!(in_turn * 20 >= rounds, "only {in_turn} of {rounds} bodies ran rules in turn after a shared search");
+}
+
+/// The words of `benches/rules.rs` as any-case rules replaced by their capitals run as one set, as they do
+/// matching case.
+#[test]
+fn any_case_words_replaced_by_their_capitals_run_as_one_set() {
+    let words = ["header", "rewrite", "rust", "stream", "domain", "node", "server", "engine", "token", "static"];
+    for flags in ["g", "gi"] {
+        let rules: Vec<Rule> = words.iter().map(|w| text_rule(w, flags, &w.to_uppercase())).collect();
+        assert_eq!(Rule::grouped(&rules).len(), 1, "/{flags}");
+    }
+    let rules: Vec<Rule> = words.iter().map(|w| text_rule(w, "gi", &w.to_uppercase())).collect();
+    let input = "a serverewrite Node and tokenode, STREAMust";
+    let expected = words.iter().fold(input.to_string(), |text, w| reference(&text, w, "gi", &w.to_uppercase()));
+    assert_eq!(whole(input, &Rule::grouped(&rules)), expected);
+}
+
 #[test]
 fn the_cap_is_on_the_rules_memory_and_its_error_says_so() {
     let literals: Vec<Rule> = (0..1000).map(|i| text_rule(&format!("host-{i}\\.test"), "g", "x")).collect();
