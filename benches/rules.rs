@@ -143,6 +143,27 @@ const WORDS: [&str; 17] = [
     "module", "request", "response", "token", "static",
 ];
 
+/// Other words for [`WORDS`], in order.
+const SYNONYMS: [&str; 17] = [
+    "heading",
+    "rework",
+    "oxide",
+    "flow",
+    "realm",
+    "vertex",
+    "gateway",
+    "host",
+    "customer",
+    "store",
+    "motor",
+    "navigator",
+    "unit",
+    "query",
+    "reply",
+    "ticket",
+    "fixed",
+];
+
 /// A 100 KiB page whose text is mostly the words of [`WORDS`] (~9,700 matches), with links to the target.
 fn words_page() -> Vec<u8> {
     let filler = ["the", "a", "of", "and", "to", "in", "is"];
@@ -306,6 +327,25 @@ fn benches(c: &mut Criterion) {
         let rules = pipeline(&WORDS.map(|w| word(w).expect("a word rule")));
         group
             .bench_function(format!("words-as/{variant}"), |b| b.iter(|| chunked(black_box(&words), &rules, &mut out)));
+    }
+    // The whole list with the words replaced by other words (`header` -> `heading`), as a real list's are,
+    // plain and as whole words: a word that ends where a host's replacement `new-...` begins (`domain`),
+    // or another's replacement (`server` and `realm`), keeps the plain rules apart, not whole words.
+    for (variant, pattern) in [("synonyms", "{}"), ("whole-synonyms", r"\b{}\b")] {
+        let mut list = word_list.clone();
+        for (rule, (word, synonym)) in list[83..100].iter_mut().zip(WORDS.iter().zip(SYNONYMS)) {
+            *rule =
+                Rule::regex(&pattern.replace("{}", word), "g", RuleReplacement::Text(synonym.into())).expect("a word");
+        }
+        let rules = pipeline(&list);
+        chunked(&words, &rules, &mut out);
+        let expected =
+            rewrite_bytes(&words, &pipeline_alone(&list), LOCAL_HOST, DEFAULT_MAX_MATCH_BYTES).expect("in turn");
+        assert!(out == expected, "words-list/{variant}: output differs from the rules in turn");
+        eprintln!("words-list/{variant}: {} stages", rules.len());
+        group.bench_function(format!("words-list/{variant}"), |b| {
+            b.iter(|| chunked(black_box(&words), &rules, &mut out))
+        });
     }
     // Workload 12's whole list (`manyRules({ literals: 100, regexes: 20 })`): the literals above, then 18
     // removals that never match and, at 5 and 15, the page's ` loading="lazy"` removal and `sku-123` rule.

@@ -5,6 +5,8 @@
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
+use super::word_bounds::NeedleBounds;
+
 /// At most this many interactions are kept; past it every rule keeps its own stage (a rule set built to
 /// interact everywhere gains nothing from grouping).
 const MAX_INTERACTIONS: usize = 1 << 20;
@@ -37,8 +39,9 @@ impl Watched {
     }
 }
 
-/// The interactions of literal rules, by their needles and outputs in rule order (see [`Interactions`]); `None`: too many to keep.
-pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]]) -> Option<Interactions> {
+/// The interactions of literal rules, by their needles, outputs and word bounds in rule order (see
+/// [`Interactions`]); `None`: too many to keep.
+pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]], bounds: &[NeedleBounds]) -> Option<Interactions> {
     let n = needles.len();
     let mut earlier: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut soft: Vec<Vec<Watched>> = vec![Vec::new(); n];
@@ -90,6 +93,13 @@ pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]]) -> Option<Inter
     }
     for (i, output) in outputs.iter().enumerate() {
         for found in needle_search.find_overlapping_iter(*output) {
+            // Where the replacement's own bytes beside it fail the needle's word bounds, it is no match.
+            let bounded = bounds[found.pattern().as_usize()];
+            let (before, after) = (output[..found.start()].last(), output.get(found.end()));
+            if before.is_some_and(|&byte| bounded.fails_before(byte)) || after.is_some_and(|&b| bounded.fails_after(b))
+            {
+                continue;
+            }
             if !note(i, found.pattern().as_usize(), false) {
                 return None;
             }
@@ -110,14 +120,21 @@ pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]]) -> Option<Inter
     // watched (above). Two needles that overlap so interact only when the later rule's comes first (the
     // earlier rule's match wins in turn though it starts further right); the other way round, the leftmost
     // match is the one rule order picks.
-    // Not where the earlier rule's own needle also begins with that end (an any-case word replaced by its
-    // capitals): the later rule's needle then stands in the text too, overlapping the earlier one's, and
-    // that pair of needles is watched (above) whichever comes first.
+    // Not where the replacement's byte after that end fails a `\b` there (`\bdomain\b` and `new-...`), nor
+    // where the earlier rule's own needle also begins with that end (an any-case word replaced by its
+    // capitals) and its byte after it passes the `\b` too: the later rule's needle then stands in the text
+    // as well, overlapping the earlier one's, and that pair of needles is watched (above) whichever comes
+    // first.
     let by_output = Sorted::new(outputs);
     for (i, needle) in needles.iter().enumerate() {
         for (k, j) in by_output.starting_with_a_suffix_of(needle) {
             let end = &needle[k..];
-            if needles[j].len() > end.len() && needles[j].starts_with(end) {
+            let written_after = outputs[j][end.len()];
+            if bounds[i].fails_after(written_after) {
+                continue;
+            }
+            let earlier = needles[j];
+            if earlier.len() > end.len() && earlier.starts_with(end) && !bounds[i].fails_after(earlier[end.len()]) {
                 continue;
             }
             if !note(j, i, false) {

@@ -448,9 +448,11 @@ pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
     let any_case = literals.iter().any(|l| l.any_case);
     let needles: Vec<Vec<u8>> = literals.iter().map(|l| folded(&l.needle, any_case)).collect();
     let outputs: Vec<Vec<u8>> = literals.iter().map(|l| folded(&l.output, any_case)).collect();
+    let bounds: Vec<NeedleBounds> = literals.iter().map(|l| NeedleBounds::of(l.bounds, &l.needle)).collect();
     let found = interactions(
         &needles.iter().map(Vec::as_slice).collect::<Vec<_>>(),
         &outputs.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+        &bounds,
     );
     let mut groups: Vec<Group> = Vec::new();
     // The set each rule went to, to tell whether an earlier rule it may interact with is in the open one.

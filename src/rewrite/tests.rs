@@ -1748,6 +1748,68 @@ fn replacements_that_begin_as_their_needles_share_a_search_and_equal_the_rules_i
     assert!(in_turn * 20 >= rounds, "only {in_turn} of {rounds} bodies ran rules in turn after a shared search");
 }
 
+/// Whole words replaced by other words: a needle that ends where an earlier replacement begins (`domain`
+/// and `new-...`), or that stands inside one, cannot match there when the replacement's bytes beside it
+/// fail its `\b`, so the rules share a search. Seeded cases with needles, replacements and text drawn from
+/// the same few letters (with `-` and ` `) equal the rules in turn, whole and cut.
+#[test]
+fn whole_words_whose_bounds_fail_beside_a_replacement_share_a_search_and_equal_the_rules_in_turn() {
+    let hosts = (0..5).map(|i| (format!(r"old-{i}\.example\.org"), format!("new-{i}.example.net")));
+    let words = [("domain", "realm"), ("node", "vertex"), ("server", "host"), ("token", "ticket"), ("static", "fixed")];
+    let words = words.iter().map(|(w, o)| (format!(r"\b{w}\b"), o.to_string()));
+    let rules: Vec<Rule> = hosts.chain(words).map(|(source, output)| text_rule(&source, "g", &output)).collect();
+    assert_eq!(Rule::grouped(&rules).len(), 1, "one set for the hosts and the whole words");
+    let input = "domaiold-0.example.org, serverealm, toke new-1 tokenew staticket node";
+    assert_eq!(whole(input, &Rule::grouped(&rules)), whole(input, &rules));
+
+    let mut seed = 0xb0b0_u64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
+        (0..len).map(|_| letters[next(letters.len())] as char).collect()
+    };
+    let mut merged = 0;
+    let rounds = std::env::var("LITERAL_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1500);
+    for _ in 0..rounds {
+        // Any case too, with words replaced by their capitals now and then.
+        let flags = if next(2) == 0 { "gi" } else { "g" };
+        let specs: Vec<(String, usize, String)> = (0..2 + next(6))
+            .map(|_| {
+                let needle = format!("{}{}", text(1, b"ab", &mut next), text(1 + next(3), b"ab-", &mut next));
+                let needle = needle.trim_end_matches('-').to_string() + &text(1, b"ab", &mut next);
+                let output = if next(3) == 0 { needle.to_uppercase() } else { text(1 + next(4), b"ab- ", &mut next) };
+                (needle, next(4), output)
+            })
+            .collect();
+        let input: String = (0..next(40))
+            .map(|_| match next(4) {
+                0 => text(1 + next(3), b"ab -", &mut next),
+                1 => specs[next(specs.len())].0.to_uppercase(),
+                _ => specs[next(specs.len())].0.clone(),
+            })
+            .collect();
+        let rules: Vec<Rule> = specs
+            .iter()
+            .map(|(needle, bounds, output)| text_rule(&bounded_source(needle, *bounds), flags, output))
+            .collect();
+        let grouped = Rule::grouped(&rules);
+        merged += usize::from(grouped.len() < rules.len());
+        let expected = specs.iter().fold(input.clone(), |text, (needle, bounds, output)| {
+            reference(&text, &bounded_source(needle, *bounds), flags, output)
+        });
+        assert_eq!(whole(&input, &grouped), expected, "{specs:?} /{flags} on {input:?}");
+        let cuts: Vec<usize> =
+            (0..6).map(|_| next(input.len() + 1)).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        let out = chunked(input.as_bytes(), &grouped, &cuts, DEFAULT_MAX_MATCH_BYTES);
+        assert_eq!(String::from_utf8(out).unwrap(), expected, "{specs:?} /{flags} on {input:?} cut at {cuts:?}");
+    }
+    assert!(merged * 4 >= rounds, "only {merged} of {rounds} rule sets shared a search");
+}
+
 /// The words of `benches/rules.rs` as any-case rules replaced by their capitals run as one set, as they do
 /// matching case.
 #[test]

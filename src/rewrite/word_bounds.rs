@@ -51,6 +51,16 @@ impl NeedleBounds {
         self.0 != 0
     }
 
+    /// Whether the needle cannot match right after `byte` (its start bound fails there).
+    pub(super) fn fails_before(self, byte: u8) -> bool {
+        self.0 & START != 0 && is_word(Some(&byte)) == (self.0 & FIRST_IS_WORD != 0)
+    }
+
+    /// Whether the needle cannot match right before `byte` (its end bound fails there).
+    pub(super) fn fails_after(self, byte: u8) -> bool {
+        self.0 & END != 0 && is_word(Some(&byte)) == (self.0 & LAST_IS_WORD != 0)
+    }
+
     /// Whether the needle found at `hay[start..end]` has its bounds; `before` as for [`WordBounds::check`].
     /// The byte at `end` must be in `hay` (the loop stops well before the data's end).
     #[inline(always)]
