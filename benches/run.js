@@ -11,7 +11,8 @@
 //                      10 (inspector), 11 (record), 12 (120 user rules), 13 (1,000 user rules; 12 and 13 measure
 //                      a 0-rule devproxy-native in the same interleaved runs for their ratios), 14 (120 user
 //                      rules on a page of 17 common words, ~10,000 replacements per page, with its own 0-rule
-//                      devproxy-native on the same page)
+//                      devproxy-native on the same page), 15 (14 with the words as whole words replaced by
+//                      other words)
 //   BENCH_NO_INSTALL=1 never call apt-get (fail if wrk/nginx are missing)
 //   BENCH_NO_WRITE=1   print only, leave benches/RESULTS.md alone
 'use strict';
@@ -103,6 +104,23 @@ const MANY_RULES_WORKLOADS = [
       'and 120 rules from `benches/lib/many-rules.js` (`wordRules()`, the shape of `benches/rules.rs`\'s `rules/words`): 83 literal hosts `/old-I\\.example\\.org/g` (never in the page), ' +
       'the 17 words each replaced by its uppercase form (`/header/g` → `HEADER`, ...), then 20 removals `/ data-tracking-I="[^"]*"/g` → \'\' (three match the page a few times). ' +
       'The snippet goes in before the user rules, so its `browser` and `client` come out uppercase (the snippet check ignores case).',
+    vsNginx: 25,
+    vsZero: 0.7,
+  },
+  {
+    id: 15,
+    path: '/words.html',
+    variant: 'whole-synonyms',
+    count: 120,
+    // Its sides' labels (rows are keyed by label; workload 14's are `120 rules` on the same page).
+    rulesLabel: '120 rules (whole-word synonyms)',
+    rules: () => wordRules({ wholeSynonyms: true }),
+    nginx: () => wordRulesNginx({ wholeSynonyms: true }),
+    name: 'workload 14 with the words as whole words replaced by other words (`/\\bheader\\b/g` → `heading`)',
+    about:
+      'Workload 14\'s page and list, except that each of the 17 words is a whole word replaced by another word (`wordRules({ wholeSynonyms: true })`), ' +
+      'as a real list\'s words are: `domain` → `realm`, `server` → `host`, .... Without word bounds such a list splits into sets that run one after another ' +
+      '(`domain` ends where the hosts\' `new-...` begins, `server` where `realm` does); as whole words it is one set.',
     vsNginx: 25,
     vsZero: 0.7,
   },
@@ -502,8 +520,9 @@ async function probe(contender, route, upstream) {
     out.decodedBytes = Buffer.byteLength(text);
     out.upstreamHostLeft = text.split(`127.0.0.1:${upstream.port}`).length - 1;
     out.proxyHostLinks = text.split(`127.0.0.1:${contender.port}`).length - 1;
-    // Any case: workload 14's rules uppercase `browser` and `client`, in the snippet too (it goes in first).
-    out.snippet = /browser-sync-client/i.test(text);
+    // Any case: workload 14's rules uppercase `browser` and `client`, in the snippet too (it goes in first);
+    // workload 15's make them `navigator` and `customer`.
+    out.snippet = /browser-sync-client|navigator-sync-customer/i.test(text);
   }
   return out;
 }
@@ -752,11 +771,11 @@ async function manyRulesWorkload(contenders, upstream, pagePath) {
   }
   for (const m of picked) {
     if (who.includes(D)) {
-      const label = `${D}, ${m.count} rules`;
+      const label = `${D}, ${m.rulesLabel || `${m.count} rules`}`;
       await add({ id: m.id, path: pagePath, who: D, label, count: m.count }, () => forkVariant(upstream, m.variant, label));
     }
     if (who.includes('nginx')) {
-      const label = `nginx, ${m.count} rules`;
+      const label = `nginx, ${m.rulesLabel || `${m.count} rules`}`;
       await add({ id: m.id, path: pagePath, who: 'nginx', label, count: m.count }, async () => {
         const c = await startNginx(upstream.port, { dir: `nginx-rules-${m.id}`, rules: m.nginx() });
         return { name: label, port: c.port, pids: c.pids, child: c.child };
@@ -1218,7 +1237,7 @@ async function main() {
   if (selected(8)) Object.assign(load, await brWorkload(contenders, upstream));
   const inspector = selected(10) ? await inspectorWorkload(contenders, upstream) : null;
   const record = selected(11) ? await recordWorkload(contenders, upstream) : null;
-  // Workloads 12 and 13 share one 0-rule side on /page.html, 14 has its own on /words.html.
+  // Workloads 12 and 13 share one 0-rule side on /page.html, 14 and 15 theirs on /words.html.
   const manyRulesSides = [];
   for (const page of new Set(MANY_RULES_WORKLOADS.map((m) => m.path))) manyRulesSides.push(...(await manyRulesWorkload(contenders, upstream, page)));
   const res = { meta: versions(), upstream, load, big, sse: sseRows, names, hook, record, inspector, manyRules: manyRulesSides.length ? manyRulesSides : null };

@@ -22,12 +22,13 @@ const record = variant === 'record' ? { path: '/dev/null' } : undefined;
 const upstreamCompression = variant === 'always' ? 'always' : undefined;
 // `rules:L:R`: L literal and R regex user rules (benches/lib/many-rules.js) as `rewriteRules` (workloads 12, 13).
 const rulesVariant = /^rules:(\d+):(\d+)$/.exec(variant || '');
-// `words`: workload 14's 120 rules (83 hosts, 17 common words, 20 removals; many-rules.js `wordRules()`).
+// `words`: workload 14's 120 rules (83 hosts, 17 common words, 20 removals; many-rules.js `wordRules()`);
+// `whole-synonyms`: workload 15's (the words as whole words replaced by other words).
 const manyRules = require('./many-rules');
 const rewriteRules = rulesVariant
   ? manyRules.manyRules({ literals: Number(rulesVariant[1]), regexes: Number(rulesVariant[2]) })
-  : variant === 'words'
-    ? manyRules.wordRules()
+  : variant === 'words' || variant === 'whole-synonyms'
+    ? manyRules.wordRules({ wholeSynonyms: variant === 'whole-synonyms' })
     : undefined;
 
 (async () => {

@@ -16,6 +16,8 @@
 // found ~610 times in the words page of benches/lib/html.js, `generateWordsHtml`), then 20 removals
 // ` data-tracking-I="[^"]*"` -> '' (three of which match the page a few times). The snippet goes in before
 // the user rules (Browsersync's order), so its `browser` and `client` come out uppercase too.
+// Workload 15: the same list with the words as whole words replaced by other words (`wordRules({ wholeSynonyms:
+// true })`: `/\bheader\b/g` -> `heading`).
 
 /** Literals of the page (counts on the 100 KB page in parentheses), non-overlapping with each other. */
 const PAGE_LITERALS = [
@@ -83,11 +85,27 @@ const WORDS = [
 /** The removals (by index I of `data-tracking-I`) whose attribute the words page carries a few times. */
 const TRACKING_IN_PAGE = [3, 11, 17];
 
-/** Workload 14's rules as data, in order (the shape of `ruleSpecs`): 83 hosts, the 17 words, 20 removals. */
-function wordRuleSpecs() {
+/** Other words for `WORDS`, in order (benches/rules.rs's `SYNONYMS`). */
+const SYNONYMS = [
+  'heading', 'rework', 'oxide', 'flow', 'realm', 'vertex', 'gateway', 'host', 'customer', 'store', 'motor', 'navigator',
+  'unit', 'query', 'reply', 'ticket', 'fixed',
+];
+
+/**
+ * Workload 14's rules as data, in order (the shape of `ruleSpecs`): 83 hosts, the 17 words, 20 removals.
+ * `wholeSynonyms` (workload 15): each word as a whole word (`\bheader\b`) replaced by another word
+ * (`heading`), as a real list's words are.
+ */
+function wordRuleSpecs({ wholeSynonyms = false } = {}) {
   const out = [];
   for (let i = 0; i < 83; i++) out.push({ kind: 'literal', text: `old-${i}.example.org`, replace: `new-${i}.example.net` });
-  for (const word of WORDS) out.push({ kind: 'literal', text: word, replace: word.toUpperCase() });
+  WORDS.forEach((word, i) => {
+    out.push(
+      wholeSynonyms
+        ? { kind: 'regex', source: `\\b${word}\\b`, replace: SYNONYMS[i] }
+        : { kind: 'literal', text: word, replace: word.toUpperCase() },
+    );
+  });
   for (let i = 0; i < 20; i++) out.push({ kind: 'regex', source: ` data-tracking-${i}="[^"]*"`, replace: '' });
   return out;
 }
@@ -100,9 +118,19 @@ function toNginx(r) {
   return r.kind === 'literal' ? `subs_filter ${q(r.text)} ${q(r.replace)} g;` : `subs_filter ${q(r.source)} ${q(r.replace)} gr;`;
 }
 
-/** Workload 14's rules for devproxy-native's `rewriteRules`. */
-const wordRules = () => wordRuleSpecs().map(toRule);
-/** Workload 14's rules as nginx `subs_filter` directives. */
-const wordRulesNginx = () => wordRuleSpecs().map(toNginx);
+/** Workload 14's rules (15's with `{ wholeSynonyms: true }`) for devproxy-native's `rewriteRules`. */
+const wordRules = (opts) => wordRuleSpecs(opts).map(toRule);
+/** The same as nginx `subs_filter` directives. */
+const wordRulesNginx = (opts) => wordRuleSpecs(opts).map(toNginx);
 
-module.exports = { manyRules, manyRulesNginx, ruleSpecs, wordRules, wordRulesNginx, wordRuleSpecs, WORDS, TRACKING_IN_PAGE };
+module.exports = {
+  manyRules,
+  manyRulesNginx,
+  ruleSpecs,
+  wordRules,
+  wordRulesNginx,
+  wordRuleSpecs,
+  WORDS,
+  SYNONYMS,
+  TRACKING_IN_PAGE,
+};
