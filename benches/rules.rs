@@ -328,6 +328,24 @@ fn benches(c: &mut Criterion) {
         group
             .bench_function(format!("words-as/{variant}"), |b| b.iter(|| chunked(black_box(&words), &rules, &mut out)));
     }
+    // The 17 words highlighted as one rule, `/\b(?:header|rewrite|...)\b/g` -> `<b>$&</b>` (one set of
+    // alternatives, `alternation.rs`), and as 17 whole-word rules `/\bheader\b/g` -> `<b>header</b>`, whose
+    // replacements begin and end with non-word characters where their needles have word characters: a later
+    // word's `\b` beside an earlier one's replacement reads the written `>`, so each is a stage of its own.
+    let alternation = format!(r"\b(?:{})\b", WORDS.join("|"));
+    let rule = Rule::regex(&alternation, "g", RuleReplacement::Text("<b>$&</b>".into())).expect("alternation");
+    let highlight = WORDS.map(|w| Rule::regex(&format!(r"\b{w}\b"), "g", RuleReplacement::Text(format!("<b>{w}</b>"))));
+    for (variant, user) in
+        [("alternation", vec![rule]), ("highlight", highlight.into_iter().collect::<Result<Vec<_>, _>>().expect("w"))]
+    {
+        let rules = pipeline(&user);
+        chunked(&words, &rules, &mut out);
+        let expected =
+            rewrite_bytes(&words, &pipeline_alone(&user), LOCAL_HOST, DEFAULT_MAX_MATCH_BYTES).expect("in turn");
+        assert!(out == expected, "words-as/{variant}: output differs from the rules in turn");
+        group
+            .bench_function(format!("words-as/{variant}"), |b| b.iter(|| chunked(black_box(&words), &rules, &mut out)));
+    }
     // The whole list with the words replaced by other words (`header` -> `heading`), as a real list's are,
     // plain and as whole words: a word that ends where a host's replacement `new-...` begins (`domain`),
     // or another's replacement (`server` and `realm`), keeps the plain rules apart, not whole words.

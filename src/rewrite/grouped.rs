@@ -36,7 +36,7 @@ impl Rule {
         };
         for rule in rules {
             match &rule.inner.engine {
-                Engine::Literals(set) if rule.paths.is_none() => {
+                Engine::Literals(set) if rule.paths.is_none() && !set.is_alternation() => {
                     out.extend(regex_groups::group(std::mem::take(&mut regexes)));
                     run.extend(set.members().iter().cloned());
                 }

@@ -68,6 +68,8 @@ pub(super) struct LiteralSet {
     strict_starts: Vec<usize>,
     /// Those sets, built when first needed (most bodies never need them) and kept for the next body.
     in_turn: OnceLock<Result<InTurnSets, String>>,
+    /// The members are one rule's alternatives (see `alternation`), not rules in turn.
+    alternation: bool,
     /// The members' outputs end to end, then 16 bytes more, and where each one is: see [`copy_short`].
     outputs: Vec<u8>,
     output_spans: Vec<(usize, usize)>,
@@ -80,6 +82,16 @@ impl LiteralSet {
     /// `members` must not interact (see [`group`]) and have non-empty needles.
     pub(super) fn new(members: Vec<Literal>) -> Result<LiteralSet, String> {
         LiteralSet::of_group(Group { members, watch: Vec::new(), strict_starts: Vec::new() })
+    }
+
+    /// The set of one rule's alternatives (see `alternation`): searched leftmost-first, never grouped.
+    pub(super) fn alternation(members: Vec<Literal>) -> Result<LiteralSet, String> {
+        LiteralSet::new(members).map(|set| LiteralSet { alternation: true, ..set })
+    }
+
+    /// Whether the members are one rule's alternatives.
+    pub(super) fn is_alternation(&self) -> bool {
+        self.alternation
     }
 
     /// The set of a [`group`]'s members, which shares one search and watches for the pairs that would
@@ -148,6 +160,7 @@ impl LiteralSet {
             dense,
             strict_starts,
             in_turn: OnceLock::new(),
+            alternation: false,
             outputs,
             output_spans,
         })

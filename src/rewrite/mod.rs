@@ -19,6 +19,7 @@
 //! out, what the browser sends in); `sticky` is the `y` flag's search; `look_rule` a rule with look-arounds
 //! (a Pike VM program, not a DFA, whose look-arounds ask the automata in `look_around`).
 
+mod alternation;
 mod fingerprint;
 mod grouped;
 mod hay;

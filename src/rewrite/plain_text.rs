@@ -83,7 +83,7 @@ impl Rule {
 }
 
 /// The bytes a translated pattern matches when it is plain text, and nothing else.
-fn literal_text(pattern: &str) -> Option<Vec<u8>> {
+pub(super) fn literal_text(pattern: &str) -> Option<Vec<u8>> {
     let hir = parse(pattern).ok()?;
     match hir.kind() {
         regex_syntax::hir::HirKind::Literal(literal) if std::str::from_utf8(&literal.0).is_ok() => {

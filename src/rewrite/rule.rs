@@ -212,6 +212,9 @@ impl Rule {
             if let Some(literal) = Rule::plain_text(source, &parsed, &pattern, text)? {
                 return Rule::literal_rule(label, literal, text, parsed.global);
             }
+            if let Some(alternatives) = Rule::alternatives(source, &parsed, text) {
+                return Rule::alternation_rule(label, alternatives, text);
+            }
         }
         let rule = Rule::compile(label, &pattern, parsed.global, Units::of(&parsed, low_view), replacement);
         rule.map(|rule| rule.sticky_if(parsed.sticky))
@@ -231,6 +234,7 @@ impl Rule {
     /// How many user rules this rule stands for (one but for a group of rules searched together).
     pub fn member_count(&self) -> usize {
         match &self.inner.engine {
+            Engine::Literals(set) if set.is_alternation() => 1,
             Engine::Literals(set) => set.members().len(),
             Engine::Regex(re) if !re.members.is_empty() => re.members.len(),
             _ => 1,
@@ -240,6 +244,7 @@ impl Rule {
     /// The user rules this rule stands for: its members' labels (one but for a group of rules).
     pub fn member_labels(&self) -> Vec<&str> {
         match &self.inner.engine {
+            Engine::Literals(set) if set.is_alternation() => vec![self.label()],
             Engine::Literals(set) => set.members().iter().map(|m| m.label.as_str()).collect(),
             Engine::Regex(re) if !re.members.is_empty() => re.members.iter().map(Rule::label).collect(),
             _ => vec![self.label()],

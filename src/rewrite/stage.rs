@@ -158,6 +158,9 @@ impl Stage {
     /// its own).
     pub(super) fn match_counts(&self) -> Box<dyn Iterator<Item = (&str, u64)> + '_> {
         match &self.rule.inner.engine {
+            Engine::Literals(set) if set.is_alternation() => {
+                Box::new(std::iter::once((self.rule.label(), self.members.matches.iter().sum())))
+            }
             Engine::Literals(set) => {
                 Box::new(set.members().iter().map(|m| m.label.as_str()).zip(self.members.matches.iter().copied()))
             }

@@ -1999,3 +1999,81 @@ proptest! {
         prop_assert_eq!(String::from_utf8(one_byte_chunks(input.as_bytes(), &grouped)).unwrap(), expected);
     }
 }
+
+/// A global rule of plain texts in an alternation runs as one literal set (one stage, one rule counted) and
+/// gives what the regex gives: seeded alternations of overlapping texts, with and without `\b` around them,
+/// capturing or not, any case or not, with templates of `$&` and `$1`; those that must stay regex rules
+/// (a bounded alternative that begins another, `$&` with `i`) are compared too.
+#[test]
+fn alternations_of_plain_texts_run_as_one_set_and_equal_the_regex() {
+    let mut seed = 0xa17e_u64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
+        (0..len).map(|_| letters[next(letters.len())] as char).collect()
+    };
+    let rounds = std::env::var("LITERAL_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1500);
+    let mut as_sets = 0;
+    for _ in 0..rounds {
+        // Now and then one inside another (which keeps the rule a regex rule), mostly texts that overlap
+        // each other's ends.
+        let words: Vec<String> = (0..2 + next(5))
+            .map(|_| if next(8) == 0 { text(1, b"abc", &mut next) } else { text(3 + next(3), b"abcd", &mut next) })
+            .collect();
+        let (open, close) = [("(?:", ")"), ("(", ")"), ("", "")][next(3)];
+        let bound = if open.is_empty() { "" } else { [r"\b", ""][next(2)] };
+        let source = format!("{bound}{open}{}{close}{bound}", words.join("|"));
+        let flags = if next(3) == 0 { "gi" } else { "g" };
+        let replace = ["X", "<$&>", "[$1]", "$$-", ""][next(5)];
+        let rule = text_rule(&source, flags, replace);
+        let input: String = (0..next(30))
+            .map(|_| match next(3) {
+                0 => text(1 + next(3), b"abcdA -", &mut next),
+                1 if flags == "gi" => words[next(words.len())].to_uppercase(),
+                _ => words[next(words.len())].clone(),
+            })
+            .collect();
+        let expected = reference(&input, &source, flags, replace);
+        if matches!(&rule.inner.engine, Engine::Literals(set) if set.is_alternation()) {
+            as_sets += 1;
+            assert_eq!(rule.member_count(), 1);
+            assert_eq!(Rule::grouped(&[rule.clone(), rule.clone()]).len(), 2, "never grouped");
+        }
+        let rules = [rule];
+        assert_eq!(whole(&input, &rules), expected, "/{source}/{flags} -> {replace:?} on {input:?}");
+        let cuts: Vec<usize> =
+            (0..4).map(|_| next(input.len() + 1)).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        let out = String::from_utf8(chunked(input.as_bytes(), &rules, &cuts, DEFAULT_MAX_MATCH_BYTES)).unwrap();
+        assert_eq!(out, expected, "/{source}/{flags} -> {replace:?} on {input:?} cut at {cuts:?}");
+    }
+    assert!(as_sets * 3 >= rounds, "only {as_sets} of {rounds} alternations ran as sets");
+}
+
+#[test]
+fn alternations_that_are_not_plain_texts_stay_regex_rules() {
+    let is_set = |source: &str, flags: &str| matches!(&text_rule(source, flags, "x").inner.engine, Engine::Literals(set) if set.is_alternation());
+    assert!(is_set(r"\b(?:header|rewrite|rust)\b", "g"));
+    assert!(is_set(r"header|rewrite|a\|b|c\.d", "g"));
+    assert!(is_set(r"(header|rewrite)", "gi"));
+    // Not global, a bound on the first and last alternatives only, a look-ahead, a class, a bounded
+    // alternative that begins another, an escaped backslash before `b`, an empty alternative.
+    for (source, flags) in [
+        ("header|rewrite", ""),
+        (r"\bheader|rewrite\b", "g"),
+        ("(?=a)|b", "g"),
+        ("[ab]|c", "g"),
+        (r"\b(?:head|header)\b", "g"),
+        (r"(?:a|b)\\b", "g"),
+        ("a||b", "g"),
+        ("a|b+", "g"),
+    ] {
+        assert!(!is_set(source, flags), "/{source}/{flags}");
+    }
+    // `$&` under `i` is the text as it was found.
+    assert!(!matches!(&text_rule("(?:ab|cd)", "gi", "<$&>").inner.engine, Engine::Literals(_)));
+    assert_eq!(whole("x AB cd", &[text_rule("(?:ab|cd)", "gi", "<$&>")]), "x <AB> <cd>");
+}
