@@ -29,7 +29,8 @@ impl Stage {
             stage.exchange = self.exchange.clone();
             stage.pass_on_unchanged = true;
             // Each reads on from the same place; the byte before it, as `\b` sees it, is the set's input byte
-            // there (an earlier member writes word characters where its needle had them, see `word_bounds`).
+            // there (an earlier member writes word characters where its needle had them, or its match cannot
+            // touch a bounded later one's there: see `WordBounds::see_alike`).
             stage.before = self.before;
             stages.push(stage);
         }

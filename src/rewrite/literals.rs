@@ -479,10 +479,10 @@ pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
             open && match &found {
                 Some(found) => !found.hard[index].iter().any(|&u| group_of[u as usize] == current),
                 None => false,
-            } && groups[current]
-                .members
-                .iter()
-                .all(|a| a.any_case == literal.any_case && literal.bounds.see_alike(&a.needle, &a.output));
+            } && groups[current].members.iter().all(|a| {
+                a.any_case == literal.any_case
+                    && literal.bounds.see_alike(&literal.needle, (&a.needle, &a.output, a.bounds))
+            });
         // A removal joins the text around it: no later rule may share its search.
         let ends_group = literal.output.is_empty();
         if joins {

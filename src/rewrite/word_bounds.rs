@@ -112,11 +112,20 @@ impl WordBounds {
         Bounded::Yes
     }
 
-    /// Whether a rule with these bounds may share a search with an earlier literal rule that writes `output`
-    /// for `needle`: in turn this rule reads the written bytes beside its match, the shared search the
-    /// needle's, so both must be word characters at each end, or both not.
-    pub(super) fn see_alike(self, needle: &[u8], output: &[u8]) -> bool {
-        !self.any()
-            || is_word(needle.first()) == is_word(output.first()) && is_word(needle.last()) == is_word(output.last())
+    /// Whether a rule with these bounds and `needle` may share a search with an earlier literal rule
+    /// (`earlier`'s needle, output and bounds): in turn this rule reads the written bytes beside its match
+    /// where the earlier rule's match touches it, the shared search the needle's. So at each bounded end,
+    /// the earlier needle's byte there and its output's must be word characters alike, or the two matches
+    /// cannot touch there: the earlier rule's own bound beside it passed only on a byte of the other kind
+    /// than this needle's (whole words replaced by `<b>word</b>`).
+    pub(super) fn see_alike(self, needle: &[u8], earlier: (&[u8], &[u8], WordBounds)) -> bool {
+        let (earlier_needle, output, earlier_bounds) = earlier;
+        let start_safe = !self.start
+            || is_word(earlier_needle.last()) == is_word(output.last())
+            || earlier_bounds.end && is_word(needle.first()) == is_word(earlier_needle.last());
+        let end_safe = !self.end
+            || is_word(earlier_needle.first()) == is_word(output.first())
+            || earlier_bounds.start && is_word(needle.last()) == is_word(earlier_needle.first());
+        start_safe && end_safe
     }
 }
