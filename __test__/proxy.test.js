@@ -274,6 +274,9 @@ test('streaming rewrite equals String.prototype.replace for bodies split at rand
     { match: /<(\w+)>/g, replace: '{$1}' },
     { match: 'ab', replace: 'Q' },
     { match: /a|ab/g, replace: '1' },
+    // Plain texts in an alternation run as one literal set (src/rewrite/alternation.rs).
+    { match: /\b(?:ab|b a|é)\b/g, replace: '<$&>' },
+    { match: /(a b|"h)/g, replace: '[$1]' },
     { match: /€+/g, replace: 'EUR' },
     { match: /"[^"]*"/g, replace: (req, res, m) => m.toUpperCase() },
     { match: /b\s+a/g, replace: 'b_a' },
