@@ -2077,3 +2077,19 @@ fn alternations_that_are_not_plain_texts_stay_regex_rules() {
     assert!(!matches!(&text_rule("(?:ab|cd)", "gi", "<$&>").inner.engine, Engine::Literals(_)));
     assert_eq!(whole("x AB cd", &[text_rule("(?:ab|cd)", "gi", "<$&>")]), "x <AB> <cd>");
 }
+
+/// An alternation is one user rule wherever rules are counted: one label and count, one flag in
+/// `matched_rules` (the skip table's bits follow it).
+#[test]
+fn an_alternation_counts_as_one_rule() {
+    let rules = [text_rule(r"\b(?:header|rewrite)\b", "g", "X"), text_rule("node", "g", "N")];
+    let mut rewriter = Rewriter::new(&Rule::grouped(&rules), "local:3000", DEFAULT_MAX_MATCH_BYTES);
+    let mut out = Vec::new();
+    rewriter.push(b"header rewrite headers", &mut out).unwrap();
+    rewriter.finish(&mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), "X X headers");
+    let counts: Vec<(String, u64)> = rewriter.match_counts().map(|(label, n)| (label.to_string(), n)).collect();
+    assert_eq!(counts, [(r"/\b(?:header|rewrite)\b/g".to_string(), 2), ("/node/g".to_string(), 0)]);
+    assert_eq!(rewriter.matched_rules(), [true, false]);
+    assert_eq!(rules.iter().map(Rule::member_count).sum::<usize>(), 2);
+}
