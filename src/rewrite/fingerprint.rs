@@ -398,17 +398,13 @@ impl Fingerprints {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rewrite::seeded::seeded;
 
     /// Every real start is a candidate, and the first candidate is no later than the first real start.
     #[test]
     fn candidates_never_miss_a_start() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n) as u8
-        };
+        let mut random = seeded(0x2545_f491_4f6c_dd1du64);
+        let mut next = |n: u64| random(n as usize) as u8;
         for _ in 0..2000 {
             let needles: Vec<Vec<u8>> =
                 (0..1 + next(20)).map(|_| (0..1 + next(5)).map(|_| b'a' + next(4)).collect()).collect();

@@ -62,4 +62,6 @@ pub use rule::{check_memory, Rule, RuleReplacement, RULES_MEMORY_BUDGET};
 pub use stream::{rewrite_bytes, Rewriter, DEFAULT_MAX_MATCH_BYTES};
 
 #[cfg(test)]
+mod seeded;
+#[cfg(test)]
 mod tests;

@@ -268,15 +268,12 @@ pub(super) fn copy_short(out: &mut Vec<u8>, bytes: &[u8], from: usize, to: usize
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rewrite::seeded::seeded;
 
     /// Numbers below `n` from a xorshift generator started at `seed`.
-    fn random(mut seed: u64) -> impl FnMut(u64) -> usize {
-        move |n| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n) as usize
-        }
+    fn random(seed: u64) -> impl FnMut(u64) -> usize {
+        let mut next = seeded(seed);
+        move |n| next(n as usize)
     }
 
     #[test]

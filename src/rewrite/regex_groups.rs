@@ -251,6 +251,7 @@ fn build_rules(rules: Vec<Rule>) -> Vec<Rule> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rewrite::seeded::seeded;
     use crate::rewrite::Rewriter;
     use crate::rewrite::{rewrite_bytes, RuleReplacement, DEFAULT_MAX_MATCH_BYTES};
 
@@ -367,13 +368,7 @@ mod tests {
     /// of the cases run grouped (so the comparison is not only of rules left alone).
     #[test]
     fn seeded_regex_rule_sets_group_and_equal_the_rules_in_turn() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = seeded(0x9e37_79b9_7f4a_7c15_u64);
         const POOLS: [&str; 4] = ["ab", "cd", "ef", "a-"];
         let rounds = std::env::var("REGEX_GROUP_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(300);
         let (mut cases, mut merged) = (0, 0);

@@ -9,6 +9,7 @@ use regex_automata::{meta, Input};
 use super::replacement::group_info;
 use super::replacement::Template;
 use super::rule::{parse, Engine};
+use super::seeded::seeded;
 use super::*;
 
 fn text_rule(source: &str, flags: &str, replace: &str) -> Rule {
@@ -1519,13 +1520,7 @@ fn dense_matches_of_big_sets_and_single_rules_equal_the_rules_in_turn() {
 /// random places and whole: the rules in turn. Some sets must share a search, or the loop is not tested.
 #[test]
 fn dense_runs_of_long_needles_and_outputs_equal_the_rules_in_turn() {
-    let mut seed = 0xd15e_u64;
-    let mut next = move |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut next = seeded(0xd15e_u64);
     let mut shared = 0;
     for _ in 0..1000 {
         let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
@@ -1562,13 +1557,7 @@ fn dense_runs_of_long_needles_and_outputs_equal_the_rules_in_turn() {
 /// word characters with `-` and ` ` inside, the text has the needles next to word characters and not.
 #[test]
 fn dense_runs_of_whole_words_equal_the_rules_in_turn() {
-    let mut seed = 0xb0d5_u64;
-    let mut next = move |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut next = seeded(0xb0d5_u64);
     let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
         (0..len).map(|_| letters[next(letters.len())] as char).collect()
     };
@@ -1617,13 +1606,7 @@ fn dense_runs_of_whole_words_equal_the_rules_in_turn() {
 /// rules left alone).
 #[test]
 fn seeded_literal_rule_sets_group_and_equal_the_rules_in_turn() {
-    let mut seed = 0x5eed_u64;
-    let mut next = move |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut next = seeded(0x5eed_u64);
     let word = |len: usize, next: &mut dyn FnMut(usize) -> usize| -> String {
         (0..len).map(|_| (b'a' + next(12) as u8) as char).collect()
     };
@@ -1693,13 +1676,7 @@ fn seeded_literal_rule_sets_group_and_equal_the_rules_in_turn() {
 /// stay apart, and the comparison fails if they do not.
 #[test]
 fn replacements_that_begin_as_their_needles_share_a_search_and_equal_the_rules_in_turn() {
-    let mut seed = 0xca95_u64;
-    let mut next = move |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut next = seeded(0xca95_u64);
     let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
         (0..len).map(|_| letters[next(letters.len())] as char).collect()
     };
@@ -1762,13 +1739,7 @@ fn whole_words_whose_bounds_fail_beside_a_replacement_share_a_search_and_equal_t
     let input = "domaiold-0.example.org, serverealm, toke new-1 tokenew staticket node";
     assert_eq!(whole(input, &Rule::grouped(&rules)), whole(input, &rules));
 
-    let mut seed = 0xb0b0_u64;
-    let mut next = move |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut next = seeded(0xb0b0_u64);
     let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
         (0..len).map(|_| letters[next(letters.len())] as char).collect()
     };
@@ -2006,13 +1977,7 @@ proptest! {
 /// (a bounded alternative that begins another, `$&` with `i`) are compared too.
 #[test]
 fn alternations_of_plain_texts_run_as_one_set_and_equal_the_regex() {
-    let mut seed = 0xa17e_u64;
-    let mut next = move |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut next = seeded(0xa17e_u64);
     let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
         (0..len).map(|_| letters[next(letters.len())] as char).collect()
     };
