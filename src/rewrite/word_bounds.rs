@@ -25,6 +25,17 @@ fn is_word(byte: Option<&u8>) -> bool {
     byte.is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// 1 for the bytes of word characters, 0 for the others.
+static WORD: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = (byte as u8).is_ascii_alphanumeric() as u8 | (byte == b'_' as usize) as u8;
+        byte += 1;
+    }
+    table
+};
+
 /// A needle's bounds as `literal_run`'s loop tests them, in one byte: which ends must be boundaries and
 /// whether the needle's own byte at each is a word character.
 #[derive(Debug, Clone, Copy, Default)]
@@ -62,16 +73,18 @@ impl NeedleBounds {
     }
 
     /// Whether the needle found at `hay[start..end]` has its bounds; `before` as for [`WordBounds::check`].
-    /// The byte at `end` must be in `hay` (the loop stops well before the data's end).
+    /// The byte at `end` must be in `hay` (the loop stops well before the data's end). Without branches but
+    /// the body's first byte: a word list's matches test it ~10,000 times a page.
     #[inline(always)]
     pub(super) fn hold(self, hay: &[u8], before: Option<u8>, start: usize, end: usize) -> bool {
-        if self.0 & START != 0 {
-            let previous = if start == 0 { before } else { Some(hay[start - 1]) };
-            if is_word(previous.as_ref()) == (self.0 & FIRST_IS_WORD != 0) {
-                return false;
-            }
-        }
-        self.0 & END == 0 || is_word(Some(&hay[end])) != (self.0 & LAST_IS_WORD != 0)
+        let previous = match start {
+            0 => before.map_or(0, |byte| WORD[usize::from(byte)]),
+            _ => WORD[usize::from(hay[start - 1])],
+        };
+        // The bytes beside the match as the flags have the needle's own: a bounded end holds where they differ.
+        let beside = (previous * FIRST_IS_WORD) | (WORD[usize::from(hay[end])] * LAST_IS_WORD);
+        let bounded = (self.0 & (START | END)) << 1;
+        (beside ^ self.0) & bounded == bounded
     }
 }
 
