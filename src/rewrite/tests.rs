@@ -2058,3 +2058,18 @@ fn an_alternation_counts_as_one_rule() {
     assert_eq!(rewriter.matched_rules(), [true, false]);
     assert_eq!(rules.iter().map(Rule::member_count).sum::<usize>(), 2);
 }
+
+/// Alternations past ASCII: with `u` an astral alternative runs in the set; without it, it stays a regex rule
+/// (a regex without `u` may split it into UTF-16 units). Both give the regex's answer.
+#[test]
+fn alternations_past_ascii_equal_the_regex() {
+    let input = "é😀 ab é-😀é x😀y";
+    for (source, flags, in_set) in
+        [("(?:é|😀)", "gu", true), ("(?:é|😀)", "g", false), (r"\b(?:é|ab)\b", "g", true), ("(é|x)", "gi", false)]
+    {
+        let rule = text_rule(source, flags, "[$&]");
+        let is_set = matches!(&rule.inner.engine, Engine::Literals(set) if set.is_alternation());
+        assert_eq!(is_set, in_set, "/{source}/{flags}");
+        assert_eq!(whole(input, &[rule]), reference(input, source, flags, "[$&]"), "/{source}/{flags}");
+    }
+}
