@@ -10,3 +10,8 @@ pub(super) fn seeded(mut seed: u64) -> impl FnMut(usize) -> usize {
         (seed % n as u64) as usize
     }
 }
+
+/// `len` characters drawn from `letters`.
+pub(super) fn text(len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize) -> String {
+    (0..len).map(|_| letters[next(letters.len())] as char).collect()
+}

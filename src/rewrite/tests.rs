@@ -9,7 +9,7 @@ use regex_automata::{meta, Input};
 use super::replacement::group_info;
 use super::replacement::Template;
 use super::rule::{parse, Engine};
-use super::seeded::seeded;
+use super::seeded::{seeded, text};
 use super::*;
 
 fn text_rule(source: &str, flags: &str, replace: &str) -> Rule {
@@ -1421,6 +1421,34 @@ fn replace_in_turn(input: &str, rules: &[(String, String, bool)]) -> String {
     text
 }
 
+/// How many seeded cases a test runs: `LITERAL_CASES` where set (a longer search locally), else `default`.
+fn literal_cases(default: usize) -> usize {
+    std::env::var("LITERAL_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(default)
+}
+
+/// `rules` give `expected` for `input` whole, and cut at up to `cuts` places drawn by `next`.
+fn assert_whole_and_cut(
+    input: &str,
+    rules: &[Rule],
+    expected: &str,
+    cuts: usize,
+    next: &mut dyn FnMut(usize) -> usize,
+    case: &str,
+) {
+    assert_eq!(whole(input, rules), expected, "{case}");
+    let cuts: Vec<usize> =
+        (0..cuts).map(|_| next(input.len() + 1)).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    let out = chunked(input.as_bytes(), rules, &cuts, DEFAULT_MAX_MATCH_BYTES);
+    assert_eq!(String::from_utf8(out).unwrap(), expected, "{case} cut at {cuts:?}");
+}
+
+/// Whether a watched pair sent the rules in turn on `input` (a stage gave way to more).
+fn ran_in_turn(grouped: &[Rule], input: &str) -> bool {
+    let mut rewriter = Rewriter::new(grouped, "local:3000", DEFAULT_MAX_MATCH_BYTES);
+    rewriter.finish_with(input.as_bytes());
+    rewriter.stage_count() > grouped.len()
+}
+
 fn literal_rules(specs: &[(String, String, bool)]) -> Vec<Rule> {
     specs
         .iter()
@@ -1523,9 +1551,6 @@ fn dense_runs_of_long_needles_and_outputs_equal_the_rules_in_turn() {
     let mut next = seeded(0xd15e_u64);
     let mut shared = 0;
     for _ in 0..1000 {
-        let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
-            (0..len).map(|_| letters[next(letters.len())] as char).collect()
-        };
         // Needles of `a`, `b` and `c` (so that they overlap and watch each other), outputs of other letters
         // (so that they never chain), all global.
         let specs: Vec<(String, String, bool)> = (0..1 + next(10))
@@ -1558,9 +1583,6 @@ fn dense_runs_of_long_needles_and_outputs_equal_the_rules_in_turn() {
 #[test]
 fn dense_runs_of_whole_words_equal_the_rules_in_turn() {
     let mut next = seeded(0xb0d5_u64);
-    let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
-        (0..len).map(|_| letters[next(letters.len())] as char).collect()
-    };
     let mut shared = 0;
     for _ in 0..400 {
         // Word characters at both ends of every needle and output, so that they may share a search.
@@ -1611,8 +1633,7 @@ fn seeded_literal_rule_sets_group_and_equal_the_rules_in_turn() {
         (0..len).map(|_| (b'a' + next(12) as u8) as char).collect()
     };
     let (mut cases, mut merged, mut in_turn) = (0, 0, 0);
-    // LITERAL_CASES=N runs a longer search locally.
-    let rounds = std::env::var("LITERAL_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1500);
+    let rounds = literal_cases(1500);
     for _ in 0..rounds {
         let count = 2 + next(12);
         let specs: Vec<(String, String, bool)> = (0..count)
@@ -1660,10 +1681,7 @@ fn seeded_literal_rule_sets_group_and_equal_the_rules_in_turn() {
             String::from_utf8(chunked(input.as_bytes(), &grouped, &cuts, DEFAULT_MAX_MATCH_BYTES)).unwrap(),
             expected
         );
-        // Whether a watched pair sent the rules in turn (a stage gave way to more).
-        let mut rewriter = Rewriter::new(&grouped, "local:3000", DEFAULT_MAX_MATCH_BYTES);
-        rewriter.finish_with(input.as_bytes());
-        in_turn += usize::from(rewriter.stage_count() > grouped.len());
+        in_turn += usize::from(ran_in_turn(&grouped, &input));
     }
     assert!(merged * 5 >= cases, "only {merged} of {cases} rule sets shared a search");
     assert!(in_turn * 200 >= cases, "only {in_turn} of {cases} bodies ran rules in turn after a shared search");
@@ -1677,11 +1695,8 @@ fn seeded_literal_rule_sets_group_and_equal_the_rules_in_turn() {
 #[test]
 fn replacements_that_begin_as_their_needles_share_a_search_and_equal_the_rules_in_turn() {
     let mut next = seeded(0xca95_u64);
-    let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
-        (0..len).map(|_| letters[next(letters.len())] as char).collect()
-    };
     let (mut merged, mut in_turn) = (0, 0);
-    let rounds = std::env::var("LITERAL_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1500);
+    let rounds = literal_cases(1500);
     for _ in 0..rounds {
         let any_case = next(2) == 0;
         let specs: Vec<(String, String)> = (0..2 + next(6))
@@ -1712,14 +1727,8 @@ fn replacements_that_begin_as_their_needles_share_a_search_and_equal_the_rules_i
         merged += usize::from(grouped.len() < rules.len());
         let expected =
             specs.iter().fold(input.clone(), |text, (needle, output)| reference(&text, needle, flags, output));
-        assert_eq!(whole(&input, &grouped), expected, "{specs:?} /{flags} on {input:?}");
-        let cuts: Vec<usize> =
-            (0..6).map(|_| next(input.len() + 1)).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-        let out = chunked(input.as_bytes(), &grouped, &cuts, DEFAULT_MAX_MATCH_BYTES);
-        assert_eq!(String::from_utf8(out).unwrap(), expected, "{specs:?} /{flags} on {input:?} cut at {cuts:?}");
-        let mut rewriter = Rewriter::new(&grouped, "local:3000", DEFAULT_MAX_MATCH_BYTES);
-        rewriter.finish_with(input.as_bytes());
-        in_turn += usize::from(rewriter.stage_count() > grouped.len());
+        assert_whole_and_cut(&input, &grouped, &expected, 6, &mut next, &format!("{specs:?} /{flags} on {input:?}"));
+        in_turn += usize::from(ran_in_turn(&grouped, &input));
     }
     assert!(merged * 2 >= rounds, "only {merged} of {rounds} rule sets shared a search");
     assert!(in_turn * 20 >= rounds, "only {in_turn} of {rounds} bodies ran rules in turn after a shared search");
@@ -1740,11 +1749,8 @@ fn whole_words_whose_bounds_fail_beside_a_replacement_share_a_search_and_equal_t
     assert_eq!(whole(input, &Rule::grouped(&rules)), whole(input, &rules));
 
     let mut next = seeded(0xb0b0_u64);
-    let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
-        (0..len).map(|_| letters[next(letters.len())] as char).collect()
-    };
     let mut merged = 0;
-    let rounds = std::env::var("LITERAL_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1500);
+    let rounds = literal_cases(1500);
     for _ in 0..rounds {
         // Any case too, with words replaced by their capitals now and then.
         let flags = if next(2) == 0 { "gi" } else { "g" };
@@ -1772,11 +1778,7 @@ fn whole_words_whose_bounds_fail_beside_a_replacement_share_a_search_and_equal_t
         let expected = specs.iter().fold(input.clone(), |text, (needle, bounds, output)| {
             reference(&text, &bounded_source(needle, *bounds), flags, output)
         });
-        assert_eq!(whole(&input, &grouped), expected, "{specs:?} /{flags} on {input:?}");
-        let cuts: Vec<usize> =
-            (0..6).map(|_| next(input.len() + 1)).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-        let out = chunked(input.as_bytes(), &grouped, &cuts, DEFAULT_MAX_MATCH_BYTES);
-        assert_eq!(String::from_utf8(out).unwrap(), expected, "{specs:?} /{flags} on {input:?} cut at {cuts:?}");
+        assert_whole_and_cut(&input, &grouped, &expected, 6, &mut next, &format!("{specs:?} /{flags} on {input:?}"));
     }
     assert!(merged * 4 >= rounds, "only {merged} of {rounds} rule sets shared a search");
 }
@@ -1978,10 +1980,7 @@ proptest! {
 #[test]
 fn alternations_of_plain_texts_run_as_one_set_and_equal_the_regex() {
     let mut next = seeded(0xa17e_u64);
-    let text = |len: usize, letters: &[u8], next: &mut dyn FnMut(usize) -> usize| -> String {
-        (0..len).map(|_| letters[next(letters.len())] as char).collect()
-    };
-    let rounds = std::env::var("LITERAL_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1500);
+    let rounds = literal_cases(1500);
     let mut as_sets = 0;
     for _ in 0..rounds {
         // Now and then one inside another (which keeps the rule a regex rule), mostly texts that overlap
@@ -2009,11 +2008,8 @@ fn alternations_of_plain_texts_run_as_one_set_and_equal_the_regex() {
             assert_eq!(Rule::grouped(&[rule.clone(), rule.clone()]).len(), 2, "never grouped");
         }
         let rules = [rule];
-        assert_eq!(whole(&input, &rules), expected, "/{source}/{flags} -> {replace:?} on {input:?}");
-        let cuts: Vec<usize> =
-            (0..4).map(|_| next(input.len() + 1)).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-        let out = String::from_utf8(chunked(input.as_bytes(), &rules, &cuts, DEFAULT_MAX_MATCH_BYTES)).unwrap();
-        assert_eq!(out, expected, "/{source}/{flags} -> {replace:?} on {input:?} cut at {cuts:?}");
+        let case = format!("/{source}/{flags} -> {replace:?} on {input:?}");
+        assert_whole_and_cut(&input, &rules, &expected, 4, &mut next, &case);
     }
     assert!(as_sets * 3 >= rounds, "only {as_sets} of {rounds} alternations ran as sets");
 }
