@@ -10,7 +10,7 @@ const path = require('node:path');
 // Bottom to top: a module may import from its own layer and the ones below. A module belongs to the
 // layer of the longest prefix listed (`observe::mask` is plain data though `observe` is a record).
 const LAYERS = [
-  ['plain data and the engine', ['error', 'globs', 'csp', 'warnings', 'rewrite', 'codec', 'skip', 'header_pairs', 'lifecycle', 'observe::mask', 'config::target']],
+  ['plain data and the engine', ['error', 'globs', 'csp', 'warnings', 'rewrite', 'codec', 'skip', 'header_pairs', 'lifecycle', 'observe::mask', 'config::target', 'buffers']],
   ['counters and the log', ['stats']],
   ['body pipeline', ['body']],
   ['records: exchange records, inspector, cassettes', ['observe', 'cassette']],

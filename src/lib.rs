@@ -17,6 +17,7 @@
 // Every `unsafe` block says why it holds (`// SAFETY:` above it).
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod buffers;
 pub mod csp;
 mod error;
 pub mod globs;

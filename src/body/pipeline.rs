@@ -50,8 +50,8 @@ impl Pipeline {
             decoder: Decoder::new(decode),
             rewriter,
             encoder: Encoder::for_upstream(encode, decode),
-            decoded: Vec::with_capacity(DECODED_PIECE),
-            rewritten: Vec::new(),
+            decoded: crate::buffers::take(),
+            rewritten: crate::buffers::take(),
             rewrite_time: Duration::ZERO,
             encode_time: Duration::ZERO,
             preview: None,
@@ -186,6 +186,13 @@ impl Pipeline {
     /// Each rule's label with the matches it replaced so far.
     pub fn match_counts(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
         self.rewriter.match_counts()
+    }
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        crate::buffers::give(std::mem::take(&mut self.decoded));
+        crate::buffers::give(std::mem::take(&mut self.rewritten));
     }
 }
 

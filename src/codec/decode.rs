@@ -28,14 +28,27 @@ enum DecoderState {
     Zstd(Box<zstd::stream::raw::Decoder<'static>>, Box<[u8]>),
 }
 
+/// Where inflate writes one call's output: [`DECODED_PIECE`] bytes of a spare buffer (`crate::buffers`).
+fn piece() -> Vec<u8> {
+    let mut piece = crate::buffers::take();
+    piece.resize(DECODED_PIECE, 0);
+    piece
+}
+
+impl Drop for Decoder {
+    fn drop(&mut self) {
+        if let DecoderState::Flate(_, piece, _) = &mut self.state {
+            crate::buffers::give(std::mem::take(piece));
+        }
+    }
+}
+
 impl Decoder {
     /// A decoder for one body in `encoding`.
     pub fn new(encoding: Encoding) -> Decoder {
         let state = match encoding {
             Encoding::Identity => DecoderState::Identity,
-            Encoding::Gzip => {
-                DecoderState::Flate(Box::new(Decompress::new_gzip(15)), Vec::with_capacity(DECODED_PIECE), "gzip")
-            }
+            Encoding::Gzip => DecoderState::Flate(Box::new(Decompress::new_gzip(15)), piece(), "gzip"),
             Encoding::Deflate => DecoderState::DeflateUnknown(None),
             Encoding::Brotli => DecoderState::Brotli(
                 Box::new(brotli::BrotliState::new(Default::default(), Default::default(), Default::default())),
@@ -61,8 +74,7 @@ impl Decoder {
             };
             // RFC 9110's "deflate" is zlib-wrapped, but some servers send raw deflate.
             let zlib = b0 & 0x0F == 8 && (u16::from(b0) << 8 | u16::from(b1)) % 31 == 0;
-            self.state =
-                DecoderState::Flate(Box::new(Decompress::new(zlib)), Vec::with_capacity(DECODED_PIECE), "deflate");
+            self.state = DecoderState::Flate(Box::new(Decompress::new(zlib)), piece(), "deflate");
             if let Some(byte) = held {
                 // The held byte is the start of a header: it decodes to nothing.
                 self.decode(&[byte], out)?;
@@ -87,11 +99,10 @@ impl Decoder {
                 if self.finished {
                     return Ok(input.len()); // other bytes after the end of the stream are ignored, as browsers do
                 }
-                piece.clear();
-                let before = inflate.total_in();
-                let result = inflate.decompress_vec(input, piece, FlushDecompress::None);
-                out.extend_from_slice(piece);
-                let consumed = (inflate.total_in() - before) as usize;
+                let (before_in, before_out) = (inflate.total_in(), inflate.total_out());
+                let result = inflate.decompress(input, piece, FlushDecompress::None);
+                out.extend_from_slice(&piece[..(inflate.total_out() - before_out) as usize]);
+                let consumed = (inflate.total_in() - before_in) as usize;
                 match result {
                     Ok(Status::StreamEnd) => {
                         self.finished = true;

@@ -34,7 +34,7 @@ impl Rewriter {
         for stage in stages.iter_mut().take(count.saturating_sub(1)) {
             stage.pass_on_unchanged = true;
         }
-        let outputs = vec![Vec::new(); stages.len().saturating_sub(1)];
+        let outputs = (1..stages.len()).map(|_| crate::buffers::take()).collect();
         Rewriter { stages, outputs }
     }
 
@@ -136,6 +136,12 @@ impl Rewriter {
     /// literal rules on its own).
     pub fn match_counts(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
         self.stages.iter().flat_map(Stage::match_counts)
+    }
+}
+
+impl Drop for Rewriter {
+    fn drop(&mut self) {
+        self.outputs.drain(..).for_each(crate::buffers::give);
     }
 }
 

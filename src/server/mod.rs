@@ -94,6 +94,7 @@ impl ProxyServer {
         let prepared = tokio::task::spawn_blocking(|| {
             crate::codec::Encoder::prepare_process();
             crate::observe::mask::scanner();
+            crate::buffers::prepare();
         });
         let (served, verifier) = tokio::task::spawn_blocking(move || {
             let served = https.map(|https| tls::served(&https, &host)).transpose()?;
@@ -176,9 +177,8 @@ impl ProxyServer {
             None => (None, None),
         };
         let (stop_tx, stop_rx) = oneshot::channel();
-        // Literal rules grouped before the first request (it can take a quarter second for 10,000).
         let warm = shared.clone();
-        let _ = tokio::task::spawn_blocking(move || warm.rules.grouped(&warm.rules.snapshot())).await;
+        let _ = tokio::task::spawn_blocking(move || warm.prepare_first_request()).await;
         let task = tokio::spawn(serve(listener, acceptor, shared.clone(), stop_rx, phase_tx));
         Ok(ProxyServer {
             shared,
