@@ -377,3 +377,63 @@ test('a 50 MiB HTML page full of target links streams through with RSS growth < 
     await child.kill()
   }
 })
+
+// A small compressed body may decode to a GiB. A client that takes it uncompressed gets it whole, and the proxy
+// holds a bounded part of it at a time. Before the fix, each upstream chunk went out decoded at once: 500 MiB of
+// peak RSS for a 1 MiB gzip body of 1 GiB, 1.6 GiB for an 833-byte br body of 512 MiB (a brotli decoder takes
+// the whole body at once and gives out from it).
+test('small gzip and br pages that decode to 256-512 MiB go to an uncompressed client whole, with RSS growth < 64 MiB (child process)', { timeout: 180000 }, async (t) => {
+  const mib = 1024 * 1024
+  const head = Buffer.from('<!doctype html><html><head><title>big</title></head><p>')
+  // 512 gzip members of 1 MiB of `a` each (a gzip body may hold several members; Node and browsers read them all).
+  const member = zlib.gzipSync(Buffer.alloc(mib, 'a'), { level: 9 })
+  const bodies = {
+    gzip: { body: Buffer.concat([zlib.gzipSync(head), ...Array(512).fill(member)]), decoded: 512 * mib },
+    br: {
+      body: zlib.brotliCompressSync(Buffer.concat([head, Buffer.alloc(256 * mib, 'a')]), { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 5 } }),
+      decoded: 256 * mib,
+    },
+  }
+  for (const [coding, { body }] of Object.entries(bodies)) {
+    routes[`/expands-${coding}`] = (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': coding, 'content-length': body.length })
+      res.end(body)
+    }
+  }
+  const child = spawnNode(path.join(__dirname, 'fixtures/memory-child.js'))
+  try {
+    child.send({ type: 'start', options: { proxy: up.url, port: 0 } })
+    const { port } = await child.next('started')
+    for (const [coding, { body, decoded }] of Object.entries(bodies)) {
+      child.send({ type: 'baseline' })
+      const { rss: baseline } = await child.next('baseline')
+      child.send({ type: 'sample-start' })
+      await child.next('sampling')
+      let bytes = 0
+      let notA = 0
+      const res = await request(`http://127.0.0.1:${port}/expands-${coding}`, {
+        headers: { accept: ACCEPT_HTML, 'accept-encoding': 'identity' },
+        timeout: 100000,
+        collect: false,
+        onData: (c) => {
+          const from = Math.max(0, head.length - bytes)
+          for (let i = from; i < c.length; i++) if (c[i] !== 97) notA++
+          bytes += c.length
+        },
+      })
+      child.send({ type: 'sample-stop' })
+      const sampled = await child.next('sampled')
+      const growth = sampled.maxRss - baseline
+      t.diagnostic(`${coding}: ${body.length} B, ${bytes} B out; RSS baseline ${(baseline / mib).toFixed(1)} MiB, peak growth ${(growth / mib).toFixed(1)} MiB`)
+      assert.equal(res.status, 200, coding)
+      assert.equal(res.headers['content-encoding'], undefined, `${coding}: sent uncompressed, as asked`)
+      assert.equal(bytes, head.length + decoded, `${coding}: every decoded byte arrives`)
+      assert.equal(notA, 0, `${coding}: after the head, the bytes are the upstream's`)
+      assert.ok(growth < 64 * mib, `${coding}: RSS grew by ${(growth / mib).toFixed(1)} MiB`)
+    }
+    child.send({ type: 'stop' })
+    await child.next('stopped')
+  } finally {
+    await child.kill()
+  }
+})

@@ -224,3 +224,58 @@ proptest! {
         prop_assert!(decoder.decoded == expected, "{:?} -> {:?}: {}", input, output, describe(&decoder.decoded, &expected));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// A compressed chunk may decode to far more than it holds: `push_some` stops once its output reaches the
+    /// limit and leaves the rest of the chunk to be pushed again (as the proxy's body does), so that no call
+    /// holds more than about the limit, even where the decoder took a whole block's bytes at once (brotli,
+    /// zstd); what comes out in the end is whole-body rewriting all the same.
+    /// `decode_some` (the sniff's read-ahead) is bounded the same way.
+    #[test]
+    fn bounded_pushes_leave_the_rest_and_lose_nothing(
+        body in long_body(),
+        input in 1..5usize,
+        output in 0..5usize,
+        limit in prop::sample::select(vec![1usize, 1000, 64 * 1024]),
+        step in prop::sample::select(vec![700usize, 4096, 1 << 20]),
+    ) {
+        let rules = rules();
+        let (input, output) = (CODINGS[input], CODINGS[output]);
+        let compressed = encode_all(input, &body);
+        let mut pipeline = Pipeline::new(input, output, Rewriter::new(&rules, "me:2", 64));
+        let (mut out, mut largest_call, mut calls_left_a_rest) = (Vec::new(), 0, 0);
+        for chunk in compressed.chunks(step) {
+            let mut rest = chunk;
+            loop {
+                let before = out.len();
+                let taken = pipeline.push_some(rest, &mut out, before + limit).unwrap();
+                largest_call = largest_call.max(out.len() - before);
+                rest = &rest[taken..];
+                if rest.is_empty() && !pipeline.output_pending() {
+                    break;
+                }
+                calls_left_a_rest += 1;
+            }
+        }
+        pipeline.finish(&mut out).unwrap();
+        prop_assert_eq!(decode_all(output, &out).unwrap(), rewrite_bytes(&body, &rules, "me:2", 64).unwrap());
+        // One piece rewritten by these rules (a snippet, `[$&]` around one byte in two, links) is at most 3 pieces.
+        prop_assert!(largest_call <= limit + 3 * DECODED_PIECE, "one call wrote {} bytes, limit {}", largest_call, limit);
+        if output == Encoding::Identity && body.len() > 4 * DECODED_PIECE && compressed.len() < step {
+            prop_assert!(calls_left_a_rest > 0, "a small chunk of a large body went in at once");
+        }
+
+        let mut sniffer = Pipeline::new(input, output, Rewriter::new(&rules, "me:2", 64));
+        let (mut decoded, mut rest) = (Vec::new(), &compressed[..]);
+        let taken = sniffer.decode_some(rest, &mut decoded, limit).unwrap();
+        prop_assert!(decoded.len() <= limit + DECODED_PIECE, "the read-ahead decoded {} bytes, limit {}, {:?}", decoded.len(), limit, input);
+        rest = &rest[taken..];
+        while !rest.is_empty() || sniffer.output_pending() {
+            let taken = sniffer.decode_some(rest, &mut decoded, usize::MAX).unwrap();
+            rest = &rest[taken..];
+        }
+        prop_assert_eq!(decoded, body);
+    }
+}

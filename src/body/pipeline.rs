@@ -34,6 +34,8 @@ pub struct Pipeline {
     encoder: Encoder,
     decoded: Vec<u8>,
     rewritten: Vec<u8>,
+    /// The decoder's last piece came out full: it may hold more (see [`Pipeline::output_pending`]).
+    decoder_full: bool,
     /// Time spent in the rules and in the encoder, for the exchange record: two clock reads per
     /// chunk, no allocation.
     rewrite_time: Duration,
@@ -52,6 +54,7 @@ impl Pipeline {
             encoder: Encoder::for_upstream(encode, decode),
             decoded: crate::buffers::take(),
             rewritten: crate::buffers::take(),
+            decoder_full: false,
             rewrite_time: Duration::ZERO,
             encode_time: Duration::ZERO,
             preview: None,
@@ -95,20 +98,30 @@ impl Pipeline {
         Ok(result?)
     }
 
-    /// Decodes `raw` into `decoded` (sniffing uses this before deciding to rewrite).
-    pub fn decode(&mut self, mut raw: &[u8], decoded: &mut Vec<u8>) -> Result<(), PipelineError> {
+    /// Decodes `raw` into `decoded` until `decoded` holds `limit` bytes or more (sniffing reads ahead
+    /// with this before deciding to rewrite); returns how much of `raw` went in. The decoder may hold
+    /// more of it after that (see [`Pipeline::output_pending`]).
+    pub fn decode_some(&mut self, raw: &[u8], decoded: &mut Vec<u8>, limit: usize) -> Result<usize, PipelineError> {
+        let mut rest = raw;
         loop {
             let before = decoded.len();
-            let consumed = self.decoder.decode(raw, decoded)?;
-            raw = &raw[consumed..];
+            let consumed = self.decoder.decode(rest, decoded)?;
+            rest = &rest[consumed..];
             let produced = decoded.len() - before;
-            if consumed == 0 && produced == 0 && !raw.is_empty() {
+            if consumed == 0 && produced == 0 && !rest.is_empty() {
                 return Err(stalled_decoder());
             }
-            if raw.is_empty() && produced < DECODED_PIECE {
-                return Ok(());
+            self.decoder_full = produced == DECODED_PIECE;
+            if (rest.is_empty() && !self.decoder_full) || decoded.len() >= limit {
+                return Ok(raw.len() - rest.len());
             }
         }
+    }
+
+    /// Whether the decoder may still hold output of bytes it took: its last piece came out full. A brotli
+    /// or zstd decoder takes a block's bytes at once and gives out up to megabytes from them.
+    pub fn output_pending(&self) -> bool {
+        self.decoder_full
     }
 
     /// See [`Rewriter::leave_out_meta_policy`]; before the first byte.
@@ -122,10 +135,19 @@ impl Pipeline {
     }
 
     /// Runs compressed bytes through the whole pipeline, in bounded pieces.
-    pub fn push(&mut self, mut raw: &[u8], out: &mut Vec<u8>) -> Result<(), PipelineError> {
+    pub fn push(&mut self, raw: &[u8], out: &mut Vec<u8>) -> Result<(), PipelineError> {
+        self.push_some(raw, out, usize::MAX).map(drop)
+    }
+
+    /// Runs compressed bytes through the whole pipeline, in bounded pieces, until `out` holds `limit`
+    /// bytes or more; returns how much of `raw` went in, the rest being the caller's to push again, after
+    /// what [`Pipeline::output_pending`] says the decoder holds. A small compressed chunk may decode to a
+    /// GiB: taken this way, it costs no more memory than any other.
+    pub fn push_some(&mut self, raw: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<usize, PipelineError> {
         if self.identity {
-            return self.push_decoded(raw, out);
+            return self.push_decoded(raw, out).map(|()| raw.len());
         }
+        let (whole, mut raw) = (raw.len(), raw);
         let mut decoded = std::mem::take(&mut self.decoded);
         let result = loop {
             decoded.clear();
@@ -140,8 +162,9 @@ impl Pipeline {
             if let Err(e) = self.push_decoded(&decoded, out) {
                 break Err(e);
             }
-            if raw.is_empty() && decoded.len() < DECODED_PIECE {
-                break Ok(());
+            self.decoder_full = decoded.len() == DECODED_PIECE;
+            if (raw.is_empty() && !self.decoder_full) || out.len() >= limit {
+                break Ok(whole - raw.len());
             }
         };
         self.decoded = decoded;
@@ -222,11 +245,13 @@ pub(crate) async fn sniff_html(
     loop {
         let data = upstream.next_data().await.transpose().map_err(SniffError::Upstream)?;
         if let Some(data) = &data {
-            raw.extend_from_slice(data);
+            let mut taken = data.len();
             if !identity {
                 // Nothing has been sent yet, so a body we cannot decode becomes a 502 that says why.
-                pipeline.decode(data, &mut decoded).map_err(SniffError::Decode)?;
+                taken = pipeline.decode_some(data, &mut decoded, limit + 1).map_err(SniffError::Decode)?;
+                upstream.put_back(data.slice(taken..));
             }
+            raw.extend_from_slice(&data[..taken]);
         }
         let seen = if identity { &raw } else { &decoded };
         let html = match looks_like_html(seen) {
@@ -281,7 +306,8 @@ pub(crate) async fn read_to_snippet(
                 return Ok(false);
             };
             let start = decoded.len();
-            pipeline.decode(&data, decoded).map_err(SniffError::Decode)?;
+            let taken = pipeline.decode_some(&data, decoded, limit).map_err(SniffError::Decode)?;
+            upstream.put_back(data.slice(taken..));
             if found(&mut finder, &decoded[start..]) {
                 return Ok(true);
             }

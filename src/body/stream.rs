@@ -115,6 +115,8 @@ pub(crate) struct StepOutcome {
     pub pipeline: Pipeline,
     pub out: Vec<u8>,
     pub result: Result<(), PipelineError>,
+    /// Raw bytes the step left for the next, its output being full (see [`Pipeline::push_some`]).
+    rest: Bytes,
 }
 
 /// One pipeline step: the decoded start of a page, raw upstream bytes, or the body's end.
@@ -126,12 +128,13 @@ enum Step {
 
 impl Step {
     fn run(self, mut pipeline: Pipeline, mut out: Vec<u8>) -> StepOutcome {
+        let mut rest = Bytes::new();
         let result = match &self {
             Step::Decoded(decoded) => pipeline.push_decoded(decoded, &mut out),
-            Step::Raw(raw) => pipeline.push(raw, &mut out),
+            Step::Raw(raw) => pipeline.push_some(raw, &mut out, OUTPUT_BATCH).map(|taken| rest = raw.slice(taken..)),
             Step::Finish => pipeline.finish(&mut out),
         };
-        StepOutcome { pipeline, out, result }
+        StepOutcome { pipeline, out, result, rest }
     }
 }
 
@@ -305,6 +308,7 @@ impl RewriteState {
                     };
                     self.work = Work::Ready(outcome.pipeline);
                     self.out = outcome.out;
+                    self.upstream.put_back(outcome.rest);
                     if let Err(e) = outcome.result {
                         return self.fail(e);
                     }
@@ -318,38 +322,44 @@ impl RewriteState {
                 }
                 Work::Lost => return self.abort("internal error: the rewrite pipeline was lost".into()),
             };
-            let polled = if self.upstream_ended { Poll::Ready(None) } else { self.upstream.poll_data(cx) };
-            let data = match polled {
-                #[cfg(feature = "test-hooks")]
-                Poll::Ready(Some(Ok(_))) if self.panic_probe && self.frames_sent > 0 => {
-                    panic!("panic probe: body phase")
-                }
-                Poll::Ready(Some(Ok(data))) if self.gathered.len() + data.len() < GATHER => {
-                    self.gathered.extend_from_slice(&data);
-                    continue;
-                }
-                Poll::Ready(Some(Ok(data))) if self.gathered.is_empty() => Some(data),
-                Poll::Ready(Some(Ok(data))) => {
-                    self.gathered.extend_from_slice(&data);
-                    Some(self.gathered.split().freeze())
-                }
-                Poll::Ready(Some(Err(e))) => {
-                    self.finished = true;
-                    return Poll::Ready(Some(Err(e)));
-                }
-                Poll::Ready(None) if !self.gathered.is_empty() => {
-                    self.upstream_ended = true;
-                    Some(self.gathered.split().freeze())
-                }
-                Poll::Ready(None) => None,
-                // A pause: what was gathered goes through now.
-                Poll::Pending if !self.gathered.is_empty() => Some(self.gathered.split().freeze()),
-                Poll::Pending => {
-                    // The encoder alone runs here: no rule, so no JS, is involved in a flush.
-                    if let Err(e) = pipeline.flush(&mut self.out) {
-                        return self.fail(e);
+            // What the decoder still holds of bytes it took goes out before more is read.
+            let data = if pipeline.output_pending() && self.gathered.is_empty() {
+                Some(Bytes::new())
+            } else {
+                let ended = self.upstream_ended && !self.upstream.has_unread();
+                let polled = if ended { Poll::Ready(None) } else { self.upstream.poll_data(cx) };
+                match polled {
+                    #[cfg(feature = "test-hooks")]
+                    Poll::Ready(Some(Ok(_))) if self.panic_probe && self.frames_sent > 0 => {
+                        panic!("panic probe: body phase")
                     }
-                    return if self.out.is_empty() { Poll::Pending } else { self.take_output() };
+                    Poll::Ready(Some(Ok(data))) if self.gathered.len() + data.len() < GATHER => {
+                        self.gathered.extend_from_slice(&data);
+                        continue;
+                    }
+                    Poll::Ready(Some(Ok(data))) if self.gathered.is_empty() => Some(data),
+                    Poll::Ready(Some(Ok(data))) => {
+                        self.gathered.extend_from_slice(&data);
+                        Some(self.gathered.split().freeze())
+                    }
+                    Poll::Ready(Some(Err(e))) => {
+                        self.finished = true;
+                        return Poll::Ready(Some(Err(e)));
+                    }
+                    Poll::Ready(None) if !self.gathered.is_empty() => {
+                        self.upstream_ended = true;
+                        Some(self.gathered.split().freeze())
+                    }
+                    Poll::Ready(None) => None,
+                    // A pause: what was gathered goes through now.
+                    Poll::Pending if !self.gathered.is_empty() => Some(self.gathered.split().freeze()),
+                    Poll::Pending => {
+                        // The encoder alone runs here: no rule, so no JS, is involved in a flush.
+                        if let Err(e) = pipeline.flush(&mut self.out) {
+                            return self.fail(e);
+                        }
+                        return if self.out.is_empty() { Poll::Pending } else { self.take_output() };
+                    }
                 }
             };
             if self.offload {
@@ -362,8 +372,9 @@ impl RewriteState {
             }
             match data {
                 Some(data) => {
-                    if let Err(e) = pipeline.push(&data, &mut self.out) {
-                        return self.fail(e);
+                    match pipeline.push_some(&data, &mut self.out, OUTPUT_BATCH) {
+                        Ok(taken) => self.upstream.put_back(data.slice(taken..)),
+                        Err(e) => return self.fail(e),
                     }
                     if self.out.len() >= OUTPUT_BATCH {
                         return self.take_output();

@@ -48,6 +48,8 @@ pub(crate) struct UpstreamBody {
     read_on: bool,
     /// Bytes received so far, as they came (the exchange record's `bytesIn`).
     pub(super) bytes_in: u64,
+    /// Bytes read but not used yet (see [`UpstreamBody::put_back`]): the next read gives them.
+    unread: Bytes,
 }
 
 /// Where the bytes come from: the target's response, or a local file (`serveStatic`).
@@ -74,13 +76,22 @@ impl UpstreamBody {
         url: String,
     ) -> UpstreamBody {
         let idle = idle.map(|idle| (idle, Box::pin(tokio::time::sleep(idle))));
-        UpstreamBody { inner: Source::Http(inner), idle, stats, url, bytes_in: 0, tee: None, read_on: false }
+        UpstreamBody {
+            inner: Source::Http(inner),
+            idle,
+            stats,
+            url,
+            bytes_in: 0,
+            tee: None,
+            read_on: false,
+            unread: Bytes::new(),
+        }
     }
 
     /// A recorded body played back; `url` names it in errors.
     pub(crate) fn replay(stream: impl RecordedChunks + 'static, stats: Arc<Stats>, url: String) -> UpstreamBody {
         let inner = Source::Replay(Box::new(stream));
-        UpstreamBody { inner, idle: None, stats, url, bytes_in: 0, tee: None, read_on: false }
+        UpstreamBody { inner, idle: None, stats, url, bytes_in: 0, tee: None, read_on: false, unread: Bytes::new() }
     }
 
     /// Records what this body reads (see `crate::cassette::record`).
@@ -104,10 +115,35 @@ impl UpstreamBody {
         use tokio::io::AsyncReadExt;
         let reader = tokio::fs::File::from_std(file).take(len);
         let inner = Source::File(Box::new(tokio_util::io::ReaderStream::with_capacity(reader, FILE_CHUNK)));
-        UpstreamBody { inner, idle: None, stats, url: path, bytes_in: 0, tee: None, read_on: false }
+        UpstreamBody {
+            inner,
+            idle: None,
+            stats,
+            url: path,
+            bytes_in: 0,
+            tee: None,
+            read_on: false,
+            unread: Bytes::new(),
+        }
+    }
+
+    /// Gives `rest`, the end of the last chunk read, back to be read first again: what a step left
+    /// because its output reached its bound (a small compressed chunk may decode to a GiB). Counted and
+    /// recorded once, when it was first read.
+    pub(super) fn put_back(&mut self, rest: Bytes) {
+        self.unread =
+            if self.unread.is_empty() { rest } else { [rest, std::mem::take(&mut self.unread)].concat().into() };
+    }
+
+    /// Whether bytes put back wait to be read again.
+    pub(super) fn has_unread(&self) -> bool {
+        !self.unread.is_empty()
     }
 
     pub(super) fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
+        if !self.unread.is_empty() {
+            return Poll::Ready(Some(Ok(std::mem::take(&mut self.unread))));
+        }
         // The previous chunk's copy must be in the recording's channel before the next is read.
         if let Some(tee) = &mut self.tee {
             std::task::ready!(tee.poll_ready(cx));
@@ -179,6 +215,9 @@ impl UpstreamBody {
     /// Whether the source has nothing more to give, whether or not a recording has seen its end yet
     /// (hyper stops polling a body once its `Content-Length` is written).
     pub(super) fn is_complete(&self) -> bool {
+        if !self.unread.is_empty() {
+            return false;
+        }
         match &self.inner {
             Source::Http(inner) => inner.is_end_stream(),
             Source::Taken => true,
@@ -187,6 +226,9 @@ impl UpstreamBody {
     }
 
     pub(super) fn is_end_stream(&self) -> bool {
+        if !self.unread.is_empty() {
+            return false;
+        }
         if self.tee.as_ref().is_some_and(|tee| !tee.ended()) {
             return false; // polled once more, so that the recording sees the end
         }
@@ -218,6 +260,7 @@ impl Drop for UpstreamBody {
                     tee: Some(tee),
                     read_on: false,
                     bytes_in: 0,
+                    unread: Bytes::new(),
                 };
                 handle.spawn(read_on(rest));
                 return;
