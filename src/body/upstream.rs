@@ -206,10 +206,18 @@ impl UpstreamBody {
     }
 
     pub(super) fn size_hint(&self) -> SizeHint {
-        match &self.inner {
+        let source = match &self.inner {
             Source::Http(inner) => inner.size_hint(),
             Source::File(_) | Source::Replay(_) | Source::Taken => SizeHint::default(),
+        };
+        // Bytes put back come first.
+        let unread = self.unread.len() as u64;
+        let mut hint = SizeHint::new();
+        hint.set_lower(source.lower() + unread);
+        if let Some(upper) = source.upper() {
+            hint.set_upper(upper + unread);
         }
+        hint
     }
 
     /// Whether the source has nothing more to give, whether or not a recording has seen its end yet
@@ -281,4 +289,27 @@ async fn read_on(mut rest: UpstreamBody) {
         }
     };
     let _ = tokio::time::timeout(READ_ON_TIME, read).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn bytes_put_back_are_read_first_and_counted_once() {
+        let path = std::env::temp_dir().join(format!("devproxy-put-back-{}", std::process::id()));
+        std::fs::write(&path, b"abcdef").unwrap();
+        let stats = Arc::new(Stats::new(crate::config::LogLevel::Silent, "test"));
+        let file = std::fs::File::open(&path).unwrap();
+        let mut body = UpstreamBody::file(file, 6, stats, "/file".into());
+        let first = body.next_data().await.unwrap().unwrap();
+        assert_eq!(&first[..], b"abcdef");
+        body.put_back(first.slice(3..));
+        assert!(!body.is_complete() && !body.is_end_stream(), "bytes wait: the body is not over");
+        assert!(body.size_hint().lower() >= 3, "the hint counts what was put back");
+        assert_eq!(&body.next_data().await.unwrap().unwrap()[..], b"def");
+        assert!(body.next_data().await.is_none());
+        assert_eq!(body.bytes_in, 6, "counted as it came, once");
+        std::fs::remove_file(&path).unwrap();
+    }
 }
