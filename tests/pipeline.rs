@@ -236,7 +236,7 @@ proptest! {
     #[test]
     fn bounded_pushes_leave_the_rest_and_lose_nothing(
         body in long_body(),
-        input in 1..5usize,
+        input in 0..5usize,
         output in 0..5usize,
         limit in prop::sample::select(vec![1usize, 1000, 64 * 1024]),
         step in prop::sample::select(vec![700usize, 4096, 1 << 20]),
@@ -262,8 +262,10 @@ proptest! {
         pipeline.finish(&mut out).unwrap();
         prop_assert_eq!(decode_all(output, &out).unwrap(), rewrite_bytes(&body, &rules, "me:2", 64).unwrap());
         // One piece rewritten by these rules (a snippet, `[$&]` around one byte in two, links) is at most 3 pieces.
-        prop_assert!(largest_call <= limit + 3 * DECODED_PIECE, "one call wrote {} bytes, limit {}", largest_call, limit);
-        if output == Encoding::Identity && body.len() > 4 * DECODED_PIECE && compressed.len() < step {
+        // An uncompressed chunk goes in whole: it is no larger decoded than as it came.
+        let bound = limit + 3 * if input == Encoding::Identity { step.max(DECODED_PIECE) } else { DECODED_PIECE };
+        prop_assert!(largest_call <= bound, "one call wrote {} bytes, limit {}", largest_call, limit);
+        if input != Encoding::Identity && output == Encoding::Identity && body.len() > 4 * DECODED_PIECE && compressed.len() < step {
             prop_assert!(calls_left_a_rest > 0, "a small chunk of a large body went in at once");
         }
 
@@ -271,6 +273,8 @@ proptest! {
         let (mut decoded, mut rest) = (Vec::new(), &compressed[..]);
         let taken = sniffer.decode_some(rest, &mut decoded, limit).unwrap();
         prop_assert!(decoded.len() <= limit + DECODED_PIECE, "the read-ahead decoded {} bytes, limit {}, {:?}", decoded.len(), limit, input);
+        // An uncompressed body holds nothing back: a pipeline that said so would be drained forever.
+        prop_assert!(input != Encoding::Identity || !sniffer.output_pending(), "identity: nothing pending");
         rest = &rest[taken..];
         while !rest.is_empty() || sniffer.output_pending() {
             let taken = sniffer.decode_some(rest, &mut decoded, usize::MAX).unwrap();

@@ -111,7 +111,8 @@ impl Pipeline {
             if consumed == 0 && produced == 0 && !rest.is_empty() {
                 return Err(stalled_decoder());
             }
-            self.decoder_full = produced == DECODED_PIECE;
+            // An uncompressed body's pieces are its own bytes: nothing is held behind a full one.
+            self.decoder_full = !self.identity && produced == DECODED_PIECE;
             if (rest.is_empty() && !self.decoder_full) || decoded.len() >= limit {
                 return Ok(raw.len() - rest.len());
             }
