@@ -289,35 +289,46 @@ fn request_body(open: &Open, redact: &Redaction) -> (Option<Data>, Option<String
     (Some(Data::of(&bytes)), refused)
 }
 
+/// The most of a chunk decoded at once: a small compressed chunk may decode to a GiB, which goes in
+/// pieces of this size (each its own lines, as if the target had sent it in smaller chunks).
+const RECORD_PIECE: usize = 1 << 20;
+
 /// Decodes one upstream chunk and spools its lines (one per SSE event piece).
 fn body_lines(open: &mut Open, redact: &Redaction, id: u64, at: f64, bytes: &[u8]) -> std::io::Result<()> {
-    let mut owned = Vec::new();
-    let decoded: &[u8] = match &mut open.decoder {
+    let Some(mut decoder) = open.decoder.take() else {
         // Identity (what a loopback target sends): the chunk as it is, not a copy.
-        None => bytes,
-        Some(decoder) => {
-            let decoded = &mut owned;
-            let mut input = bytes;
-            loop {
-                let before = decoded.len();
-                match decoder.decode(input, decoded) {
-                    Ok(consumed) => input = &input[consumed..],
-                    Err(e) => {
-                        // Stored as it came from here on, so the cassette still holds the bytes.
-                        open.decoder = None;
-                        open.refused = None;
-                        decoded.extend_from_slice(input);
-                        let _ = e;
-                        break;
-                    }
-                }
-                if input.is_empty() && decoded.len() - before < crate::codec::DECODED_PIECE {
-                    break;
-                }
-            }
-            &owned
-        }
+        return decoded_lines(open, redact, id, at, bytes);
     };
+    let mut decoded = Vec::new();
+    let mut input = bytes;
+    loop {
+        let before = decoded.len();
+        match decoder.decode(input, &mut decoded) {
+            Ok(consumed) => input = &input[consumed..],
+            Err(_) => {
+                // Stored as it came from here on (no decoder), so the cassette still holds the bytes.
+                open.refused = None;
+                decoded.extend_from_slice(input);
+                return decoded_lines(open, redact, id, at, &decoded);
+            }
+        }
+        let drained = input.is_empty() && decoded.len() - before < crate::codec::DECODED_PIECE;
+        let written = if drained || decoded.len() >= RECORD_PIECE {
+            let written = decoded_lines(open, redact, id, at, &decoded);
+            decoded.clear();
+            written
+        } else {
+            Ok(())
+        };
+        if drained || open.refused.is_some() || written.is_err() {
+            open.decoder = Some(decoder);
+            return written;
+        }
+    }
+}
+
+/// Spools the lines of decoded body bytes (one per SSE event piece).
+fn decoded_lines(open: &mut Open, redact: &Redaction, id: u64, at: f64, decoded: &[u8]) -> std::io::Result<()> {
     if decoded.is_empty() {
         return Ok(());
     }
@@ -646,6 +657,30 @@ mod tests {
         );
         let refusal = w.status.last_refusal.lock().unwrap().clone().unwrap();
         assert!(refusal.contains("response body event 1 field `k`"), "{refusal}");
+    }
+
+    #[test]
+    fn a_chunk_that_inflates_past_a_record_piece_is_recorded_whole_in_bounded_lines() {
+        // 2.5 MiB from a few KiB: decoded and written 1 MiB at a time, never whole.
+        let body: Vec<u8> = (0..5 * RECORD_PIECE / 2).map(|i| b"abcdefgh"[i % 8]).collect();
+        for (encoding, name) in [(Encoding::Gzip, "gzip"), (Encoding::Brotli, "br"), (Encoding::Zstd, "zstd")] {
+            let encoded = crate::codec::encode_all(encoding, &body);
+            let (_, exchanges) = record("inflate-big", Redaction::default(), exchange(1, &[], name, &[&encoded[..]]));
+            assert!(
+                exchanges[0].response_body == body,
+                "{name}: {} bytes of {}",
+                exchanges[0].response_body.len(),
+                body.len()
+            );
+            let ends = exchanges[0].chunks.iter().map(|&(_, _, end)| end);
+            let lines: Vec<usize> =
+                ends.clone().zip(std::iter::once(0).chain(ends)).map(|(end, start)| end - start).collect();
+            assert!(lines.len() >= 3, "{name}: lines {lines:?}");
+            assert!(
+                lines.iter().all(|&len| len <= RECORD_PIECE + crate::codec::DECODED_PIECE),
+                "{name}: lines {lines:?}"
+            );
+        }
     }
 
     #[test]
