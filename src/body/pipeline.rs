@@ -152,18 +152,15 @@ impl Pipeline {
         let mut decoded = std::mem::take(&mut self.decoded);
         let result = loop {
             decoded.clear();
-            let consumed = match self.decoder.decode(raw, &mut decoded) {
+            // One piece at a time (a limit of one byte stops at the first piece that has any).
+            let consumed = match self.decode_some(raw, &mut decoded, 1) {
                 Ok(n) => n,
-                Err(e) => break Err(e.into()),
+                Err(e) => break Err(e),
             };
             raw = &raw[consumed..];
-            if consumed == 0 && decoded.is_empty() && !raw.is_empty() {
-                break Err(stalled_decoder());
-            }
             if let Err(e) = self.push_decoded(&decoded, out) {
                 break Err(e);
             }
-            self.decoder_full = decoded.len() == DECODED_PIECE;
             if (raw.is_empty() && !self.decoder_full) || out.len() >= limit {
                 break Ok(whole - raw.len());
             }
