@@ -22,7 +22,7 @@ pub(super) enum Bounded {
 const WORD_BOUNDARY: &str = r"(?-u:\b)";
 
 fn is_word(byte: Option<&u8>) -> bool {
-    byte.is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
+    byte.is_some_and(|&b| WORD[usize::from(b)] != 0)
 }
 
 /// 1 for the bytes of word characters, 0 for the others.
