@@ -1,7 +1,7 @@
 //! Which literal rules may interact when applied one after another (see `literals::group`, which splits a
 //! run of literal rules into sets by these answers): a needle inside another or inside an earlier rule's
 //! replacement, a replacement's end that starts a later needle or its start that ends one, and needles that
-//! overlap at their ends.
+//! overlap at their ends. The last three meet only across a match's ends: they are watched, not kept apart.
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
@@ -21,15 +21,26 @@ pub(super) struct Interactions {
     pub(super) soft: Vec<Vec<Watched>>,
 }
 
-/// Two rules that give the same output in one search as in turn unless a match of rule `on` is followed
-/// by the rest of rule `other`'s needle, from byte `overlap` on: the earlier rule's needle beginning
-/// inside the later one's match, or the earlier rule's replacement ending with the start of the later
-/// one's needle.
+/// Two rules that give the same output in one search as in turn unless, at a match of rule `on`:
+/// - [`Side::After`]: the match is followed by the rest of rule `other`'s needle, from byte `overlap` on (the
+///   earlier rule's needle beginning inside the later one's match, or the earlier rule's replacement ending
+///   with the start of the later one's needle);
+/// - [`Side::Before`]: the match is preceded by the first `overlap` bytes of the later rule `other`'s needle,
+///   whose rest begins `on`'s replacement (in turn the later rule finds its needle across the replacement's
+///   start, in text the shared search has passed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Watched {
     pub(super) on: u32,
     pub(super) other: u32,
     pub(super) overlap: u32,
+    pub(super) side: Side,
+}
+
+/// Which end of a match a [`Watched`] pair meets at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Side {
+    After,
+    Before,
 }
 
 impl Watched {
@@ -40,8 +51,15 @@ impl Watched {
 }
 
 /// The interactions of literal rules, by their needles, outputs and word bounds in rule order (see
-/// [`Interactions`]); `None`: too many to keep.
-pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]], bounds: &[NeedleBounds]) -> Option<Interactions> {
+/// [`Interactions`]); `None`: too many to keep. Texts come folded where any rule matches any case (more
+/// interactions, never fewer); `as_compared` are the needles as each rule compares them (folded for a rule
+/// that matches any case only), for the one test that finds an interaction absent.
+pub(super) fn interactions(
+    needles: &[&[u8]],
+    outputs: &[&[u8]],
+    bounds: &[NeedleBounds],
+    as_compared: &[&[u8]],
+) -> Option<Interactions> {
     let n = needles.len();
     let mut earlier: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut soft: Vec<Vec<Watched>> = vec![Vec::new(); n];
@@ -55,7 +73,7 @@ pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]], bounds: &[Needl
             if j < i {
                 kept += 1;
                 let overlap = (needles[i].len() - offset) as u32;
-                soft.push(Watched { on: i as u32, other: j as u32, overlap });
+                soft.push(Watched { on: i as u32, other: j as u32, overlap, side: Side::After });
             }
         }
     }
@@ -65,7 +83,8 @@ pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]], bounds: &[Needl
         for (offset, j) in by_needle.starting_with_a_suffix_of(output) {
             if j > i {
                 kept += 1;
-                soft[j].push(Watched { on: i as u32, other: j as u32, overlap: (output.len() - offset) as u32 });
+                let overlap = (output.len() - offset) as u32;
+                soft[j].push(Watched { on: i as u32, other: j as u32, overlap, side: Side::After });
             }
         }
     }
@@ -115,11 +134,9 @@ pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]], bounds: &[Needl
             }
         }
     }
-    // A needle's end that is a replacement's start (hard: the later rule's match would begin before the
-    // replacement, in text the search has passed). Needle then needle, and replacement then needle, are
-    // watched (above). Two needles that overlap so interact only when the later rule's comes first (the
-    // earlier rule's match wins in turn though it starts further right); the other way round, the leftmost
-    // match is the one rule order picks.
+    // A needle's end that is a replacement's start: the later rule's match would begin before the
+    // replacement, in text the search has passed. Watched from the replacement's side: at the earlier rule's
+    // match, whether the needle's first part stands before it (see `literal_watch`).
     // Not where the replacement's byte after that end fails a `\b` there (`\bdomain\b` and `new-...`), nor
     // where the earlier rule's own needle also begins with that end (an any-case word replaced by its
     // capitals) and its byte after it passes the `\b` too: the later rule's needle then stands in the text
@@ -130,17 +147,20 @@ pub(super) fn interactions(needles: &[&[u8]], outputs: &[&[u8]], bounds: &[Needl
         for (k, j) in by_output.starting_with_a_suffix_of(needle) {
             let end = &needle[k..];
             let written_after = outputs[j][end.len()];
-            if bounds[i].fails_after(written_after) {
+            if j >= i || bounds[i].fails_after(written_after) {
                 continue;
             }
-            let earlier = needles[j];
+            // As the rules compare: `A ` does not stand in for the end of a case-sensitive `éa`.
+            let (earlier, end) = (as_compared[j], &as_compared[i][k..]);
             if earlier.len() > end.len() && earlier.starts_with(end) && !bounds[i].fails_after(earlier[end.len()]) {
                 continue;
             }
-            if !note(j, i, false) {
-                return None;
-            }
+            kept += 1;
+            soft[i].push(Watched { on: j as u32, other: i as u32, overlap: k as u32, side: Side::Before });
         }
+    }
+    if kept > MAX_INTERACTIONS {
+        return None;
     }
     Some(Interactions { hard: earlier, soft })
 }

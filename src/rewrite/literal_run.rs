@@ -33,8 +33,10 @@ pub(super) struct DenseMember {
     needle_len: u32,
     /// Its output in the set's `outputs`.
     output: (u32, u32),
-    /// See `LiteralSet::watch_next`.
+    /// The bytes after and before its match (bits of `byte % 64`) that may make a watched pair (see
+    /// `literal_watch::Watch`); any other, and the match stands.
     watch_next: u64,
+    watch_prev: u64,
     bounds: NeedleBounds,
 }
 
@@ -42,7 +44,7 @@ impl DenseMember {
     pub(super) fn new(
         needle_len: usize,
         output: (usize, usize),
-        watch_next: u64,
+        (watch_next, watch_prev): (u64, u64),
         bounds: NeedleBounds,
     ) -> Option<DenseMember> {
         let narrow = |n: usize| u32::try_from(n).ok();
@@ -50,6 +52,7 @@ impl DenseMember {
             needle_len: narrow(needle_len)?,
             output: (narrow(output.0)?, narrow(output.1)?),
             watch_next,
+            watch_prev,
             bounds,
         })
     }
@@ -67,7 +70,8 @@ pub(super) struct DenseRun<'a, W> {
     pub(super) at: Progress,
     /// Matches that start here or later are left to the search one match at a time.
     pub(super) limit: usize,
-    /// Whether a watched pair is found at the match of a member at a position (see `LiteralSet::watched`).
+    /// Whether a watched pair is found at the match of a member at a position, the input written out up to
+    /// a byte (see `LiteralSet::watched`).
     pub(super) watched: W,
     /// The members' match counts, and the member last replaced.
     pub(super) matches: &'a mut [u64],
@@ -75,7 +79,7 @@ pub(super) struct DenseRun<'a, W> {
     pub(super) out: &'a mut Vec<u8>,
 }
 
-impl<W: Fn(usize, usize) -> bool> BlockLoop for DenseRun<'_, W> {
+impl<W: Fn(usize, usize, usize) -> bool> BlockLoop for DenseRun<'_, W> {
     type Output = Progress;
 
     #[inline(always)]
@@ -108,13 +112,14 @@ impl<W: Fn(usize, usize) -> bool> BlockLoop for DenseRun<'_, W> {
                 continue;
             }
             let Some(member) = scan.needle_at(hay, start) else { continue };
-            let DenseMember { needle_len, output: (from, to), watch_next, bounds } = members[member];
+            let DenseMember { needle_len, output: (from, to), watch_next, watch_prev, bounds } = members[member];
             let end = start + needle_len as usize;
             // Not a match: the text stays, and a later candidate may start inside it.
             if bounds.any() && !bounds.hold(hay, before, start, end) {
                 continue;
             }
-            if watch_next & 1 << (hay[end] % 64) != 0 && watched(start, member) {
+            let near = watch_next & 1 << (hay[end] % 64) | watch_prev & 1 << (hay[start.saturating_sub(1)] % 64);
+            if near != 0 && watched(start, member, at.emitted) {
                 // The search one match at a time finds it again and says what it needs.
                 (at.from, stopped) = (start, true);
                 break;

@@ -11,18 +11,20 @@
 //! `rewrite` in `headerewrite`), do not interact: the leftmost match is the earlier rule's, and the later
 //! rule's is gone in turn too. Where no interaction can happen, the leftmost search gives the same result
 //! as the rules in turn. [`group`] decides it conservatively; a rule that may interact with one in the
-//! open set starts the next set, in its place. Two kinds of interaction can only happen across the end of
-//! a match, so they are watched rather than kept apart: a later needle that ends where an earlier one
-//! begins, and an earlier replacement whose end begins a later needle (`new-1.example.net` then `token`);
-//! a body where the rest of such a needle follows the match runs the rules in turn from that match on.
+//! open set starts the next set, in its place. Three kinds of interaction can only happen across the ends of
+//! a match, so they are watched rather than kept apart (see `literal_watch`): a later needle that ends where
+//! an earlier one begins, an earlier replacement whose end begins a later needle (`new-1.example.net` then
+//! `token`), and one whose start ends a later needle (`domai` then `new-...`); a body where such a pair is
+//! found runs the rules in turn from there on.
 
 use std::ops::Range;
 use std::sync::OnceLock;
 
 use super::hay::{Hay, Next};
-use super::literal_interactions::{interactions, Watched};
+use super::literal_interactions::{interactions, Side, Watched};
 use super::literal_run::{DenseMember, DenseRun, Progress};
 use super::literal_search::Searcher;
+use super::literal_watch::{Body, MatchAt, Watch};
 use super::needle_scan::{copy_short, folded};
 use super::word_bounds::{Bounded, NeedleBounds, WordBounds};
 
@@ -53,13 +55,9 @@ pub(super) struct LiteralSet {
     /// The bytes a needle may begin with (both cases where the members match any case): most of a chunk's
     /// last bytes are none, and need no look-up in `sorted`.
     first_bytes: [bool; 256],
-    /// For each member (no entry when none has any): the other members whose needle's rest, from a byte on,
-    /// would make a pair with its match if it follows it, as (that byte, member). Only where such a pair is
-    /// found in the text does the shared search differ from the rules in turn (see [`group`]).
-    watch: Vec<Vec<(u32, u32)>>,
-    /// For each member, the bytes (as bits of `byte % 64`) that may follow its match as the rest of another
-    /// member's needle (none for a member with no watched pairs): any other byte after it, and the match stands.
-    watch_next: Vec<u64>,
+    /// The pairs of members that meet only across a match's ends: only where one is found in the text does
+    /// the shared search differ from the rules in turn (see [`group`]).
+    watch: Watch,
     /// Where every member is global (its match is its needle, within its word bounds) and the search is a
     /// [`NeedleScan`](super::needle_scan::NeedleScan): what `literal_run`'s loop needs of each member.
     dense: Option<Box<[DenseMember]>>,
@@ -81,7 +79,7 @@ pub(super) type InTurnSets = Vec<(Range<usize>, LiteralSet)>;
 impl LiteralSet {
     /// `members` must not interact (see [`group`]) and have non-empty needles.
     pub(super) fn new(members: Vec<Literal>) -> Result<LiteralSet, String> {
-        LiteralSet::of_group(Group { members, watch: Vec::new(), strict_starts: Vec::new() })
+        LiteralSet::of_group(Group { members, after: Vec::new(), before: Vec::new(), strict_starts: Vec::new() })
     }
 
     /// The set of one rule's alternatives (see `alternation`): searched leftmost-first, never grouped.
@@ -97,7 +95,7 @@ impl LiteralSet {
     /// The set of a [`group`]'s members, which shares one search and watches for the pairs that would
     /// need the rules in turn.
     pub(super) fn of_group(group: Group) -> Result<LiteralSet, String> {
-        let Group { members, watch, strict_starts } = group;
+        let Group { members, after, before, strict_starts } = group;
         let any_case = members.first().is_some_and(|m| m.any_case);
         let needles: Vec<&[u8]> = members.iter().map(|m| &m.needle[..]).collect();
         let searcher = match &members[..] {
@@ -120,30 +118,16 @@ impl LiteralSet {
             outputs.extend_from_slice(&member.output);
         }
         outputs.extend_from_slice(&[0; 16]);
-        let mut watch_next: Vec<u64> = watch
-            .iter()
-            .map(|pairs| {
-                let next = |&(overlap, other): &(u32, u32)| members[other as usize].needle[overlap as usize];
-                // Both cases of a letter, for a set that matches any case.
-                let bits = |byte: u8| {
-                    1 << (byte % 64)
-                        | if any_case {
-                            1 << (byte.to_ascii_uppercase() % 64) | 1 << (byte.to_ascii_lowercase() % 64)
-                        } else {
-                            0
-                        }
-                };
-                pairs.iter().map(next).fold(0u64, |all, byte| all | bits(byte))
-            })
-            .collect();
-        watch_next.resize(members.len(), 0);
+        let outputs_in_order: Vec<&[u8]> = members.iter().map(|m| &m.output[..]).collect();
+        let watch = Watch::new(&needles, &outputs_in_order, after, &before, any_case);
         let dense = match matches!(searcher, Searcher::Scan(_)) && members.iter().all(|m| m.global) {
             true => members
                 .iter()
                 .enumerate()
                 .map(|(i, m)| {
                     let bounds = NeedleBounds::of(m.bounds, &m.needle);
-                    DenseMember::new(m.needle.len(), output_spans[i], watch_next[i], bounds)
+                    let watched = (watch.next_bits(i), watch.prev_bits(i));
+                    DenseMember::new(m.needle.len(), output_spans[i], watched, bounds)
                 })
                 .collect(),
             false => None,
@@ -156,7 +140,6 @@ impl LiteralSet {
             sorted,
             first_bytes,
             watch,
-            watch_next,
             dense,
             strict_starts,
             in_turn: OnceLock::new(),
@@ -192,11 +175,12 @@ impl LiteralSet {
     /// final as soon as it is found: no other member can overlap it (see [`group`]), and a needle cannot
     /// lie inside a longer prefix of itself. Without the end of the body, the bytes from the first place
     /// where the data's end may be the start of a needle are held back: never more than the longest
-    /// needle less one byte (or than `max_match`).
+    /// needle less one byte (or than `max_match`). The search begins at `from`; the input before `emitted` is
+    /// written out (a watched pair may begin in the text between).
     pub(super) fn next_match(
         &self,
         hay: Hay,
-        from: usize,
+        (from, emitted): (usize, usize),
         last: bool,
         max_match: usize,
         done: &[bool],
@@ -222,9 +206,14 @@ impl LiteralSet {
                     at = start + 1;
                     continue;
                 }
-                Bounded::Unknown => return (Next::Pending(start), 0),
+                // Held with the text a watched pair may need before it (see `literal_watch`).
+                Bounded::Unknown => {
+                    let from = self.watch.boundary(hay, emitted, start);
+                    return (Next::Pending(from), 0);
+                }
             }
-            if let Some(next) = self.watched(hay, start, member, last, max_match, done) {
+            let body = Body { hay, last, max_match, done };
+            if let Some(next) = self.watched(&body, MatchAt { start, member, emitted }) {
                 return (next, member);
             }
             return (Next::Match { start, end }, member);
@@ -234,49 +223,21 @@ impl LiteralSet {
         }
         let reach = self.longest.min(max_match.saturating_add(1));
         let window = len.saturating_sub(reach - 1).max(at);
-        match (window..len).find(|&k| self.starts_a_needle(&hay[k..])) {
-            Some(k) => (Next::Pending(k), 0),
+        let needle = (window..len).find(|&k| self.starts_a_needle(&hay[k..]));
+        // The first part of a needle watched before a match (see `literal_watch`) must still be there when
+        // that match is found: held where the data may end inside the part and the needle after it.
+        let pairs = len.saturating_sub(self.watch.pair_reach()).max(emitted);
+        let pair = (pairs..len).find(|&k| self.watch.begins_a_pair(&hay[k..]));
+        match needle.into_iter().chain(pair).min() {
+            Some(k) => (Next::Pending(self.watch.boundary(hay, emitted, k)), 0),
             None => (Next::Exhausted, 0),
         }
     }
 
-    /// At a match of `member` at `start`: [`Next::InTurn`] where the rest of a watched member's needle
-    /// follows it (an earlier member's needle that begins inside the match, which the rules in turn would
-    /// replace first; a later member's needle that begins inside the replacement, which they would find
-    /// across it), [`Next::Pending`] where the data may end inside such a needle, `None` where the match
-    /// stands.
-    fn watched(
-        &self,
-        hay: &[u8],
-        start: usize,
-        member: usize,
-        last: bool,
-        max_match: usize,
-        done: &[bool],
-    ) -> Option<Next> {
-        let watch = self.watch.get(member)?;
-        let end = start + self.members[member].needle.len();
-        for &(overlap, other) in watch {
-            let needle = &self.members[other as usize].needle;
-            // A match the other rule would leave alone (first-match-only and had, or too long) is no threat.
-            if done[other as usize] || needle.len() > max_match {
-                continue;
-            }
-            // The needle's start is in this match's own bytes or its replacement's (so the pair was found):
-            // only what follows it is left to compare.
-            let (after, wanted) = (&hay[end..], &needle[overlap as usize..]);
-            let same = |a: &[u8], b: &[u8]| if self.any_case { a.eq_ignore_ascii_case(b) } else { a == b };
-            if after.first().is_some_and(|&byte| !same(&[byte], &wanted[..1])) {
-                continue;
-            }
-            if after.len() >= wanted.len() && same(&after[..wanted.len()], wanted) {
-                return Some(Next::InTurn(start));
-            }
-            if !last && after.len() < wanted.len() && same(&wanted[..after.len()], after) {
-                return Some(Next::Pending(start));
-            }
-        }
-        None
+    /// At a match: [`Next::InTurn`] where a watched pair is found, [`Next::Pending`] where the data may end
+    /// inside one, `None` where the match stands (see `literal_watch`).
+    fn watched(&self, body: &Body, at: MatchAt) -> Option<Next> {
+        self.watch.at_match(body, at)
     }
 
     /// Replaces, in one loop, the matches that start from `at.from` on and lie far enough from the data's
@@ -306,7 +267,10 @@ impl LiteralSet {
                     before,
                     at,
                     limit,
-                    watched: |start, member| self.watched(hay, start, member, last, max_match, done).is_some(),
+                    watched: |start, member, emitted| {
+                        let body = Body { hay, last, max_match, done };
+                        self.watched(&body, MatchAt { start, member, emitted }).is_some()
+                    },
                     matches: &mut states.matches,
                     current: &mut states.current,
                     out,
@@ -336,9 +300,10 @@ impl LiteralSet {
                 *abandoned += u64::from(!states.done[member]);
                 continue;
             }
-            if self.watch_next[member] & 1 << (hay[end] % 64) != 0
-                && self.watched(hay, start, member, last, max_match, &states.done).is_some()
-            {
+            let near = 1 << (hay[end] % 64) & self.watch.next_bits(member)
+                | 1 << (hay[start.saturating_sub(1)] % 64) & self.watch.prev_bits(member);
+            let body = Body { hay, last, max_match, done: &states.done };
+            if near != 0 && self.watched(&body, MatchAt { start, member, emitted: at.emitted }).is_some() {
                 // The search one match at a time finds it again and says what it needs.
                 (at.from, stopped) = (start, true);
                 break;
@@ -443,8 +408,10 @@ impl MemberStates {
 #[derive(Debug)]
 pub(super) struct Group {
     pub(super) members: Vec<Literal>,
-    /// See [`LiteralSet`]'s field.
-    watch: Vec<Vec<(u32, u32)>>,
+    /// Per member, the (byte, other member) pairs watched after its match (see `literal_watch::Watch`).
+    after: Vec<Vec<(u32, u32)>>,
+    /// (member, other member, bytes): the other's needle's first bytes watched before the member's match.
+    before: Vec<(u32, u32, u32)>,
     /// See [`LiteralSet`]'s field.
     strict_starts: Vec<usize>,
 }
@@ -462,10 +429,12 @@ pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
     let needles: Vec<Vec<u8>> = literals.iter().map(|l| folded(&l.needle, any_case)).collect();
     let outputs: Vec<Vec<u8>> = literals.iter().map(|l| folded(&l.output, any_case)).collect();
     let bounds: Vec<NeedleBounds> = literals.iter().map(|l| NeedleBounds::of(l.bounds, &l.needle)).collect();
+    let written: Vec<Vec<u8>> = literals.iter().map(|l| folded(&l.needle, l.any_case)).collect();
     let found = interactions(
         &needles.iter().map(Vec::as_slice).collect::<Vec<_>>(),
         &outputs.iter().map(Vec::as_slice).collect::<Vec<_>>(),
         &bounds,
+        &written.iter().map(Vec::as_slice).collect::<Vec<_>>(),
     );
     let mut groups: Vec<Group> = Vec::new();
     // The set each rule went to, to tell whether an earlier rule it may interact with is in the open one.
@@ -493,25 +462,28 @@ pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
                 strict_first = index;
                 group.strict_starts.push(index - first);
             }
-            if !watched.is_empty() {
-                group.watch.resize(group.members.len() + 1, Vec::new());
-                for pair in watched {
-                    let local = |rule: u32| (rule as usize - first) as u32;
-                    group.watch[local(pair.on) as usize].push((pair.overlap, local(pair.other)));
+            for pair in watched {
+                let local = |rule: u32| (rule as usize - first) as u32;
+                match pair.side {
+                    Side::After => {
+                        group.after.resize(group.after.len().max(group.members.len() + 1), Vec::new());
+                        group.after[local(pair.on) as usize].push((pair.overlap, local(pair.other)));
+                    }
+                    Side::Before => group.before.push((local(pair.on), local(pair.other), pair.overlap)),
                 }
             }
             group.members.push(literal);
         } else {
             (first, strict_first) = (index, index);
-            groups.push(Group { members: vec![literal], watch: Vec::new(), strict_starts: Vec::new() });
+            groups.push(Group {
+                members: vec![literal],
+                after: Vec::new(),
+                before: Vec::new(),
+                strict_starts: Vec::new(),
+            });
         }
         group_of.push(groups.len() - 1);
         open = !ends_group;
-    }
-    for group in &mut groups {
-        if !group.watch.is_empty() {
-            group.watch.resize(group.members.len(), Vec::new());
-        }
     }
     groups
 }
@@ -558,8 +530,6 @@ mod tests {
         assert_eq!(sizes(vec![lit("old", "mid"), lit("mid", "new"), lit("q", "r")]), [1, 2]);
         // A needle inside another; a suffix of one that starts another.
         assert_eq!(sizes(vec![lit("cat", "1"), lit("concat", "2"), lit("zz", "3")]), [1, 2]);
-        // A later needle whose end starts an earlier replacement (text before + text written = a match).
-        assert_eq!(sizes(vec![lit("m", "ay"), lit("pa", "1"), lit("q", "3")]), [1, 2]);
         // A pair that may interact is split where the second comes; the rules around it still group.
         assert_eq!(
             sizes(vec![lit("u", "v"), lit("w", "v"), lit("bcd", "1"), lit("bc", "2"), lit("e", "f"), lit("g", "h")]),
@@ -583,12 +553,12 @@ mod tests {
         let set = LiteralSet::new(vec![lit("header", "H"), lit("rewrite", "W")]).unwrap();
         let mut abandoned = 0;
         assert!(matches!(
-            set.next_match(hay(b"headerewrite rewrite"), 0, true, 100, &[false, false], &mut abandoned),
+            set.next_match(hay(b"headerewrite rewrite"), (0, 0), true, 100, &[false, false], &mut abandoned),
             (Next::Match { start: 0, end: 6 }, 0)
         ));
         // A first-match-only rule that is done leaves its needle to the others, overlaps included.
         assert!(matches!(
-            set.next_match(hay(b"headerewrite"), 0, true, 100, &[true, false], &mut abandoned),
+            set.next_match(hay(b"headerewrite"), (0, 0), true, 100, &[true, false], &mut abandoned),
             (Next::Match { start: 5, end: 12 }, 1)
         ));
     }
@@ -600,7 +570,7 @@ mod tests {
         assert_eq!(sizes(rules()), [3]);
         assert_eq!(strict_sizes(rules()), [[2, 1]]);
         let set = LiteralSet::of_group(group(rules()).remove(0)).unwrap();
-        let next = |hay: &[u8], last: bool| set.next_match(self::hay(hay), 0, last, 100, &[false; 3], &mut 0).0;
+        let next = |hay: &[u8], last: bool| set.next_match(self::hay(hay), (0, 0), last, 100, &[false; 3], &mut 0).0;
         // Alone, `server` stands; followed by `ewrite` the pair is found and the rules must run in turn.
         assert!(matches!(next(b"a server b", true), Next::Match { start: 2, end: 8 }));
         assert!(matches!(next(b"a serverewrite", true), Next::InTurn(2)));
@@ -609,7 +579,7 @@ mod tests {
         assert!(matches!(next(b"a serverew", true), Next::Match { start: 2, end: 8 }));
         // An earlier rule that is done (first match only) is no threat.
         assert!(matches!(
-            set.next_match(hay(b"a serverewrite"), 0, true, 100, &[true, false, false], &mut 0).0,
+            set.next_match(hay(b"a serverewrite"), (0, 0), true, 100, &[true, false, false], &mut 0).0,
             Next::Match { start: 2, end: 8 }
         ));
     }
@@ -621,7 +591,7 @@ mod tests {
         assert_eq!(sizes(rules()), [3]);
         assert_eq!(strict_sizes(rules()), [[2, 1]]);
         let set = LiteralSet::of_group(group(rules()).remove(0)).unwrap();
-        let next = |hay: &[u8], last: bool| set.next_match(self::hay(hay), 0, last, 100, &[false; 3], &mut 0).0;
+        let next = |hay: &[u8], last: bool| set.next_match(self::hay(hay), (0, 0), last, 100, &[false; 3], &mut 0).0;
         assert!(matches!(next(b"a k c", true), Next::Match { start: 2, end: 3 }));
         assert!(matches!(next(b"a kb", true), Next::InTurn(2)));
         // The data may end before the byte that tells.
@@ -629,12 +599,48 @@ mod tests {
         assert!(matches!(next(b"a k", true), Next::Match { start: 2, end: 3 }));
         // A later rule that is done leaves nothing to find.
         assert!(matches!(
-            set.next_match(hay(b"a kb"), 0, true, 100, &[false, false, true], &mut 0).0,
+            set.next_match(hay(b"a kb"), (0, 0), true, 100, &[false, false, true], &mut 0).0,
             Next::Match { start: 2, end: 3 }
         ));
-        // The replacement's start that ends a later needle still keeps them apart: that match would begin
-        // before the replacement, in text already passed.
-        assert_eq!(sizes(vec![lit("m", "ay"), lit("pa", "1")]), [1, 1]);
+    }
+
+    #[test]
+    fn a_later_needle_that_may_end_where_an_earlier_replacement_begins_is_watched() {
+        // `mm` written as `ay`, then `pa`: in turn `pa` is found across the replacement's start, from the `p`
+        // before the match, which the search has passed but not written.
+        let rules = || vec![lit("mm", "ay"), lit("q", "Q"), lit("pa", "1")];
+        assert_eq!(sizes(rules()), [3]);
+        assert_eq!(strict_sizes(rules()), [[2, 1]]);
+        let set = LiteralSet::of_group(group(rules()).remove(0)).unwrap();
+        let next = |hay: &[u8], at: (usize, usize), last: bool| {
+            set.next_match(self::hay(hay), at, last, 100, &[false; 3], &mut 0).0
+        };
+        assert!(matches!(next(b"x mm c", (0, 0), true), Next::Match { start: 2, end: 4 }));
+        // In turn from the `p`, the first byte of the later rule's match.
+        assert!(matches!(next(b"xpmm", (0, 0), true), Next::InTurn(1)));
+        // A `p` already written (the end of an earlier match, which looked ahead for this) is not looked at.
+        assert!(matches!(next(b"xpmm", (2, 2), true), Next::Match { start: 2, end: 4 }));
+        // The data may end inside the needle's first part and the match after it: held from the part.
+        assert!(matches!(next(b"xpm", (0, 0), false), Next::Pending(1)));
+        assert!(matches!(next(b"xpm", (0, 0), true), Next::Exhausted));
+        // A later rule that is done leaves nothing to find.
+        assert!(matches!(
+            set.next_match(hay(b"xpmm"), (0, 0), true, 100, &[false, false, true], &mut 0).0,
+            Next::Match { start: 2, end: 4 }
+        ));
+    }
+
+    #[test]
+    fn a_needle_part_that_may_begin_inside_an_earlier_match_is_looked_for_there() {
+        // `k` written as `zp` ends with `pa`'s first part: `zp` + `mm` written as `ay` makes `pa` in turn.
+        let rules = || vec![lit("k", "zp"), lit("mm", "ay"), lit("pa", "1")];
+        assert_eq!(sizes(rules()), [3]);
+        let set = LiteralSet::of_group(group(rules()).remove(0)).unwrap();
+        let next = |hay: &[u8], last: bool| set.next_match(self::hay(hay), (0, 0), last, 100, &[false; 3], &mut 0).0;
+        assert!(matches!(next(b"xkmm", true), Next::InTurn(1)));
+        assert!(matches!(next(b"xk mm", true), Next::Match { start: 1, end: 2 }));
+        assert!(matches!(next(b"xkm", false), Next::Pending(1)));
+        assert!(matches!(next(b"xkm", true), Next::Match { start: 1, end: 2 }));
     }
 
     #[test]
@@ -648,25 +654,25 @@ mod tests {
         let mut abandoned = 0;
         let done = [false, false];
         assert!(matches!(
-            set.next_match(hay(b"say world hello"), 0, false, 100, &done, &mut abandoned),
+            set.next_match(hay(b"say world hello"), (0, 0), false, 100, &done, &mut abandoned),
             (Next::Match { start: 4, end: 9 }, 1)
         ));
         // Only a tail that starts a needle is held.
         assert!(matches!(
-            set.next_match(hay(b"abcdefghijk wor"), 0, false, 100, &done, &mut abandoned),
+            set.next_match(hay(b"abcdefghijk wor"), (0, 0), false, 100, &done, &mut abandoned),
             (Next::Pending(12), _)
         ));
         assert!(matches!(
-            set.next_match(hay(b"abcdefghijk"), 0, false, 100, &done, &mut abandoned),
+            set.next_match(hay(b"abcdefghijk"), (0, 0), false, 100, &done, &mut abandoned),
             (Next::Exhausted, _)
         ));
         assert!(matches!(
-            set.next_match(hay(b"abcdefghijk wor"), 0, true, 100, &done, &mut abandoned),
+            set.next_match(hay(b"abcdefghijk wor"), (0, 0), true, 100, &done, &mut abandoned),
             (Next::Exhausted, _)
         ));
         // A member that is done is passed over.
         assert!(matches!(
-            set.next_match(hay(b"world hello"), 0, true, 100, &[false, true], &mut abandoned),
+            set.next_match(hay(b"world hello"), (0, 0), true, 100, &[false, true], &mut abandoned),
             (Next::Match { start: 6, end: 11 }, 0)
         ));
     }

@@ -6,7 +6,7 @@
 //! it knows, at every chunk edge, which bytes can still belong to a match and must be held back.
 //!
 //! Files: `rule` compiles rules (with `js_regex` translating the patterns, `prefixes` building the automaton
-//! of held-back data, `grouped`, `literals` (with `literal_interactions`, and `plain_text` making literal rules of plain-text patterns, whole words and any case included) and `regex_groups` grouping rules that cannot interact, with
+//! of held-back data, `grouped`, `literals` (with `literal_interactions`, `literal_watch` for the pairs a shared search watches, and `plain_text` making literal rules of plain-text patterns, whole words and any case included) and `regex_groups` grouping rules that cannot interact, with
 //! `fingerprint` and `needle_scan` finding a literal set's matches for one loop that replaces them, `in_turn`
 //! the way out of a shared search where a body needs the rules one after another, `overlap`
 //! telling whether two regular languages' matches can overlap, `row_search` one search shared by stages in a
@@ -30,6 +30,7 @@ mod links;
 mod literal_interactions;
 mod literal_run;
 mod literal_search;
+mod literal_watch;
 mod literals;
 mod look_around;
 mod look_memo;

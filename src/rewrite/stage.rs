@@ -430,10 +430,11 @@ impl Stage {
 
     fn next_match(&mut self, hay: Hay, last: bool) -> Next {
         let mut abandoned = 0;
-        let Stage { rule, search_from, max_match, members, .. } = self;
+        let Stage { rule, search_from, emitted, max_match, members, .. } = self;
         let next = match &rule.inner.engine {
             Engine::Literals(set) => {
-                let (next, member) = set.next_match(hay, *search_from, last, *max_match, &members.done, &mut abandoned);
+                let at = (*search_from, *emitted);
+                let (next, member) = set.next_match(hay, at, last, *max_match, &members.done, &mut abandoned);
                 members.current = member;
                 next
             }

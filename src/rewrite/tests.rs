@@ -1687,6 +1687,44 @@ fn seeded_literal_rule_sets_group_and_equal_the_rules_in_turn() {
     assert!(in_turn * 200 >= cases, "only {in_turn} of {cases} bodies ran rules in turn after a shared search");
 }
 
+/// A later needle that ends where an earlier replacement begins, its first part in the text before the
+/// match or at the end of an earlier match's replacement or needle: one search, the rules in turn's output,
+/// cut at every place.
+#[test]
+fn needles_across_a_replacements_start_share_a_search_and_equal_the_rules_in_turn() {
+    let cases = [
+        (
+            vec![("k", "zp", true), ("mm", "ay", true), ("pa", "1", true), ("ep", "E", true)],
+            "xkmm k mm pmm kmm pp emm kkmm pkmm",
+        ),
+        // `aaab` across `abb`'s replacement `ba`, whose own match is across `a-ba`'s `b-aa`, after an earlier
+        // `abb` whose replacement ends with the part's first `a`.
+        (vec![("a-ba", "b-aa", true), ("abb", "ba", true), ("aaab", " b ", true)], "-abbaaaba-baaaab"),
+        // First matches only, the later ones across the earlier ones' replacements.
+        (vec![("ab", "ca", false), ("ac", "ca", false), ("bc", "", false)], "axxaxxxbaabxxx"),
+    ];
+    for (specs, input) in cases {
+        let specs: Vec<(String, String, bool)> = specs.into_iter().map(|(n, o, g)| (n.into(), o.into(), g)).collect();
+        let rules = literal_rules(&specs);
+        let grouped = Rule::grouped(&rules);
+        assert_eq!(grouped.len(), 1, "one search for {specs:?}");
+        let expected = replace_in_turn(input, &specs);
+        assert_eq!(whole(input, &grouped), expected, "{specs:?}");
+        assert!(ran_in_turn(&grouped, input));
+        for cut in 0..=input.len() {
+            let out = chunked(input.as_bytes(), &grouped, &[cut], DEFAULT_MAX_MATCH_BYTES);
+            assert_eq!(String::from_utf8(out).unwrap(), expected, "{specs:?} cut at {cut}");
+        }
+    }
+    assert_eq!(
+        replace_in_turn(
+            "xkmm k mm pmm kmm pp emm kkmm pkmm",
+            &[("k", "zp", true), ("mm", "ay", true), ("pa", "1", true)].map(|(n, o, g)| (n.into(), o.into(), g))
+        ),
+        "xz1y zp ay 1y z1y pp eay zpz1y pz1y"
+    );
+}
+
 /// Rules whose replacement begins as their needle does: any-case words replaced by their capitals, and
 /// needles replaced by themselves and more. A later needle that ends where such a replacement begins is
 /// then the pair of needles that is watched, not a reason to keep the rules apart: every case equals the
@@ -2067,5 +2105,20 @@ fn alternations_past_ascii_equal_the_regex() {
         let is_set = matches!(&rule.inner.engine, Engine::Literals(set) if set.is_alternation());
         assert_eq!(is_set, in_set, "/{source}/{flags}");
         assert_eq!(whole(input, &[rule]), reference(input, source, flags, "[$&]"), "/{source}/{flags}");
+    }
+}
+
+/// A list with a rule that matches any case is compared folded, but a case-sensitive rule's needle does not
+/// stand in for another's end by its folded form: `A ` (written as `a-`) then `éa\b` needs the rules in turn.
+#[test]
+fn folded_texts_do_not_stand_in_for_a_case_sensitive_needle() {
+    let rules = [text_rule("b", "gi", "é"), text_rule("A ", "g", "a-"), text_rule(&bounded_source("éa", 2), "g", "")];
+    let grouped = Rule::grouped(&rules);
+    assert_eq!(grouped.len(), 2, "the any-case rule, then the two that share a search");
+    let input = "éA  éA";
+    assert_eq!(whole(input, &grouped), "- éA");
+    for cut in 0..=input.len() {
+        let out = chunked(input.as_bytes(), &grouped, &[cut], DEFAULT_MAX_MATCH_BYTES);
+        assert_eq!(String::from_utf8(out).unwrap(), "- éA", "cut at {cut}");
     }
 }
