@@ -276,3 +276,27 @@ test('bad rules and snippet rules are refused by start() and addRule() naming th
     await up.close()
   }
 })
+
+// start() runs a sample page through the page rules to have their code in memory for the first request
+// (src/proxy/state.rs, `warm_page_code`): never where a rule calls a function, which would see a page that
+// no browser asked for. The sample's words (`sample`, `text`, `</body>`, links to the target) are matched here.
+test('proxy: start() calls no rule function before a page is asked for', async () => {
+  const up = await pageUpstream()
+  try {
+    const calls = { rule: 0, snippet: 0 }
+    const options = {
+      proxy: up.url,
+      snippet: '<script>s</script>',
+      rewriteRules: [{ match: /sample|text|hello/g, fn: (req, res, match) => { calls.rule++; return match.toUpperCase() } }],
+      snippetOptions: { rule: { match: /<\/body>/i, fn: (snippet, match) => { calls.snippet++; return snippet + match } } },
+    }
+    await withProxy(options, async (server) => {
+      assert.deepEqual(calls, { rule: 0, snippet: 0 }, 'nothing was called at start')
+      const r = await request(`${server.url}/page`, { headers: { accept: ACCEPT_HTML } })
+      assert.match(r.body.toString(), /HELLO/)
+      assert.deepEqual(calls, { rule: 1, snippet: 1 }, 'each called once, for the page')
+    })
+  } finally {
+    await up.close()
+  }
+})

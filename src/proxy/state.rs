@@ -10,9 +10,11 @@ use std::sync::{Arc, PoisonError, RwLock};
 use http::Request;
 use tokio::sync::watch;
 
-use crate::body::{self, PageMode, UserRules};
+use crate::body::{self, PageMode, Pipeline, UserRules};
 use crate::cassette::replay::Player;
+use crate::codec::Encoding;
 use crate::config::{ProxyConfig, StaticMount};
+use crate::csp::PagePolicy;
 use crate::error::RuleError;
 use crate::lifecycle::Phase;
 use crate::proxy::context::{request_path, RequestCtx};
@@ -20,7 +22,7 @@ use crate::proxy::forward::UpstreamClient;
 use crate::proxy::local_files::CompressedFiles;
 use crate::proxy::routes::{Routes, Upstream};
 use crate::proxy::security::HostGuard;
-use crate::rewrite::{check_memory, Rule};
+use crate::rewrite::{check_memory, Rewriter, Rule};
 use crate::skip::SkipTable;
 use crate::stats::Stats;
 
@@ -234,6 +236,38 @@ impl Shared {
                 self.json_rules(&host);
             }
         }
+        self.warm_page_code(&format!("localhost:{port}"));
+    }
+
+    /// Runs a sample page through a page's rules and the gzip encoder once, so that the first request finds
+    /// that code in memory rather than faulting it in (most of what it cost more than the second once its
+    /// buffers were made at start, benches/RESULTS.md). Not where a rule calls a JS function: it would see a
+    /// page that no browser asked for.
+    fn warm_page_code(&self, local_host: &str) {
+        let (rules, _, _) = self.rules_for_request("/");
+        if rules.iter().any(Rule::calls_function) {
+            return;
+        }
+        let rewriter = || {
+            let rewriter = Rewriter::new(&rules, local_host, self.config.max_match_bytes);
+            match rules.iter().any(Rule::injects_snippet) {
+                true => rewriter.with_page_policy(Arc::new(PagePolicy::new(self.config.local_scheme(), local_host))),
+                false => rewriter,
+            }
+        };
+        let origin = self.config.target.origin();
+        let links: String =
+            (0..40).map(|i| format!("<p><a href=\"{origin}/page/{i}\">page {i}</a> and some text</p>\n")).collect();
+        let page = format!("<!doctype html><html><head><title>sample</title></head><body>\n{links}</body></html>\n");
+        // Sent plain (a loopback target, asked for it so) and gzipped (any other): the second run decodes the
+        // first one's output. What they write is not wanted, nor an error they might meet: a real page meets
+        // its own.
+        let mut gzipped = Vec::new();
+        let mut plain = Pipeline::new(Encoding::Identity, Encoding::Gzip, rewriter());
+        let _ = plain.push(page.as_bytes(), &mut gzipped).and_then(|()| plain.finish(&mut gzipped));
+        let mut decoded = Pipeline::new(Encoding::Gzip, Encoding::Gzip, rewriter());
+        let mut out = Vec::new();
+        let _ = decoded.push(&gzipped, &mut out).and_then(|()| decoded.finish(&mut out));
     }
 
     /// The target a request path goes to: its route's, else `proxy`'s.
