@@ -73,6 +73,9 @@ pub(super) struct DenseRun<'a, W> {
     /// Whether a watched pair is found at the match of a member at a position, the input written out up to
     /// a byte (see `LiteralSet::watched`).
     pub(super) watched: W,
+    /// Whether some member watches the byte before its match (see `DenseMember`): the loop without that test
+    /// is compiled apart, for the sets that need none.
+    pub(super) watches_before: bool,
     /// The members' match counts, and the member last replaced.
     pub(super) matches: &'a mut [u64],
     pub(super) current: &'a mut usize,
@@ -84,7 +87,17 @@ impl<W: Fn(usize, usize, usize) -> bool> BlockLoop for DenseRun<'_, W> {
 
     #[inline(always)]
     fn run<B: Blocks>(self, blocks: B) -> Progress {
-        let DenseRun { members, scan, outputs, hay, before, mut at, limit, watched, matches, current, out } = self;
+        match self.watches_before {
+            true => self.replace::<B, true>(blocks),
+            false => self.replace::<B, false>(blocks),
+        }
+    }
+}
+
+impl<W: Fn(usize, usize, usize) -> bool> DenseRun<'_, W> {
+    #[inline(always)]
+    fn replace<B: Blocks, const WATCHES_BEFORE: bool>(self, blocks: B) -> Progress {
+        let DenseRun { members, scan, outputs, hay, before, mut at, limit, watched, matches, current, out, .. } = self;
         let mut output = Output { len: out.len(), out };
         // Two blocks at a time: the loop over a block's candidates ends where the CPU cannot guess it, so
         // the fewer ends the better.
@@ -118,7 +131,8 @@ impl<W: Fn(usize, usize, usize) -> bool> BlockLoop for DenseRun<'_, W> {
             if bounds.any() && !bounds.hold(hay, before, start, end) {
                 continue;
             }
-            let near = watch_next & 1 << (hay[end] % 64) | watch_prev & 1 << (hay[start.saturating_sub(1)] % 64);
+            let near_before = if WATCHES_BEFORE { watch_prev & 1 << (hay[start.saturating_sub(1)] % 64) } else { 0 };
+            let near = watch_next & 1 << (hay[end] % 64) | near_before;
             if near != 0 && watched(start, member, at.emitted) {
                 // The search one match at a time finds it again and says what it needs.
                 (at.from, stopped) = (start, true);

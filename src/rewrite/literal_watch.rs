@@ -190,6 +190,11 @@ impl Watch {
         })
     }
 
+    /// Whether some member's match is watched for what comes before it.
+    pub(super) fn watches_before(&self) -> bool {
+        !self.preceding.is_empty()
+    }
+
     /// The bytes after a match of `member` that may make a pair (bits of `byte % 64`).
     pub(super) fn next_bits(&self, member: usize) -> u64 {
         self.next.get(member).copied().unwrap_or(0)

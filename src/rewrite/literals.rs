@@ -271,6 +271,7 @@ impl LiteralSet {
                         let body = Body { hay, last, max_match, done };
                         self.watched(&body, MatchAt { start, member, emitted }).is_some()
                     },
+                    watches_before: self.watch.watches_before(),
                     matches: &mut states.matches,
                     current: &mut states.current,
                     out,
