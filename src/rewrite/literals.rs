@@ -420,9 +420,9 @@ pub(super) struct Group {
 /// A run of consecutive literal rules split into as few sets as the interactions allow (see the module's
 /// doc), the order kept: each rule joins the open set unless it may interact with a rule in it. A later
 /// rule's needle whose end may be where an earlier one's begins (`server` then `rewrite` in
-/// `serverewrite`), or that may begin where an earlier rule's replacement ends (`.net` then `token`),
-/// does not split the set: the pair is watched, and only a body where it is found runs the rules in turn
-/// from there (see `Next::InTurn`).
+/// `serverewrite`), that may begin where an earlier rule's replacement ends (`.net` then `token`), or that
+/// may end where one begins (`domai` then `new-...`), does not split the set: the pair is watched, and only
+/// a body where it is found runs the rules in turn from there (see `Next::InTurn`, `literal_watch`).
 pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
     // A rule that matches any case reads the others' texts in any case: compared folded, every interaction
     // stays one (and some are added, which only keeps rules apart).
@@ -430,12 +430,12 @@ pub(super) fn group(literals: Vec<Literal>) -> Vec<Group> {
     let needles: Vec<Vec<u8>> = literals.iter().map(|l| folded(&l.needle, any_case)).collect();
     let outputs: Vec<Vec<u8>> = literals.iter().map(|l| folded(&l.output, any_case)).collect();
     let bounds: Vec<NeedleBounds> = literals.iter().map(|l| NeedleBounds::of(l.bounds, &l.needle)).collect();
-    let written: Vec<Vec<u8>> = literals.iter().map(|l| folded(&l.needle, l.any_case)).collect();
+    let as_compared: Vec<Vec<u8>> = literals.iter().map(|l| folded(&l.needle, l.any_case)).collect();
     let found = interactions(
         &needles.iter().map(Vec::as_slice).collect::<Vec<_>>(),
         &outputs.iter().map(Vec::as_slice).collect::<Vec<_>>(),
         &bounds,
-        &written.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+        &as_compared.iter().map(Vec::as_slice).collect::<Vec<_>>(),
     );
     let mut groups: Vec<Group> = Vec::new();
     // The set each rule went to, to tell whether an earlier rule it may interact with is in the open one.
