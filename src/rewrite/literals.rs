@@ -518,6 +518,16 @@ mod tests {
         sets.map(|set| set.in_turn_sets().unwrap().iter().map(|(range, _)| range.len()).collect()).collect()
     }
 
+    /// The one set `rules` group into, with its watched pairs.
+    fn shared_set(rules: Vec<Literal>) -> LiteralSet {
+        LiteralSet::of_group(group(rules).remove(0)).unwrap()
+    }
+
+    /// The set's answer for `text`, searched from `at` (where the search goes on, where the written input ends).
+    fn next_in(set: &LiteralSet, text: &[u8], at: (usize, usize), last: bool, done: &[bool]) -> Next {
+        set.next_match(hay(text), at, last, 100, done, &mut 0).0
+    }
+
     #[test]
     fn independent_rules_share_one_search() {
         assert_eq!(sizes(vec![lit("alpha.test", "beta.test"), lit("cdn-1", "cdn-2"), lit("q", "yz")]), [3]);
@@ -570,8 +580,8 @@ mod tests {
         let rules = || vec![lit("rewrite", "W"), lit("q", "Q"), lit("server", "V")];
         assert_eq!(sizes(rules()), [3]);
         assert_eq!(strict_sizes(rules()), [[2, 1]]);
-        let set = LiteralSet::of_group(group(rules()).remove(0)).unwrap();
-        let next = |hay: &[u8], last: bool| set.next_match(self::hay(hay), (0, 0), last, 100, &[false; 3], &mut 0).0;
+        let set = shared_set(rules());
+        let next = |text: &[u8], last: bool| next_in(&set, text, (0, 0), last, &[false; 3]);
         // Alone, `server` stands; followed by `ewrite` the pair is found and the rules must run in turn.
         assert!(matches!(next(b"a server b", true), Next::Match { start: 2, end: 8 }));
         assert!(matches!(next(b"a serverewrite", true), Next::InTurn(2)));
@@ -580,7 +590,7 @@ mod tests {
         assert!(matches!(next(b"a serverew", true), Next::Match { start: 2, end: 8 }));
         // An earlier rule that is done (first match only) is no threat.
         assert!(matches!(
-            set.next_match(hay(b"a serverewrite"), (0, 0), true, 100, &[true, false, false], &mut 0).0,
+            next_in(&set, b"a serverewrite", (0, 0), true, &[true, false, false]),
             Next::Match { start: 2, end: 8 }
         ));
     }
@@ -591,8 +601,8 @@ mod tests {
         let rules = || vec![lit("k", "xa"), lit("q", "Q"), lit("ab", "2")];
         assert_eq!(sizes(rules()), [3]);
         assert_eq!(strict_sizes(rules()), [[2, 1]]);
-        let set = LiteralSet::of_group(group(rules()).remove(0)).unwrap();
-        let next = |hay: &[u8], last: bool| set.next_match(self::hay(hay), (0, 0), last, 100, &[false; 3], &mut 0).0;
+        let set = shared_set(rules());
+        let next = |text: &[u8], last: bool| next_in(&set, text, (0, 0), last, &[false; 3]);
         assert!(matches!(next(b"a k c", true), Next::Match { start: 2, end: 3 }));
         assert!(matches!(next(b"a kb", true), Next::InTurn(2)));
         // The data may end before the byte that tells.
@@ -600,7 +610,7 @@ mod tests {
         assert!(matches!(next(b"a k", true), Next::Match { start: 2, end: 3 }));
         // A later rule that is done leaves nothing to find.
         assert!(matches!(
-            set.next_match(hay(b"a kb"), (0, 0), true, 100, &[false, false, true], &mut 0).0,
+            next_in(&set, b"a kb", (0, 0), true, &[false, false, true]),
             Next::Match { start: 2, end: 3 }
         ));
     }
@@ -612,10 +622,8 @@ mod tests {
         let rules = || vec![lit("mm", "ay"), lit("q", "Q"), lit("pa", "1")];
         assert_eq!(sizes(rules()), [3]);
         assert_eq!(strict_sizes(rules()), [[2, 1]]);
-        let set = LiteralSet::of_group(group(rules()).remove(0)).unwrap();
-        let next = |hay: &[u8], at: (usize, usize), last: bool| {
-            set.next_match(self::hay(hay), at, last, 100, &[false; 3], &mut 0).0
-        };
+        let set = shared_set(rules());
+        let next = |text: &[u8], at: (usize, usize), last: bool| next_in(&set, text, at, last, &[false; 3]);
         assert!(matches!(next(b"x mm c", (0, 0), true), Next::Match { start: 2, end: 4 }));
         // In turn from the `p`, the first byte of the later rule's match.
         assert!(matches!(next(b"xpmm", (0, 0), true), Next::InTurn(1)));
@@ -626,7 +634,7 @@ mod tests {
         assert!(matches!(next(b"xpm", (0, 0), true), Next::Exhausted));
         // A later rule that is done leaves nothing to find.
         assert!(matches!(
-            set.next_match(hay(b"xpmm"), (0, 0), true, 100, &[false, false, true], &mut 0).0,
+            next_in(&set, b"xpmm", (0, 0), true, &[false, false, true]),
             Next::Match { start: 2, end: 4 }
         ));
     }
@@ -636,8 +644,8 @@ mod tests {
         // `k` written as `zp` ends with `pa`'s first part: `zp` + `mm` written as `ay` makes `pa` in turn.
         let rules = || vec![lit("k", "zp"), lit("mm", "ay"), lit("pa", "1")];
         assert_eq!(sizes(rules()), [3]);
-        let set = LiteralSet::of_group(group(rules()).remove(0)).unwrap();
-        let next = |hay: &[u8], last: bool| set.next_match(self::hay(hay), (0, 0), last, 100, &[false; 3], &mut 0).0;
+        let set = shared_set(rules());
+        let next = |text: &[u8], last: bool| next_in(&set, text, (0, 0), last, &[false; 3]);
         assert!(matches!(next(b"xkmm", true), Next::InTurn(1)));
         assert!(matches!(next(b"xk mm", true), Next::Match { start: 1, end: 2 }));
         assert!(matches!(next(b"xkm", false), Next::Pending(1)));
