@@ -1,8 +1,9 @@
 //! Byte buffers kept between bodies. A page's pipeline works in a few buffers of a chunk's size (the
 //! decoded piece, each stage's output, the rewritten chunk). Fresh from the allocator they are fresh
 //! pages, and a server's first page paid for them in page faults (~23% of what it cost more than the
-//! second, `perf`): each worker thread's heap grows for its first body. Spares made and touched at start serve the first page; at most [`SPARE_BUFFERS`] wait, of at
-//! most [`KEPT_BYTES_MAX`] each: an idle proxy holds 576 KiB of them, 2.3 MiB at the very most.
+//! second, `perf`): each worker thread's heap grows for its first body. Spares made and touched at start
+//! serve the first page; at most [`SPARE_BUFFERS`] wait, of at most [`KEPT_BYTES_MAX`] each: an idle
+//! proxy holds 576 KiB of them, 2.3 MiB at the very most.
 
 use std::sync::{Mutex, PoisonError};
 
