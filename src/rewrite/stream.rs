@@ -166,6 +166,10 @@ const MIN_PASS: usize = 512;
 /// The first piece searched stage by stage from a candidate on; each next one without a pass between is
 /// twice as long, so bodies dense with candidates go in a few pieces.
 const FIRST_SEARCHED: usize = 4 * 1024;
+/// The same where an input starts with a stage of the row holding bytes back: most often the first byte
+/// or two of a literal (a space before ` data-x=`, cut off by the last input's end), which a few bytes
+/// settle. A piece of `FIRST_SEARCHED` there made every stage of the row search 4 KiB of every chunk.
+const FIRST_HELD: usize = 64;
 
 /// [`feed`] for stages whose first `row` share a search (see `row_search`): while none of them holds bytes
 /// back, the bytes before the row's next candidate pass them all at once; the rest goes in pieces, stage by
@@ -179,7 +183,7 @@ fn feed_row(
     row: usize,
 ) -> Result<(), ReplaceError> {
     let Some(candidates) = stages[0].rule.row.clone() else { return feed_each(stages, outputs, input, last, out, 0) };
-    let (mut from, mut searched) = (0, FIRST_SEARCHED);
+    let (mut from, mut searched) = (0, FIRST_HELD);
     while from < input.len() {
         let quiet = stages[..row].iter().all(|s| s.quiet() || s.passes_through());
         let next = if quiet { candidates.pass_end(input, from, last, row) } else { from };
