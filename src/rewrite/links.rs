@@ -22,6 +22,7 @@ const MAX_LEAD: usize = 10;
 pub(super) const LINK_LOOK_BEHIND: usize = 32;
 
 /// What a start position gives, given the data seen so far.
+#[cfg_attr(test, derive(Debug, PartialEq))]
 enum Verdict {
     /// A final match ending (logically: look-ahead characters excluded) here.
     Match(usize),
@@ -165,6 +166,14 @@ impl LinkMatcher {
                 let limit = start.saturating_add(max_match);
                 let mut at = host_end;
                 while at < hay.len() {
+                    // Past the bytes that can only go on (a URL's path, most often): one table look-up each.
+                    let upto = hay.len().min(limit);
+                    at += hay.get(at..upto).map_or(0, |rest| {
+                        rest.iter().position(|&byte| STOPS_A_LINK[usize::from(byte)]).unwrap_or(rest.len())
+                    });
+                    if at >= hay.len() {
+                        break;
+                    }
                     let byte = hay[at];
                     let (is_delimiter, width) = if byte < 0x80 {
                         (matches!(byte, b' ' | b',' | b'\'' | b'"' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r'), 1)
@@ -298,6 +307,24 @@ const NEEDS_URL_PARSE: [bool; 128] = {
     table
 };
 
+/// The bytes the lazy `(.*?)` of a link stops at or must look at: its ASCII delimiters (`[ ,'"\s]`) and
+/// every byte of a character beyond ASCII (some are spaces).
+const STOPS_A_LINK: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0x80;
+    while byte < 256 {
+        table[byte] = true;
+        byte += 1;
+    }
+    let delimiters = *b" ,'\"\t\n\x0B\x0C\r";
+    let mut i = 0;
+    while i < delimiters.len() {
+        table[delimiters[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// JS `\s` beyond ASCII.
 fn is_unicode_space(c: char) -> bool {
     matches!(
@@ -368,7 +395,64 @@ fn auto_escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::LinkMatcher;
+    use proptest::prelude::*;
+
+    use super::{is_unicode_space, utf8_width, LinkMatcher, Verdict};
+
+    /// The lazy `(.*?)(?=[ ,'"\s])` after a quoted link's host, one character at a time: what the table's
+    /// skip in `verdict` must agree with.
+    fn end_by_characters(hay: &[u8], host_end: usize, start: usize, last: bool, max_match: usize) -> Verdict {
+        let limit = start.saturating_add(max_match);
+        let mut at = host_end;
+        while at < hay.len() {
+            let byte = hay[at];
+            let (is_delimiter, width) = if byte < 0x80 {
+                (matches!(byte, b' ' | b',' | b'\'' | b'"' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r'), 1)
+            } else {
+                let width = utf8_width(byte);
+                let Some(bytes) = hay.get(at..at + width) else {
+                    return if last { Verdict::NoMatch } else { Verdict::Alive };
+                };
+                match std::str::from_utf8(bytes).ok().and_then(|s| s.chars().next()) {
+                    Some(c) => (is_unicode_space(c), width),
+                    None => return Verdict::NoMatch,
+                }
+            };
+            if at + width > limit {
+                return Verdict::Abandoned;
+            }
+            if is_delimiter {
+                return Verdict::Match(at);
+            }
+            at += width;
+        }
+        match (hay.len() >= limit, last) {
+            (true, _) => Verdict::Abandoned,
+            (false, true) => Verdict::NoMatch,
+            (false, false) => Verdict::Alive,
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn a_quoted_link_ends_where_a_scan_by_characters_ends_it(
+            tail in prop::collection::vec(
+                prop::sample::select(vec!["/p", "a", "xyz-0", ",", " ", "'", "\"", "\t", "\r", "\u{a0}", "é", "\u{3000}", "東"]),
+                0..40,
+            ),
+            cut in 0..4usize,
+            max_match in 1..120usize,
+            last: bool,
+        ) {
+            let matcher = LinkMatcher::new("h.test", "http");
+            let host_end = "\"http://h.test".len();
+            let mut hay = format!("\"http://h.test{}", tail.concat()).into_bytes();
+            // A cut through the last character too: the rest may come with the next chunk.
+            hay.truncate(hay.len().saturating_sub(cut).max(host_end));
+            let expected = end_by_characters(&hay, host_end, 0, last, max_match);
+            prop_assert_eq!(matcher.verdict(&hay, 0, last, max_match), expected);
+        }
+    }
 
     /// The fast path must agree with the url.parse emulation (itself checked against browser-sync's own
     /// function by the Node tests) wherever it answers.
