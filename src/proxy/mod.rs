@@ -360,10 +360,11 @@ mod dash_pairs {
         SEARCH
             .get_or_init(|| {
                 let pair = memchr::arch::all::packedpair::Pair::with_indices(NEEDLE, 0, 9)?;
-                let wide = Wide::with_pair(NEEDLE, pair).map(Search::Wide);
                 #[cfg(target_arch = "x86_64")]
-                let wide = wide.or_else(|| Narrow::with_pair(NEEDLE, pair).map(Search::Narrow));
-                wide
+                let narrow = || Narrow::with_pair(NEEDLE, pair).map(Search::Narrow);
+                #[cfg(target_arch = "aarch64")]
+                let narrow = || None;
+                Wide::with_pair(NEEDLE, pair).map(Search::Wide).or_else(narrow)
             })
             .as_ref()
     }

@@ -166,7 +166,7 @@ const MIN_PASS: usize = 512;
 /// The first piece searched stage by stage from a candidate on; each next one without a pass between is
 /// twice as long, so bodies dense with candidates go in a few pieces.
 const FIRST_SEARCHED: usize = 4 * 1024;
-/// The same where an input starts with a stage of the row holding bytes back: most often the first byte
+/// The first piece at an input's start, where a stage of the row most often holds bytes back: the first byte
 /// or two of a literal (a space before ` data-x=`, cut off by the last input's end), which a few bytes
 /// settle. A piece of `FIRST_SEARCHED` there made every stage of the row search 4 KiB of every chunk.
 const FIRST_HELD: usize = 64;
