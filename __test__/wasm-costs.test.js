@@ -125,7 +125,10 @@ test('wasm: 16-byte chunks cost within 3x of 16 KiB chunks on a page whose <body
 
 test('wasm: the example Worker\'s setup of an HTML answer shares the rules compiled at module scope', (t) => {
   const m = measure('setup')
-  t.diagnostic(`median setup: ${m.sharedMs.toFixed(3)} ms with the shared rules, ${m.compilingMs.toFixed(2)} ms compiling them per request`)
+  const times = `${m.sharedLeastMs.toFixed(3)} ms (median ${m.sharedMs.toFixed(3)}) with the shared rules, ${m.compilingLeastMs.toFixed(2)} ms (median ${m.compilingMs.toFixed(2)}) compiling them per request`
+  t.diagnostic(`setup, least of each: ${times}`)
   assert.equal(m.out, '<html><head><title>The page · /page/x?q=1</title></head><body></body></html>')
-  assert.ok(m.sharedMs * 20 <= m.compilingMs, `setup ${m.sharedMs.toFixed(3)} ms shared, ${m.compilingMs.toFixed(2)} ms compiling per request`)
+  // The least times: the load of the tests beside this one and the collector only add to a run. The medians
+  // (~0.65 ms against 13-21 ms on a quiet 2-core machine) came within the factor under load.
+  assert.ok(m.sharedLeastMs * 20 <= m.compilingLeastMs, `setup ${times}`)
 })
