@@ -174,16 +174,9 @@ impl LinkMatcher {
                     if at >= hay.len() {
                         break;
                     }
-                    let byte = hay[at];
-                    let (is_delimiter, width) = if byte < 0x80 {
-                        (matches!(byte, b' ' | b',' | b'\'' | b'"' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r'), 1)
-                    } else {
-                        let width = utf8_width(byte);
-                        let Some(bytes) = hay.get(at..at + width) else { return undecided };
-                        match std::str::from_utf8(bytes).ok().and_then(|s| s.chars().next()) {
-                            Some(c) => (is_unicode_space(c), width),
-                            None => return Verdict::NoMatch,
-                        }
+                    let (is_delimiter, width) = match link_character(hay, at, last) {
+                        Ok(character) => character,
+                        Err(verdict) => return verdict,
                     };
                     if at + width > limit {
                         return Verdict::Abandoned;
@@ -307,6 +300,23 @@ const NEEDS_URL_PARSE: [bool; 128] = {
     table
 };
 
+/// The character at `at` as the lazy `(.*?)(?=[ ,'"\s])` of a link reads it: whether it is a delimiter, and
+/// its width; the verdict where the data ends inside it (`last`: for good) or it is not UTF-8.
+fn link_character(hay: &[u8], at: usize, last: bool) -> Result<(bool, usize), Verdict> {
+    let byte = hay[at];
+    if byte < 0x80 {
+        return Ok((matches!(byte, b' ' | b',' | b'\'' | b'"' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r'), 1));
+    }
+    let width = utf8_width(byte);
+    let Some(bytes) = hay.get(at..at + width) else {
+        return Err(if last { Verdict::NoMatch } else { Verdict::Alive });
+    };
+    match std::str::from_utf8(bytes).ok().and_then(|s| s.chars().next()) {
+        Some(c) => Ok((is_unicode_space(c), width)),
+        None => Err(Verdict::NoMatch),
+    }
+}
+
 /// The bytes the lazy `(.*?)` of a link stops at or must look at: its ASCII delimiters (`[ ,'"\s]`) and
 /// every byte of a character beyond ASCII (some are spaces).
 const STOPS_A_LINK: [bool; 256] = {
@@ -397,7 +407,7 @@ fn auto_escape(text: &str) -> String {
 mod tests {
     use proptest::prelude::*;
 
-    use super::{is_unicode_space, utf8_width, LinkMatcher, Verdict};
+    use super::{link_character, LinkMatcher, Verdict};
 
     /// The lazy `(.*?)(?=[ ,'"\s])` after a quoted link's host, one character at a time: what the table's
     /// skip in `verdict` must agree with.
@@ -405,18 +415,9 @@ mod tests {
         let limit = start.saturating_add(max_match);
         let mut at = host_end;
         while at < hay.len() {
-            let byte = hay[at];
-            let (is_delimiter, width) = if byte < 0x80 {
-                (matches!(byte, b' ' | b',' | b'\'' | b'"' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r'), 1)
-            } else {
-                let width = utf8_width(byte);
-                let Some(bytes) = hay.get(at..at + width) else {
-                    return if last { Verdict::NoMatch } else { Verdict::Alive };
-                };
-                match std::str::from_utf8(bytes).ok().and_then(|s| s.chars().next()) {
-                    Some(c) => (is_unicode_space(c), width),
-                    None => return Verdict::NoMatch,
-                }
+            let (is_delimiter, width) = match link_character(hay, at, last) {
+                Ok(character) => character,
+                Err(verdict) => return verdict,
             };
             if at + width > limit {
                 return Verdict::Abandoned;
