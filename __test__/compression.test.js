@@ -81,6 +81,35 @@ test("compressed HTML (gzip, deflate, br) is decoded, rewritten and re-encoded i
   })
 })
 
+test("a gzip page re-encoded as gzip keeps the upstream's weight: the proxy follows the upstream's own matches around what it rewrote", async () => {
+  const words = ['proxy', 'stream', 'header', 'rewrite', 'domain', 'node', 'rust', 'client', 'server', 'cache']
+  const T = up.host
+  let page = `<!DOCTYPE html><html><head><link href="http://${T}/site.css" rel="stylesheet"></head><body class="docs">\n<ul>\n`
+  for (let i = 0; i < 3000; i++) {
+    const text = [0, 1, 2, 3].map((k) => words[(i * 7 + k * 3 + (i >> 3)) % words.length]).join(' ')
+    page += `<li id="i${i}"><a href="http://${T}/docs/${words[i % 10]}/page-${i % 89}.html" class="item">${text} ${i}</a></li>\n`
+  }
+  page += '</ul></body></html>\n'
+  encodedRoute('/c/weight', page)
+  const upstreamBytes = zlib.gzipSync(Buffer.from(page)).length
+  const sizes = {}
+  for (const upstreamCompression of ['always', 'auto']) {
+    await withProxy({ proxy: up.url, port: 0, snippet: SNIPPET, upstreamCompression }, async (server) => {
+      const host = `127.0.0.1:${server.port}`
+      const expected = browsersyncRewriteLinks(page.replace('<body class="docs">', '<body class="docs">' + SNIPPET), up.port, host)
+      const res = await request(`${server.url}/c/weight?enc=gzip`, { headers: { accept: ACCEPT_HTML, 'accept-encoding': 'gzip' } })
+      assert.equal(res.headers['content-encoding'], 'gzip')
+      assert.equal(decodeBody(res.body, 'gzip').toString(), expected, `${upstreamCompression}: the rewritten page`)
+      sizes[upstreamCompression] = res.body.length
+    })
+  }
+  const ratio = (n) => (n / upstreamBytes).toFixed(3)
+  // 'always': the upstream sent gzip -6, whose matches are followed; 'auto' (a loopback target): it sent
+  // the page uncompressed and our own, faster search compresses it.
+  assert.ok(sizes.always <= upstreamBytes * 1.03, `from a gzip upstream: ${sizes.always} B, ${ratio(sizes.always)}x the upstream's ${upstreamBytes} B`)
+  assert.ok(sizes.auto > sizes.always * 1.08, `uncompressed upstream: ${sizes.auto} B (${ratio(sizes.auto)}x) against ${sizes.always} B`)
+})
+
 test('Vary on a rewritten compressed page: Accept-Encoding added when the upstream sent no Vary, appended to Vary: Origin, not doubled', async () => {
   const page = pageWithLinks(up.host)
   const gz = zlib.gzipSync(Buffer.from(page))

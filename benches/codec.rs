@@ -82,15 +82,19 @@ fn benches(c: &mut Criterion) {
 
     // Workload 1 of `npm run bench` without the network: the upstream's gzip -6 page decoded,
     // rewritten (snippet + links) and gzip-encoded again, in the 16 KiB pieces a socket delivers;
-    // `decode_only` and `decode_rewrite` split the cost between the steps.
+    // `decode_only` and `decode_rewrite` split the cost between the steps; the encoder follows the upstream's
+    // matches (`codec::Reuse`), or searches on its own in `decode_rewrite_encode_own_search`.
     let upstream = zlib_rs_gzip(&page, 6);
     let rules = [
         Rule::snippet("<script async src=\"/browser-sync/browser-sync-client.js\"></script>"),
         Rule::links("127.0.0.1:8080", "http"),
     ];
-    let run = |decode: Encoding, encode: Encoding, rewrite: bool| {
+    let run_with = |decode: Encoding, encode: Encoding, rewrite: bool, reuse: bool| {
         let rules: &[Rule] = if rewrite { &rules } else { &[] };
         let mut pipeline = Pipeline::new(decode, encode, Rewriter::new(rules, "127.0.0.1:3000", 64 * 1024));
+        if !reuse {
+            pipeline = pipeline.without_reuse();
+        }
         let mut out = Vec::new();
         for piece in black_box(&upstream[..]).chunks(16 * 1024) {
             pipeline.push(piece, &mut out).expect("in memory");
@@ -98,6 +102,7 @@ fn benches(c: &mut Criterion) {
         pipeline.finish(&mut out).expect("in memory");
         out
     };
+    let run = |decode: Encoding, encode: Encoding, rewrite: bool| run_with(decode, encode, rewrite, true);
     eprintln!(
         "w1 pipeline: {} bytes upstream, {} bytes out",
         upstream.len(),
@@ -109,6 +114,10 @@ fn benches(c: &mut Criterion) {
     group.bench_function("decode_only", |b| b.iter(|| run(Encoding::Gzip, Encoding::Identity, false)));
     group.bench_function("decode_rewrite", |b| b.iter(|| run(Encoding::Gzip, Encoding::Identity, true)));
     group.bench_function("decode_rewrite_encode", |b| b.iter(|| run(Encoding::Gzip, Encoding::Gzip, true)));
+    // The same with our own search instead of the upstream's matches (`Pipeline::without_reuse`).
+    group.bench_function("decode_rewrite_encode_own_search", |b| {
+        b.iter(|| run_with(Encoding::Gzip, Encoding::Gzip, true, false))
+    });
     group.finish();
 }
 
@@ -149,6 +158,28 @@ fn compare_sizes(pages: &str) {
             row += &format!("  {name} {:.3} {:>5.0}us", f() as f64 / level6, time(f));
         };
         cell("ours", &|| encode_all(Encoding::Gzip, &page).len());
+        // The page as the proxy sends it: the upstream's gzip -6 decoded, the snippet and the links
+        // rewritten, gzip again; guided by the upstream's repeats (`reuse`), and with our own search.
+        let upstream = zlib_rs_gzip(&page, 6);
+        let rules = [
+            Rule::snippet("<script async src=\"/browser-sync/browser-sync-client.js\"></script>"),
+            Rule::links("127.0.0.1:8080", "http"),
+        ];
+        let proxied = |reuse: bool| {
+            let mut pipeline =
+                Pipeline::new(Encoding::Gzip, Encoding::Gzip, Rewriter::new(&rules, "127.0.0.1:3000", 64 * 1024));
+            if !reuse {
+                pipeline = pipeline.without_reuse();
+            }
+            let mut out = Vec::new();
+            for piece in upstream.chunks(16 * 1024) {
+                pipeline.push(piece, &mut out).expect("in memory");
+            }
+            pipeline.finish(&mut out).expect("in memory");
+            out.len()
+        };
+        cell("proxied", &|| proxied(true));
+        cell("proxied-own", &|| proxied(false));
         cell("zlib1", &|| zlib_rs_gzip(&page, 1).len());
         cell("zlib4", &|| zlib_rs_gzip(&page, 4).len());
         for level in 1..=6 {
@@ -158,8 +189,8 @@ fn compare_sizes(pages: &str) {
     }
 }
 
-/// `CODEC_LOOPS=N [CODEC_CASE=gzip|w1|decode|decode_rewrite|libdeflateN|zlib1|rules] codec`: that case N times and nothing else,
-/// (`rules`: the page through the rewrite engine alone with `CODEC_RULES`, a comma list of csp, snippet,
+/// `CODEC_LOOPS=N [CODEC_CASE=gzip|w1|w1own|decode|decode_rewrite|libdeflateN|zlib1|rules] codec`: that case N times and nothing else,
+/// (`w1own`: w1 with the encoder's own search, not the upstream's repeats; `rules`: the page through the rewrite engine alone with `CODEC_RULES`, a comma list of csp, snippet,
 /// links and encoded, the stages a proxied page runs, and `re:<source>` for a user's regex rule, to price
 /// each one; the rules are compiled once, before the loops: run it with `CODEC_LOOPS=0` too to subtract that)
 /// for `perf stat` (instructions and cycles per page do not depend on what else the machine runs)
@@ -214,14 +245,17 @@ fn main() {
                     libdeflate_gzip(black_box(&page), libdeflate[10..].parse().expect("a level")).len()
                 }
                 "zlib1" => zlib_rs_gzip(black_box(&page), 1).len(),
-                "w1" | "decode" | "decode_rewrite" => {
+                "w1" | "w1own" | "decode" | "decode_rewrite" => {
                     let (rules, encode): (&[Rule], _) = match case.as_str() {
-                        "w1" => (&rules, Encoding::Gzip),
+                        "w1" | "w1own" => (&rules, Encoding::Gzip),
                         "decode" => (&[], Encoding::Identity),
                         _ => (&rules, Encoding::Identity),
                     };
                     let mut pipeline =
                         Pipeline::new(Encoding::Gzip, encode, Rewriter::new(rules, "127.0.0.1:3000", 64 * 1024));
+                    if case == "w1own" {
+                        pipeline = pipeline.without_reuse();
+                    }
                     let mut out = Vec::new();
                     for piece in black_box(&upstream[..]).chunks(16 * 1024) {
                         pipeline.push(piece, &mut out).expect("in memory");

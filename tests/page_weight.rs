@@ -63,3 +63,41 @@ fn br_from_a_br_upstream_weighs_at_most_115_percent_of_the_upstreams() {
     assert!(ours.len() * 100 <= upstream.len() * 115, "{} B against the upstream's {} B", ours.len(), upstream.len());
     assert!(fast.len() > ours.len(), "other bodies keep the faster quality");
 }
+
+/// A gzip page sent on as gzip (a remote target): the encoder follows the upstream's own matches
+/// (`codec::Reuse`), so the page keeps the upstream's weight however our own search would do; the
+/// links rewritten on every line of the bench page do not break it.
+#[test]
+fn gzip_from_a_gzip_upstream_keeps_the_upstreams_weight() {
+    use devproxy_native::body::Pipeline;
+    use devproxy_native::rewrite::{Rewriter, Rule};
+    let rules = [
+        Rule::snippet("<script async src=\"/browser-sync/browser-sync-client.js\"></script>"),
+        Rule::links("127.0.0.1:8080", "http"),
+    ];
+    let proxied = |upstream: &[u8], reuse: bool| {
+        let rewriter = Rewriter::new(&rules, "127.0.0.1:3000", 64 * 1024);
+        let mut pipeline = Pipeline::new(Encoding::Gzip, Encoding::Gzip, rewriter);
+        if !reuse {
+            pipeline = pipeline.without_reuse();
+        }
+        let mut out = Vec::new();
+        for piece in upstream.chunks(16 * 1024) {
+            pipeline.push(piece, &mut out).unwrap();
+        }
+        pipeline.finish(&mut out).unwrap();
+        out
+    };
+    let pages =
+        [("the bench page", page()), ("an API reference page", common::bench_page::generate_doc_page(300 * 1024))];
+    for (name, page) in pages {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+        gz.write_all(&page).unwrap();
+        let upstream = gz.finish().unwrap();
+        let (guided, own) = (proxied(&upstream, true), proxied(&upstream, false));
+        assert_eq!(decode_all(Encoding::Gzip, &guided).unwrap(), decode_all(Encoding::Gzip, &own).unwrap(), "{name}");
+        eprintln!("{name}: upstream {} B, guided {} B, own search {} B", upstream.len(), guided.len(), own.len());
+        assert!(guided.len() * 100 <= upstream.len() * 102, "{name}: {} B against {} B", guided.len(), upstream.len());
+        assert!(own.len() * 100 > upstream.len() * 110, "{name}: our own search alone is this close ({} B)", own.len());
+    }
+}

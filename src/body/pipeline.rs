@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use super::plan::looks_like_html;
 use super::upstream::UpstreamBody;
 use super::BodyError;
-use crate::codec::{CodecError, Decoder, Encoder, Encoding, DECODED_PIECE};
+use crate::codec::{CodecError, Decoder, Encoder, Encoding, Hint, Reuse, DECODED_PIECE};
 use crate::error::ReplaceError;
 use crate::rewrite::Rewriter;
 
@@ -34,6 +34,10 @@ pub struct Pipeline {
     encoder: Encoder,
     decoded: Vec<u8>,
     rewritten: Vec<u8>,
+    /// The upstream's repeats moved onto the rewritten bytes, when gzip comes in and our DEFLATE goes
+    /// out: the encoder follows the upstream's parse instead of searching (`codec::Reuse`).
+    reuse: Option<Box<Reuse>>,
+    hints: Vec<Hint>,
     /// The decoder's last piece came out full: it may hold more (see [`Pipeline::output_pending`]).
     decoder_full: bool,
     /// Time spent in the rules and in the encoder, for the exchange record: two clock reads per
@@ -47,13 +51,21 @@ pub struct Pipeline {
 impl Pipeline {
     /// Decodes from `decode`, rewrites with `rewriter`, encodes to `encode`.
     pub fn new(decode: Encoding, encode: Encoding, rewriter: Rewriter) -> Pipeline {
+        let mut decoder = Decoder::new(decode);
+        let encoder = Encoder::for_upstream(encode, decode);
+        let reuse = (decode == Encoding::Gzip && encoder.takes_hints()).then(|| {
+            decoder.keep_repeats(true);
+            Box::new(Reuse::new())
+        });
         Pipeline {
             identity: decode == Encoding::Identity,
-            decoder: Decoder::new(decode),
+            decoder,
             rewriter,
-            encoder: Encoder::for_upstream(encode, decode),
+            encoder,
             decoded: crate::buffers::take(),
             rewritten: crate::buffers::take(),
+            reuse,
+            hints: Vec::new(),
             decoder_full: false,
             rewrite_time: Duration::ZERO,
             encode_time: Duration::ZERO,
@@ -64,6 +76,13 @@ impl Pipeline {
     /// Keeps the first [`PREVIEW_BYTES`] before and after the rules (for the inspector).
     pub fn keep_preview(mut self) -> Pipeline {
         self.preview = Some(Box::default());
+        self
+    }
+
+    /// Leaves the upstream's repeats unused: the encoder searches on its own (benches compare the two).
+    pub fn without_reuse(mut self) -> Pipeline {
+        self.reuse = None;
+        self.decoder.keep_repeats(false);
         self
     }
 
@@ -93,7 +112,13 @@ impl Pipeline {
         if let Some(preview) = &mut self.preview {
             preview.keep(decoded, &self.rewritten);
         }
-        let result = self.encoder.encode(&self.rewritten, out);
+        let result = match self.reuse.as_deref_mut().filter(|reuse| reuse.is_on()) {
+            Some(reuse) => {
+                reuse.guide(decoded, &self.rewritten, &mut self.hints);
+                self.encoder.encode_guided(&self.rewritten, &self.hints, out)
+            }
+            None => self.encoder.encode(&self.rewritten, out),
+        };
         self.encode_time += rewritten.elapsed();
         Ok(result?)
     }
@@ -106,6 +131,9 @@ impl Pipeline {
         loop {
             let before = decoded.len();
             let consumed = self.decoder.decode(rest, decoded)?;
+            if let Some(reuse) = &mut self.reuse {
+                reuse.add_repeats(self.decoder.take_repeats());
+            }
             rest = &rest[consumed..];
             let produced = decoded.len() - before;
             if consumed == 0 && produced == 0 && !rest.is_empty() {

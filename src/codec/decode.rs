@@ -4,7 +4,7 @@
 
 use flate2::{Decompress, FlushDecompress, Status};
 
-use super::{CodecError, Encoding};
+use super::{CodecError, Encoding, GzipInflate, Repeat};
 
 /// Largest piece of decoded output produced at once: a decompression bomb costs nothing more.
 pub const DECODED_PIECE: usize = 32 * 1024;
@@ -13,6 +13,9 @@ pub const DECODED_PIECE: usize = 32 * 1024;
 pub struct Decoder {
     state: DecoderState,
     finished: bool,
+    /// The repeats our gzip inflater reported and nobody took yet (see [`Decoder::keep_repeats`]).
+    repeats: Vec<Repeat>,
+    keep_repeats: bool,
 }
 
 enum DecoderState {
@@ -20,6 +23,8 @@ enum DecoderState {
     /// Deflate waits for its first two bytes to tell zlib-wrapped from raw streams (holding the
     /// first one if it comes alone).
     DeflateUnknown(Option<u8>),
+    /// gzip by our own inflater, which reports the stream's repeats (`codec::reuse`).
+    Gzip(Box<GzipInflate>),
     Flate(Box<Decompress>, Vec<u8>, &'static str),
     Brotli(
         Box<brotli::BrotliState<brotli::enc::StandardAlloc, brotli::enc::StandardAlloc, brotli::enc::StandardAlloc>>,
@@ -48,7 +53,7 @@ impl Decoder {
     pub fn new(encoding: Encoding) -> Decoder {
         let state = match encoding {
             Encoding::Identity => DecoderState::Identity,
-            Encoding::Gzip => DecoderState::Flate(Box::new(Decompress::new_gzip(15)), piece(), "gzip"),
+            Encoding::Gzip => DecoderState::Gzip(Box::new(GzipInflate::new())),
             Encoding::Deflate => DecoderState::DeflateUnknown(None),
             Encoding::Brotli => DecoderState::Brotli(
                 Box::new(brotli::BrotliState::new(Default::default(), Default::default(), Default::default())),
@@ -60,7 +65,20 @@ impl Decoder {
                 vec![0; DECODED_PIECE].into_boxed_slice(),
             ),
         };
-        Decoder { state, finished: matches!(encoding, Encoding::Identity) }
+        Decoder { state, finished: matches!(encoding, Encoding::Identity), repeats: Vec::new(), keep_repeats: false }
+    }
+
+    /// Whether to keep the repeats of a gzip stream for [`Decoder::take_repeats`] (they are dropped
+    /// otherwise, as they are by default).
+    pub fn keep_repeats(&mut self, keep: bool) {
+        self.keep_repeats = keep;
+        self.repeats.clear();
+    }
+
+    /// The repeats decoded and not taken yet, in stream order (positions count decoded bytes): the caller
+    /// takes them by emptying the vector.
+    pub fn take_repeats(&mut self) -> &mut Vec<Repeat> {
+        &mut self.repeats
     }
 
     /// Decodes from `input` into `out` (at most [`DECODED_PIECE`] new bytes); returns the input bytes
@@ -87,15 +105,13 @@ impl Decoder {
                 Ok(n)
             }
             DecoderState::DeflateUnknown(_) => unreachable!("resolved above"),
-            DecoderState::Flate(inflate, piece, name) => {
-                // A gzip body may hold several members (RFC 1952 §2.2), each with its own header: the
-                // body is all of them, as Node and Python read it.
-                let next_member =
-                    *name == "gzip" && input.first() == Some(&0x1f) && input.get(1).is_none_or(|&b| b == 0x8b);
-                if self.finished && next_member {
-                    **inflate = Decompress::new_gzip(15);
-                    self.finished = false;
+            DecoderState::Gzip(inflate) => {
+                if !self.keep_repeats {
+                    self.repeats.clear();
                 }
+                inflate.decode(input, out, DECODED_PIECE, &mut self.repeats)
+            }
+            DecoderState::Flate(inflate, piece, name) => {
                 if self.finished {
                     return Ok(input.len()); // other bytes after the end of the stream are ignored, as browsers do
                 }
@@ -162,6 +178,7 @@ impl Decoder {
         match &self.state {
             DecoderState::Identity => Ok(()),
             DecoderState::DeflateUnknown(_) => Err(CodecError::Truncated("deflate")),
+            DecoderState::Gzip(inflate) => inflate.finish(),
             DecoderState::Flate(_, _, name) if !self.finished => Err(CodecError::Truncated(name)),
             DecoderState::Brotli(..) if !self.finished => Err(CodecError::Truncated("br")),
             DecoderState::Zstd(..) if !self.finished => Err(CodecError::Truncated("zstd")),

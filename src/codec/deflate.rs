@@ -10,6 +10,9 @@
 
 use super::huffman::{canonical_codes, huffman_lengths, run_lengths};
 
+#[path = "deflate_guided.rs"]
+mod guided;
+
 /// How far back a match may reach (the DEFLATE window).
 const WINDOW: usize = 32 * 1024;
 const MIN_MATCH: usize = 4;
@@ -176,14 +179,7 @@ impl FastDeflate {
 
     pub(super) fn compress(&mut self, input: &[u8], out: &mut Vec<u8>) {
         for piece in input.chunks(PIECE) {
-            self.total_in += piece.len() as u64;
-            if self.buf.len() + piece.len() > BUF_CAPACITY {
-                let gone = self.buf.len() - WINDOW;
-                self.buf.drain(..gone);
-                self.base += gone as u64;
-            }
-            let mut pos = self.buf.len();
-            self.buf.extend_from_slice(piece);
+            let mut pos = self.take_piece(piece);
             while pos < self.buf.len() {
                 pos = self.tokenize(pos);
                 if self.token_count >= BLOCK_TOKENS {
@@ -191,6 +187,20 @@ impl FastDeflate {
                 }
             }
         }
+    }
+
+    /// Appends `piece` (at most [`PIECE`] bytes) to the buffer, keeping a window before it; returns
+    /// where it starts in the buffer.
+    fn take_piece(&mut self, piece: &[u8]) -> usize {
+        self.total_in += piece.len() as u64;
+        if self.buf.len() + piece.len() > BUF_CAPACITY {
+            let gone = self.buf.len() - WINDOW;
+            self.buf.drain(..gone);
+            self.base += gone as u64;
+        }
+        let start = self.buf.len();
+        self.buf.extend_from_slice(piece);
+        start
     }
 
     /// Ends the current block and writes an empty stored block (a zlib sync flush): the client can
@@ -527,7 +537,7 @@ fn put_bits(bits: &mut u64, count: &mut u32, code: u32, len: u32, out: &mut Vec<
 
 /// How many leading bytes `a` and `b` share, at most `max`; eight at a time.
 #[inline(always)]
-fn common_prefix(a: &[u8], b: &[u8], max: usize) -> usize {
+pub(super) fn common_prefix(a: &[u8], b: &[u8], max: usize) -> usize {
     let max = max.min(a.len()).min(b.len());
     let mut n = 0;
     while n + 8 <= max {

@@ -6,6 +6,7 @@ use std::io::Write;
 
 use super::deflate::{Adler32, FastDeflate};
 use super::pool::{Pool, Pooled};
+use super::reuse::Hint;
 use super::{CodecError, Encoding};
 
 /// A streaming encoder tuned for speed: a dev proxy re-encodes every rewritten page. Compressed
@@ -144,6 +145,29 @@ impl Encoder {
         }
         self.unflushed = true;
         self.run(Step::Input(input), out)
+    }
+
+    /// Whether [`Encoder::encode_guided`] uses its hints: our DEFLATE does; brotli and zstd ignore them.
+    pub fn takes_hints(&self) -> bool {
+        matches!(self.state, EncoderState::Flate { .. })
+    }
+
+    /// Like [`Encoder::encode`], following `hints` (the upstream's parse moved onto `input`:
+    /// `codec::Reuse`) where they hold.
+    pub fn encode_guided(&mut self, input: &[u8], hints: &[Hint], out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let EncoderState::Flate { deflate, framing, header_sent } = &mut self.state else {
+            return self.encode(input, out);
+        };
+        if input.is_empty() {
+            return Ok(());
+        }
+        self.unflushed = true;
+        if !std::mem::replace(header_sent, true) {
+            out.extend_from_slice(framing.header());
+        }
+        framing.update(input);
+        deflate.compress_guided(input, hints, out);
+        Ok(())
     }
 
     /// Pushes out everything encoded so far (a sync flush), so that a stream that pauses reaches
