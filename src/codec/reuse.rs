@@ -170,6 +170,11 @@ impl Reuse {
         }
         self.pending = pending;
         self.decoded_at += gone as u64;
+        // Repeats whose bytes were let go can guide nothing: they go too, so that what is kept stays
+        // bounded by what waits.
+        while self.repeats.get(self.next_repeat).is_some_and(|r| r.at + u64::from(r.length) <= self.decoded_at) {
+            self.next_repeat += 1;
+        }
         self.rewritten_at += rewritten.len() as u64;
         self.search_up_to(self.rewritten_at, hints);
         let oldest = self.decoded_at.saturating_sub(WINDOW);
@@ -250,7 +255,7 @@ impl Reuse {
 
     /// Hints for decoded bytes `from..to` (which went to `moved_from` on), a repeat at `distance`: one
     /// per stretch its source lies in, so that each holds byte for byte.
-    fn move_repeat(&mut self, mut from: u64, to: u64, distance: u64, moved_from: u64, hints: &mut Vec<Hint>) {
+    fn move_repeat(&self, mut from: u64, to: u64, distance: u64, moved_from: u64, hints: &mut Vec<Hint>) {
         let start = from;
         while from < to {
             let at = moved_from + (from - start);
