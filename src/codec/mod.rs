@@ -2,8 +2,10 @@
 //! whose memory stays bounded whatever the compression ratio (decoded output comes out in pieces).
 //!
 //! `negotiate` reads `Accept-Encoding` and picks the output coding; `decode` holds
-//! the bounded-output decoders; `encode` the encoders, their gzip/zlib framing and the pools their
-//! states return to (`pool`); `deflate` is our DEFLATE encoder behind gzip and deflate.
+//! the bounded-output decoders (gzip's is ours, `inflate`, which also reports the matches the upstream's
+//! compressor found); `encode` the encoders, their gzip/zlib framing and the pools their states return
+//! to (`pool`); `deflate` is our DEFLATE encoder behind gzip and deflate, which `reuse` guides with the
+//! upstream's matches moved onto the rewritten bytes.
 
 mod decode;
 mod deflate;
