@@ -5,8 +5,8 @@
 //! as an unguided one whatever the hints say.
 
 use super::{
-    common_prefix, distance_symbol, hash_at, read_u32, FastDeflate, Histogram, BLOCK_TOKENS, LENGTH_SYMBOLS, MATCH,
-    MAX_MATCH, MIN_MATCH, PIECE, WINDOW,
+    common_prefix, remember_end, search, FastDeflate, Histogram, TokenSink, BLOCK_TOKENS, MAX_MATCH, MIN_MATCH, PIECE,
+    WINDOW,
 };
 use crate::codec::reuse::Hint;
 
@@ -53,11 +53,10 @@ impl FastDeflate {
         let end = buf.len();
         // Stream position of `buf[0]`.
         let origin = self.total_in - end as u64;
-        let tokens = &mut *self.tokens;
-        let mut n = self.token_count;
-        let Histogram { litlen, dist: dist_freq } = &mut *self.freq;
+        let Histogram { litlen, dist } = &mut *self.freq;
+        let mut sink = TokenSink { tokens: &mut self.tokens, litlen, dist, n: self.token_count };
         let mut k = *next;
-        while pos < end && n < BLOCK_TOKENS {
+        while pos < end && sink.n < BLOCK_TOKENS {
             let at = origin + pos as u64;
             // Hints behind us (a match ran over them) are dropped.
             while hints.get(k).is_some_and(|h| h.at + u64::from(h.len.max(1)) <= at) {
@@ -71,18 +70,10 @@ impl FastDeflate {
                         // here (every link of a page), the repeat goes on across it.
                         let len = common_prefix(&buf[pos - dist..], &buf[pos..], MAX_MATCH);
                         if len >= SHORTEST_MATCH {
-                            let d = (dist - 1) as u32;
-                            let dist_symbol = distance_symbol(d);
-                            tokens[n] = MATCH | dist_symbol << 24 | (len as u32) << 15 | d;
-                            litlen[257 + usize::from(LENGTH_SYMBOLS[len].0)] += 1;
-                            dist_freq[dist_symbol as usize] += 1;
-                            // The match's end is where our own search most often finds the next repeat.
-                            let last = pos + len - 2;
-                            if last + MIN_MATCH <= end {
-                                head[hash_at(buf, last)] = (base + last as u64) as u32;
-                            }
+                            sink.matched(dist, len);
+                            // Where our own search most often finds the next repeat.
+                            remember_end(buf, head, base, pos, len);
                             pos += len;
-                            n += 1;
                             continue;
                         }
                     }
@@ -91,49 +82,29 @@ impl FastDeflate {
                 }
                 next => {
                     // The upstream's literals, up to the next hint.
-                    let run_end =
-                        next.map_or(end, |hint| ((hint.at - origin) as usize).min(end)).min(pos + (BLOCK_TOKENS - n));
+                    let run_end = next
+                        .map_or(end, |hint| ((hint.at - origin) as usize).min(end))
+                        .min(pos + (BLOCK_TOKENS - sink.n));
                     for &byte in &buf[pos..run_end] {
-                        tokens[n] = u32::from(byte);
-                        litlen[usize::from(byte)] += 1;
-                        n += 1;
+                        sink.literal(byte);
                     }
                     pos = run_end;
                     continue;
                 }
             }
-            if pos + MIN_MATCH > end {
-                tokens[n] = u32::from(buf[pos]);
-                litlen[usize::from(buf[pos])] += 1;
-                pos += 1;
-                n += 1;
-                continue;
-            }
-            let here = (base + pos as u64) as u32;
-            // As in `tokenize_with`: a stale or aliased entry costs a probe, never a wrong stream.
-            let dist = here.wrapping_sub(std::mem::replace(&mut head[hash_at(buf, pos)], here)) as usize;
-            if (1..=WINDOW.min(pos)).contains(&dist) && read_u32(buf, pos - dist) == read_u32(buf, pos) {
-                let from = pos - dist;
-                let len =
-                    MIN_MATCH + common_prefix(&buf[from + MIN_MATCH..], &buf[pos + MIN_MATCH..], MAX_MATCH - MIN_MATCH);
-                let d = (dist - 1) as u32;
-                let dist_symbol = distance_symbol(d);
-                tokens[n] = MATCH | dist_symbol << 24 | (len as u32) << 15 | d;
-                litlen[257 + usize::from(LENGTH_SYMBOLS[len].0)] += 1;
-                dist_freq[dist_symbol as usize] += 1;
-                let last = pos + len - 2;
-                if last + MIN_MATCH <= end {
-                    head[hash_at(buf, last)] = (base + last as u64) as u32;
+            match (pos + MIN_MATCH <= end).then(|| search(buf, head, base, pos)).flatten() {
+                Some((dist, len)) => {
+                    sink.matched(dist, len);
+                    remember_end(buf, head, base, pos, len);
+                    pos += len;
                 }
-                pos += len;
-            } else {
-                tokens[n] = u32::from(buf[pos]);
-                litlen[usize::from(buf[pos])] += 1;
-                pos += 1;
+                None => {
+                    sink.literal(buf[pos]);
+                    pos += 1;
+                }
             }
-            n += 1;
         }
-        self.token_count = n;
+        self.token_count = sink.n;
         *next = k;
         pos
     }
