@@ -136,6 +136,9 @@ fn reference(page: &[u8], literals: &[(String, String)]) -> Vec<u8> {
         .expect("links")
 }
 
+/// The removals whose attributes the words page names (benches/lib/many-rules.js `TRACKING_IN_PAGE`).
+const TRACKING_IN_PAGE: [usize; 3] = [3, 11, 17];
+
 /// Common words that overlap at their ends (`rust`/`stream`, `header`/`rewrite`, `domain`/`node`), as a
 /// real rule list's do (issue 51): each found ~570 times in the words page.
 const WORDS: [&str; 17] = [
@@ -168,7 +171,7 @@ const SYNONYMS: [&str; 17] = [
 fn words_page() -> Vec<u8> {
     let filler = ["the", "a", "of", "and", "to", "in", "is"];
     let mut page = String::from("<!doctype html><html><head><title>words</title></head><body class=\"page\">\n<p>");
-    let mut i = 0usize;
+    let (mut i, mut paragraph) = (0usize, 0usize);
     while page.len() < PAGE_BYTES {
         page.push_str(WORDS[(i * 7) % WORDS.len()]);
         page.push(' ');
@@ -177,7 +180,16 @@ fn words_page() -> Vec<u8> {
             page.push(' ');
         }
         if i % 40 == 39 {
-            page.push_str(&format!("<a href=\"http://{TARGET_HOST}/p/{i}\">more</a></p>\n<p>"));
+            paragraph += 1;
+            // Every 25th paragraph names one of three of the removals' attributes, as workload 14's page does.
+            let attribute = match paragraph % 25 {
+                0 => format!(
+                    " data-tracking-{}=\"p{paragraph}\"",
+                    TRACKING_IN_PAGE[(paragraph / 25) % TRACKING_IN_PAGE.len()]
+                ),
+                _ => String::new(),
+            };
+            page.push_str(&format!("<a href=\"http://{TARGET_HOST}/p/{i}\">more</a></p>\n<p{attribute}>"));
         }
         i += 1;
     }
@@ -186,7 +198,7 @@ fn words_page() -> Vec<u8> {
 }
 
 /// A realistic list shaped as issue 51's: 83 host names that never match, the 17 words (each to its
-/// capitalised self), and 20 attribute removals that never match.
+/// capitalised self), and 20 attribute removals, three of which match a few times.
 fn word_rules() -> (Vec<Rule>, Vec<(String, String)>) {
     let mut rules = Vec::new();
     let mut literals = Vec::new();
@@ -205,6 +217,45 @@ fn word_rules() -> (Vec<Rule>, Vec<(String, String)>) {
         rules.push(removal(&format!(r#" data-tracking-{i}="[^"]*""#)));
     }
     (rules, literals)
+}
+
+/// `text` without its ` data-tracking-I="..."` attributes for `I` in `0..20` (the words list's removals).
+fn without_tracking(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = memchr::memmem::find(rest, b" data-tracking-") {
+        let after = &rest[at + b" data-tracking-".len()..];
+        let digits = after.iter().take_while(|b| b.is_ascii_digit()).count();
+        let removed =
+            std::str::from_utf8(&after[..digits]).ok().and_then(|d| d.parse::<usize>().ok()).filter(|&i| i < 20);
+        let value = after[digits..].strip_prefix(b"=\"").and_then(|v| memchr::memchr(b'"', v).map(|end| end + 3));
+        let (keep, skip) = match (removed, value) {
+            (Some(_), Some(value)) => (at, b" data-tracking-".len() + digits + value),
+            _ => (at + 1, 0),
+        };
+        out.extend_from_slice(&rest[..keep]);
+        rest = &rest[keep + skip..];
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
+/// `RULES_LOOPS=N [RULES_CASE=words|workload-12]`: that case (`words` unless named) N times and nothing else,
+/// for callgrind (`--toggle-collect=rules::loops`, instructions divided by N). Whether it ran.
+fn profiled(case: &str, page: &[u8], rules: &[Rule], out: &mut Vec<u8>) -> bool {
+    let Some(count) = std::env::var("RULES_LOOPS").ok().and_then(|n| n.parse::<usize>().ok()) else { return false };
+    if std::env::var("RULES_CASE").as_deref().unwrap_or("words") != case {
+        return false;
+    }
+    loops(count, page, rules, out);
+    true
+}
+
+#[inline(never)]
+fn loops(count: usize, page: &[u8], rules: &[Rule], out: &mut Vec<u8>) {
+    for _ in 0..count {
+        chunked(black_box(page), rules, out);
+    }
 }
 
 fn count(hay: &[u8], needle: &[u8]) -> usize {
@@ -301,7 +352,9 @@ fn benches(c: &mut Criterion) {
     let words_rules = pipeline(&word_list);
     let words_base = pipeline(&[]);
     chunked(&words, &words_rules, &mut out);
-    assert!(out == reference(&words, &word_literals), "words: output differs from str::replace in order");
+    let expected = without_tracking(&reference(&words, &word_literals));
+    assert!(out == expected, "words: output differs from str::replace in order, then the removals");
+    assert!(count(&words, b" data-tracking-") > count(&out, b" data-tracking-"), "words: no removal matched");
     let matches: usize = WORDS.iter().map(|w| count(&words, w.as_bytes())).sum();
     let word_sizes: Vec<usize> = words_rules.iter().map(|rule| rule.member_labels().len()).collect();
     eprintln!(
@@ -309,6 +362,10 @@ fn benches(c: &mut Criterion) {
         words.len(),
         words_rules.len()
     );
+
+    if profiled("words", &words, &words_rules, &mut out) {
+        return;
+    }
 
     let mut group = c.benchmark_group("rules");
     group.throughput(Throughput::Bytes(page.len() as u64));
@@ -381,6 +438,9 @@ fn benches(c: &mut Criterion) {
     let expected = rewrite_bytes(&page, &alone, LOCAL_HOST, DEFAULT_MAX_MATCH_BYTES).expect("rules in turn");
     assert!(out == expected, "workload-12: output differs from the rules in turn");
     eprintln!("workload-12: {} stages", rules.len());
+    if profiled("workload-12", &page, &rules, &mut out) {
+        return;
+    }
     group.bench_function("workload-12", |b| b.iter(|| chunked(black_box(&page), &rules, &mut out)));
     for (n, rules) in &literal_cases {
         group.bench_with_input(BenchmarkId::new("literals", n), rules, |b, rules| {

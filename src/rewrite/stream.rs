@@ -197,15 +197,8 @@ fn feed_row(
         }
         let end = next.saturating_add(searched).min(input.len());
         let (piece, piece_last) = (&input[from..end], last && end == input.len());
-        // The stages before the first that may change the piece pass it over, as in a pass.
-        let quiet = stages[..row].iter().position(|s| !(s.quiet() || s.passes_through())).unwrap_or(row);
-        let first = candidates.first_stage_in(piece, piece_last, stages[0].rule.row_index, quiet);
-        stages[..first].iter_mut().for_each(|s| s.pass_over(piece));
-        let (stages, outputs) = (&mut stages[first..], outputs.get_mut(first..).unwrap_or_default());
-        match row - first {
-            0 => feed(stages, outputs, piece, piece_last, out)?,
-            in_row => feed_each(stages, outputs, piece, piece_last, out, in_row)?,
-        }
+        // The stages before the first that may change the piece pass it over, as in a pass (`feed_each`).
+        feed_each(stages, outputs, piece, piece_last, out, row)?;
         (from, searched) = (end, searched.saturating_mul(2));
     }
     Ok(())
@@ -221,6 +214,23 @@ fn feed_each(
     out: &mut Vec<u8>,
     in_row: usize,
 ) -> Result<(), ReplaceError> {
+    // Inside a row's piece, the stages that cannot change what reaches them pass it over: one search of the
+    // row's literals for them all, where each would search the piece for its own (a piece holds the
+    // candidate of one stage or two; the rest of the row used to search it each).
+    if in_row >= 2 && !input.is_empty() {
+        if let Some(candidates) = stages[0].rule.row.clone() {
+            let quiet = stages[..in_row].iter().position(|s| !(s.quiet() || s.passes_through())).unwrap_or(in_row);
+            let first = candidates.first_stage_in(input, last, stages[0].rule.row_index, quiet);
+            if first > 0 {
+                stages[..first].iter_mut().for_each(|s| s.pass_over(input));
+                let (stages, outputs) = (&mut stages[first..], outputs.get_mut(first..).unwrap_or_default());
+                return match in_row - first {
+                    0 => feed(stages, outputs, input, last, out),
+                    in_row => feed_each(stages, outputs, input, last, out, in_row),
+                };
+            }
+        }
+    }
     let Some((stage, later)) = stages.split_first_mut() else {
         out.extend_from_slice(input);
         return Ok(());
