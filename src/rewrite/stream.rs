@@ -205,29 +205,26 @@ fn feed_row(
 }
 
 /// [`feed`] stage by stage; the first `in_row` stages are in a row being fed in pieces (they do not start
-/// a row of their own).
+/// a row of their own), and those of them that cannot change the piece pass it over.
 fn feed_each(
-    stages: &mut [Stage],
-    outputs: &mut [Vec<u8>],
+    mut stages: &mut [Stage],
+    mut outputs: &mut [Vec<u8>],
     input: &[u8],
     last: bool,
     out: &mut Vec<u8>,
-    in_row: usize,
+    mut in_row: usize,
 ) -> Result<(), ReplaceError> {
-    // Inside a row's piece, the stages that cannot change what reaches them pass it over: one search of the
-    // row's literals for them all, where each would search the piece for its own (a piece holds the
-    // candidate of one stage or two; the rest of the row used to search it each).
+    // One search of the row's literals for all the stages it passes over, where each would search the piece
+    // for its own (a piece holds the candidates of a stage or two; the rest of the row searched it each).
     if in_row >= 2 && !input.is_empty() {
-        if let Some(candidates) = stages[0].rule.row.clone() {
-            let quiet = stages[..in_row].iter().position(|s| !(s.quiet() || s.passes_through())).unwrap_or(in_row);
-            let first = candidates.first_stage_in(input, last, stages[0].rule.row_index, quiet);
-            if first > 0 {
-                stages[..first].iter_mut().for_each(|s| s.pass_over(input));
-                let (stages, outputs) = (&mut stages[first..], outputs.get_mut(first..).unwrap_or_default());
-                return match in_row - first {
-                    0 => feed(stages, outputs, input, last, out),
-                    in_row => feed_each(stages, outputs, input, last, out, in_row),
-                };
+        let first = first_changing_stage(stages, input, last, in_row);
+        if first > 0 {
+            stages[..first].iter_mut().for_each(|s| s.pass_over(input));
+            stages = &mut std::mem::take(&mut stages)[first..];
+            outputs = std::mem::take(&mut outputs).get_mut(first..).unwrap_or_default();
+            in_row -= first;
+            if in_row == 0 {
+                return feed(stages, outputs, input, last, out);
             }
         }
     }
@@ -263,6 +260,14 @@ fn feed_each(
         feed(later, later_outputs, output, false, out)?;
         feed(later, later_outputs, &input[untouched..], last, out)
     }
+}
+
+/// Of the first `in_row` stages, in a row, the first that may change `input` where it reaches them (see
+/// `RowCandidates::first_stage_in`); the stages before it hold nothing back.
+fn first_changing_stage(stages: &[Stage], input: &[u8], last: bool, in_row: usize) -> usize {
+    let Some(candidates) = stages[0].rule.row.as_deref() else { return 0 };
+    let quiet = stages[..in_row].iter().position(|s| !(s.quiet() || s.passes_through())).unwrap_or(in_row);
+    candidates.first_stage_in(input, last, stages[0].rule.row_index, quiet)
 }
 
 /// Applies `rules` to a whole body at once (the `rewrite()` helper and the reference in tests).
