@@ -14,7 +14,7 @@ use super::huffman::{canonical_codes, huffman_lengths, run_lengths};
 mod guided;
 #[path = "deflate_tokens.rs"]
 mod tokens;
-use tokens::{remember_end, search, TokenSink};
+use tokens::{remember_end, search_step, TokenSink};
 
 /// How far back a match may reach (the DEFLATE window).
 const WINDOW: usize = 32 * 1024;
@@ -265,17 +265,7 @@ impl FastDeflate {
         let Histogram { litlen, dist } = &mut *self.freq;
         let mut sink = TokenSink { tokens: &mut self.tokens, litlen, dist, n: self.token_count };
         while pos + MIN_MATCH <= end && sink.n < BLOCK_TOKENS {
-            match search(buf, head, base, pos) {
-                Some((dist, len)) => {
-                    sink.matched(dist, len);
-                    remember_end(buf, head, base, pos, len);
-                    pos += len;
-                }
-                None => {
-                    sink.literal(buf[pos]);
-                    pos += 1;
-                }
-            }
+            pos = search_step(buf, head, base, pos, &mut sink);
         }
         if pos + MIN_MATCH > end {
             for &byte in &buf[pos..] {

@@ -5,12 +5,11 @@
 //! as an unguided one whatever the hints say.
 
 use super::{
-    common_prefix, remember_end, search, FastDeflate, Histogram, TokenSink, BLOCK_TOKENS, MAX_MATCH, MIN_MATCH, PIECE,
-    WINDOW,
+    common_prefix, remember_end, search_step, FastDeflate, Histogram, TokenSink, BLOCK_TOKENS, MAX_MATCH, PIECE, WINDOW,
 };
 use crate::codec::reuse::Hint;
 
-/// DEFLATE's shortest match; our own search asks for [`MIN_MATCH`], a hint's match may be shorter.
+/// DEFLATE's shortest match; our own search asks for [`super::MIN_MATCH`], a hint's match may be shorter.
 const SHORTEST_MATCH: usize = 3;
 
 impl FastDeflate {
@@ -92,17 +91,7 @@ impl FastDeflate {
                     continue;
                 }
             }
-            match (pos + MIN_MATCH <= end).then(|| search(buf, head, base, pos)).flatten() {
-                Some((dist, len)) => {
-                    sink.matched(dist, len);
-                    remember_end(buf, head, base, pos, len);
-                    pos += len;
-                }
-                None => {
-                    sink.literal(buf[pos]);
-                    pos += 1;
-                }
-            }
+            pos = search_step(buf, head, base, pos, &mut sink);
         }
         self.token_count = sink.n;
         *next = k;

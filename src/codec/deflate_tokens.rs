@@ -52,6 +52,23 @@ pub(super) fn search(buf: &[u8], head: &mut [u32], base: u64, pos: usize) -> Opt
     Some((dist, MIN_MATCH + common_prefix(&buf[from + MIN_MATCH..], &buf[pos + MIN_MATCH..], MAX_MATCH - MIN_MATCH)))
 }
 
+/// One step of our search at `pos`: the match found there (its end remembered too) or the byte as a literal,
+/// into `sink`; where the next step starts. Where no match fits before the buffer's end, a literal.
+#[inline(always)]
+pub(super) fn search_step(buf: &[u8], head: &mut [u32], base: u64, pos: usize, sink: &mut TokenSink) -> usize {
+    match (pos + MIN_MATCH <= buf.len()).then(|| search(buf, head, base, pos)).flatten() {
+        Some((dist, len)) => {
+            sink.matched(dist, len);
+            remember_end(buf, head, base, pos, len);
+            pos + len
+        }
+        None => {
+            sink.literal(buf[pos]);
+            pos + 1
+        }
+    }
+}
+
 /// Remembers where the match of `len` bytes at `pos` ends too: the next repeat often starts there (1.3%
 /// smaller).
 #[inline(always)]
