@@ -7,7 +7,7 @@
 //   BENCH_DURATION     seconds per wrk run [5]      BENCH_RUNS       wrk runs per contender [3]
 //   BENCH_CONNECTIONS  wrk connections [32]         BENCH_THREADS    wrk threads [2]
 //   BENCH_WARMUP       seconds of wrk warm-up per contender and workload [1]
-//   BENCH_WORKLOADS    comma list of workload ids to run [all]: 1,2,3,6 (wrk), 4 (big page), 5 (SSE), 7 (hook), 8 (br upstream, with 9),
+//   BENCH_WORKLOADS    comma list of workload ids to run [all]: 1,2,3,6 (wrk), 4 (big page), 5 (SSE), 7 (hook), 8 or 16 (br, deflate upstream, with 9),
 //                      10 (inspector), 11 (record), 12 (120 user rules), 13 (1,000 user rules; 12 and 13 measure
 //                      a 0-rule devproxy-native in the same interleaved runs for their ratios), 14 (120 user
 //                      rules on a page of 17 common words, ~10,000 replacements per page, with its own 0-rule
@@ -58,12 +58,14 @@ const WORKLOADS = [
   { id: 6, name: '100 KB CSS from serveStatic (local file)', path: '/static/app.css', headers: ['Accept: text/css,*/*;q=0.1', 'Accept-Encoding: gzip, deflate, br'], only: ['devproxy-native', 'browser-sync'] },
 ];
 /**
- * Workload 8, through a devproxy-native with `upstreamCompression: 'always'` (what a remote target gets; a
- * loopback one is asked for identity): the upstream sends br quality 11 and devproxy-native answers br
- * (quality 6), against the same child on the gzip -6 page for the cost per page.
+ * Workloads 8 and 16, through a devproxy-native with `upstreamCompression: 'always'` (what a remote target
+ * gets; a loopback one is asked for identity): the upstream sends br quality 11 (8) or zlib deflate level 6
+ * (16) and devproxy-native answers in the same coding (br quality 6; deflate following the upstream's own
+ * matches), against the same child on the gzip -6 page (9) for the cost per page.
  */
-const BR_WORKLOADS = [
+const ALWAYS_WORKLOADS = [
   { id: 8, name: '100 KB HTML, upstream br quality 11 (pre-compressed), upstreamCompression: always', path: '/page-br.html', headers: ['Accept: text/html', 'Accept-Encoding: gzip, deflate, br'] },
+  { id: 16, name: '100 KB HTML, upstream deflate (zlib) level 6 (pre-compressed), upstreamCompression: always', path: '/page-deflate.html', headers: ['Accept: text/html', 'Accept-Encoding: gzip, deflate, br'] },
   { id: 9, name: 'the same child on the gzip -6 page (workload 1 with upstreamCompression: always)', path: '/page.html', headers: ['Accept: text/html', 'Accept-Encoding: gzip, deflate, br'] },
 ];
 /** Workloads 12 and 13's rules (`manyRules({ literals, regexes })`) on workload 1's page. */
@@ -728,12 +730,12 @@ async function inspectorWorkload(contenders, upstream) {
   return rows;
 }
 
-/** Workloads 8 and 9 through a devproxy-native child with `upstreamCompression: 'always'` (see BR_WORKLOADS). */
-async function brWorkload(contenders, upstream) {
+/** Workloads 8, 16 and 9 through a devproxy-native child with `upstreamCompression: 'always'` (see ALWAYS_WORKLOADS). */
+async function alwaysWorkload(contenders, upstream) {
   if (!contenders.some((c) => c.name === 'devproxy-native')) return null;
   const child = await forkVariant(upstream, 'always', 'devproxy-native', 'devproxy-native+always');
   const rows = {};
-  for (const w of BR_WORKLOADS) rows[w.id] = await loadWorkload(w, [child], upstream);
+  for (const w of ALWAYS_WORKLOADS) rows[w.id] = await loadWorkload(w, [child], upstream);
   child.child.disconnect();
   return rows;
 }
@@ -951,7 +953,7 @@ function markdown(res) {
     `Upstream: 100 KB page ${upstream.sizes.page} B (${upstream.sizes.pageGz} B gzip -6, ${upstream.sizes.pageBr} B br quality 11), unique page ~${upstream.sizes.unique} B (~${upstream.sizes.uniqueGz} B gzip -1, per request), words page ${upstream.sizes.words} B (${upstream.sizes.wordsGz} B gzip -6), image ${upstream.sizes.image} B, big page ${upstream.sizes.big} B (${upstream.sizes.bigGz} B gzip -6).`
   );
   L.push('');
-  for (const w of [...WORKLOADS, ...BR_WORKLOADS]) {
+  for (const w of [...WORKLOADS, ...ALWAYS_WORKLOADS]) {
     const rows = load[w.id];
     if (!rows) continue;
     L.push(`### Workload ${w.id}: ${w.name}`);
@@ -1106,6 +1108,15 @@ function targets(res) {
       out.push({ ok: null, text: `workload 8: cost per page ${f(br)} µs of devproxy-native CPU (decode br, rewrite, br quality 6) against ${f(gz)} µs for the gzip -6 page through the same child (decode gzip, rewrite, our DEFLATE): ${br >= gz ? '+' : ''}${f(br - gz)} µs; ${f(w8[D].rps)} req/s against ${f(w9[D].rps)}` });
     }
   }
+  const w16 = load[16];
+  if (w16 && w16[D]) {
+    const p = w16[D].probe;
+    const x = ratio(p.wireBytes, upstream.sizes.pageDeflate);
+    out.push({
+      ok: p.encoding === 'deflate' && x <= 1.1,
+      text: `workload 16: a deflate (zlib, level 6) upstream's page (${upstream.sizes.pageDeflate} B) goes out as ${p.wireBytes} B ${p.encoding} = ${f(x, 3)}x (issue 51 item 4's target: ≤ 1.10x)`,
+    });
+  }
   const w6 = load[6];
   if (w6 && w6[D] && w6['browser-sync']) {
     const x = ratio(w6[D].rps, w6['browser-sync'].rps);
@@ -1234,7 +1245,7 @@ async function main() {
   const big = selected(4) ? await bigWorkload(contenders) : null;
   const sseRows = selected(5) ? await sseWorkload(contenders) : null;
   const hook = selected(7) ? await hookWorkload(contenders, upstream) : null;
-  if (selected(8)) Object.assign(load, await brWorkload(contenders, upstream));
+  if ([8, 16].some(selected)) Object.assign(load, await alwaysWorkload(contenders, upstream));
   const inspector = selected(10) ? await inspectorWorkload(contenders, upstream) : null;
   const record = selected(11) ? await recordWorkload(contenders, upstream) : null;
   // Workloads 12 and 13 share one 0-rule side on /page.html, 14 and 15 theirs on /words.html.

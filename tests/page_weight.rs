@@ -64,20 +64,20 @@ fn br_from_a_br_upstream_weighs_at_most_115_percent_of_the_upstreams() {
     assert!(fast.len() > ours.len(), "other bodies keep the faster quality");
 }
 
-/// A gzip page sent on as gzip (a remote target): the encoder follows the upstream's own matches
-/// (`codec::Reuse`), so the page keeps the upstream's weight however our own search would do; the
-/// links rewritten on every line of the bench page do not break it.
+/// A gzip or deflate page (zlib-wrapped or raw) sent on as gzip (a remote target): the encoder follows
+/// the upstream's own matches (`codec::Reuse`), so the page keeps the upstream's weight however our own
+/// search would do; the links rewritten on every line of the bench page do not break it.
 #[test]
-fn gzip_from_a_gzip_upstream_keeps_the_upstreams_weight() {
+fn gzip_from_a_gzip_or_deflate_upstream_keeps_the_upstreams_weight() {
     use devproxy_native::body::Pipeline;
     use devproxy_native::rewrite::{Rewriter, Rule};
     let rules = [
         Rule::snippet("<script async src=\"/browser-sync/browser-sync-client.js\"></script>"),
         Rule::links("127.0.0.1:8080", "http"),
     ];
-    let proxied = |upstream: &[u8], reuse: bool| {
+    let proxied = |coding: Encoding, upstream: &[u8], reuse: bool| {
         let rewriter = Rewriter::new(&rules, "127.0.0.1:3000", 64 * 1024);
-        let mut pipeline = Pipeline::new(Encoding::Gzip, Encoding::Gzip, rewriter);
+        let mut pipeline = Pipeline::new(coding, Encoding::Gzip, rewriter);
         if !reuse {
             pipeline = pipeline.without_reuse();
         }
@@ -90,14 +90,38 @@ fn gzip_from_a_gzip_upstream_keeps_the_upstreams_weight() {
     };
     let pages =
         [("the bench page", page()), ("an API reference page", common::bench_page::generate_doc_page(300 * 1024))];
+    let level6 = flate2::Compression::new(6);
     for (name, page) in pages {
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
-        gz.write_all(&page).unwrap();
-        let upstream = gz.finish().unwrap();
-        let (guided, own) = (proxied(&upstream, true), proxied(&upstream, false));
-        assert_eq!(decode_all(Encoding::Gzip, &guided).unwrap(), decode_all(Encoding::Gzip, &own).unwrap(), "{name}");
-        eprintln!("{name}: upstream {} B, guided {} B, own search {} B", upstream.len(), guided.len(), own.len());
-        assert!(guided.len() * 100 <= upstream.len() * 102, "{name}: {} B against {} B", guided.len(), upstream.len());
-        assert!(own.len() * 100 > upstream.len() * 110, "{name}: our own search alone is this close ({} B)", own.len());
+        let gzip = flate2::write::GzEncoder::new(Vec::new(), level6);
+        let zlib = flate2::write::ZlibEncoder::new(Vec::new(), level6);
+        let raw = flate2::write::DeflateEncoder::new(Vec::new(), level6);
+        let upstreams = [
+            ("gzip", Encoding::Gzip, finish(gzip, &page, |w| w.finish())),
+            ("zlib-wrapped deflate", Encoding::Deflate, finish(zlib, &page, |w| w.finish())),
+            ("raw deflate", Encoding::Deflate, finish(raw, &page, |w| w.finish())),
+        ];
+        let mut guided_pages = Vec::new();
+        for (framing, coding, upstream) in upstreams {
+            let (guided, own) = (proxied(coding, &upstream, true), proxied(coding, &upstream, false));
+            let (page_out, own_out) =
+                (decode_all(Encoding::Gzip, &guided).unwrap(), decode_all(Encoding::Gzip, &own).unwrap());
+            assert_eq!(page_out, own_out, "{name}, {framing}");
+            eprintln!(
+                "{name}, {framing}: upstream {} B, guided {} B, own search {} B",
+                upstream.len(),
+                guided.len(),
+                own.len()
+            );
+            let (weight, name) = (upstream.len(), format!("{name}, {framing}"));
+            assert!(guided.len() * 100 <= weight * 102, "{name}: {} B against {weight} B", guided.len());
+            assert!(own.len() * 100 > weight * 110, "{name}: our own search alone is this close ({} B)", own.len());
+            guided_pages.push(page_out);
+        }
+        assert!(guided_pages.windows(2).all(|w| w[0] == w[1]), "{name}: every framing gives the same page");
     }
+}
+
+fn finish<W: Write>(mut writer: W, page: &[u8], end: impl FnOnce(W) -> std::io::Result<Vec<u8>>) -> Vec<u8> {
+    writer.write_all(page).unwrap();
+    end(writer).unwrap()
 }

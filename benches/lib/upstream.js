@@ -7,14 +7,16 @@
 //                 joining strings and encoding them cost ~400 µs of the CPU the contenders share)
 //   /page-br.html the same page, brotli quality 11 (lgwin 22, what CDNs send) to clients that accept br,
 //                 compressed once; gzip -6 or identity to the others
+//   /page-deflate.html the same page, zlib-wrapped deflate level 6 to clients that accept deflate,
+//                 compressed once; gzip -6 or identity to the others
 //   /words.html   ~100 KB HTML of mostly 17 common words (~10,000 matches of workload 14's rules), links
 //                 to this server, gzip level 6, compressed once
 //   /image.png    50 KB of random bytes, image/png, never compressed
 //   /big.html     ~20 MB HTML, compressed once (level 6), streamed in 64 KiB writes without Content-Length
 //   /sse?n=N&every=MS  N Server-Sent Events, each carrying process.hrtime.bigint() (CLOCK_MONOTONIC, the
 //                 same clock in every process) taken just before the write
-// Every HTML route honours Accept-Encoding: gzip (or br for /page-br.html) only when the client asks for
-// it, identity otherwise.
+// Every HTML route honours Accept-Encoding: gzip (or br, deflate for /page-br.html, /page-deflate.html)
+// only when the client asks for it, identity otherwise.
 const http = require('node:http');
 const zlib = require('node:zlib');
 const crypto = require('node:crypto');
@@ -36,6 +38,7 @@ server.listen(0, '127.0.0.1', () => {
   const pageBr = zlib.brotliCompressSync(page, {
     params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_LGWIN]: 22, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: page.length },
   });
+  const pageDeflate = zlib.deflateSync(page, { level: 6 });
   const words = Buffer.from(generateWordsHtml(host, PAGE_BYTES));
   const wordsGz = zlib.gzipSync(words, { level: 6 });
   const uniqueParts = generateHtml(host, PAGE_BYTES, '\u0000').split('\u0000');
@@ -65,6 +68,7 @@ server.listen(0, '127.0.0.1', () => {
   const html = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' };
   const wantsGzip = (req) => /\bgzip\b/i.test(req.headers['accept-encoding'] || '');
   const wantsBr = (req) => /\bbr\b/i.test(req.headers['accept-encoding'] || '');
+  const wantsDeflate = (req) => /\bdeflate\b/i.test(req.headers['accept-encoding'] || '');
 
   function stream(res, buf) {
     let at = 0;
@@ -97,6 +101,12 @@ server.listen(0, '127.0.0.1', () => {
       case '/page-br.html': {
         const encoding = wantsBr(req) ? 'br' : wantsGzip(req) ? 'gzip' : null;
         const body = encoding === 'br' ? pageBr : encoding === 'gzip' ? pageGz : page;
+        res.writeHead(200, { ...html, ...(encoding && { 'content-encoding': encoding }), vary: 'Accept-Encoding', 'content-length': body.length });
+        return res.end(body);
+      }
+      case '/page-deflate.html': {
+        const encoding = wantsDeflate(req) ? 'deflate' : wantsGzip(req) ? 'gzip' : null;
+        const body = encoding === 'deflate' ? pageDeflate : encoding === 'gzip' ? pageGz : page;
         res.writeHead(200, { ...html, ...(encoding && { 'content-encoding': encoding }), vary: 'Accept-Encoding', 'content-length': body.length });
         return res.end(body);
       }
@@ -154,6 +164,7 @@ server.listen(0, '127.0.0.1', () => {
       page: page.length,
       pageGz: pageGz.length,
       pageBr: pageBr.length,
+      pageDeflate: pageDeflate.length,
       words: words.length,
       wordsGz: wordsGz.length,
       unique: uniqueTemplate.length,

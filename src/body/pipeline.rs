@@ -53,7 +53,7 @@ impl Pipeline {
     pub fn new(decode: Encoding, encode: Encoding, rewriter: Rewriter) -> Pipeline {
         let mut decoder = Decoder::new(decode);
         let encoder = Encoder::for_upstream(encode, decode);
-        let reuse = (decode == Encoding::Gzip && encoder.takes_hints()).then(|| {
+        let reuse = (matches!(decode, Encoding::Gzip | Encoding::Deflate) && encoder.takes_hints()).then(|| {
             decoder.keep_repeats(true);
             Box::new(Reuse::new())
         });

@@ -2,9 +2,7 @@
 //! ratio: each call produces at most [`DECODED_PIECE`] bytes, so a decompression bomb costs nothing
 //! more than an ordinary body.
 
-use flate2::{Decompress, FlushDecompress, Status};
-
-use super::{CodecError, Encoding, GzipInflate, Repeat};
+use super::{CodecError, Encoding, Inflate, Repeat};
 
 /// Largest piece of decoded output produced at once: a decompression bomb costs nothing more.
 pub const DECODED_PIECE: usize = 32 * 1024;
@@ -13,19 +11,16 @@ pub const DECODED_PIECE: usize = 32 * 1024;
 pub struct Decoder {
     state: DecoderState,
     finished: bool,
-    /// The repeats our gzip inflater reported and nobody took yet (see [`Decoder::keep_repeats`]).
+    /// The repeats our inflater reported and nobody took yet (see [`Decoder::keep_repeats`]).
     repeats: Vec<Repeat>,
     keep_repeats: bool,
 }
 
 enum DecoderState {
     Identity,
-    /// Deflate waits for its first two bytes to tell zlib-wrapped from raw streams (holding the
-    /// first one if it comes alone).
-    DeflateUnknown(Option<u8>),
-    /// gzip by our own inflater, which reports the stream's repeats (`codec::reuse`).
-    Gzip(Box<GzipInflate>),
-    Flate(Box<Decompress>, Vec<u8>, &'static str),
+    /// gzip and deflate (zlib-wrapped or raw) by our own inflater, which reports the stream's repeats
+    /// (`codec::reuse`).
+    Inflate(Box<Inflate>),
     Brotli(
         Box<brotli::BrotliState<brotli::enc::StandardAlloc, brotli::enc::StandardAlloc, brotli::enc::StandardAlloc>>,
         Box<[u8]>,
@@ -33,28 +28,13 @@ enum DecoderState {
     Zstd(Box<zstd::stream::raw::Decoder<'static>>, Box<[u8]>),
 }
 
-/// Where inflate writes one call's output: [`DECODED_PIECE`] bytes of a spare buffer (`crate::buffers`).
-fn piece() -> Vec<u8> {
-    let mut piece = crate::buffers::take();
-    piece.resize(DECODED_PIECE, 0);
-    piece
-}
-
-impl Drop for Decoder {
-    fn drop(&mut self) {
-        if let DecoderState::Flate(_, piece, _) = &mut self.state {
-            crate::buffers::give(std::mem::take(piece));
-        }
-    }
-}
-
 impl Decoder {
     /// A decoder for one body in `encoding`.
     pub fn new(encoding: Encoding) -> Decoder {
         let state = match encoding {
             Encoding::Identity => DecoderState::Identity,
-            Encoding::Gzip => DecoderState::Gzip(Box::new(GzipInflate::new())),
-            Encoding::Deflate => DecoderState::DeflateUnknown(None),
+            Encoding::Gzip => DecoderState::Inflate(Box::new(Inflate::gzip())),
+            Encoding::Deflate => DecoderState::Inflate(Box::new(Inflate::deflate())),
             Encoding::Brotli => DecoderState::Brotli(
                 Box::new(brotli::BrotliState::new(Default::default(), Default::default(), Default::default())),
                 vec![0; DECODED_PIECE].into_boxed_slice(),
@@ -68,7 +48,7 @@ impl Decoder {
         Decoder { state, finished: matches!(encoding, Encoding::Identity), repeats: Vec::new(), keep_repeats: false }
     }
 
-    /// Whether to keep the repeats of a gzip stream for [`Decoder::take_repeats`] (they are dropped
+    /// Whether to keep the repeats of a gzip or deflate stream for [`Decoder::take_repeats`] (they are dropped
     /// otherwise, as they are by default).
     pub fn keep_repeats(&mut self, keep: bool) {
         self.keep_repeats = keep;
@@ -84,49 +64,17 @@ impl Decoder {
     /// Decodes from `input` into `out` (at most [`DECODED_PIECE`] new bytes); returns the input bytes
     /// consumed. Call again while input remains or while a call filled its piece.
     pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, CodecError> {
-        if let DecoderState::DeflateUnknown(held) = self.state {
-            let mut first_two = held.into_iter().chain(input.iter().copied());
-            let (Some(b0), Some(b1)) = (first_two.next(), first_two.next()) else {
-                self.state = DecoderState::DeflateUnknown(held.or(input.first().copied()));
-                return Ok(input.len());
-            };
-            // RFC 9110's "deflate" is zlib-wrapped, but some servers send raw deflate.
-            let zlib = b0 & 0x0F == 8 && (u16::from(b0) << 8 | u16::from(b1)) % 31 == 0;
-            self.state = DecoderState::Flate(Box::new(Decompress::new(zlib)), piece(), "deflate");
-            if let Some(byte) = held {
-                // The held byte is the start of a header: it decodes to nothing.
-                self.decode(&[byte], out)?;
-            }
-        }
         match &mut self.state {
             DecoderState::Identity => {
                 let n = input.len().min(DECODED_PIECE);
                 out.extend_from_slice(&input[..n]);
                 Ok(n)
             }
-            DecoderState::DeflateUnknown(_) => unreachable!("resolved above"),
-            DecoderState::Gzip(inflate) => {
+            DecoderState::Inflate(inflate) => {
                 if !self.keep_repeats {
                     self.repeats.clear();
                 }
                 inflate.decode(input, out, DECODED_PIECE, &mut self.repeats)
-            }
-            DecoderState::Flate(inflate, piece, name) => {
-                if self.finished {
-                    return Ok(input.len()); // other bytes after the end of the stream are ignored, as browsers do
-                }
-                let (before_in, before_out) = (inflate.total_in(), inflate.total_out());
-                let result = inflate.decompress(input, piece, FlushDecompress::None);
-                out.extend_from_slice(&piece[..(inflate.total_out() - before_out) as usize]);
-                let consumed = (inflate.total_in() - before_in) as usize;
-                match result {
-                    Ok(Status::StreamEnd) => {
-                        self.finished = true;
-                        Ok(consumed)
-                    }
-                    Ok(_) => Ok(consumed),
-                    Err(e) => Err(CodecError::Corrupt(name, e.to_string())),
-                }
             }
             DecoderState::Brotli(state, buffer) => {
                 if self.finished {
@@ -177,9 +125,7 @@ impl Decoder {
     pub fn finish(&self) -> Result<(), CodecError> {
         match &self.state {
             DecoderState::Identity => Ok(()),
-            DecoderState::DeflateUnknown(_) => Err(CodecError::Truncated("deflate")),
-            DecoderState::Gzip(inflate) => inflate.finish(),
-            DecoderState::Flate(_, _, name) if !self.finished => Err(CodecError::Truncated(name)),
+            DecoderState::Inflate(inflate) => inflate.finish(),
             DecoderState::Brotli(..) if !self.finished => Err(CodecError::Truncated("br")),
             DecoderState::Zstd(..) if !self.finished => Err(CodecError::Truncated("zstd")),
             _ => Ok(()),

@@ -526,36 +526,6 @@ pub(super) fn common_prefix(a: &[u8], b: &[u8], max: usize) -> usize {
     n + a[n..max].iter().zip(&b[n..max]).take_while(|(x, y)| x == y).count()
 }
 
-/// Adler-32 (RFC 1950), for the zlib framing of the `deflate` coding.
-#[derive(Clone, Copy)]
-pub(super) struct Adler32 {
-    a: u32,
-    b: u32,
-}
-
-impl Adler32 {
-    pub(super) fn new() -> Adler32 {
-        Adler32 { a: 1, b: 0 }
-    }
-
-    pub(super) fn update(&mut self, bytes: &[u8]) {
-        const MOD: u32 = 65521;
-        // 5552 bytes is the most that can be summed before `b` could overflow 32 bits.
-        for block in bytes.chunks(5552) {
-            for &byte in block {
-                self.a += u32::from(byte);
-                self.b += self.a;
-            }
-            self.a %= MOD;
-            self.b %= MOD;
-        }
-    }
-
-    pub(super) fn finish(self) -> u32 {
-        self.b << 16 | self.a
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1001,58 +971,5 @@ mod tests {
         assert_eq!(inflate(&deflate(&mut FastDeflate::new(), &[])), b"");
         let parts = [(Vec::new(), true), (b"x".to_vec(), true), (Vec::new(), true)];
         assert_eq!(inflate(&deflate(&mut FastDeflate::new(), &parts)), b"x");
-    }
-
-    /// Adler-32 by its definition, reduced after every byte in 64 bits.
-    fn adler32_by_definition(bytes: &[u8]) -> u32 {
-        let (mut a, mut b) = (1u64, 0u64);
-        for &byte in bytes {
-            a = (a + u64::from(byte)) % 65521;
-            b = (b + a) % 65521;
-        }
-        (b << 16 | a) as u32
-    }
-
-    #[test]
-    fn adler32_sums_long_runs_of_0xff_without_overflow() {
-        // All-0xFF bytes grow the sums fastest: zlib's NMAX (5552) is the longest run that fits 32 bits
-        // when the sums start just under the modulus. Prefixes set other starting sums.
-        for prefix_len in [0, 1, 7, 300, 5551] {
-            let prefix: Vec<u8> = (0..prefix_len).map(|i| 0xFF - (i % 3) as u8).collect();
-            for run in [5551, 5552, 5553, 11_104, 11_105, 70_000] {
-                let mut body = prefix.clone();
-                body.resize(prefix_len + run, 0xFF);
-                let expected = adler32_by_definition(&body);
-                let mut whole = Adler32::new();
-                whole.update(&body);
-                assert_eq!(whole.finish(), expected, "prefix {prefix_len}, run {run}, one update");
-                let mut split = Adler32::new();
-                for piece in body.chunks(5553) {
-                    let (x, y) = piece.split_at(piece.len().min(1));
-                    split.update(x);
-                    split.update(y);
-                }
-                assert_eq!(split.finish(), expected, "prefix {prefix_len}, run {run}, split updates");
-            }
-        }
-        let body = vec![0xFF; 1 << 20];
-        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-        std::io::Write::write_all(&mut zlib, &body).unwrap();
-        let framed = zlib.finish().unwrap();
-        let mut adler = Adler32::new();
-        adler.update(&body);
-        assert_eq!(framed[framed.len() - 4..], adler.finish().to_be_bytes(), "1 MiB of 0xFF against zlib-rs");
-    }
-
-    #[test]
-    fn adler32_matches_zlibs() {
-        let body: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
-        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-        std::io::Write::write_all(&mut zlib, &body).unwrap();
-        let framed = zlib.finish().unwrap();
-        let mut adler = Adler32::new();
-        adler.update(&body[..12_345]);
-        adler.update(&body[12_345..]);
-        assert_eq!(framed[framed.len() - 4..], adler.finish().to_be_bytes());
     }
 }

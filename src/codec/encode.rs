@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use super::deflate::{Adler32, FastDeflate};
+use super::deflate::FastDeflate;
 use super::pool::{Pool, Pooled};
 use super::reuse::Hint;
 use super::{CodecError, Encoding};
@@ -51,10 +51,10 @@ const ZLIB_HEADER: [u8; 2] = [0x78, 0x01];
 
 /// What wraps a DEFLATE stream: gzip (RFC 1952, CRC-32 by crc32fast's carry-less multiplication,
 /// much cheaper than zlib-rs's table-driven CRC: benches/RESULTS.md, "Encoders") or zlib (RFC 1950,
-/// Adler-32: RFC 9110's `deflate`).
+/// Adler-32 by zlib-rs's vector code, the state as RFC 1950 writes it: RFC 9110's `deflate`).
 enum Framing {
     Gzip(crc32fast::Hasher),
-    Zlib(Adler32),
+    Zlib(u32),
 }
 
 impl Framing {
@@ -68,7 +68,7 @@ impl Framing {
     fn update(&mut self, input: &[u8]) {
         match self {
             Framing::Gzip(crc) => crc.update(input),
-            Framing::Zlib(adler) => adler.update(input),
+            Framing::Zlib(adler) => *adler = zlib_rs::adler32::adler32(*adler, input),
         }
     }
 
@@ -79,7 +79,7 @@ impl Framing {
                 // ISIZE is the input length modulo 2^32.
                 out.extend_from_slice(&(total_in as u32).to_le_bytes());
             }
-            Framing::Zlib(adler) => out.extend_from_slice(&adler.finish().to_be_bytes()),
+            Framing::Zlib(adler) => out.extend_from_slice(&adler.to_be_bytes()),
         }
     }
 }
@@ -109,7 +109,7 @@ impl Encoder {
                 deflate: DEFLATE_STATES.take(FastDeflate::new),
                 framing: match encoding {
                     Encoding::Gzip => Framing::Gzip(crc32fast::Hasher::new()),
-                    _ => Framing::Zlib(Adler32::new()),
+                    _ => Framing::Zlib(1),
                 },
                 header_sent: false,
             },

@@ -1,8 +1,8 @@
-//! Our own gzip decoder: streaming DEFLATE (RFC 1951) inside gzip members (RFC 1952), in bounded
-//! pieces like the zlib-rs decoder of `decode.rs`, that also reports every back-reference (LZ77 match)
-//! of the stream as a [`Repeat`]. Why ours: re-encoding a rewritten page with the upstream's own
-//! matches (found by its gzip -6) reaches the upstream's size without a match search, and no inflate
-//! crate tells what the matches were.
+//! Our own gzip and deflate decoder: streaming DEFLATE (RFC 1951) inside gzip members, a zlib stream
+//! or nothing (`inflate_framing.rs`), in bounded pieces like the other decoders of `decode.rs`, that
+//! also reports every back-reference (LZ77 match) of the stream as a [`Repeat`]. Why ours: re-encoding
+//! a rewritten page with the upstream's own matches (found by its gzip -6) reaches the upstream's size
+//! without a match search, and no inflate crate tells what the matches were.
 //!
 //! Decoded bytes go into one linear buffer holding the last 32 KiB (every distance reaches into it)
 //! plus room for new output; each call copies its new bytes out, and the buffer slides its last
@@ -15,8 +15,11 @@ use std::convert::Infallible;
 
 use super::CodecError;
 
+#[path = "inflate_framing.rs"]
+mod framing;
 #[path = "inflate_tables.rs"]
 mod tables;
+use framing::{Check, Framing, Header, HeaderStep};
 use tables::{build, build_static, dist_entry, litlen_entry, lookup, low};
 
 /// The DEFLATE window: the farthest a distance reaches.
@@ -54,9 +57,6 @@ const DIST_BASE: [u16; 30] = [
 ];
 /// A dynamic header's code-length code lengths come in this order.
 const CODELEN_ORDER: [usize; 19] = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
-/// The optional parts of a member's header in their order, with the flag that announces each.
-const PARTS: [(Part, u8); 5] =
-    [(Part::ExtraLen, 4), (Part::Extra, 4), (Part::Name, 8), (Part::Comment, 16), (Part::Crc, 2)];
 
 /// One back-reference of the decoded stream: the `length` bytes at decoded position `at` (counted from the
 /// body's first decoded byte, across gzip members) repeat those `distance` bytes before them.
@@ -70,10 +70,11 @@ pub struct Repeat {
     pub length: u16,
 }
 
-/// A streaming gzip decoder that reports the stream's matches (see the module's doc).
-pub struct GzipInflate {
+/// A streaming gzip or deflate decoder that reports the stream's matches (see the module's doc).
+pub struct Inflate {
+    framing: Framing,
     /// `BUF + SLACK` bytes: the next decoded byte goes at `pos`, the current member's first one was
-    /// at `wstart` (0 once slid past), `win[crc_pos..pos]` is not in its CRC yet, and `win[0]` is
+    /// at `wstart` (0 once slid past), `win[crc_pos..pos]` is not in its check yet, and `win[0]` is
     /// decoded position `origin`.
     win: Box<[u8]>,
     pos: usize,
@@ -92,15 +93,13 @@ pub struct GzipInflate {
     /// The rest of a match cut by the output limit.
     copy_left: usize,
     copy_dist: usize,
-    /// The member's CRC-32 and length so far, and its header's CRC-32 and flags.
-    crc: crc32fast::Hasher,
-    member_len: u32,
-    header_crc: crc32fast::Hasher,
-    flags: u8,
-    /// The stage's count (bytes of a header part or of the trailer, code lengths read) and bytes.
+    /// The header being read, then the check of the stream's decoded bytes so far.
+    header: Header,
+    check: Check,
+    /// The stage's count (bytes of the trailer, code lengths read) and the trailer's bytes.
     n: usize,
-    buf: [u8; 10],
-    /// FEXTRA's length, or a dynamic header's HLIT + HDIST; its HLIT and HCLEN.
+    buf: [u8; 8],
+    /// A dynamic header's HLIT + HDIST; its HLIT and HCLEN.
     value: usize,
     hlit: usize,
     hclen: usize,
@@ -116,7 +115,7 @@ struct Tables {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Stage {
-    Header(Part),
+    Header,
     BlockHeader,
     StoredLen,
     Stored(usize),
@@ -130,17 +129,6 @@ enum Stage {
     /// Bytes after the last member, ignored.
     Ignore,
     Failed(&'static str),
-}
-
-/// The parts of a member's header (RFC 1952 §2.3).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Part {
-    Fixed,
-    ExtraLen,
-    Extra,
-    Name,
-    Comment,
-    Crc,
 }
 
 /// Why decoding stops: the output reached the call's limit, the input ran out (all of it taken), or
@@ -159,12 +147,20 @@ struct Io<'a> {
     repeats: &'a mut Vec<Repeat>,
 }
 
-impl GzipInflate {
+impl Inflate {
     /// A decoder for one gzip body (any number of members); about 93 KiB.
-    // No `Default`: a default value should not cost 93 KiB (and `Box::new(GzipInflate::new())` reads right).
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> GzipInflate {
-        GzipInflate {
+    pub fn gzip() -> Inflate {
+        Inflate::new(Framing::Gzip)
+    }
+
+    /// A decoder for one `deflate` body, zlib-wrapped or raw (its first two bytes tell).
+    pub fn deflate() -> Inflate {
+        Inflate::new(Framing::Deflate)
+    }
+
+    fn new(framing: Framing) -> Inflate {
+        Inflate {
+            framing,
             win: vec![0; BUF + SLACK].into_boxed_slice(),
             pos: 0,
             wstart: 0,
@@ -172,18 +168,16 @@ impl GzipInflate {
             origin: 0,
             tables: Box::new(Tables { lit: [0; LIT_TABLE], dist: [0; DIST_TABLE], codelen: [0; 128], lens: [0; 320] }),
             static_tables: false,
-            stage: Stage::Header(Part::Fixed),
+            stage: Stage::Header,
             bb: 0,
             bc: 0,
             last_block: false,
             copy_left: 0,
             copy_dist: 0,
-            crc: crc32fast::Hasher::new(),
-            member_len: 0,
-            header_crc: crc32fast::Hasher::new(),
-            flags: 0,
+            header: Header::new(framing),
+            check: Check::None,
             n: 0,
-            buf: [0; 10],
+            buf: [0; 8],
             value: 0,
             hlit: 0,
             hclen: 0,
@@ -217,18 +211,18 @@ impl GzipInflate {
                 Halt::Stall => break,
                 Halt::Corrupt(reason) => {
                     self.stage = Stage::Failed(reason);
-                    return Err(CodecError::Corrupt("gzip", reason.into()));
+                    return Err(CodecError::Corrupt(self.framing.name(), reason.into()));
                 }
             }
         }
         Ok(io.ip)
     }
 
-    /// Checks at the end of the body that the stream was complete (Err(CodecError::Truncated("gzip")) otherwise).
+    /// Checks at the end of the body that the stream was complete (`CodecError::Truncated` otherwise).
     pub fn finish(&self) -> Result<(), CodecError> {
         match self.stage {
             Stage::Done | Stage::Ignore => Ok(()),
-            _ => Err(CodecError::Truncated("gzip")),
+            _ => Err(CodecError::Truncated(self.framing.name())),
         }
     }
 
@@ -246,10 +240,9 @@ impl GzipInflate {
         self.origin += shift as u64;
     }
 
-    /// Adds the bytes decoded since the last call to the member's CRC and length.
+    /// Adds the bytes decoded since the last call to the stream's check.
     fn hash(&mut self) {
-        self.crc.update(&self.win[self.crc_pos..self.pos]);
-        self.member_len = self.member_len.wrapping_add((self.pos - self.crc_pos) as u32);
+        self.check.update(&self.win[self.crc_pos..self.pos]);
         self.crc_pos = self.pos;
     }
 
@@ -257,9 +250,17 @@ impl GzipInflate {
     fn run(&mut self, io: &mut Io) -> Result<Infallible, Halt> {
         loop {
             match self.stage {
-                Stage::Header(part) => {
+                Stage::Header => {
                     let byte = self.byte(io)?;
-                    self.header_byte(part, byte)?;
+                    match self.header.byte(byte).map_err(Halt::Corrupt)? {
+                        HeaderStep::More => {}
+                        HeaderStep::Done(check) => (self.check, self.stage) = (check, Stage::BlockHeader),
+                        HeaderStep::Raw([b0, b1]) => {
+                            // Both came from the input (nothing is in the bits before a stream's start).
+                            (self.bb, self.bc) = (u64::from(b0) | u64::from(b1) << 8, 16);
+                            self.stage = Stage::BlockHeader;
+                        }
+                    }
                 }
                 Stage::BlockHeader => {
                     self.need(3, io)?;
@@ -349,27 +350,24 @@ impl GzipInflate {
                 }
                 Stage::Trailer => {
                     self.take(self.bc & 7);
-                    while self.n < 8 {
+                    while self.n < self.check.trailer_len() {
                         self.buf[self.n] = self.byte(io)?;
                         self.n += 1;
                     }
                     self.hash();
-                    if self.buf[..4] != std::mem::take(&mut self.crc).finalize().to_le_bytes() {
-                        return Err(Halt::Corrupt("incorrect data check"));
-                    }
-                    if self.buf[4..8] != self.member_len.to_le_bytes() {
-                        return Err(Halt::Corrupt("incorrect length check"));
-                    }
+                    std::mem::replace(&mut self.check, Check::None).verify(&self.buf).map_err(Halt::Corrupt)?;
                     self.stage = Stage::Done;
                 }
                 Stage::Done => {
-                    // RFC 1952 §2.2: members follow one another; other bytes after one are ignored, as
-                    // browsers do (a lone 0x1f at the end of the input is taken for a member's start).
+                    // RFC 1952 §2.2: gzip members follow one another; other bytes after one are ignored,
+                    // as browsers do (a lone 0x1f at the end of the input is taken for a member's start),
+                    // and so is all after a zlib or raw stream.
                     let &first = io.input.get(io.ip).ok_or(Halt::Stall)?;
-                    self.stage = if first == 0x1f && io.input.get(io.ip + 1).is_none_or(|&b| b == 0x8b) {
-                        (self.n, self.member_len, self.wstart) = (0, 0, self.pos);
-                        self.header_crc = crc32fast::Hasher::new();
-                        Stage::Header(Part::Fixed)
+                    let member = first == 0x1f && io.input.get(io.ip + 1).is_none_or(|&b| b == 0x8b);
+                    self.stage = if self.framing == Framing::Gzip && member {
+                        (self.n, self.wstart) = (0, self.pos);
+                        self.header = Header::new(Framing::Gzip);
+                        Stage::Header
                     } else {
                         Stage::Ignore
                     };
@@ -386,43 +384,6 @@ impl GzipInflate {
     fn end_block(&mut self) {
         self.n = 0;
         self.stage = if self.last_block { Stage::Trailer } else { Stage::BlockHeader };
-    }
-
-    /// One byte of a member's header.
-    fn header_byte(&mut self, part: Part, byte: u8) -> Result<(), Halt> {
-        if part != Part::Crc {
-            self.header_crc.update(&[byte]);
-        }
-        self.buf[self.n.min(9)] = byte;
-        self.n += 1;
-        let done = match part {
-            Part::Fixed if self.n <= 2 && byte != [0x1f, 0x8b][self.n - 1] => {
-                return Err(Halt::Corrupt("incorrect header check"))
-            }
-            Part::Fixed if self.n == 3 && byte != 8 => return Err(Halt::Corrupt("unknown compression method")),
-            Part::Fixed if self.n == 4 && byte & 0xe0 != 0 => return Err(Halt::Corrupt("unknown header flags set")),
-            Part::Fixed => self.n == 10,
-            Part::ExtraLen | Part::Crc => self.n == 2,
-            Part::Extra => self.n == self.value,
-            Part::Name | Part::Comment => byte == 0,
-        };
-        if done {
-            let [b0, b1, _, flags, ..] = self.buf;
-            match part {
-                Part::Fixed => self.flags = flags,
-                Part::ExtraLen => self.value = usize::from(u16::from_le_bytes([b0, b1])),
-                Part::Crc if u16::from_le_bytes([b0, b1]) != self.header_crc.clone().finalize() as u16 => {
-                    return Err(Halt::Corrupt("header crc mismatch"))
-                }
-                _ => {}
-            }
-            // On to the next part the flags announce (FEXTRA's data only when there is some).
-            let from = PARTS.iter().position(|&(p, _)| p == part).map_or(0, |i| i + 1);
-            let next =
-                PARTS[from..].iter().find(|&&(p, flag)| self.flags & flag != 0 && (p != Part::Extra || self.value > 0));
-            (self.n, self.stage) = (0, next.map_or(Stage::BlockHeader, |&(p, _)| Stage::Header(p)));
-        }
-        Ok(())
     }
 
     /// The next byte of a byte-aligned part (header, trailer): from the bit buffer first.
@@ -593,6 +554,9 @@ fn copy_slow(win: &mut [u8], pos: usize, dist: usize, len: usize) {
     }
 }
 
+#[cfg(test)]
+#[path = "inflate_deflate_tests.rs"]
+mod deflate_tests;
 #[cfg(test)]
 #[path = "inflate_tests.rs"]
 mod tests;

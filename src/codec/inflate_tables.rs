@@ -1,4 +1,4 @@
-//! The decode tables of [`super::GzipInflate`]: canonical Huffman codes (RFC 1951 §3.2.2) as a root
+//! The decode tables of [`super::Inflate`]: canonical Huffman codes (RFC 1951 §3.2.2) as a root
 //! table indexed by a code's first bits plus sub-tables for longer codes, and the entries they hold.
 
 use super::{Tables, BAD, BASE, DIST_BASE, DIST_ROOT, END, LEN_BASE, LEN_EXTRA, LINK, LITERAL, LIT_ROOT};

@@ -22,7 +22,7 @@ mod tests;
 pub use decode::{decode_all, decode_up_to, Decoder, DECODED_PIECE};
 pub use encode::{encode_all, Encoder};
 pub use error::CodecError;
-pub use inflate::{GzipInflate, Repeat};
+pub use inflate::{Inflate, Repeat};
 pub use negotiate::Encoding;
 pub(crate) use negotiate::{accepted, choose_output, upstream_accept_encoding};
 pub use reuse::{Hint, Reuse};

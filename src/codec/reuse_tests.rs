@@ -204,7 +204,7 @@ fn links_swapped_on_every_line_keep_nearly_all_of_the_parse() {
     };
     let upstream = level_6(&decoded);
     let (mut inflated, mut repeats) = (Vec::new(), Vec::new());
-    let mut inflate = crate::codec::GzipInflate::new();
+    let mut inflate = crate::codec::Inflate::gzip();
     let mut rest = &upstream[..];
     while !rest.is_empty() || inflated.len() < decoded.len() {
         rest = &rest[inflate.decode(rest, &mut inflated, 1 << 20, &mut repeats).unwrap()..];
