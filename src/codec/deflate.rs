@@ -346,12 +346,15 @@ fn write_tokens_bmi(w: &mut BlockWriter, tokens: &[u32], codes: &Codes) {
 
 #[inline(always)]
 fn write_tokens_with(w: &mut BlockWriter, tokens: &[u32], codes: &Codes) {
+    // The writer's state in locals: through `w` it was stored back after every token (~60 instructions a
+    // token, ~40 in registers), and the table indexes are in range by construction (no bounds checks).
+    let mut writer = BlockWriter { buf: &mut *w.buf, ..*w };
     for &token in tokens {
         // Both codings are computed and one is kept by a mask: literals and matches alternate
         // with no pattern a branch predictor could learn. A literal's fields index entry 0 of the
         // length and distance tables; a match's low byte indexes a literal's entry: both harmless.
         let (lit_code, lit_len) = codes.litlen[(token & 0xFF) as usize];
-        let (length_code, length_len) = codes.length[((token >> 15) & 0x1FF) as usize];
+        let (length_code, length_len) = codes.length[(((token >> 15) & 0x1FF) as usize).min(MAX_MATCH)];
         let (dist_code, dist_len, extra_mask) = codes.dist[((token >> 24) & 0x1F) as usize];
         let dist = u64::from(dist_code) | u64::from(token & extra_mask) << (dist_len & 0xF);
         let match_code = u64::from(length_code) | dist << length_len;
@@ -359,8 +362,9 @@ fn write_tokens_with(w: &mut BlockWriter, tokens: &[u32], codes: &Codes) {
         let is_match = 0u64.wrapping_sub(u64::from(token >> 31));
         let code = (match_code & is_match) | (u64::from(lit_code) & !is_match);
         let len = (match_len & is_match as u32) | (lit_len & !is_match as u32);
-        w.put(code, len);
+        writer.put(code, len);
     }
+    (w.pos, w.bits, w.count) = (writer.pos, writer.bits, writer.count);
 }
 
 /// Whether this CPU has BMI1, BMI2 and LZCNT (x86-64 since 2013-2015): the hot loops are compiled
@@ -412,8 +416,8 @@ impl Histogram {
 struct Codes {
     litlen: [(u32, u32); LITLEN_SYMBOLS],
     /// The distance symbol's code, its length (low 4 bits) and extra-bit count (<< 4), and the mask
-    /// of its extra bits in `distance - 1`.
-    dist: [(u32, u32, u32); DIST_SYMBOLS],
+    /// of its extra bits in `distance - 1`; 32 entries, as many as a token's 5 bits name.
+    dist: [(u32, u32, u32); 32],
     /// The length symbol's code and its extra bits together, for lengths 3..=258.
     length: [(u32, u32); MAX_MATCH + 1],
 }
@@ -424,7 +428,7 @@ impl Codes {
         canonical_codes(litlen_lens, &mut litlen);
         let mut dist_codes = [(0, 0); DIST_SYMBOLS];
         canonical_codes(dist_lens, &mut dist_codes);
-        let mut dist = [(0, 0, 0); DIST_SYMBOLS];
+        let mut dist = [(0, 0, 0); 32];
         for ((entry, (code, len)), extra) in dist.iter_mut().zip(dist_codes).zip(DIST_EXTRA) {
             *entry = (code, len | extra << 4, (1 << extra) - 1);
         }
