@@ -335,6 +335,25 @@ mod tests {
         }
     }
 
+    /// The zlib framing's trailer is the Adler-32 of the input, big-endian: "Wikipedia" sums to 0x11E60398
+    /// (RFC 1950's algorithm, as Wikipedia's article works it out), and 1 MiB of 0xFF (the sums' fastest growth)
+    /// to what the definition gives.
+    #[test]
+    fn the_zlib_trailer_is_the_inputs_adler32() {
+        let trailer = |body: &[u8]| {
+            let framed = encode_all(Encoding::Deflate, body);
+            u32::from_be_bytes(framed[framed.len() - 4..].try_into().unwrap())
+        };
+        assert_eq!(trailer(b"Wikipedia"), 0x11E6_0398);
+        let ones = vec![0xFF; 1 << 20];
+        let (mut a, mut b) = (1u64, 0u64);
+        for &byte in &ones {
+            a = (a + u64::from(byte)) % 65521;
+            b = (b + a) % 65521;
+        }
+        assert_eq!(trailer(&ones), (b << 16 | a) as u32);
+    }
+
     #[test]
     fn encoders_abandoned_mid_stream_leave_clean_states_behind() {
         for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Zstd] {
