@@ -11,6 +11,13 @@ fn page() -> Vec<u8> {
     common::bench_page::generate_html("127.0.0.1:8080", 100 * 1024)
 }
 
+/// Our gzip decoded by zlib-rs (flate2's reader), not by our own inflater.
+fn gunzip(gz: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(gz), &mut out).expect("a valid gzip stream");
+    out
+}
+
 fn zlib_rs_gzip(page: &[u8], level: u32) -> usize {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
     encoder.write_all(page).unwrap();
@@ -28,7 +35,7 @@ fn gzip_stays_near_level_six_and_below_zlib_rs_level_one() {
     ];
     for (name, page, percent_of_level6) in pages {
         let ours = encode_all(Encoding::Gzip, &page);
-        assert_eq!(decode_all(Encoding::Gzip, &ours).unwrap(), page);
+        assert_eq!(gunzip(&ours), page);
         let (level1, level6) = (zlib_rs_gzip(&page, 1), zlib_rs_gzip(&page, 6));
         eprintln!("{name}: ours {} B, zlib-rs level 1 {level1} B, level 6 {level6} B", ours.len());
         assert!(
@@ -103,8 +110,7 @@ fn gzip_from_a_gzip_or_deflate_upstream_keeps_the_upstreams_weight() {
         let mut guided_pages = Vec::new();
         for (framing, coding, upstream) in upstreams {
             let (guided, own) = (proxied(coding, &upstream, true), proxied(coding, &upstream, false));
-            let (page_out, own_out) =
-                (decode_all(Encoding::Gzip, &guided).unwrap(), decode_all(Encoding::Gzip, &own).unwrap());
+            let (page_out, own_out) = (gunzip(&guided), gunzip(&own));
             assert_eq!(page_out, own_out, "{name}, {framing}");
             eprintln!(
                 "{name}, {framing}: upstream {} B, guided {} B, own search {} B",

@@ -1,7 +1,15 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::codec::{decode_all, Encoder, Encoding};
+use crate::codec::{Encoder, Encoding};
+
+/// The guided streams decoded by zlib-rs (flate2's reader), not by our own inflater: a fault the two of ours
+/// shared would not show otherwise.
+fn gunzip(gz: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(gz), &mut out).expect("a valid gzip stream");
+    out
+}
 
 /// A greedy LZ77 parse of `text` (what a decoder would report for a stream coded that way): the
 /// longest earlier repeat of at least three bytes within the window, by brute force over a small hash.
@@ -158,7 +166,7 @@ proptest! {
     ) {
         let (rewritten, moved) = edit(&decoded, &edits);
         let (_, gz) = run(&decoded, &rewritten, &moved, &cuts);
-        prop_assert_eq!(decode_all(Encoding::Gzip, &gz).unwrap(), rewritten);
+        prop_assert_eq!(gunzip(&gz), rewritten);
     }
 
     #[test]
@@ -171,11 +179,11 @@ proptest! {
         let parsed: Vec<(u64, u32, u32)> =
             parse(&decoded).iter().map(|r| (r.at, u32::from(r.length), u32::from(r.distance))).collect();
         prop_assert_eq!(matches, parsed);
-        prop_assert_eq!(decode_all(Encoding::Gzip, &gz).unwrap(), decoded.clone());
+        prop_assert_eq!(gunzip(&gz), decoded.clone());
         // In chunks, only a repeat cut by a chunk's end loses its rest to the encoder's own search.
         let (hints, gz) = run(&decoded, &decoded, &moved, &cuts);
         prop_assert!(not_searched(decoded.len(), &hints) + 258 * cuts.len() >= decoded.len());
-        prop_assert_eq!(decode_all(Encoding::Gzip, &gz).unwrap(), decoded);
+        prop_assert_eq!(gunzip(&gz), decoded);
     }
 }
 
@@ -211,7 +219,7 @@ fn links_swapped_on_every_line_keep_nearly_all_of_the_parse() {
     }
     assert_eq!(inflated, decoded);
     let (hints, guided) = run_with(&decoded, repeats, &rewritten, &moved, &[10_000, 50_000, 90_000]);
-    assert_eq!(decode_all(Encoding::Gzip, &guided).unwrap(), rewritten);
+    assert_eq!(gunzip(&guided), rewritten);
     // What the edits wrote is the encoder's to search (`://localhost:3000` after the shared `http`).
     let written = 17 * edits.len();
     let share = not_searched(rewritten.len(), &hints) as f64 / (rewritten.len() - written) as f64;
