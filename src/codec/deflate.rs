@@ -176,6 +176,7 @@ impl FastDeflate {
     }
 
     /// Uncompressed bytes taken since the stream began.
+    #[cfg(test)]
     pub(super) fn total_in(&self) -> u64 {
         self.total_in
     }

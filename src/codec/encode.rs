@@ -5,6 +5,7 @@
 use std::io::Write;
 
 use super::deflate::FastDeflate;
+use super::inflate::framing::Check;
 use super::pool::{Pool, Pooled};
 use super::reuse::Hint;
 use super::{CodecError, Encoding};
@@ -51,37 +52,11 @@ const ZLIB_HEADER: [u8; 2] = [0x78, 0x01];
 
 /// What wraps a DEFLATE stream: gzip (RFC 1952, CRC-32 by crc32fast's carry-less multiplication,
 /// much cheaper than zlib-rs's table-driven CRC: benches/RESULTS.md, "Encoders") or zlib (RFC 1950,
-/// Adler-32 by zlib-rs's vector code, the state as RFC 1950 writes it: RFC 9110's `deflate`).
-enum Framing {
-    Gzip(crc32fast::Hasher),
-    Zlib(u32),
-}
-
-impl Framing {
-    fn header(&self) -> &'static [u8] {
-        match self {
-            Framing::Gzip(_) => &GZIP_HEADER,
-            Framing::Zlib(_) => &ZLIB_HEADER,
-        }
-    }
-
-    fn update(&mut self, input: &[u8]) {
-        match self {
-            Framing::Gzip(crc) => crc.update(input),
-            Framing::Zlib(adler) => *adler = zlib_rs::adler32::adler32(*adler, input),
-        }
-    }
-
-    fn trailer(&self, total_in: u64, out: &mut Vec<u8>) {
-        match self {
-            Framing::Gzip(crc) => {
-                out.extend_from_slice(&crc.clone().finalize().to_le_bytes());
-                // ISIZE is the input length modulo 2^32.
-                out.extend_from_slice(&(total_in as u32).to_le_bytes());
-            }
-            Framing::Zlib(adler) => out.extend_from_slice(&adler.to_be_bytes()),
-        }
-    }
+/// Adler-32 by zlib-rs's vector code: RFC 9110's `deflate`); the trailer's check is the one our decoder
+/// verifies.
+struct Framing {
+    header: &'static [u8],
+    check: Check,
 }
 
 static DEFLATE_STATES: Pool<FastDeflate> = Pool::new();
@@ -108,8 +83,8 @@ impl Encoder {
             Encoding::Gzip | Encoding::Deflate => EncoderState::Flate {
                 deflate: DEFLATE_STATES.take(FastDeflate::new),
                 framing: match encoding {
-                    Encoding::Gzip => Framing::Gzip(crc32fast::Hasher::new()),
-                    _ => Framing::Zlib(1),
+                    Encoding::Gzip => Framing { header: &GZIP_HEADER, check: Check::gzip() },
+                    _ => Framing { header: &ZLIB_HEADER, check: Check::zlib() },
                 },
                 header_sent: false,
             },
@@ -131,8 +106,8 @@ impl Encoder {
     fn name(&self) -> &'static str {
         match self.state {
             EncoderState::Identity => "identity",
-            EncoderState::Flate { framing: Framing::Gzip(_), .. } => "gzip",
-            EncoderState::Flate { framing: Framing::Zlib(_), .. } => "deflate",
+            EncoderState::Flate { framing: Framing { check: Check::Crc32 { .. }, .. }, .. } => "gzip",
+            EncoderState::Flate { .. } => "deflate",
             EncoderState::Brotli(_) | EncoderState::BrotliFinished => "br",
             EncoderState::Zstd(_) => "zstd",
         }
@@ -163,9 +138,9 @@ impl Encoder {
         }
         self.unflushed = true;
         if !std::mem::replace(header_sent, true) {
-            out.extend_from_slice(framing.header());
+            out.extend_from_slice(framing.header);
         }
-        framing.update(input);
+        framing.check.update(input);
         deflate.compress_guided(input, hints, out);
         Ok(())
     }
@@ -202,17 +177,17 @@ impl Encoder {
             }
             EncoderState::Flate { deflate, framing, header_sent } => {
                 if !std::mem::replace(header_sent, true) {
-                    out.extend_from_slice(framing.header());
+                    out.extend_from_slice(framing.header);
                 }
                 match step {
                     Step::Input(input) => {
-                        framing.update(input);
+                        framing.check.update(input);
                         deflate.compress(input, out);
                     }
                     Step::Flush => deflate.sync_flush(out),
                     Step::Finish => {
                         deflate.finish(out);
-                        framing.trailer(deflate.total_in(), out);
+                        out.extend_from_slice(&framing.check.trailer());
                         deflate.stream_finished();
                     }
                 }

@@ -16,7 +16,7 @@ use std::convert::Infallible;
 use super::CodecError;
 
 #[path = "inflate_framing.rs"]
-mod framing;
+pub(super) mod framing;
 #[path = "inflate_tables.rs"]
 mod tables;
 use framing::{Check, Framing, Header, HeaderStep};

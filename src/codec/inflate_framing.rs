@@ -109,7 +109,7 @@ impl Header {
                 self.part = next;
                 HeaderStep::More
             }
-            None => HeaderStep::Done(Check::Crc32 { crc: crc32fast::Hasher::new(), len: 0 }),
+            None => HeaderStep::Done(Check::gzip()),
         })
     }
 }
@@ -126,11 +126,11 @@ fn zlib_header([b0, b1]: [u8; 2]) -> Result<HeaderStep, &'static str> {
         // A preset dictionary: no browser has one to give.
         return Err("a preset dictionary is needed");
     }
-    Ok(HeaderStep::Done(Check::Adler32(1)))
+    Ok(HeaderStep::Done(Check::zlib()))
 }
 
-/// The check a stream's trailer holds of its decoded bytes.
-pub(super) enum Check {
+/// The check a stream's trailer holds of its bytes: what our decoder verifies and our encoder writes.
+pub(in crate::codec) enum Check {
     /// gzip: CRC-32, then the length modulo 2^32, both little-endian.
     Crc32 { crc: crc32fast::Hasher, len: u32 },
     /// zlib: Adler-32, big-endian.
@@ -140,7 +140,15 @@ pub(super) enum Check {
 }
 
 impl Check {
-    pub(super) fn update(&mut self, decoded: &[u8]) {
+    pub(in crate::codec) fn gzip() -> Check {
+        Check::Crc32 { crc: crc32fast::Hasher::new(), len: 0 }
+    }
+
+    pub(in crate::codec) fn zlib() -> Check {
+        Check::Adler32(1)
+    }
+
+    pub(in crate::codec) fn update(&mut self, decoded: &[u8]) {
         match self {
             Check::Crc32 { crc, len } => {
                 crc.update(decoded);
@@ -160,19 +168,23 @@ impl Check {
         }
     }
 
-    /// Compares the trailer with what was decoded.
-    pub(super) fn verify(self, trailer: &[u8]) -> Result<(), &'static str> {
+    /// The trailer of the bytes so far: the check's first 4 bytes, then gzip's length.
+    pub(in crate::codec) fn trailer(&self) -> Vec<u8> {
         match self {
-            Check::Crc32 { crc, len } => {
-                if trailer[..4] != crc.finalize().to_le_bytes() {
-                    return Err("incorrect data check");
-                }
-                if trailer[4..8] != len.to_le_bytes() {
-                    return Err("incorrect length check");
-                }
-            }
-            Check::Adler32(adler) if trailer[..4] != adler.to_be_bytes() => return Err("incorrect data check"),
-            Check::Adler32(_) | Check::None => {}
+            Check::Crc32 { crc, len } => [crc.clone().finalize().to_le_bytes(), len.to_le_bytes()].concat(),
+            Check::Adler32(adler) => adler.to_be_bytes().to_vec(),
+            Check::None => Vec::new(),
+        }
+    }
+
+    /// Compares the trailer with what was decoded.
+    pub(super) fn verify(&self, trailer: &[u8]) -> Result<(), &'static str> {
+        let expected = self.trailer();
+        if trailer[..expected.len().min(4)] != expected[..expected.len().min(4)] {
+            return Err("incorrect data check");
+        }
+        if trailer[..expected.len()] != expected[..] {
+            return Err("incorrect length check");
         }
         Ok(())
     }
