@@ -1449,6 +1449,11 @@ fn ran_in_turn(grouped: &[Rule], input: &str) -> bool {
     rewriter.stage_count() > grouped.len()
 }
 
+/// `literal_rules`' specs of global rules, needle and output each.
+fn global_specs(pairs: &[(&str, &str)]) -> Vec<(String, String, bool)> {
+    pairs.iter().map(|(needle, output)| (needle.to_string(), output.to_string(), true)).collect()
+}
+
 fn literal_rules(specs: &[(String, String, bool)]) -> Vec<Rule> {
     specs
         .iter()
@@ -1866,10 +1871,7 @@ fn a_pattern_whose_automaton_costs_too_much_work_is_refused_by_that_bound() {
 
 #[test]
 fn a_watched_pair_sends_the_rules_in_turn_from_there_with_counts_kept() {
-    let specs: Vec<(String, String, bool)> = [("rewrite", "W"), ("q", "Q"), ("server", "V")]
-        .iter()
-        .map(|(needle, output)| (needle.to_string(), output.to_string(), true))
-        .collect();
+    let specs = global_specs(&[("rewrite", "W"), ("q", "Q"), ("server", "V")]);
     let grouped = Rule::grouped(&literal_rules(&specs));
     assert_eq!(grouped.len(), 1, "one shared search");
     let input = "q server q serverewrite server rewrite q";
@@ -1891,10 +1893,7 @@ fn a_watched_pair_sends_the_rules_in_turn_from_there_with_counts_kept() {
 /// network holds none (a list of 120 rules held 22 buffers of 48 KiB per page in flight).
 #[test]
 fn a_rewriter_holds_no_output_buffer_between_chunks() {
-    let specs: Vec<(String, String, bool)> = [("server", "V"), ("rewrite", "W"), ("q", "Q")]
-        .iter()
-        .map(|(n, o)| (n.to_string(), o.to_string(), true))
-        .collect();
+    let specs = global_specs(&[("server", "V"), ("rewrite", "W"), ("q", "Q")]);
     let rules = literal_rules(&specs);
     let mut rewriter = Rewriter::new(&rules, "local:3000", DEFAULT_MAX_MATCH_BYTES);
     let mut out = Vec::new();
