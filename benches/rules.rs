@@ -240,7 +240,7 @@ fn without_tracking(text: &[u8]) -> Vec<u8> {
     out
 }
 
-/// `RULES_LOOPS=N [RULES_CASE=words|workload-12]`: that case (`words` unless named) N times and nothing else,
+/// `RULES_LOOPS=N [RULES_CASE=words|words-base|words-part/{hosts,17-words,removals}|workload-12]`: that case (`words` unless named) N times and nothing else,
 /// for callgrind (`--toggle-collect=rules::loops`, instructions divided by N). Whether it ran.
 fn profiled(case: &str, page: &[u8], rules: &[Rule], out: &mut Vec<u8>) -> bool {
     let Some(count) = std::env::var("RULES_LOOPS").ok().and_then(|n| n.parse::<usize>().ok()) else { return false };
@@ -363,8 +363,18 @@ fn benches(c: &mut Criterion) {
         words_rules.len()
     );
 
-    if profiled("words", &words, &words_rules, &mut out) {
+    // Its parts, each with the snippet and link rules: where the time per match goes.
+    let word_parts: Vec<(&str, Vec<Rule>)> = [("hosts", 0..83), ("17-words", 83..100), ("removals", 100..120)]
+        .into_iter()
+        .map(|(part, range)| (part, pipeline(&word_list[range])))
+        .collect();
+    if profiled("words", &words, &words_rules, &mut out) || profiled("words-base", &words, &words_base, &mut out) {
         return;
+    }
+    for (part, rules) in &word_parts {
+        if profiled(&format!("words-part/{part}"), &words, rules, &mut out) {
+            return;
+        }
     }
 
     let mut group = c.benchmark_group("rules");
@@ -373,10 +383,8 @@ fn benches(c: &mut Criterion) {
     group.bench_function("base", |b| b.iter(|| chunked(black_box(&page), &base, &mut out)));
     group.bench_function("words-base", |b| b.iter(|| chunked(black_box(&words), &words_base, &mut out)));
     group.bench_function("words", |b| b.iter(|| chunked(black_box(&words), &words_rules, &mut out)));
-    // Its parts, each with the snippet and link rules: where the time per match goes.
-    for (part, range) in [("hosts", 0..83), ("17-words", 83..100), ("removals", 100..120)] {
-        let rules = pipeline(&word_list[range]);
-        group.bench_function(format!("words-part/{part}"), |b| b.iter(|| chunked(black_box(&words), &rules, &mut out)));
+    for (part, rules) in &word_parts {
+        group.bench_function(format!("words-part/{part}"), |b| b.iter(|| chunked(black_box(&words), rules, &mut out)));
     }
     // The 17 words as users also write them: whole words (`/\bheader\b/g`) and in any case (`/header/gi`).
     for (variant, pattern, flags) in [("whole-words", r"\b{}\b", "g"), ("any-case", "{}", "gi")] {

@@ -158,9 +158,10 @@ impl Pipeline {
         self.rewriter.leave_out_meta_policy();
     }
 
-    /// Rewrites and encodes already-decoded bytes.
+    /// Rewrites and encodes already-decoded bytes, in pieces of a decoded piece's size (see
+    /// [`Pipeline::push_identity`]).
     pub fn push_decoded(&mut self, decoded: &[u8], out: &mut Vec<u8>) -> Result<(), PipelineError> {
-        self.rewrite_then_encode(decoded, false, out)
+        decoded.chunks(DECODED_PIECE).try_for_each(|piece| self.rewrite_then_encode(piece, false, out))
     }
 
     /// Runs compressed bytes through the whole pipeline, in bounded pieces.
@@ -174,7 +175,7 @@ impl Pipeline {
     /// GiB: taken this way, it costs no more memory than any other.
     pub fn push_some(&mut self, raw: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<usize, PipelineError> {
         if self.identity {
-            return self.push_decoded(raw, out).map(|()| raw.len());
+            return self.push_identity(raw, out, limit);
         }
         let (whole, mut raw) = (raw.len(), raw);
         let mut decoded = std::mem::take(&mut self.decoded);
@@ -195,6 +196,21 @@ impl Pipeline {
         };
         self.decoded = decoded;
         result
+    }
+
+    /// [`Pipeline::push_some`] for an uncompressed body: its own bytes, in pieces of a decoded piece's size.
+    /// A loopback upstream's page comes in chunks of 64 KiB and more (the first, read while sniffing, often
+    /// the whole page): whole, each stage's output outgrew its spare buffer and was reallocated per chunk.
+    fn push_identity(&mut self, raw: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<usize, PipelineError> {
+        let mut taken = 0;
+        for piece in raw.chunks(DECODED_PIECE) {
+            self.rewrite_then_encode(piece, false, out)?;
+            taken += piece.len();
+            if out.len() >= limit {
+                break;
+            }
+        }
+        Ok(taken)
     }
 
     /// Sends what the encoder holds, for a stream that pauses.
@@ -342,4 +358,38 @@ pub(crate) async fn read_to_snippet(
     };
     // A read cut by the deadline loses nothing: a chunk is only taken when it is ready.
     tokio::time::timeout(SNIPPET_WAIT, read_on).await.unwrap_or(Ok(false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rewrite::{Rule, RuleReplacement};
+
+    fn pipeline() -> Pipeline {
+        let rule = Rule::regex("old", "g", RuleReplacement::Text("new".into())).expect("the rule compiles");
+        Pipeline::new(Encoding::Identity, Encoding::Identity, Rewriter::new(&[rule], "h", 1024))
+    }
+
+    #[test]
+    fn an_uncompressed_chunk_goes_through_in_pieces_its_buffers_hold() {
+        // 128 KiB in one chunk, as a loopback upstream's page arrives.
+        let page = b"<p>old text</p>\n".repeat(8 * 1024);
+        let expected = String::from_utf8(page.clone()).expect("ASCII").replace("old", "new").into_bytes();
+        let mut whole = pipeline();
+        let capacity = whole.rewritten.capacity();
+        let mut out = Vec::new();
+        assert_eq!(whole.push_some(&page, &mut out, usize::MAX).expect("push"), page.len());
+        assert_eq!(whole.rewritten.capacity(), capacity, "the rewritten piece outgrew its buffer");
+        whole.finish(&mut out).expect("finish");
+        assert!(out == expected, "the page as rewritten whole");
+        // Bounded: one piece at a time, the rest left for the next push, nothing lost.
+        let (mut bounded, mut out, mut rest) = (pipeline(), Vec::new(), &page[..]);
+        while !rest.is_empty() {
+            let taken = bounded.push_some(rest, &mut out, 1).expect("push");
+            assert_eq!(taken, rest.len().min(DECODED_PIECE));
+            rest = &rest[taken..];
+        }
+        bounded.finish(&mut out).expect("finish");
+        assert!(out == expected, "the page as rewritten in bounded pushes");
+    }
 }

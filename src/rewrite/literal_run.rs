@@ -99,13 +99,16 @@ impl<W: Fn(usize, usize, usize) -> bool> DenseRun<'_, W> {
     fn replace<B: Blocks, const WATCHES_BEFORE: bool>(self, blocks: B) -> Progress {
         let DenseRun { members, scan, outputs, hay, before, mut at, limit, watched, matches, current, out, .. } = self;
         let mut output = Output { len: out.len(), out };
+        // As long as `members`: a member found in it is in range here too, unchecked.
+        let matches = &mut matches[..members.len()];
+        // Counted from the members' counts when done: one register less in the loop, which spills.
+        let counted_before: u64 = matches.iter().sum();
         // Two blocks at a time: the loop over a block's candidates ends where the CPU cannot guess it, so
         // the fewer ends the better.
         let pair = |p: usize| u64::from(blocks.block(p)) | u64::from(blocks.block(p + BLOCK)) << BLOCK;
         let mut base = at.from;
         let mut bits = if base < limit { pair(base) } else { 0 };
         let mut stopped = false;
-        let mut last_replaced = None;
         'matches: loop {
             while bits == 0 {
                 base += 2 * BLOCK;
@@ -140,14 +143,11 @@ impl<W: Fn(usize, usize, usize) -> bool> DenseRun<'_, W> {
             }
             output.append(hay, at.emitted, start, outputs, from as usize, to as usize);
             at.emitted = end;
-            at.replaced += 1;
             matches[member] += 1;
-            last_replaced = Some(member);
-        }
-        output.finish();
-        if let Some(member) = last_replaced {
             *current = member;
         }
+        output.finish();
+        at.replaced += matches.iter().sum::<u64>() - counted_before;
         if !stopped {
             at.from = at.from.max(at.emitted).max(limit);
         }
