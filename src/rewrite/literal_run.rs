@@ -101,8 +101,6 @@ impl<W: Fn(usize, usize, usize) -> bool> DenseRun<'_, W> {
         let mut output = Output { len: out.len(), out };
         // As long as `members`: a member found in it is in range here too, unchecked.
         let matches = &mut matches[..members.len()];
-        // Counted from the members' counts when done: one register less in the loop, which spills.
-        let counted_before: u64 = matches.iter().sum();
         // Two blocks at a time: the loop over a block's candidates ends where the CPU cannot guess it, so
         // the fewer ends the better.
         let pair = |p: usize| u64::from(blocks.block(p)) | u64::from(blocks.block(p + BLOCK)) << BLOCK;
@@ -143,11 +141,12 @@ impl<W: Fn(usize, usize, usize) -> bool> DenseRun<'_, W> {
             }
             output.append(hay, at.emitted, start, outputs, from as usize, to as usize);
             at.emitted = end;
+            at.replaced += 1;
             matches[member] += 1;
+            // Stored, not kept: the loop has no register to spare.
             *current = member;
         }
         output.finish();
-        at.replaced += matches.iter().sum::<u64>() - counted_before;
         if !stopped {
             at.from = at.from.max(at.emitted).max(limit);
         }
