@@ -240,8 +240,9 @@ fn without_tracking(text: &[u8]) -> Vec<u8> {
     out
 }
 
-/// `RULES_LOOPS=N [RULES_CASE=words|words-base|words-part/{hosts,17-words,removals}|workload-12]`: that case (`words` unless named) N times and nothing else,
-/// for callgrind (`--toggle-collect=rules::loops`, instructions divided by N). Whether it ran.
+/// `RULES_LOOPS=N [RULES_CASE=words|words-base|words-part/{hosts,17-words,removals}|workload-12]`: that case
+/// (`words` unless named) N times and nothing else, for callgrind (`--toggle-collect=rules::loops`, instructions
+/// divided by N). Whether it ran.
 fn profiled(case: &str, page: &[u8], rules: &[Rule], out: &mut Vec<u8>) -> bool {
     let Some(count) = std::env::var("RULES_LOOPS").ok().and_then(|n| n.parse::<usize>().ok()) else { return false };
     if std::env::var("RULES_CASE").as_deref().unwrap_or("words") != case {

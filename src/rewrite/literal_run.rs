@@ -99,7 +99,7 @@ impl<W: Fn(usize, usize, usize) -> bool> DenseRun<'_, W> {
     fn replace<B: Blocks, const WATCHES_BEFORE: bool>(self, blocks: B) -> Progress {
         let DenseRun { members, scan, outputs, hay, before, mut at, limit, watched, matches, current, out, .. } = self;
         let mut output = Output { len: out.len(), out };
-        // As long as `members`: a member found in it is in range here too, unchecked.
+        // Cut to `members`' length: once `members[member]` is checked, `matches[member]` needs no check of its own.
         let matches = &mut matches[..members.len()];
         // Two blocks at a time: the loop over a block's candidates ends where the CPU cannot guess it, so
         // the fewer ends the better.
