@@ -2,7 +2,12 @@
 //! ratio: each call produces at most [`DECODED_PIECE`] bytes, so a decompression bomb costs nothing
 //! more than an ordinary body.
 
+use super::pool::{Pool, Pooled};
 use super::{CodecError, Encoding, Inflate, Repeat};
+
+/// Inflater states between bodies: a new one is ~93 KiB of zeroed memory (a server's first response faulted
+/// it in page by page).
+static INFLATE_STATES: Pool<Inflate> = Pool::new();
 
 /// Largest piece of decoded output produced at once: a decompression bomb costs nothing more.
 pub const DECODED_PIECE: usize = 32 * 1024;
@@ -19,8 +24,8 @@ pub struct Decoder {
 enum DecoderState {
     Identity,
     /// gzip and deflate (zlib-wrapped or raw) by our own inflater, which reports the stream's repeats
-    /// (`codec::reuse`).
-    Inflate(Box<Inflate>),
+    /// (`codec::reuse`); its state from a pool.
+    Inflate(Box<Pooled<Inflate>>),
     Brotli(
         Box<brotli::BrotliState<brotli::enc::StandardAlloc, brotli::enc::StandardAlloc, brotli::enc::StandardAlloc>>,
         Box<[u8]>,
@@ -33,8 +38,11 @@ impl Decoder {
     pub fn new(encoding: Encoding) -> Decoder {
         let state = match encoding {
             Encoding::Identity => DecoderState::Identity,
-            Encoding::Gzip => DecoderState::Inflate(Box::new(Inflate::gzip())),
-            Encoding::Deflate => DecoderState::Inflate(Box::new(Inflate::deflate())),
+            Encoding::Gzip | Encoding::Deflate => {
+                let mut inflate = INFLATE_STATES.take(Inflate::gzip);
+                inflate.restart_as(encoding);
+                DecoderState::Inflate(Box::new(inflate))
+            }
             Encoding::Brotli => DecoderState::Brotli(
                 Box::new(brotli::BrotliState::new(Default::default(), Default::default(), Default::default())),
                 vec![0; DECODED_PIECE].into_boxed_slice(),
@@ -121,11 +129,21 @@ impl Decoder {
         }
     }
 
+    /// Makes the decoder state the first body of a process would otherwise make (off the async workers).
+    pub fn prepare_process() {
+        INFLATE_STATES.prepare(Inflate::gzip);
+    }
+
     /// Checks at the end of the body that the compressed stream was complete.
-    pub fn finish(&self) -> Result<(), CodecError> {
-        match &self.state {
+    pub fn finish(&mut self) -> Result<(), CodecError> {
+        match &mut self.state {
             DecoderState::Identity => Ok(()),
-            DecoderState::Inflate(inflate) => inflate.finish(),
+            DecoderState::Inflate(inflate) => {
+                inflate.finish()?;
+                // Whole: its state may serve another body.
+                inflate.stream_finished();
+                Ok(())
+            }
             DecoderState::Brotli(..) if !self.finished => Err(CodecError::Truncated("br")),
             DecoderState::Zstd(..) if !self.finished => Err(CodecError::Truncated("zstd")),
             _ => Ok(()),

@@ -19,6 +19,7 @@ use super::CodecError;
 pub(super) mod framing;
 #[path = "inflate_tables.rs"]
 mod tables;
+use super::Encoding;
 use framing::{Check, Framing, Header, HeaderStep};
 use tables::{build, build_static, dist_entry, litlen_entry, lookup, low};
 
@@ -81,7 +82,8 @@ pub struct Inflate {
     wstart: usize,
     crc_pos: usize,
     origin: u64,
-    tables: Box<Tables>,
+    /// One set (a boxed slice, so that [`Inflate::restart`] can take it, leaving an empty one).
+    tables: Box<[Tables]>,
     /// The tables hold the static codes (kept for the next static block: a stream flushed often has many).
     static_tables: bool,
     stage: Stage,
@@ -158,15 +160,38 @@ impl Inflate {
         Inflate::new(Framing::Deflate)
     }
 
+    /// Ready for a new body in `encoding` (gzip, else deflate) on this state's buffers: see [`Inflate::restart`].
+    pub(super) fn restart_as(&mut self, encoding: Encoding) {
+        self.restart(if encoding == Encoding::Gzip { Framing::Gzip } else { Framing::Deflate });
+    }
+
     fn new(framing: Framing) -> Inflate {
+        let tables = Tables { lit: [0; LIT_TABLE], dist: [0; DIST_TABLE], codelen: [0; 128], lens: [0; 320] };
+        Inflate::with_buffers(framing, vec![0; BUF + SLACK].into_boxed_slice(), Box::new([tables]))
+    }
+
+    /// Ready for a new body in the same coding (see [`Inflate::restart`]).
+    pub(super) fn restart_same(&mut self) {
+        self.restart(self.framing);
+    }
+
+    /// Ready for a new body in `framing`, on this state's buffers (a new state is ~93 KiB of zeroed memory).
+    /// Nothing of the last body can be read again: a distance that reaches before the new body's first byte
+    /// is refused as too far back.
+    fn restart(&mut self, framing: Framing) {
+        let (win, tables) = (std::mem::take(&mut self.win), std::mem::take(&mut self.tables));
+        *self = Inflate::with_buffers(framing, win, tables);
+    }
+
+    fn with_buffers(framing: Framing, win: Box<[u8]>, tables: Box<[Tables]>) -> Inflate {
         Inflate {
             framing,
-            win: vec![0; BUF + SLACK].into_boxed_slice(),
+            win,
             pos: 0,
             wstart: 0,
             crc_pos: 0,
             origin: 0,
-            tables: Box::new(Tables { lit: [0; LIT_TABLE], dist: [0; DIST_TABLE], codelen: [0; 128], lens: [0; 320] }),
+            tables,
             static_tables: false,
             stage: Stage::Header,
             bb: 0,
@@ -270,7 +295,7 @@ impl Inflate {
                         0 => Stage::StoredLen,
                         1 => {
                             if !std::mem::replace(&mut self.static_tables, true) {
-                                build_static(&mut self.tables);
+                                build_static(&mut self.tables[0]);
                             }
                             Stage::Codes
                         }
@@ -317,23 +342,23 @@ impl Inflate {
                     if self.hlit > 286 || self.value - self.hlit > 30 {
                         return Err(Halt::Corrupt("too many length or distance symbols"));
                     }
-                    self.tables.lens[..19].fill(0);
+                    self.tables[0].lens[..19].fill(0);
                     (self.n, self.stage) = (0, Stage::CodeLenLens);
                 }
                 Stage::CodeLenLens => {
                     while self.n < self.hclen {
                         self.need(3, io)?;
-                        self.tables.lens[CODELEN_ORDER[self.n]] = self.take(3) as u8;
+                        self.tables[0].lens[CODELEN_ORDER[self.n]] = self.take(3) as u8;
                         self.n += 1;
                     }
-                    let t = &mut *self.tables;
+                    let t = &mut self.tables[0];
                     build(&mut t.codelen, &t.lens[..19], 7, |sym| LITERAL | (sym as u32) << 16, false)
                         .map_err(|_| Halt::Corrupt("invalid code lengths set"))?;
                     (self.n, self.stage) = (0, Stage::CodeLens);
                 }
                 Stage::CodeLens => {
                     self.code_lengths(io)?;
-                    let t = &mut *self.tables;
+                    let t = &mut self.tables[0];
                     let (lit, dist) = t.lens[..self.value].split_at(self.hlit);
                     if lit[256] == 0 {
                         return Err(Halt::Corrupt("missing end-of-block code"));
@@ -416,7 +441,7 @@ impl Inflate {
     fn code_lengths(&mut self, io: &mut Io) -> Result<(), Halt> {
         while self.n < self.value {
             // Decoded from the bits at hand, the missing ones as zeros: right if it takes no more.
-            let e = lookup(&self.tables.codelen, 7, self.bb);
+            let e = lookup(&self.tables[0].codelen, 7, self.bb);
             let sym = e >> 16;
             let extra = [0, 2, 3, 7][(sym as usize).saturating_sub(15)]; // symbols 16, 17, 18
             if (e & 15) + extra > self.bc {
@@ -427,7 +452,7 @@ impl Inflate {
             let x = self.take(extra) as usize;
             let (len, run) = match sym {
                 0..=15 => (sym as u8, 1),
-                16 if self.n > 0 => (self.tables.lens[self.n - 1], 3 + x),
+                16 if self.n > 0 => (self.tables[0].lens[self.n - 1], 3 + x),
                 17 => (0, 3 + x),
                 18 => (0, 11 + x),
                 _ => return Err(Halt::Corrupt("invalid bit length repeat")),
@@ -435,7 +460,7 @@ impl Inflate {
             if self.n + run > self.value {
                 return Err(Halt::Corrupt("invalid bit length repeat"));
             }
-            self.tables.lens[self.n..self.n + run].fill(len);
+            self.tables[0].lens[self.n..self.n + run].fill(len);
             self.n += run;
         }
         Ok(())
@@ -451,7 +476,8 @@ impl Inflate {
                 return Err(Halt::Full);
             }
         }
-        let (t, win, repeats, input, limit) = (&*self.tables, &mut self.win[..], &mut *io.repeats, io.input, io.limit);
+        let (t, win, repeats, input, limit) =
+            (&self.tables[0], &mut self.win[..], &mut *io.repeats, io.input, io.limit);
         let (mut bb, mut bc, mut pos, mut ip) = (self.bb, self.bc, self.pos, io.ip);
         let result = loop {
             if ip + 8 <= input.len() {

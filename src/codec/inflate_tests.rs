@@ -54,9 +54,9 @@ fn decode_in(stream: &[u8], pieces: &[usize], max_out: usize) -> Result<(Vec<u8>
     decode_with(Inflate::gzip(), stream, pieces, max_out)
 }
 
-/// The same with a decoder of another framing.
+/// The same with a decoder of another framing, or one that decoded a body before (given by reference).
 pub(super) fn decode_with(
-    mut inflate: Inflate,
+    mut inflate: impl std::borrow::BorrowMut<Inflate>,
     stream: &[u8],
     pieces: &[usize],
     max_out: usize,
@@ -72,6 +72,7 @@ pub(super) fn decode_with(
             break;
         }
     }
+    let inflate = inflate.borrow_mut();
     for mut chunk in chunks {
         loop {
             let (before, reported) = (out.len(), repeats.len());
@@ -470,6 +471,29 @@ fn corrupt_streams_say_why() {
     second.put(0b011, 3).fixed(257).code(0, 5).fixed(256);
     let second = member(&second.finish(), b"???");
     assert_eq!(corrupt_reason(&[first, second].concat()), "invalid distance too far back");
+}
+
+#[test]
+fn a_restarted_state_decodes_the_next_body_and_reads_nothing_of_the_last() {
+    let first = b"<p>the first body, with words that repeat and repeat</p>\n".repeat(2000);
+    let second = b"<li>a second one: other words, other repeats</li>\n".repeat(1500);
+    let mut inflate = Inflate::gzip();
+    assert!(decode_with(&mut inflate, &gzip(&first, 6), &[5000], 32 * 1024).unwrap().0 == first);
+    inflate.restart(Framing::Gzip);
+    let (out, repeats) = decode_with(&mut inflate, &gzip(&second, 6), &[700], 32 * 1024).unwrap();
+    assert!(out == second);
+    assert!(replay(&out, &repeats, &[0]) > out.len() / 2, "its repeats, each checked against the bytes");
+    // The last body's bytes are still in the window: a match reaching back to them is refused.
+    inflate.restart(Framing::Gzip);
+    let mut far = Bits::default();
+    far.put(0b011, 3).fixed(257).code(0, 5).fixed(256);
+    let far = member(&far.finish(), b"???");
+    let refused = decode_with(&mut inflate, &far, &[1], 1024);
+    assert!(matches!(refused, Err(CodecError::Corrupt("gzip", r)) if r == "invalid distance too far back"));
+    // And as zlib-wrapped deflate after gzip.
+    inflate.restart(Framing::Deflate);
+    let zlib = crate::codec::encode_all(Encoding::Deflate, &first);
+    assert!(decode_with(&mut inflate, &zlib, &[4096], 32 * 1024).unwrap().0 == first);
 }
 
 #[test]

@@ -22,6 +22,13 @@ impl Reusable for super::deflate::FastDeflate {
     }
 }
 
+impl Reusable for super::Inflate {
+    fn reset(&mut self) -> bool {
+        self.restart_same();
+        true
+    }
+}
+
 impl Reusable for zstd::stream::raw::Encoder<'static> {
     fn reset(&mut self) -> bool {
         zstd::stream::raw::Operation::reinit(self).is_ok()

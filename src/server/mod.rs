@@ -93,6 +93,7 @@ impl ProxyServer {
         // alongside the trust store.
         let prepared = tokio::task::spawn_blocking(|| {
             crate::codec::Encoder::prepare_process();
+            crate::codec::Decoder::prepare_process();
             crate::observe::mask::scanner();
             crate::buffers::prepare();
         });
