@@ -5,8 +5,7 @@
 use super::pool::{Pool, Pooled};
 use super::{CodecError, Encoding, Inflate, Repeat};
 
-/// Inflater states between bodies: a new one is ~93 KiB of zeroed memory (a server's first response faulted
-/// it in page by page).
+/// Inflater states between bodies: a new one is ~93 KiB of memory zeroed for every gzip or deflate body.
 static INFLATE_STATES: Pool<Inflate> = Pool::new();
 
 /// Largest piece of decoded output produced at once: a decompression bomb costs nothing more.
