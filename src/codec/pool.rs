@@ -1,10 +1,9 @@
 //! Compressor states (and our inflater's) kept between responses: setting one up costs more than resetting
 //! it (a DEFLATE state is ~350 KiB with its block of tokens, a zstd one more, an inflater ~93 KiB). At most
-//! [`IDLE_STATES`] wait per
-//! kind, so an idle proxy holds a few MiB at most. Only states whose stream was finished go back: a
-//! response cut off mid-way is rare, and a reset after a half-written stream is where compressors go
-//! wrong (zlib-rs 0.6.8's leaves its quick strategy's open block behind, and the next stream comes
-//! out corrupt).
+//! [`IDLE_STATES`] wait per kind, so an idle proxy holds a few MiB at most. Only states whose stream was
+//! finished go back: a response cut off mid-way is rare, and a reset after a half-written stream is where
+//! compressors go wrong (zlib-rs 0.6.8's leaves its quick strategy's open block behind, and the next stream
+//! comes out corrupt).
 
 use std::sync::Mutex;
 
