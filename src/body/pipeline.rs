@@ -158,10 +158,9 @@ impl Pipeline {
         self.rewriter.leave_out_meta_policy();
     }
 
-    /// Rewrites and encodes already-decoded bytes, in pieces of a decoded piece's size (see
-    /// [`Pipeline::push_identity`]).
+    /// Rewrites and encodes already-decoded bytes (see [`Pipeline::push_in_pieces`]).
     pub fn push_decoded(&mut self, decoded: &[u8], out: &mut Vec<u8>) -> Result<(), PipelineError> {
-        decoded.chunks(DECODED_PIECE).try_for_each(|piece| self.rewrite_then_encode(piece, false, out))
+        self.push_in_pieces(decoded, out, usize::MAX).map(drop)
     }
 
     /// Runs compressed bytes through the whole pipeline, in bounded pieces.
@@ -175,7 +174,7 @@ impl Pipeline {
     /// GiB: taken this way, it costs no more memory than any other.
     pub fn push_some(&mut self, raw: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<usize, PipelineError> {
         if self.identity {
-            return self.push_identity(raw, out, limit);
+            return self.push_in_pieces(raw, out, limit);
         }
         let (whole, mut raw) = (raw.len(), raw);
         let mut decoded = std::mem::take(&mut self.decoded);
@@ -198,12 +197,13 @@ impl Pipeline {
         result
     }
 
-    /// [`Pipeline::push_some`] for an uncompressed body: its own bytes, in pieces of a decoded piece's size.
-    /// A loopback upstream's page comes in chunks of 64 KiB and more (the first, read while sniffing, often
-    /// the whole page): whole, each stage's output outgrew its spare buffer and was reallocated per chunk.
-    fn push_identity(&mut self, raw: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<usize, PipelineError> {
+    /// Rewrites and encodes decoded bytes (an uncompressed body's own) in pieces of a decoded piece's size,
+    /// until `out` holds `limit` bytes or more; returns how many it took. A loopback upstream's page comes in
+    /// chunks of 64 KiB and more (the first, read while sniffing, often the whole page): whole, each stage's
+    /// output outgrew its spare buffer and was reallocated per chunk.
+    fn push_in_pieces(&mut self, decoded: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<usize, PipelineError> {
         let mut taken = 0;
-        for piece in raw.chunks(DECODED_PIECE) {
+        for piece in decoded.chunks(DECODED_PIECE) {
             self.rewrite_then_encode(piece, false, out)?;
             taken += piece.len();
             if out.len() >= limit {

@@ -39,6 +39,7 @@ impl Decoder {
             Encoding::Identity => DecoderState::Identity,
             Encoding::Gzip | Encoding::Deflate => {
                 let mut inflate = INFLATE_STATES.take(Inflate::gzip);
+                // Whether new or idle (the pool's reset leaves it to here), in this body's coding.
                 inflate.restart_as(encoding);
                 DecoderState::Inflate(Box::new(inflate))
             }

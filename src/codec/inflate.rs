@@ -170,11 +170,6 @@ impl Inflate {
         Inflate::with_buffers(framing, vec![0; BUF + SLACK].into_boxed_slice(), Box::new([tables]))
     }
 
-    /// Ready for a new body in the same coding (see [`Inflate::restart`]).
-    pub(super) fn restart_same(&mut self) {
-        self.restart(self.framing);
-    }
-
     /// Ready for a new body in `framing`, on this state's buffers (a new state is ~93 KiB of zeroed memory).
     /// Nothing of the last body can be read again: a distance that reaches before the new body's first byte
     /// is refused as too far back.

@@ -23,8 +23,8 @@ impl Reusable for super::deflate::FastDeflate {
 }
 
 impl Reusable for super::Inflate {
+    /// Nothing here: `Decoder::new` restarts every state it takes, in its body's coding.
     fn reset(&mut self) -> bool {
-        self.restart_same();
         true
     }
 }
